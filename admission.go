@@ -1,0 +1,361 @@
+package pacer
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// A call is one request on its way through the Transport: the scopes it is
+// charged to and what it holds of them. Calls are pooled; their buffers
+// keep the common case of a few charges free of allocations.
+type call struct {
+	t        *Transport
+	ctx      context.Context
+	workload *workloadState
+
+	charges []charge // one per distinct bucket
+	demands []Demand // what Take asks of the store
+	owners  []int    // owners[i] is the charge that demands[i] serves
+
+	budget      [1]Demand // the budget demand with this call's cost; Cost 0 if none
+	budgetSpent bool
+	needsSlots  bool // some scope charged caps concurrency
+	holdsSlots  bool
+
+	routedBuf [4]Charge
+	chargeBuf [4]charge
+	demandBuf [4]Demand
+	ownerBuf  [4]int
+}
+
+type charge struct {
+	state *scopeState
+	cost  float64
+}
+
+var defaultCharges = []Charge{{Scope: DefaultScope}}
+
+// newCall routes req and reads its workload and costs from its context.
+func (t *Transport) newCall(req *http.Request) (*call, error) {
+	c := t.calls.Get().(*call)
+	c.ctx = req.Context()
+	vals := valuesFrom(c.ctx)
+	c.workload = t.defaultWorkload
+	if vals != nil {
+		if w := t.workloads[vals.workload]; w != nil {
+			c.workload = w
+		}
+	}
+	routed := append(c.routedBuf[:0], defaultCharges...)
+	for _, route := range t.routes {
+		routed = route(req, routed)
+	}
+	c.charges, c.demands, c.owners = c.chargeBuf[:0], c.demandBuf[:0], c.ownerBuf[:0]
+	for _, ch := range routed {
+		class := t.scopes[ch.Scope]
+		if class == nil {
+			c.finish()
+			return nil, fmt.Errorf("pacer: a route charged the request to scope %q, which is not declared; declare it with WithScope", ch.Scope)
+		}
+		c.addCharge(class, ch, vals)
+	}
+	if b := c.workload.budget; b.Burst > 0 {
+		b.Cost = c.budgetCost(vals)
+		c.budget[0] = b
+	}
+	return c, nil
+}
+
+// addCharge adds a charge and the demands that pace it. Two charges to one
+// bucket become one, so the bucket is never asked twice in one Take.
+func (c *call) addCharge(class *scopeClass, ch Charge, vals *callValues) {
+	cost := chargeCost(class, ch, vals)
+	state := class.state(ch.Key)
+	for i := range c.charges {
+		if c.charges[i].state == state {
+			state.release()
+			c.charges[i].cost += cost
+			for j, owner := range c.owners {
+				if owner == i {
+					c.demands[j].Cost += cost
+				}
+			}
+			return
+		}
+	}
+	c.charges = append(c.charges, charge{state, cost})
+	c.needsSlots = c.needsSlots || class.Concurrency > 0
+	if class.burst == 0 {
+		return // the scope caps concurrency only
+	}
+	w := c.workload.index
+	owner := len(c.charges) - 1
+	// A floor above burst − cost would make the request wait forever; a
+	// reserve too small to hold one request reserves nothing.
+	floor := min(class.othersReserve[w]*class.burst, max(0, class.burst-cost))
+	c.demands = append(c.demands, Demand{Scope: class.Name, Key: ch.Key, Rate: class.rate, Burst: class.burst, Cost: cost, Floor: floor})
+	c.owners = append(c.owners, owner)
+	if name := class.maxScope[w]; name != "" {
+		share := c.workload.Max
+		c.demands = append(c.demands, Demand{Scope: name, Key: ch.Key, Rate: class.rate * share, Burst: max(1, class.burst*share), Cost: cost})
+		c.owners = append(c.owners, owner)
+	}
+}
+
+func chargeCost(class *scopeClass, ch Charge, vals *callValues) float64 {
+	if n, ok := vals.cost(class.Unit); ok {
+		return float64(max(n, 0))
+	}
+	if ch.Cost > 0 {
+		return float64(ch.Cost)
+	}
+	if class.Unit == UnitRequests {
+		return 1
+	}
+	return 0
+}
+
+// budgetCost is what the call spends of its workload's budget: the cost the
+// context states in the budget's unit, else one request, else the largest
+// charge in that unit.
+func (c *call) budgetCost(vals *callValues) float64 {
+	unit := c.workload.Budget.unit()
+	if n, ok := vals.cost(unit); ok {
+		return float64(max(n, 0))
+	}
+	if unit == UnitRequests {
+		return 1
+	}
+	var cost float64
+	for _, ch := range c.charges {
+		if ch.state.class.Unit == unit {
+			cost = max(cost, ch.cost)
+		}
+	}
+	return cost
+}
+
+// spendBudget takes the call's cost from its workload's budget, or fails
+// with a *BudgetError.
+func (c *call) spendBudget() error {
+	if c.budget[0].Cost <= 0 {
+		return nil
+	}
+	d, err := c.t.store.Take(c.ctx, c.t.clock.Now(), c.budget[:])
+	if err != nil {
+		return fmt.Errorf("pacer: checking the budget of workload %q: %w", c.workload.name, err)
+	}
+	if !d.OK {
+		return &BudgetError{Workload: c.workload.name, Budget: c.workload.Budget, ResetIn: d.Wait}
+	}
+	c.budgetSpent = true
+	return nil
+}
+
+// refundBudget gives back the budget of a call that was not sent.
+func (c *call) refundBudget() {
+	if c.budgetSpent {
+		c.budgetSpent = false
+		// Best effort: a failed refund leaves the budget spent, the safe side.
+		_ = c.t.store.Refund(c.ctx, c.t.clock.Now(), c.budget[:])
+	}
+}
+
+// holdsResources reports whether finishing the call releases anything.
+func (c *call) holdsResources() bool {
+	if c.holdsSlots {
+		return true
+	}
+	for _, ch := range c.charges {
+		if ch.state.key != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// finish releases everything the call holds and returns it to the pool.
+func (c *call) finish() {
+	for _, ch := range c.charges {
+		if c.holdsSlots {
+			ch.state.releaseSlot(c.workload.index)
+		}
+		ch.state.release()
+	}
+	t := c.t
+	*c = call{t: t}
+	t.calls.Put(c)
+}
+
+// blocked says where and why a call could not be admitted.
+type blocked struct {
+	state  *scopeState // nil when the call was admitted
+	reason string
+	wait   time.Duration // until admission might succeed; 0 when unknown
+}
+
+func (b blocked) error(cause error) error {
+	e := &ThrottledError{Scope: b.state.class.Name, Reason: b.reason, Err: cause}
+	if b.wait != Never {
+		e.RetryAfter = b.wait
+	}
+	return e
+}
+
+// admit returns once the call holds a slot and its tokens on every scope, or
+// with the reason it never will in time.
+func (c *call) admit() error {
+	select {
+	case <-c.ctx.Done():
+		return c.ctx.Err()
+	default:
+	}
+	for i := range c.charges {
+		// Calls that were here first, or that matter more, go first.
+		if s := c.charges[i].state; s.servesBefore(c.workload.Reserve) {
+			return c.wait(blocked{state: s, reason: ReasonRate})
+		}
+	}
+	b, err := c.tryAdmit()
+	if err != nil || b.state == nil {
+		return err
+	}
+	return c.wait(b)
+}
+
+// tryAdmit takes the call's slots and tokens, all or none, without waiting.
+func (c *call) tryAdmit() (blocked, error) {
+	if c.needsSlots {
+		for i := range c.charges {
+			if !c.charges[i].state.acquireSlot(c.workload.index) {
+				c.releaseSlots(i)
+				return blocked{state: c.charges[i].state, reason: ReasonConcurrency}, nil
+			}
+		}
+		c.holdsSlots = true
+	}
+	if len(c.demands) == 0 {
+		return blocked{}, nil
+	}
+	d, err := c.t.store.Take(c.ctx, c.t.clock.Now(), c.demands)
+	if err == nil && d.OK {
+		return blocked{}, nil
+	}
+	if c.holdsSlots {
+		c.releaseSlots(len(c.charges))
+	}
+	if err != nil {
+		return blocked{}, fmt.Errorf("pacer: taking tokens: %w", err)
+	}
+	b := blocked{state: c.charges[c.owners[d.Blocked]].state, reason: ReasonRate, wait: d.Wait}
+	if d.Wait == Never {
+		b.reason = ReasonCapacity
+	}
+	return b, nil
+}
+
+// releaseSlots gives back the slots of the first n charges.
+func (c *call) releaseSlots(n int) {
+	for _, ch := range c.charges[:n] {
+		ch.state.releaseSlot(c.workload.index)
+	}
+	c.holdsSlots = false
+}
+
+func (c *call) costOn(s *scopeState) float64 {
+	for _, ch := range c.charges {
+		if ch.state == s {
+			return ch.cost
+		}
+	}
+	return 0
+}
+
+// wait queues the call on the scope that blocked it until it is admitted.
+// Only the head of a queue tries for admission, sleeping until the store
+// says its tokens will be there, or until a slot is released; the calls
+// behind it sleep until they reach the head. If the next attempt blocks on
+// another scope, the call moves to that scope's queue, keeping its place in
+// arrival order.
+func (c *call) wait(b blocked) error {
+	w := &waiter{priority: c.workload.Reserve, seq: c.t.arrivals.Add(1), wake: make(chan struct{}, 1)}
+	var timer Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		if err := c.cannotWait(b); err != nil {
+			return err
+		}
+		s := b.state
+		w.cost = c.costOn(s)
+		ahead := s.enqueue(w)
+		if rate := s.class.rate; rate > 0 && ahead > 0 {
+			// The calls ahead must be paid for before this one: a lower bound
+			// on the wait, good enough to give up at once on a deadline.
+			b.wait += time.Duration(ahead / rate * float64(time.Second))
+			if err := c.cannotWait(b); err != nil {
+				s.leave(w)
+				return err
+			}
+		}
+		for moved := false; !moved; {
+			if s.isHead(w) {
+				next, err := c.tryAdmit()
+				switch {
+				case err != nil:
+					s.leave(w)
+					return err
+				case next.state == nil:
+					s.leave(w)
+					return nil
+				case next.state != s:
+					s.leave(w)
+					b, moved = next, true
+					continue
+				}
+				b = next
+				if err := c.cannotWait(b); err != nil {
+					s.leave(w)
+					return err
+				}
+			}
+			var fire <-chan time.Time
+			if b.wait > 0 && s.isHead(w) {
+				if timer == nil {
+					timer = c.t.clock.NewTimer(b.wait)
+				} else {
+					timer.Reset(b.wait)
+				}
+				fire = timer.C()
+			}
+			select {
+			case <-c.ctx.Done():
+				s.leave(w)
+				return b.error(c.ctx.Err())
+			case <-w.wake:
+			case <-fire:
+			}
+		}
+	}
+}
+
+// cannotWait returns the error for a wait the call will not make: one that
+// no wait ends, one on a scope that fails fast, or one that cannot end
+// before the context's deadline — returned now, not at the deadline.
+func (c *call) cannotWait(b blocked) error {
+	switch {
+	case b.wait == Never:
+		return b.error(fmt.Errorf("%w: it costs %v", ErrExceedsCapacity, c.costOn(b.state)))
+	case b.state.class.FailFast:
+		return b.error(nil)
+	}
+	if deadline, ok := c.ctx.Deadline(); ok && b.wait > 0 && b.wait > deadline.Sub(c.t.clock.Now()) {
+		return b.error(context.DeadlineExceeded)
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package pacer
+
+import (
+	"io"
+	"sync/atomic"
+)
+
+// acquireSlot takes one of the scope's concurrency slots for workload w, if
+// one is free to w: w stays within its Max, and leaves the slots that other
+// workloads reserved and are not using.
+func (s *scopeState) acquireSlot(w int) bool {
+	c := s.class
+	if c.Concurrency == 0 {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.maxSlots[w] > 0 && s.inFlightBy[w] >= c.maxSlots[w] {
+		return false
+	}
+	reservedByOthers := 0
+	for v, r := range c.reservedSlots {
+		if v != w && r > s.inFlightBy[v] {
+			reservedByOthers += r - s.inFlightBy[v]
+		}
+	}
+	if s.inFlight+reservedByOthers >= c.Concurrency {
+		return false
+	}
+	s.inFlight++
+	s.inFlightBy[w]++
+	return true
+}
+
+// releaseSlot gives back a slot taken by acquireSlot, and wakes the call at
+// the head of the queue so that it can try for it.
+func (s *scopeState) releaseSlot(w int) {
+	if s.class.Concurrency == 0 {
+		return
+	}
+	s.mu.Lock()
+	s.inFlight--
+	s.inFlightBy[w]--
+	head := s.queue.head()
+	s.mu.Unlock()
+	head.signal()
+}
+
+// releasingBody is a response body that ends its call, releasing the call's
+// slots, exactly once: when the body is closed or read to its end, whichever
+// comes first, from whichever goroutine.
+type releasingBody struct {
+	io.ReadCloser
+	call *call
+	done atomic.Bool
+}
+
+func (b *releasingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.release()
+	}
+	return n, err
+}
+
+func (b *releasingBody) Close() error {
+	defer b.release()
+	return b.ReadCloser.Close()
+}
+
+func (b *releasingBody) release() {
+	if b.done.CompareAndSwap(false, true) {
+		b.call.finish()
+	}
+}
+
+// releasingReadWriteBody keeps the io.Writer of a 101 Switching Protocols
+// response's body, which net/http's callers rely on.
+type releasingReadWriteBody struct {
+	*releasingBody
+	io.Writer
+}
+
+// wrapBody returns rc wrapped so that closing it, or reading it to its end,
+// finishes c.
+func wrapBody(rc io.ReadCloser, c *call) io.ReadCloser {
+	b := &releasingBody{ReadCloser: rc, call: c}
+	if w, ok := rc.(io.Writer); ok {
+		return releasingReadWriteBody{b, w}
+	}
+	return b
+}

@@ -1,0 +1,75 @@
+package pacer
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrThrottled matches every *ThrottledError: pacer did not send the request
+// because the scope's limits did not allow it in time.
+var ErrThrottled = errors.New("pacer: throttled")
+
+// ErrBudgetExhausted matches every *BudgetError: the workload has spent its
+// budget for the period, and nothing was sent.
+var ErrBudgetExhausted = errors.New("pacer: spend budget exhausted")
+
+// ErrExceedsCapacity is the cause of a *ThrottledError for a request that
+// costs more than its scope's bucket can ever hold: no wait would admit it.
+var ErrExceedsCapacity = errors.New("pacer: request costs more than the scope's bucket can hold")
+
+// Why a request was throttled.
+const (
+	ReasonRate        = "rate"        // the scope's tokens were spent
+	ReasonConcurrency = "concurrency" // every slot of the scope was in flight
+	ReasonCapacity    = "capacity"    // the request costs more than the bucket holds
+)
+
+// A ThrottledError says that a request was not sent because a scope's limits
+// did not admit it in time. It matches ErrThrottled with errors.Is, and also
+// its cause: context.DeadlineExceeded when the wait could not have ended
+// before the context's deadline (pacer returns at once, not at the
+// deadline), context.Canceled when the caller gave up, ErrExceedsCapacity
+// when no wait would do.
+type ThrottledError struct {
+	Scope  string // the scope that held the request back
+	Reason string // one of the Reason constants
+	// RetryAfter is the shortest wait after which the request might be
+	// admitted; zero when it depends on a call in flight finishing.
+	RetryAfter time.Duration
+	Err        error // the cause; nil when the scope fails fast
+}
+
+func (e *ThrottledError) Error() string {
+	msg := fmt.Sprintf("pacer: throttled on scope %q (%s)", e.Scope, e.Reason)
+	if e.RetryAfter > 0 && e.RetryAfter != Never {
+		msg += fmt.Sprintf("; retry after %v", e.RetryAfter)
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Is reports whether target is ErrThrottled.
+func (e *ThrottledError) Is(target error) bool { return target == ErrThrottled }
+
+// Unwrap returns the cause.
+func (e *ThrottledError) Unwrap() error { return e.Err }
+
+// A BudgetError says that a workload's spend budget is exhausted. It matches
+// ErrBudgetExhausted with errors.Is. Nothing was sent.
+type BudgetError struct {
+	Workload string
+	Budget   Budget
+	// ResetIn is how long until the budget's period ends and it is full again.
+	ResetIn time.Duration
+}
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("pacer: workload %q has spent its budget of %d %s per %v; it resets in %v",
+		e.Workload, e.Budget.Limit, e.Budget.unit(), e.Budget.Per, e.ResetIn)
+}
+
+// Is reports whether target is ErrBudgetExhausted.
+func (e *BudgetError) Is(target error) bool { return target == ErrBudgetExhausted }

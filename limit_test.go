@@ -1,0 +1,44 @@
+package pacer
+
+import (
+	"testing"
+	"time"
+)
+
+func TestLimitPace(t *testing.T) {
+	tests := []struct {
+		limit     Limit
+		headroom  float64
+		rate      float64
+		burst     float64
+		rationale string
+	}{
+		{PerSecond(100), 0.9, 90, 10, "a tenth of the count is left for the burst"},
+		{PerMinute(3500), 0.9, 52.5, 350, "OpenAI-sized RPM"},
+		{PerSecond(10), 0.9, 9, 1, "a burst is at least one"},
+		{PerSecond(10), 1, 10, 1, "no headroom still allows one call at a time"},
+		{PerHour(5000), 0.8, 5000 * 0.8 / 3600, 1000, "GitHub's REST limit with more headroom"},
+		{Limit{Count: 100, Per: time.Second, Burst: 40}, 0.9, 90, 40, "an explicit burst is kept"},
+		{Limit{}, 0.9, 0, 0, "the zero limit paces nothing"},
+	}
+	for _, tt := range tests {
+		rate, burst := tt.limit.pace(tt.headroom)
+		if diff := rate - tt.rate; diff > 1e-9 || diff < -1e-9 || burst != tt.burst {
+			t.Errorf("%v at headroom %v: rate %v burst %v, want %v and %v (%s)", tt.limit, tt.headroom, rate, burst, tt.rate, tt.burst, tt.rationale)
+		}
+	}
+}
+
+func TestLimitValidate(t *testing.T) {
+	bad := []Limit{{Count: -1, Per: time.Second}, {Count: 10}, {Per: time.Second}, {Count: 1, Per: time.Second, Burst: -1}}
+	for _, l := range bad {
+		if l.validate() == nil {
+			t.Errorf("%#v: validate() = nil, want an error", l)
+		}
+	}
+	for _, l := range []Limit{{}, PerSecond(1), PerHour(1)} {
+		if err := l.validate(); err != nil {
+			t.Errorf("%v: %v", l, err)
+		}
+	}
+}

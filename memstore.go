@@ -1,0 +1,134 @@
+package pacer
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// MemoryStore keeps buckets in this process's memory. It is the default
+// Store.
+//
+// It stays bounded: a bucket that has refilled to capacity is the same as no
+// bucket, so it is forgotten, a few at a time as other buckets are used. A
+// million keys seen once do not stay in memory.
+type MemoryStore struct {
+	mu      sync.Mutex
+	buckets map[bucketKey]*memBucket
+	ops     int
+}
+
+type bucketKey struct{ scope, key string }
+
+type memBucket struct {
+	bucketLevel
+	// The shape last seen, to tell when the bucket can be forgotten.
+	rate, burst float64
+	window      time.Duration
+}
+
+// NewMemoryStore returns an empty in-memory store.
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{buckets: make(map[bucketKey]*memBucket)}
+}
+
+// The sweep looks at sweepBatch buckets every sweepEvery operations: four
+// looks an operation, enough to keep up with a new key on every take while
+// costing a few nanoseconds on average.
+const (
+	sweepEvery = 16
+	sweepBatch = 64
+)
+
+// Take implements Store.
+func (m *MemoryStore) Take(_ context.Context, now time.Time, demands []Demand) (Decision, error) {
+	var stack [4]*memBucket
+	found := stack[:0]
+	if len(demands) > len(stack) {
+		found = make([]*memBucket, 0, len(demands))
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.maybeSweep(now)
+	decision := Decision{OK: true}
+	for i := range demands {
+		d := &demands[i]
+		b := m.bucket(d, now)
+		found = append(found, b)
+		if wait := b.wait(d, now); wait > 0 && (decision.OK || wait > decision.Wait) {
+			decision = Decision{Blocked: i, Wait: wait}
+		}
+	}
+	if !decision.OK {
+		return decision, nil
+	}
+	for i, b := range found {
+		if demands[i].Cost > 0 {
+			b.tokens -= demands[i].Cost
+		}
+	}
+	return decision, nil
+}
+
+// Refund implements Store.
+func (m *MemoryStore) Refund(_ context.Context, now time.Time, demands []Demand) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := range demands {
+		d := &demands[i]
+		if d.Cost <= 0 {
+			continue
+		}
+		b := m.bucket(d, now)
+		b.tokens = min(b.tokens+d.Cost, d.Burst)
+	}
+	return nil
+}
+
+// Clamp implements Store.
+func (m *MemoryStore) Clamp(_ context.Context, now time.Time, d Demand, tokens float64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.bucket(&d, now)
+	b.tokens = min(b.tokens, tokens)
+	return nil
+}
+
+// Len returns the number of buckets the store holds.
+func (m *MemoryStore) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.buckets)
+}
+
+// bucket returns d's bucket brought up to now, creating it full if it is new.
+func (m *MemoryStore) bucket(d *Demand, now time.Time) *memBucket {
+	k := bucketKey{d.Scope, d.Key}
+	b := m.buckets[k]
+	if b == nil {
+		b = &memBucket{bucketLevel: bucketLevel{tokens: d.Burst, stamp: now}}
+		m.buckets[k] = b
+	}
+	b.advance(d, now)
+	b.rate, b.burst, b.window = d.Rate, d.Burst, d.Window
+	return b
+}
+
+func (m *MemoryStore) maybeSweep(now time.Time) {
+	m.ops++
+	if m.ops < sweepEvery {
+		return
+	}
+	m.ops = 0
+	looked := 0
+	// Map iteration starts at a random place, so successive sweeps sample
+	// the whole map.
+	for k, b := range m.buckets {
+		if b.full(b.rate, b.burst, b.window, now) {
+			delete(m.buckets, k)
+		}
+		if looked++; looked == sweepBatch {
+			return
+		}
+	}
+}

@@ -1,0 +1,125 @@
+package pacer
+
+import "fmt"
+
+// An Option configures a Transport.
+type Option func(*config)
+
+type config struct {
+	headroom  float64
+	scopes    []Scope // in order of declaration; DefaultScope first
+	workloads []namedWorkload
+	routes    []Route
+	store     Store
+	clock     Clock
+	errs      []error
+}
+
+type namedWorkload struct {
+	name string
+	Workload
+}
+
+func (c *config) scope(name string) *Scope {
+	for i := range c.scopes {
+		if c.scopes[i].Name == name {
+			return &c.scopes[i]
+		}
+	}
+	c.scopes = append(c.scopes, Scope{Name: name})
+	return &c.scopes[len(c.scopes)-1]
+}
+
+// DefaultHeadroom is the share of a published limit that pacer uses unless
+// told otherwise: 90%. The last tenth absorbs what the client cannot see —
+// a provider that counts in windows shorter than the one it publishes, a
+// request that arrives later than it was sent and so lands in the next
+// window, another client on the same key — and it makes room for the
+// default burst, so that any window of the published length stays within
+// the published count.
+const DefaultHeadroom = 0.9
+
+// WithLimit sets the provider's published limit for DefaultScope, counted
+// in requests. Pacer paces at the headroom below it.
+func WithLimit(l Limit) Option {
+	return func(c *config) { c.scope(DefaultScope).Limit = l }
+}
+
+// WithHeadroom sets the share of every published limit that pacer uses, in
+// (0, 1]. The default is DefaultHeadroom.
+func WithHeadroom(f float64) Option {
+	return func(c *config) {
+		if !(f > 0 && f <= 1) {
+			c.errs = append(c.errs, fmt.Errorf("WithHeadroom(%v): the headroom must be above 0 and at most 1", f))
+			return
+		}
+		c.headroom = f
+	}
+}
+
+// WithConcurrency caps the calls in flight on DefaultScope at n. A call
+// holds its slot until its response body is closed or read to its end.
+func WithConcurrency(n int) Option {
+	return func(c *config) { c.scope(DefaultScope).Concurrency = n }
+}
+
+// WithFailFast makes DefaultScope fail a call that cannot be admitted at once
+// with a *ThrottledError, instead of waiting for it.
+func WithFailFast() Option {
+	return func(c *config) { c.scope(DefaultScope).FailFast = true }
+}
+
+// WithScope declares a scope, or replaces the one of the same name, so that
+// routes can charge requests to it.
+func WithScope(s Scope) Option {
+	return func(c *config) { *c.scope(s.Name) = s }
+}
+
+// WithRoute adds a route. Routes run in the order they were added, each
+// seeing what the earlier ones decided.
+func WithRoute(r Route) Option {
+	return func(c *config) {
+		if r == nil {
+			c.errs = append(c.errs, fmt.Errorf("WithRoute: the route must not be nil"))
+			return
+		}
+		c.routes = append(c.routes, r)
+	}
+}
+
+// WithWorkload declares a workload, or replaces the one of the same name.
+func WithWorkload(name string, w Workload) Option {
+	return func(c *config) {
+		for i := range c.workloads {
+			if c.workloads[i].name == name {
+				c.workloads[i].Workload = w
+				return
+			}
+		}
+		c.workloads = append(c.workloads, namedWorkload{name, w})
+	}
+}
+
+// WithStore keeps the buckets in s instead of this process's memory, so that
+// a fleet can share them.
+func WithStore(s Store) Option {
+	return func(c *config) {
+		if s == nil {
+			c.errs = append(c.errs, fmt.Errorf("WithStore: the store must not be nil"))
+			return
+		}
+		c.store = s
+	}
+}
+
+// WithClock makes the Transport tell time and wait by clk. Tests use it to
+// run in virtual time.
+func WithClock(clk Clock) Option {
+	return func(c *config) {
+		if clk == nil {
+			c.errs = append(c.errs, fmt.Errorf("WithClock: the clock must not be nil"))
+			return
+		}
+		c.clock = clk
+	}
+}

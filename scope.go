@@ -1,0 +1,186 @@
+package pacer
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"sync"
+	"sync/atomic"
+)
+
+// DefaultScope is the scope every request is charged to unless a route
+// says otherwise. WithLimit, WithConcurrency and WithFailFast configure it.
+const DefaultScope = "default"
+
+// UnitRequests is the unit of a scope that counts calls.
+const UnitRequests = "requests"
+
+// A Scope is a kind of bucket that requests are charged to: a provider's
+// account limit, a per-key limit, a tokens-per-minute limit.
+//
+// A charge may name a Key within the scope; each distinct key gets its own
+// bucket and its own concurrency slots, all with the scope's limits. Buckets
+// of keys not used for a while are forgotten.
+type Scope struct {
+	Name string
+	// Limit is the provider's published limit for one bucket of this scope;
+	// pacer paces at the Transport's headroom below it. The zero Limit paces
+	// nothing (the scope may still cap concurrency).
+	Limit Limit
+	// Unit is what Limit counts: UnitRequests (the default), or a unit such
+	// as "tokens" whose cost a route estimates or the caller states.
+	Unit string
+	// Concurrency caps the calls in flight on one bucket of this scope; zero
+	// means no cap. A call holds its slot until its response body is closed
+	// or read to the end.
+	Concurrency int
+	// FailFast makes a call that cannot be admitted at once fail with a
+	// *ThrottledError instead of waiting.
+	FailFast bool
+}
+
+// A Charge says that a request is charged to a scope.
+type Charge struct {
+	Scope string // a scope's Name
+	Key   string // the bucket within the scope; "" for its one shared bucket
+	// Cost is the request's estimated cost in the scope's unit. A cost stated
+	// with ContextWithCost wins over it. Zero means: one for a scope counted
+	// in requests, nothing for any other unit.
+	Cost int64
+}
+
+// A Route decides which scopes a request is charged to. It appends to
+// charges, which holds what earlier routes decided (at first, a charge to
+// DefaultScope), and returns the result; it may also drop earlier charges.
+// A route must not modify the request.
+//
+// A request is admitted only when every scope it is charged to admits it, so
+// charging an account scope and a per-key scope keeps a fan-out across keys
+// within the account's limit.
+type Route func(req *http.Request, charges []Charge) []Charge
+
+// scopeClass is a configured Scope as the Transport uses it.
+type scopeClass struct {
+	Scope
+	rate, burst float64 // the pace, after headroom
+	// Per workload, by index: the share of the burst others reserve; the
+	// slots the workload reserves; the most slots it may hold; and the name
+	// of the bucket that caps its share of the rate ("" when uncapped).
+	othersReserve []float64
+	reservedSlots []int
+	maxSlots      []int
+	maxScope      []string
+
+	shared *scopeState // the bucket for the key ""
+
+	mu    sync.Mutex
+	keyed map[string]*scopeState
+	looks int
+}
+
+func newScopeClass(s Scope, headroom float64, workloads []*workloadState) *scopeClass {
+	if s.Unit == "" {
+		s.Unit = UnitRequests
+	}
+	c := &scopeClass{Scope: s, keyed: make(map[string]*scopeState)}
+	c.rate, c.burst = s.Limit.pace(headroom)
+	n := len(workloads)
+	c.othersReserve = make([]float64, n)
+	c.reservedSlots = make([]int, n)
+	c.maxSlots = make([]int, n)
+	c.maxScope = make([]string, n)
+	var totalReserve float64
+	for _, w := range workloads {
+		totalReserve += w.Reserve
+	}
+	for i, w := range workloads {
+		c.othersReserve[i] = totalReserve - w.Reserve
+		c.reservedSlots[i] = int(math.Round(w.Reserve * float64(s.Concurrency)))
+		if w.Max > 0 {
+			c.maxSlots[i] = max(1, int(math.Floor(w.Max*float64(s.Concurrency)+1e-9)))
+			c.maxScope[i] = s.Name + "/max/" + w.name
+		}
+	}
+	c.shared = newScopeState(c, "")
+	return c
+}
+
+func (c *scopeClass) validate() error {
+	if c.Name == "" {
+		return fmt.Errorf("WithScope: the scope's Name must not be empty")
+	}
+	if err := c.Limit.validate(); err != nil {
+		return fmt.Errorf("scope %q: %w", c.Name, err)
+	}
+	if c.Concurrency < 0 {
+		return fmt.Errorf("scope %q: Concurrency %d must not be negative", c.Name, c.Concurrency)
+	}
+	return nil
+}
+
+// The registry of keyed buckets forgets a state no call holds, looking at
+// a few every so often, as the memory store does.
+const (
+	registrySweepEvery = 16
+	registrySweepBatch = 64
+)
+
+// state returns the scope's state for key, held for the caller until it
+// calls release.
+func (c *scopeClass) state(key string) *scopeState {
+	if key == "" {
+		return c.shared
+	}
+	c.mu.Lock()
+	s := c.keyed[key]
+	if s == nil {
+		s = newScopeState(c, key)
+		c.keyed[key] = s
+	}
+	s.holders.Add(1)
+	if c.looks++; c.looks >= registrySweepEvery {
+		c.looks = 0
+		c.sweep()
+	}
+	c.mu.Unlock()
+	return s
+}
+
+// sweep forgets keyed states that no call holds. A state is only ever
+// taken hold of under c.mu, so one seen unheld here stays unheld.
+func (c *scopeClass) sweep() {
+	looked := 0
+	for k, s := range c.keyed {
+		if s.holders.Load() == 0 {
+			delete(c.keyed, k)
+		}
+		if looked++; looked == registrySweepBatch {
+			return
+		}
+	}
+}
+
+// scopeState is what this process knows of one bucket of a scope beyond its
+// tokens: the calls waiting on it and the calls in flight.
+type scopeState struct {
+	class   *scopeClass
+	key     string
+	holders atomic.Int32 // calls that hold this state (keyed states only)
+	waiting atomic.Int32 // len(queue), readable without the lock
+
+	mu         sync.Mutex
+	queue      waitQueue
+	inFlight   int
+	inFlightBy []int // by workload index
+}
+
+func newScopeState(c *scopeClass, key string) *scopeState {
+	return &scopeState{class: c, key: key, inFlightBy: make([]int, len(c.reservedSlots))}
+}
+
+// release lets go of a state taken with scopeClass.state.
+func (s *scopeState) release() {
+	if s.key != "" {
+		s.holders.Add(-1)
+	}
+}

@@ -1,0 +1,172 @@
+package pacer
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+)
+
+// Transport is an http.RoundTripper that paces requests below the limits of
+// the API it calls. It is safe for concurrent use; share one per API.
+//
+// The path of a request, in RoundTrip:
+//
+//  1. Route: the scopes the request is charged to, and its cost on each.
+//  2. Workload: read from the request's context (ContextWithWorkload).
+//  3. Budget: the workload's spend cap; exhausted means an error at once.
+//  4. Admission: a concurrency slot and tokens on every scope, all or none;
+//     higher-reserve workloads first; a wait that cannot end before the
+//     context's deadline fails at once.
+//  5. Send, through the base RoundTripper.
+//  6. Return the response with its body wrapped, so that the call's slots
+//     are released exactly once, when the body is closed or read to its end.
+type Transport struct {
+	base  http.RoundTripper
+	clock Clock
+	store Store
+
+	scopes          map[string]*scopeClass
+	routes          []Route
+	workloads       map[string]*workloadState
+	defaultWorkload *workloadState
+
+	arrivals atomic.Uint64 // numbers waiters in arrival order
+	calls    sync.Pool     // of *call
+	err      error         // a configuration error, returned by every RoundTrip
+}
+
+// New returns a Transport that sends through base (http.DefaultTransport if
+// nil), configured by opts.
+//
+// A configuration error does not panic: every RoundTrip returns it, and Err
+// reports it, so a program can check its configuration when it starts.
+func New(base http.RoundTripper, opts ...Option) *Transport {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	cfg := config{headroom: DefaultHeadroom, clock: SystemClock}
+	cfg.scope(DefaultScope)
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	if cfg.store == nil {
+		cfg.store = NewMemoryStore()
+	}
+	t := &Transport{
+		base:      base,
+		clock:     cfg.clock,
+		store:     cfg.store,
+		scopes:    make(map[string]*scopeClass, len(cfg.scopes)),
+		routes:    cfg.routes,
+		workloads: make(map[string]*workloadState),
+	}
+	t.calls.New = func() any { return &call{t: t} }
+	errs := cfg.errs
+	if _, ok := findWorkload(cfg.workloads, DefaultWorkload); !ok {
+		cfg.workloads = append([]namedWorkload{{name: DefaultWorkload}}, cfg.workloads...)
+	}
+	var list []*workloadState
+	var reserves float64
+	for _, w := range cfg.workloads {
+		if err := w.validate(w.name); err != nil {
+			errs = append(errs, err)
+		}
+		reserves += w.Reserve
+		ws := &workloadState{Workload: w.Workload, name: w.name, index: len(list)}
+		ws.budget = Demand{Scope: "budget", Key: w.name, Burst: float64(w.Budget.Limit), Window: w.Budget.Per}
+		list = append(list, ws)
+		t.workloads[w.name] = ws
+	}
+	if reserves > 1+1e-9 {
+		errs = append(errs, fmt.Errorf("the workloads' reserves add up to %v; they must add up to at most 1", reserves))
+	}
+	t.defaultWorkload = t.workloads[DefaultWorkload]
+	for _, s := range cfg.scopes {
+		class := newScopeClass(s, cfg.headroom, list)
+		if err := class.validate(); err != nil {
+			errs = append(errs, err)
+		}
+		t.scopes[s.Name] = class
+	}
+	if err := errors.Join(errs...); err != nil {
+		t.err = fmt.Errorf("pacer: invalid configuration: %w", err)
+	}
+	return t
+}
+
+func findWorkload(ws []namedWorkload, name string) (Workload, bool) {
+	for _, w := range ws {
+		if w.name == name {
+			return w.Workload, true
+		}
+	}
+	return Workload{}, false
+}
+
+// Err returns the Transport's configuration error, or nil.
+func (t *Transport) Err() error { return t.err }
+
+// Client returns an *http.Client that sends through t.
+func (t *Transport) Client() *http.Client { return &http.Client{Transport: t} }
+
+// RoundTrip implements http.RoundTripper. It waits until the request is
+// admitted by every scope it is charged to, honouring the request's context,
+// then sends it through the base RoundTripper.
+//
+// It never modifies the request. It closes the request's body on every path
+// where it does not reach the base RoundTripper. The response's body must be
+// closed, as always: that is what releases the call's concurrency slots.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.err != nil {
+		return nil, closeRequestBody(req, t.err)
+	}
+	c, err := t.newCall(req) // steps 1 and 2: route and workload
+	if err != nil {
+		return nil, closeRequestBody(req, err)
+	}
+	if err := c.spendBudget(); err != nil {
+		c.finish()
+		return nil, closeRequestBody(req, err)
+	}
+	if err := c.admit(); err != nil {
+		c.refundBudget()
+		c.finish()
+		return nil, closeRequestBody(req, err)
+	}
+	return c.send(req)
+}
+
+// send passes the admitted request to the base RoundTripper and hands the
+// call's release over to the response body. If the base RoundTripper fails,
+// or panics, the call is finished here.
+func (c *call) send(req *http.Request) (resp *http.Response, err error) {
+	handedOver := false
+	defer func() {
+		if !handedOver {
+			c.finish()
+		}
+	}()
+	resp, err = c.t.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp == nil {
+		return nil, errors.New("pacer: the base RoundTripper returned neither a response nor an error")
+	}
+	if resp.Body != nil && c.holdsResources() {
+		resp.Body = wrapBody(resp.Body, c)
+		handedOver = true
+	}
+	return resp, nil
+}
+
+// closeRequestBody closes the body of a request that will not be sent, as
+// the RoundTripper contract requires, and returns err.
+func closeRequestBody(req *http.Request, err error) error {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+	return err
+}
