@@ -103,3 +103,7 @@ func asThrottled(t *testing.T, err error) *ThrottledError {
 	}
 	return te
 }
+
+func newPost(ctx context.Context, body io.ReadCloser) (*http.Request, error) {
+	return http.NewRequestWithContext(ctx, http.MethodPost, "http://api.test/", body)
+}

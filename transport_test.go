@@ -2,6 +2,9 @@ package pacer
 
 import (
 	"context"
+	"errors"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -58,4 +61,231 @@ func TestDefaultBurstKeepsEveryWindowWithinTheLimit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keyRoute charges every request to the account scope and to the bucket of
+// its X-Key header in the key scope.
+func keyRoute(req *http.Request, charges []Charge) []Charge {
+	return append(charges[:0], Charge{Scope: "account"}, Charge{Scope: "key", Key: req.Header.Get("X-Key")})
+}
+
+func getWithKey(rt http.RoundTripper, ctx context.Context, key string) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/", nil)
+	req.Header.Set("X-Key", key)
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
+}
+
+func TestFanOutAcrossKeysStaysWithinTheAccount(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &stubAPI{clock: SystemClock}
+		tr := New(api,
+			WithScope(Scope{Name: "account", Limit: PerSecond(10)}),
+			WithScope(Scope{Name: "key", Limit: PerSecond(10)}),
+			WithRoute(keyRoute))
+		var wg sync.WaitGroup
+		end := time.Now().Add(5 * time.Second)
+		for i := range 5 {
+			key := string(rune('a' + i))
+			for range 3 {
+				wg.Go(func() {
+					for time.Now().Before(end) {
+						mustNotErr(t, getWithKey(tr, context.Background(), key))
+					}
+				})
+			}
+		}
+		wg.Wait()
+		sent := 0 // before the end; calls already waiting then go out later
+		for _, r := range api.requests() {
+			if r.at.Before(end) {
+				sent++
+			}
+		}
+		// Five keys could send 5 × 9/s; the account allows 1 + 9/s.
+		if got, max := sent, 1+45; got > max {
+			t.Errorf("five keys sent %d requests in 5 s; the account allows %d", got, max)
+		}
+		if got, min := sent, 45; got < min {
+			t.Errorf("five keys sent %d requests in 5 s; the account allows %d, want it used", got, min)
+		}
+	})
+}
+
+func TestAdmissionAcrossScopesIsAllOrNothing(t *testing.T) {
+	clk := newFakeClock()
+	api := &stubAPI{clock: clk}
+	tr := New(api, WithClock(clk),
+		WithScope(Scope{Name: "account", Limit: Limit{Count: 10, Per: time.Hour, Burst: 10}, FailFast: true}),
+		WithScope(Scope{Name: "key", Limit: Limit{Count: 1, Per: time.Hour, Burst: 1}, FailFast: true}),
+		WithRoute(keyRoute))
+	mustNotErr(t, getWithKey(tr, context.Background(), "a"))
+	// Key a is spent: these fail on the key scope, and must take nothing
+	// from the account.
+	for range 5 {
+		err := getWithKey(tr, context.Background(), "a")
+		if te := asThrottled(t, err); te.Scope != "key" {
+			t.Fatalf("throttled on %q, want the key scope", te.Scope)
+		}
+	}
+	// So the account still has 9 tokens for 9 other keys, and no more.
+	for _, key := range strings.Split("bcdefghij", "") {
+		mustNotErr(t, getWithKey(tr, context.Background(), key))
+	}
+	if te := asThrottled(t, getWithKey(tr, context.Background(), "k")); te.Scope != "account" {
+		t.Fatalf("throttled on %q, want the account scope", te.Scope)
+	}
+	if got := api.count(); got != 10 {
+		t.Errorf("sent %d, want 10", got)
+	}
+}
+
+func TestCostInUnits(t *testing.T) {
+	clk := newFakeClock()
+	api := &stubAPI{clock: clk}
+	estimate := func(req *http.Request, charges []Charge) []Charge {
+		return append(charges, Charge{Scope: "tokens", Cost: 100})
+	}
+	tr := New(api, WithClock(clk),
+		// 10,000 tokens a minute: 150 a second at 90%, a burst of 1,000.
+		WithScope(Scope{Name: "tokens", Unit: "tokens", Limit: PerMinute(10000), FailFast: true}),
+		WithRoute(estimate))
+	ctx := ContextWithCost(context.Background(), "tokens", 400)
+	mustNotErr(t, get(tr, ctx, "http://api.test/"))
+	mustNotErr(t, get(tr, ctx, "http://api.test/"))
+	te := asThrottled(t, get(tr, ctx, "http://api.test/"))
+	if te.Scope != "tokens" || te.Reason != ReasonRate {
+		t.Errorf("throttled on %q for %q, want tokens for rate", te.Scope, te.Reason)
+	}
+	// 200 left, 400 needed, 150 a second.
+	if want := 1333333334 * time.Nanosecond; te.RetryAfter != want {
+		t.Errorf("RetryAfter = %v, want %v", te.RetryAfter, want)
+	}
+	// Without a stated cost the route's estimate of 100 applies.
+	mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+	mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+	if te := asThrottled(t, get(tr, context.Background(), "http://api.test/")); te.Scope != "tokens" {
+		t.Errorf("throttled on %q, want tokens", te.Scope)
+	}
+	clk.Advance(time.Second)
+	mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+	if got := api.count(); got != 5 {
+		t.Errorf("sent %d, want 5", got)
+	}
+}
+
+func TestRequestLargerThanTheBucketFailsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &stubAPI{clock: SystemClock}
+		tr := New(api, WithScope(Scope{Name: "tokens", Unit: "tokens", Limit: PerMinute(10000)}),
+			WithRoute(func(req *http.Request, charges []Charge) []Charge {
+				return append(charges, Charge{Scope: "tokens"})
+			}))
+		start := time.Now()
+		err := get(tr, ContextWithCost(context.Background(), "tokens", 5000), "http://api.test/")
+		if !errors.Is(err, ErrExceedsCapacity) || !errors.Is(err, ErrThrottled) {
+			t.Fatalf("err = %v, want ErrExceedsCapacity", err)
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Errorf("failed after %v, want at once", waited)
+		}
+		if api.count() != 0 {
+			t.Error("the request was sent")
+		}
+		if !strings.Contains(err.Error(), "5000") {
+			t.Errorf("error %q does not say what the request costs", err)
+		}
+	})
+}
+
+func TestDeadlineThatCannotBeMetFailsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &stubAPI{clock: SystemClock}
+		// 0.9 a second after a burst of 6.
+		tr := New(api, WithLimit(PerMinute(60)))
+		for range 6 {
+			mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		err := get(tr, ctx, "http://api.test/")
+		if waited := time.Since(start); waited != 0 {
+			t.Errorf("failed after %v, want at once", waited)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrThrottled) {
+			t.Fatalf("err = %v, want one matching context.DeadlineExceeded and ErrThrottled", err)
+		}
+		if te := asThrottled(t, err); te.RetryAfter < 1100*time.Millisecond || te.RetryAfter > 1112*time.Millisecond {
+			t.Errorf("RetryAfter = %v, want about 1.11 s", te.RetryAfter)
+		}
+		// A deadline that the wait fits in is waited for.
+		ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		mustNotErr(t, get(tr, ctx, "http://api.test/"))
+		if waited := time.Since(start); waited < 1100*time.Millisecond || waited > 1112*time.Millisecond {
+			t.Errorf("admitted after %v, want about 1.11 s", waited)
+		}
+	})
+}
+
+func TestDeadlineCountsTheCallsQueuedAhead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &stubAPI{clock: SystemClock}
+		tr := New(api, WithLimit(Limit{Count: 1, Per: time.Second, Burst: 1}), WithHeadroom(1))
+		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+		for range 3 { // three calls queue, for 1, 2 and 3 s
+			go get(tr, context.Background(), "http://api.test/")
+		}
+		synctest.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		err := get(tr, ctx, "http://api.test/")
+		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != 0 {
+			t.Fatalf("err = %v after %v, want DeadlineExceeded at once: three calls are ahead", err, time.Since(start))
+		}
+		time.Sleep(4 * time.Second) // virtual: let the queue drain
+	})
+}
+
+func TestFailFastScope(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &stubAPI{clock: SystemClock}
+		tr := New(api, WithLimit(PerSecond(10)), WithFailFast())
+		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+		err := get(tr, context.Background(), "http://api.test/")
+		te := asThrottled(t, err)
+		if te.Reason != ReasonRate || te.RetryAfter <= 0 || errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("err = %#v, want a rate throttle with a RetryAfter and no deadline", te)
+		}
+		time.Sleep(te.RetryAfter)
+		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+	})
+}
+
+func TestCancelledWaitTakesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &stubAPI{clock: SystemClock}
+		tr := New(api, WithLimit(Limit{Count: 1, Per: time.Second, Burst: 1}), WithHeadroom(1))
+		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- get(tr, ctx, "http://api.test/") }()
+		time.Sleep(500 * time.Millisecond)
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+		// The token that refills at 1 s is still there for the next call.
+		time.Sleep(500 * time.Millisecond)
+		start := time.Now()
+		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+		if waited := time.Since(start); waited != 0 {
+			t.Errorf("the next call waited %v; the cancelled one took its token", waited)
+		}
+	})
 }

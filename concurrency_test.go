@@ -1,0 +1,216 @@
+package pacer
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// inFlight returns the calls in flight on the default scope.
+func inFlight(tr *Transport) int {
+	s := tr.scopes[DefaultScope].shared
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inFlight
+}
+
+// slotFree reports whether a new call gets the single slot at once.
+func slotFree(t *testing.T, tr *Transport) bool {
+	t.Helper()
+	return inFlight(tr) == 0
+}
+
+func TestSlotIsReleasedExactlyOnceOnEveryPath(t *testing.T) {
+	boom := errors.New("connection reset")
+	paths := []struct {
+		name    string
+		respond func(*http.Request) (*http.Response, error)
+		use     func(t *testing.T, tr *Transport)
+	}{
+		{"base transport error", func(*http.Request) (*http.Response, error) { return nil, boom }, func(t *testing.T, tr *Transport) {
+			if err := get(tr, context.Background(), "http://api.test/"); !errors.Is(err, boom) {
+				t.Fatalf("err = %v, want the base transport's", err)
+			}
+		}},
+		{"panic in base transport", func(*http.Request) (*http.Response, error) { panic("base transport bug") }, func(t *testing.T, tr *Transport) {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("the panic did not reach the caller")
+				}
+			}()
+			get(tr, context.Background(), "http://api.test/")
+		}},
+		{"body closed before reading", nil, func(t *testing.T, tr *Transport) {
+			resp := roundTrip(t, tr)
+			if inFlight(tr) != 1 {
+				t.Fatal("the slot was released before the body was closed")
+			}
+			resp.Body.Close()
+		}},
+		{"body read to EOF, never closed", nil, func(t *testing.T, tr *Transport) {
+			resp := roundTrip(t, tr)
+			io.Copy(io.Discard, resp.Body)
+		}},
+		{"body read to EOF then closed twice", nil, func(t *testing.T, tr *Transport) {
+			resp := roundTrip(t, tr)
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			resp.Body.Close()
+		}},
+		{"context cancelled while waiting for the slot", nil, func(t *testing.T, tr *Transport) {
+			holder := roundTrip(t, tr)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error)
+			go func() { done <- get(tr, ctx, "http://api.test/") }()
+			synctest.Wait()
+			cancel()
+			if err := <-done; !errors.Is(err, context.Canceled) {
+				t.Errorf("err = %v, want context.Canceled", err)
+			}
+			if inFlight(tr) != 1 {
+				t.Errorf("in flight = %d, want only the holder", inFlight(tr))
+			}
+			holder.Body.Close()
+		}},
+		{"deadline that cannot be met", nil, func(t *testing.T, tr *Transport) {
+			holder := roundTrip(t, tr)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			if err := get(tr, ctx, "http://api.test/"); !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("err = %v, want context.DeadlineExceeded", err)
+			}
+			holder.Body.Close()
+		}},
+	}
+	for _, p := range paths {
+		t.Run(p.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				api := &stubAPI{clock: SystemClock, respond: p.respond}
+				tr := New(api, WithConcurrency(1))
+				p.use(t, tr)
+				if n := inFlight(tr); n != 0 {
+					t.Fatalf("in flight after the call = %d, want 0", n)
+				}
+				// The slot is usable again.
+				api.respond = nil
+				mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+			})
+		})
+	}
+}
+
+func roundTrip(t *testing.T, tr *Transport) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://api.test/", nil)
+	resp, err := tr.RoundTrip(req)
+	mustNotErr(t, err)
+	return resp
+}
+
+func TestStreamedBodyHoldsItsSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &stubAPI{clock: SystemClock}
+		tr := New(api, WithConcurrency(2))
+		a, b := roundTrip(t, tr), roundTrip(t, tr)
+		admitted := make(chan struct{})
+		go func() {
+			mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+			close(admitted)
+		}()
+		time.Sleep(time.Hour)
+		select {
+		case <-admitted:
+			t.Fatal("a third call was admitted while two bodies were open")
+		default:
+		}
+		io.Copy(io.Discard, a.Body) // EOF releases the slot
+		<-admitted
+		b.Body.Close()
+	})
+}
+
+func TestUpgradedBodyStaysWritable(t *testing.T) {
+	api := &stubAPI{clock: SystemClock, respond: func(req *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: http.StatusSwitchingProtocols, Body: &readWriteCloser{}, Request: req}, nil
+	}}
+	tr := New(api, WithConcurrency(1))
+	resp := roundTrip(t, tr)
+	if _, ok := resp.Body.(io.ReadWriteCloser); !ok {
+		t.Fatalf("the body of a 101 response lost its Write: %T", resp.Body)
+	}
+	resp.Body.Close()
+	if inFlight(tr) != 0 {
+		t.Error("closing the upgraded body did not release the slot")
+	}
+}
+
+type readWriteCloser struct{ strings.Builder }
+
+func (*readWriteCloser) Read([]byte) (int, error) { return 0, io.EOF }
+func (*readWriteCloser) Close() error             { return nil }
+
+func TestWaitersAreServedByReserveThenArrival(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &stubAPI{clock: SystemClock}
+		tr := New(api, WithConcurrency(1),
+			WithWorkload("interactive", Workload{Reserve: 0.2}),
+			WithWorkload("batch", Workload{}))
+		holder := roundTrip(t, tr)
+		for _, w := range []string{"batch", "batch", "interactive", "batch", "interactive"} {
+			go get(tr, ContextWithWorkload(context.Background(), w), "http://api.test/")
+			synctest.Wait() // queued in this order
+		}
+		holder.Body.Close()
+		synctest.Wait()
+		var order []string
+		for _, r := range api.requests()[1:] {
+			order = append(order, r.workload)
+		}
+		if got, want := strings.Join(order, " "), "interactive interactive batch batch batch"; got != want {
+			t.Errorf("served %s, want %s", got, want)
+		}
+	})
+}
+
+func TestReservedSlotsStayFreeForTheirWorkload(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &stubAPI{clock: SystemClock}
+		tr := New(api, WithConcurrency(10), WithWorkload("interactive", Workload{Reserve: 0.3}))
+		batch := ContextWithWorkload(context.Background(), "batch") // unknown: the default workload
+		var open []*http.Response
+		for range 7 {
+			req, _ := http.NewRequestWithContext(batch, http.MethodGet, "http://api.test/", nil)
+			resp, err := tr.RoundTrip(req)
+			mustNotErr(t, err)
+			open = append(open, resp)
+		}
+		ctx, cancel := context.WithTimeout(batch, time.Minute)
+		defer cancel()
+		if err := get(tr, ctx, "http://api.test/"); !errors.Is(err, ErrThrottled) {
+			t.Fatalf("an eighth batch call: err = %v, want throttled (3 slots are reserved)", err)
+		}
+		interactive := ContextWithWorkload(context.Background(), "interactive")
+		start := time.Now()
+		for range 3 {
+			req, _ := http.NewRequestWithContext(interactive, http.MethodGet, "http://api.test/", nil)
+			resp, err := tr.RoundTrip(req)
+			mustNotErr(t, err)
+			open = append(open, resp)
+		}
+		if time.Since(start) != 0 {
+			t.Errorf("interactive waited %v for its reserved slots", time.Since(start))
+		}
+		for _, r := range open {
+			r.Body.Close()
+		}
+	})
+}
