@@ -119,8 +119,10 @@ func parseDecimalNumber(s string) (headerDecimal, bool) {
 	digits, i := 0, 0
 	for ; i < len(s) && isASCIIDigit(s[i]); i++ {
 		digits++
-		if n.whole < headerDecimalMax {
+		if n.whole <= (headerDecimalMax-9)/10 {
 			n.whole = n.whole*10 + int64(s[i]-'0')
+		} else {
+			n.whole = headerDecimalMax // saturate; never wrap around
 		}
 	}
 	if i < len(s) && s[i] == '.' {

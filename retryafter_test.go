@@ -34,6 +34,7 @@ func TestRetryAfter(t *testing.T) {
 		{"lone dot", http.Header{"Retry-After": {"."}}, 0, false},
 		{"lone minus", http.Header{"Retry-After": {"-"}}, 0, false},
 		{"huge saturates", http.Header{"Retry-After": {"99999999999999999999999999999"}}, maxHeaderDuration, true},
+		{"huge, just short of saturating the parser (found by FuzzRetryAfter)", http.Header{"Retry-After": {"11000000000000000000"}}, maxHeaderDuration, true},
 		{"just over the ceiling", http.Header{"Retry-After": {"31536001"}}, maxHeaderDuration, true},
 		{"first line wins", http.Header{"Retry-After": {"10", "20"}}, 10 * time.Second, true},
 
