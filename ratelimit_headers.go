@@ -51,25 +51,22 @@ const (
 // Quota from each, in this order:
 //
 //  1. The IETF RateLimit fields (draft-ietf-httpapi-ratelimit-headers), in
-//     every published shape:
-//     - -08 and later: RateLimit-Policy and RateLimit as Lists of Items
-//     named by a String or Token, with q (quota → Limit), qu (unit,
-//     default "requests"), w (window) and r (remaining), t (reset). A
-//     RateLimit item is matched to the policy of the same name. Name is the
-//     policy's name. Policies come in RateLimit-Policy order, then
-//     RateLimit items that have no policy, in their order. An item that
-//     lacks its required parameter (q on a policy, r on RateLimit) is
-//     skipped; the partition key pk is not reported.
-//     - -07: RateLimit as a Dictionary (limit, remaining, reset), with the
-//     window taken from the RateLimit-Policy item ("100;w=60") whose quota
-//     equals the limit. Name "".
-//     - -01 to -06: separate RateLimit-Limit, RateLimit-Remaining and
-//     RateLimit-Reset fields, where RateLimit-Limit may carry policies
-//     ("10, 10;w=1, 50;w=60": the window is that of the first policy whose
-//     quota equals the leading limit). Name "".
-//     Fields that are not valid structured fields, or longer than
-//     maxStructuredFieldLen, are ignored, as the draft requires of
-//     malformed fields.
+//     every published shape. From -08 on, RateLimit-Policy and RateLimit are
+//     Lists of Items named by a String or Token, with q (quota → Limit), qu
+//     (unit, default "requests"), w (window), and r (remaining), t (reset);
+//     a RateLimit item is matched to the policy of the same name, and Name
+//     is that name. Policies come in RateLimit-Policy order, then RateLimit
+//     items that have no policy, in theirs. An item without its required
+//     parameter (q on a policy, r on RateLimit) is skipped; the partition
+//     key pk is not reported. In -07, RateLimit is a Dictionary (limit,
+//     remaining, reset), and the window is that of the RateLimit-Policy item
+//     ("100;w=60") whose quota equals the limit. In -01 to -06, the fields
+//     are RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset, and
+//     RateLimit-Limit may carry policies ("10, 10;w=1, 50;w=60": the window
+//     is that of the first policy whose quota equals the leading limit).
+//     The -07 and older shapes give Name "". A field that is not a valid
+//     structured field, or is longer than 8 KiB, is ignored, as the draft
+//     requires of malformed fields.
 //  2. OpenAI's x-ratelimit-{limit,remaining,reset}-{requests,tokens}: Name
 //     and Unit "requests", then "tokens". Resets are Go-style durations
 //     ("1s", "6m0s", "2m52.8s", "20ms"); a bare number is seconds.
@@ -79,7 +76,7 @@ const (
 //     else "". Remaining is Limit − Used when only Used is given.
 //     X-RateLimit-Reset-After (fractional delta seconds, Discord) is
 //     preferred over X-RateLimit-Reset. X-RateLimit-Reset may be an
-//     HTTP-date or a number, read by the thresholds above: below 1e9 delta
+//     HTTP-date or a number, read by its size: below 1e9 delta
 //     seconds, below 1e12 Unix seconds (fractions allowed, as Discord's
 //     "1470173023.123"), else Unix milliseconds. X-RateLimit-Limit accepts
 //     the same policy syntax as RateLimit-Limit (Envoy sends "10, 10;w=1").
@@ -95,7 +92,7 @@ const (
 // remaining is reported as -1, "not said" (Azure OpenAI sends -1 to mean
 // exactly that; treating it as "0 left" would stall every caller), a Remaining
 // larger than Limit is kept as sent, durations are clamped to
-// [0, maxHeaderDuration], and at most maxQuotas quotas are returned. A quota
+// [0, one year], and at most 16 quotas are returned. A quota
 // of which every field is invalid, absent or zero is not reported.
 //
 // Headers are read with h.Get and h.Values, so keys must be canonical, as

@@ -36,7 +36,7 @@ const maxHeaderDuration = 365 * 24 * time.Hour
 //     Discord; a fallback for responses without Retry-After.
 //
 // Only the first line of each header is read. The wait is clamped to
-// [0, maxHeaderDuration]: a negative delay or a date in the past yields
+// [0, one year]: a negative delay or a date in the past yields
 // (0, true) — the server answered, and its answer is "now" — and a huge
 // value saturates instead of overflowing. ok is false when none of the
 // headers holds a usable value. RetryAfter never panics.
