@@ -289,3 +289,68 @@ func TestCancelledWaitTakesNothing(t *testing.T) {
 		}
 	})
 }
+
+func TestRoundTripDoesNotModifyTheRequest(t *testing.T) {
+	api := &stubAPI{clock: SystemClock}
+	tr := New(api, WithLimit(PerSecond(100)), WithConcurrency(4),
+		WithScope(Scope{Name: "key", Limit: PerSecond(10)}), WithRoute(keyRoute),
+		WithScope(Scope{Name: "account", Limit: PerSecond(10)}))
+	req, _ := http.NewRequest(http.MethodPost, "http://api.test/v1/things?x=1", strings.NewReader(`{"a":1}`))
+	req.Header.Set("X-Key", "k1")
+	req.Header.Set("Content-Type", "application/json")
+	before := req.Clone(context.Background())
+	resp, err := tr.RoundTrip(req)
+	mustNotErr(t, err)
+	resp.Body.Close()
+	if req.Method != before.Method || req.URL.String() != before.URL.String() ||
+		len(req.Header) != len(before.Header) || req.Header.Get("X-Key") != "k1" ||
+		req.ContentLength != before.ContentLength || req.Context() != context.Background() {
+		t.Errorf("the request was modified: %+v, was %+v", req, before)
+	}
+}
+
+func TestRequestBodyIsClosedWhenNotSent(t *testing.T) {
+	cases := map[string]*Transport{
+		"configuration error": New(&stubAPI{clock: SystemClock}, WithHeadroom(1.5)),
+		"undeclared scope": New(&stubAPI{clock: SystemClock}, WithRoute(func(_ *http.Request, c []Charge) []Charge {
+			return append(c, Charge{Scope: "nope"})
+		})),
+		"fail fast": New(&stubAPI{clock: SystemClock}, WithLimit(Limit{Count: 1, Per: time.Hour, Burst: 1}), WithFailFast()),
+	}
+	for name, tr := range cases {
+		if name == "fail fast" {
+			mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+		}
+		body := &trackingBody{Reader: strings.NewReader("{}")}
+		req, _ := newPost(context.Background(), body)
+		if _, err := tr.RoundTrip(req); err == nil {
+			t.Errorf("%s: RoundTrip succeeded", name)
+		}
+		if !body.closed.Load() {
+			t.Errorf("%s: the request body was not closed", name)
+		}
+	}
+}
+
+func TestConfigurationErrorsAreClear(t *testing.T) {
+	tr := New(nil, WithHeadroom(0), WithLimit(Limit{Count: 10}), WithScope(Scope{Name: "x", Concurrency: -1}))
+	err := tr.Err()
+	for _, want := range []string{"WithHeadroom(0)", "Count and Per", `scope "x"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Err() = %v, want it to mention %s", err, want)
+		}
+	}
+	if New(nil, WithLimit(PerSecond(1))).Err() != nil {
+		t.Error("a valid configuration reported an error")
+	}
+}
+
+func TestUndeclaredScopeIsAClearError(t *testing.T) {
+	tr := New(&stubAPI{clock: SystemClock}, WithRoute(func(_ *http.Request, c []Charge) []Charge {
+		return append(c, Charge{Scope: "tokenz"})
+	}))
+	err := get(tr, context.Background(), "http://api.test/")
+	if err == nil || !strings.Contains(err.Error(), `"tokenz"`) || !strings.Contains(err.Error(), "WithScope") {
+		t.Errorf("err = %v, want it to name the scope and say how to declare it", err)
+	}
+}

@@ -1,0 +1,45 @@
+package pacer
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+func TestMemoryStoreForgetsIdleBuckets(t *testing.T) {
+	clk := newFakeClock()
+	m := NewMemoryStore()
+	ctx := context.Background()
+	// 300,000 distinct keys, one take each, a thousand every 10 ms: each
+	// bucket refills (one token at 10 a second) within 100 ms.
+	for i := range 300_000 {
+		if i%1000 == 0 {
+			clk.Advance(10 * time.Millisecond)
+		}
+		d := Demand{Scope: "per-user", Key: fmt.Sprint(i), Rate: 10, Burst: 1, Cost: 1}
+		if dec, _ := m.Take(ctx, clk.Now(), []Demand{d}); !dec.OK {
+			t.Fatalf("take %d refused", i)
+		}
+	}
+	// What is held is about what refilled in the last 100 ms, not 300,000.
+	if n := m.Len(); n > 30_000 {
+		t.Errorf("the store holds %d buckets after 300,000 keys seen once; it must forget full ones", n)
+	}
+	t.Logf("holding %d buckets", m.Len())
+}
+
+func TestMemoryStoreKeepsBucketsThatAreNotFull(t *testing.T) {
+	clk := newFakeClock()
+	m := NewMemoryStore()
+	ctx := context.Background()
+	spent := Demand{Scope: "s", Key: "spent", Rate: 1.0 / 3600, Burst: 1, Cost: 1}
+	m.Take(ctx, clk.Now(), []Demand{spent})
+	for i := range 10_000 { // plenty of sweeps
+		m.Take(ctx, clk.Now(), []Demand{{Scope: "s", Key: fmt.Sprint(i), Rate: 1000, Burst: 1, Cost: 1}})
+		clk.Advance(time.Millisecond)
+	}
+	if dec, _ := m.Take(ctx, clk.Now(), []Demand{spent}); dec.OK {
+		t.Fatal("a spent bucket was forgotten and came back full")
+	}
+}
