@@ -31,8 +31,9 @@ type call struct {
 }
 
 type charge struct {
-	state *scopeState
-	cost  float64
+	state      *scopeState
+	cost       float64
+	admittedAt int64 // the scope's admitted count when this call was admitted
 }
 
 var defaultCharges = []Charge{{Scope: DefaultScope}}
@@ -85,21 +86,22 @@ func (c *call) addCharge(class *scopeClass, ch Charge, vals *callValues) {
 			return
 		}
 	}
-	c.charges = append(c.charges, charge{state, cost})
+	c.charges = append(c.charges, charge{state: state, cost: cost})
 	c.needsSlots = c.needsSlots || class.Concurrency > 0
-	if class.burst == 0 {
+	rate, burst := state.pace()
+	if burst == 0 {
 		return // the scope caps concurrency only
 	}
 	w := c.workload.index
 	owner := len(c.charges) - 1
 	// A floor above burst − cost would make the request wait forever; a
 	// reserve too small to hold one request reserves nothing.
-	floor := min(class.othersReserve[w]*class.burst, max(0, class.burst-cost))
-	c.demands = append(c.demands, Demand{Scope: class.Name, Key: ch.Key, Rate: class.rate, Burst: class.burst, Cost: cost, Floor: floor})
+	floor := min(class.othersReserve[w]*burst, max(0, burst-cost))
+	c.demands = append(c.demands, Demand{Scope: class.Name, Key: ch.Key, Rate: rate, Burst: burst, Cost: cost, Floor: floor})
 	c.owners = append(c.owners, owner)
 	if name := class.maxScope[w]; name != "" {
 		share := c.workload.Max
-		c.demands = append(c.demands, Demand{Scope: name, Key: ch.Key, Rate: class.rate * share, Burst: max(1, class.burst*share), Cost: cost})
+		c.demands = append(c.demands, Demand{Scope: name, Key: ch.Key, Rate: rate * share, Burst: max(1, burst*share), Cost: cost})
 		c.owners = append(c.owners, owner)
 	}
 }
@@ -227,6 +229,12 @@ func (c *call) admit() error {
 
 // tryAdmit takes the call's slots and tokens, all or none, without waiting.
 func (c *call) tryAdmit() (blocked, error) {
+	now := c.t.clock.Now()
+	for _, ch := range c.charges {
+		if wait := ch.state.coolingDown(now); wait > 0 {
+			return blocked{state: ch.state, reason: ReasonCooldown, wait: wait}, nil
+		}
+	}
 	if c.needsSlots {
 		for i := range c.charges {
 			if !c.charges[i].state.acquireSlot(c.workload.index) {
@@ -236,11 +244,15 @@ func (c *call) tryAdmit() (blocked, error) {
 		}
 		c.holdsSlots = true
 	}
-	if len(c.demands) == 0 {
-		return blocked{}, nil
+	d := Decision{OK: true}
+	var err error
+	if len(c.demands) > 0 {
+		d, err = c.t.store.Take(c.ctx, now, c.demands)
 	}
-	d, err := c.t.store.Take(c.ctx, c.t.clock.Now(), c.demands)
 	if err == nil && d.OK {
+		for i := range c.charges {
+			c.charges[i].admittedAt = c.charges[i].state.admitted.Add(1)
+		}
 		return blocked{}, nil
 	}
 	if c.holdsSlots {

@@ -23,6 +23,7 @@ const (
 	ReasonRate        = "rate"        // the scope's tokens were spent
 	ReasonConcurrency = "concurrency" // every slot of the scope was in flight
 	ReasonCapacity    = "capacity"    // the request costs more than the bucket holds
+	ReasonCooldown    = "cooldown"    // the provider asked for a pause
 )
 
 // A ThrottledError says that a request was not sent because a scope's limits

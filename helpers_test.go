@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -107,3 +108,5 @@ func asThrottled(t *testing.T, err error) *ThrottledError {
 func newPost(ctx context.Context, body io.ReadCloser) (*http.Request, error) {
 	return http.NewRequestWithContext(ctx, http.MethodPost, "http://api.test/", body)
 }
+
+func slogTo(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }

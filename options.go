@@ -1,6 +1,10 @@
 package pacer
 
-import "fmt"
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
 
 // An Option configures a Transport.
 type Option func(*config)
@@ -12,6 +16,8 @@ type config struct {
 	routes    []Route
 	store     Store
 	clock     Clock
+	maxWait   time.Duration
+	log       *slog.Logger
 	errs      []error
 }
 
@@ -121,5 +127,29 @@ func WithClock(clk Clock) Option {
 			return
 		}
 		c.clock = clk
+	}
+}
+
+// WithMaxWait caps every wait a provider's headers can impose (Retry-After,
+// a quota's reset) at d. The default is DefaultMaxWait.
+func WithMaxWait(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.errs = append(c.errs, fmt.Errorf("WithMaxWait(%v): the maximum wait must be positive", d))
+			return
+		}
+		c.maxWait = d
+	}
+}
+
+// WithLogger sets where pacer says what it changed on its own, such as a
+// limit lowered to what the provider publishes. The default is slog.Default().
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l == nil {
+			c.errs = append(c.errs, fmt.Errorf("WithLogger: the logger must not be nil"))
+			return
+		}
+		c.log = l
 	}
 }

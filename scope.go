@@ -37,6 +37,10 @@ type Scope struct {
 	// FailFast makes a call that cannot be admitted at once fail with a
 	// *ThrottledError instead of waiting.
 	FailFast bool
+	// Policy is the name of the provider's quota that reports on this scope
+	// (a Quota's Name, as ParseQuotas gives it). Empty means: the quotas
+	// counted in the scope's Unit.
+	Policy string
 }
 
 // A Charge says that a request is charged to a scope.
@@ -72,17 +76,18 @@ type scopeClass struct {
 	maxScope      []string
 
 	shared *scopeState // the bucket for the key ""
+	clock  Clock
 
 	mu    sync.Mutex
 	keyed map[string]*scopeState
 	looks int
 }
 
-func newScopeClass(s Scope, headroom float64, workloads []*workloadState) *scopeClass {
+func newScopeClass(s Scope, headroom float64, workloads []*workloadState, clock Clock) *scopeClass {
 	if s.Unit == "" {
 		s.Unit = UnitRequests
 	}
-	c := &scopeClass{Scope: s, keyed: make(map[string]*scopeState)}
+	c := &scopeClass{Scope: s, keyed: make(map[string]*scopeState), clock: clock}
 	c.rate, c.burst = s.Limit.pace(headroom)
 	n := len(workloads)
 	c.othersReserve = make([]float64, n)
@@ -151,7 +156,9 @@ func (c *scopeClass) state(key string) *scopeState {
 func (c *scopeClass) sweep() {
 	looked := 0
 	for k, s := range c.keyed {
-		if s.holders.Load() == 0 {
+		// A cooldown outlives its calls: the store's bucket keeps the pause
+		// for a fleet, but the reason is worth keeping here too.
+		if s.holders.Load() == 0 && s.cooldown.Load() < c.clock.Now().UnixNano() {
 			delete(c.keyed, k)
 		}
 		if looked++; looked == registrySweepBatch {
@@ -163,6 +170,7 @@ func (c *scopeClass) sweep() {
 // scopeState is what this process knows of one bucket of a scope beyond its
 // tokens: the calls waiting on it and the calls in flight.
 type scopeState struct {
+	feedback
 	class   *scopeClass
 	key     string
 	holders atomic.Int32 // calls that hold this state (keyed states only)

@@ -3,9 +3,11 @@ package pacer
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Transport is an http.RoundTripper that paces requests below the limits of
@@ -20,12 +22,18 @@ import (
 //     higher-reserve workloads first; a wait that cannot end before the
 //     context's deadline fails at once.
 //  5. Send, through the base RoundTripper.
-//  6. Return the response with its body wrapped, so that the call's slots
+//  6. Learn: the response's Retry-After and rate-limit headers pause, clamp
+//     or re-pace the scopes for every caller (adaptive.go).
+//  7. Return the response with its body wrapped, so that the call's slots
 //     are released exactly once, when the body is closed or read to its end.
 type Transport struct {
 	base  http.RoundTripper
 	clock Clock
 	store Store
+
+	headroom float64
+	maxWait  time.Duration
+	log      *slog.Logger
 
 	scopes          map[string]*scopeClass
 	routes          []Route
@@ -46,7 +54,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	cfg := config{headroom: DefaultHeadroom, clock: SystemClock}
+	cfg := config{headroom: DefaultHeadroom, clock: SystemClock, maxWait: DefaultMaxWait}
 	cfg.scope(DefaultScope)
 	for _, opt := range opts {
 		opt(&cfg)
@@ -54,9 +62,15 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 	if cfg.store == nil {
 		cfg.store = NewMemoryStore()
 	}
+	if cfg.log == nil {
+		cfg.log = slog.Default()
+	}
 	t := &Transport{
 		base:      base,
 		clock:     cfg.clock,
+		headroom:  cfg.headroom,
+		maxWait:   cfg.maxWait,
+		log:       cfg.log,
 		store:     cfg.store,
 		scopes:    make(map[string]*scopeClass, len(cfg.scopes)),
 		routes:    cfg.routes,
@@ -84,7 +98,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 	}
 	t.defaultWorkload = t.workloads[DefaultWorkload]
 	for _, s := range cfg.scopes {
-		class := newScopeClass(s, cfg.headroom, list)
+		class := newScopeClass(s, cfg.headroom, list, cfg.clock)
 		if err := class.validate(); err != nil {
 			errs = append(errs, err)
 		}
@@ -155,6 +169,7 @@ func (c *call) send(req *http.Request) (resp *http.Response, err error) {
 	if resp == nil {
 		return nil, errors.New("pacer: the base RoundTripper returned neither a response nor an error")
 	}
+	c.learn(resp) // step 6
 	if resp.Body != nil && c.holdsResources() {
 		resp.Body = wrapBody(resp.Body, c)
 		handedOver = true

@@ -1,0 +1,232 @@
+package pacer
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultMaxWait is the longest pause a provider's header can impose unless
+// WithMaxWait says otherwise. A server that answers "Retry-After: 999999999"
+// must not park a goroutine for 31 years.
+const DefaultMaxWait = 10 * time.Minute
+
+// The AIMD constants. A 429 that teaches nothing cuts a scope's rate to
+// cutFactor of what it was, at most once per cutGuard (the 429s of calls
+// sent before the cut carry old news); every success then adds back
+// raiseShare of the rate the cut left, so climbing back takes about
+// ln(1/cutFactor)/raiseShare ≈ 800 successes: one 429 in several hundred
+// calls at the steady state, with the rate between 85% and 100% of the limit.
+const (
+	cutFactor  = 0.85
+	raiseShare = 0.0002
+	cutGuard   = time.Second
+	minFactor  = 1.0 / 1024
+)
+
+// pace is a bucket's rate and capacity.
+type pace struct{ rate, burst float64 }
+
+// feedback is what a scope's bucket has learned from the provider. Every
+// field is read on the hot path without a lock.
+type feedback struct {
+	learned  atomic.Pointer[pace] // a limit the provider published; nil if none
+	factor   atomic.Uint64        // AIMD: float64 bits of the rate's share, 0 meaning 1
+	admitted atomic.Int64         // calls admitted, to tell what was sent since a response
+	cooldown atomic.Int64         // UnixNano until which nothing may be sent; 0 if none
+
+	// Under the scope state's mu:
+	lastCut time.Time
+	raise   float64 // what each success adds to factor since the last cut
+}
+
+// pace returns the scope state's current pace: the provider's published
+// limit when it taught one, else the configured one, times the AIMD factor.
+func (s *scopeState) pace() (rate, burst float64) {
+	rate, burst = s.class.rate, s.class.burst
+	if p := s.learned.Load(); p != nil {
+		rate, burst = p.rate, p.burst
+	}
+	return rate * s.rateFactor(), burst
+}
+
+func (s *scopeState) rateFactor() float64 {
+	if bits := s.factor.Load(); bits != 0 {
+		return math.Float64frombits(bits)
+	}
+	return 1
+}
+
+// coolingDown returns how long the scope's cooldown has left at now.
+func (s *scopeState) coolingDown(now time.Time) time.Duration {
+	until := s.cooldown.Load()
+	if until == 0 {
+		return 0
+	}
+	return max(0, time.Duration(until-now.UnixNano()))
+}
+
+// coolDown stops the scope until now+d, unless it is stopped longer already.
+func (s *scopeState) coolDown(now time.Time, d time.Duration) {
+	until := now.Add(d).UnixNano()
+	for {
+		old := s.cooldown.Load()
+		if old >= until || s.cooldown.CompareAndSwap(old, until) {
+			return
+		}
+	}
+}
+
+// learnLimit takes a limit the provider published as the scope's pace, at
+// the Transport's headroom, unless the configured limit is lower.
+func (s *scopeState) learnLimit(count int64, per time.Duration, headroom float64, log *slog.Logger) {
+	l := Limit{Count: int(min(count, math.MaxInt32)), Per: per}
+	rate, burst := l.pace(headroom)
+	if c := s.class; c.rate > 0 && c.rate <= rate {
+		return // the configured limit is already below what the provider allows
+	}
+	if p := s.learned.Load(); p != nil && p.rate == rate && p.burst == burst {
+		return
+	}
+	s.learned.Store(&pace{rate, burst})
+	if s.class.rate > 0 {
+		log.Warn("pacer: the provider publishes a lower limit than configured; pacing by the provider's",
+			"scope", s.class.Name, "configured", s.class.Limit.String(), "published", l.String())
+	}
+}
+
+// cut lowers the scope's rate after a 429 that taught nothing else.
+func (s *scopeState) cut(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.lastCut.IsZero() && now.Sub(s.lastCut) < cutGuard {
+		return
+	}
+	s.lastCut = now
+	f := max(minFactor, s.rateFactor()*cutFactor)
+	s.raise = f * raiseShare
+	s.factor.Store(math.Float64bits(f))
+}
+
+// succeeded raises a cut rate additively back toward the full rate.
+func (s *scopeState) succeeded() {
+	for {
+		bits := s.factor.Load()
+		if bits == 0 {
+			return // at the full rate: the common case costs one load
+		}
+		f := math.Float64frombits(bits)
+		s.mu.Lock()
+		raise := s.raise
+		s.mu.Unlock()
+		next := math.Float64bits(f + raise)
+		if f+raise >= 1 {
+			next = 0
+		}
+		if s.factor.CompareAndSwap(bits, next) {
+			return
+		}
+	}
+}
+
+// learn reads what the response says about the scopes the call was charged
+// to, and adjusts them for every caller:
+//
+//   - a quota's published limit becomes the scope's pace (see learnLimit);
+//   - a quota's remaining count clamps the bucket, less what was sent since;
+//     none remaining with a reset stops the scope until the reset;
+//   - a 429 or 503 with Retry-After stops every scope of the call until then;
+//     the bucket is emptied as well, so the restart is paced, not a stampede;
+//   - a 429 that teaches nothing else cuts the rate (AIMD), and successes
+//     raise it back.
+//
+// Waits the headers ask for are clamped to the Transport's maximum wait.
+func (c *call) learn(resp *http.Response) {
+	t := c.t
+	now := t.clock.Now()
+	taught := false
+	for _, q := range ParseQuotas(resp.Header, now) {
+		i := c.chargeFor(q)
+		if i < 0 {
+			continue
+		}
+		s := c.charges[i].state
+		if q.Limit > 0 && q.Window > 0 {
+			s.learnLimit(q.Limit, q.Window, t.headroom, t.log)
+			taught = true
+		}
+		if q.Remaining < 0 {
+			continue
+		}
+		left := float64(q.Remaining) - float64(s.admitted.Load()-c.charges[i].admittedAt)
+		if q.Remaining == 0 && q.Reset > 0 {
+			reset := min(q.Reset, t.maxWait)
+			s.coolDown(now, reset)
+			rate, _ := s.pace()
+			left = min(left, -rate*reset.Seconds())
+			taught = true
+		}
+		c.clamp(now, i, left)
+	}
+	switch resp.StatusCode {
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		if resp.StatusCode == http.StatusTooManyRequests && !taught {
+			for _, ch := range c.charges {
+				ch.state.cut(now)
+			}
+		}
+		if wait, ok := RetryAfter(resp.Header, now); ok {
+			wait = min(wait, t.maxWait)
+			for i, ch := range c.charges {
+				ch.state.coolDown(now, wait)
+				// At the pace after any cut, the bucket is back to empty —
+				// not full — when the pause ends.
+				rate, _ := ch.state.pace()
+				c.clamp(now, i, -rate*wait.Seconds())
+			}
+		}
+	default:
+		if resp.StatusCode < 400 {
+			for _, ch := range c.charges {
+				ch.state.succeeded()
+			}
+		}
+	}
+}
+
+// chargeFor returns the index of the charge a quota reports on, or -1: the
+// scope that names the quota's policy, else the first scope counted in the
+// quota's unit that names no policy.
+func (c *call) chargeFor(q Quota) int {
+	for i, ch := range c.charges {
+		if p := ch.state.class.Policy; p != "" && p == q.Name {
+			return i
+		}
+	}
+	for i, ch := range c.charges {
+		if cl := ch.state.class; cl.Policy == "" && cl.Unit == q.Unit {
+			return i
+		}
+	}
+	return -1
+}
+
+// clamp lowers charge i's bucket to at most tokens. A bucket never holds
+// more than its burst, so a clamp above that is skipped: a remote store is
+// asked only when the answer can matter.
+func (c *call) clamp(now time.Time, i int, tokens float64) {
+	for j, owner := range c.owners {
+		if owner != i || tokens >= c.demands[j].Burst {
+			continue
+		}
+		// The response is in hand: a caller that has stopped waiting for it
+		// must not stop the bucket from learning what it said.
+		ctx := context.WithoutCancel(c.ctx)
+		if err := c.t.store.Clamp(ctx, now, c.demands[j], tokens); err != nil {
+			c.t.log.Warn("pacer: lowering a bucket to what the provider reported", "scope", c.demands[j].Scope, "err", err)
+		}
+	}
+}

@@ -1,0 +1,261 @@
+package pacer
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// limitedAPI is a fake provider in virtual time: a token bucket of limit a
+// second with a burst, answering 429 past it. What it says about its limit
+// depends on its feedback mode.
+type limitedAPI struct {
+	limit, burst float64
+	mode         string // "ratelimit-headers", "retry-after", "bare-429"
+
+	mu       sync.Mutex
+	tokens   float64
+	last     time.Time
+	accepted []time.Time
+	rejected []time.Time
+}
+
+func (a *limitedAPI) RoundTrip(req *http.Request) (*http.Response, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := time.Now()
+	if a.last.IsZero() {
+		a.tokens, a.last = a.burst, now
+	}
+	a.tokens = min(a.burst, a.tokens+now.Sub(a.last).Seconds()*a.limit)
+	a.last = now
+	h := http.Header{}
+	status := http.StatusOK
+	if a.tokens >= 1 {
+		a.tokens--
+		a.accepted = append(a.accepted, now)
+	} else {
+		status = http.StatusTooManyRequests
+		a.rejected = append(a.rejected, now)
+	}
+	switch {
+	case a.mode == "ratelimit-headers":
+		h.Set("RateLimit-Policy", fmt.Sprintf(`"api";q=%d;w=1`, int(a.limit)))
+		h.Set("RateLimit", fmt.Sprintf(`"api";r=%d;t=1`, int(a.tokens)))
+	case a.mode == "retry-after" && status == http.StatusTooManyRequests:
+		h.Set("Retry-After", "1")
+	}
+	return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader("")), Request: req}, nil
+}
+
+// between counts the times in [from, to).
+func between(ts []time.Time, from, to time.Time) (n int) {
+	for _, t := range ts {
+		if !t.Before(from) && t.Before(to) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestConvergesOnAnUnknownLimit runs 16 goroutines as fast as pacer lets
+// them against a server whose limit the client does not know, for each way a
+// server can say it is overloaded. After warm-up, goodput must be within 10%
+// of the server's limit and 429s under 1% of requests.
+func TestConvergesOnAnUnknownLimit(t *testing.T) {
+	const limit = 50
+	tests := []struct {
+		mode   string
+		opts   []Option
+		warmUp time.Duration
+	}{
+		// The server publishes its limit: nothing configured, pacer learns it.
+		{"ratelimit-headers", nil, 5 * time.Second},
+		// Configured at twice the real limit; the server says only when to retry.
+		{"retry-after", []Option{WithLimit(PerSecond(2 * limit))}, 20 * time.Second},
+		// Configured at twice the real limit; the server says nothing but 429.
+		{"bare-429", []Option{WithLimit(PerSecond(2 * limit))}, 20 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				api := &limitedAPI{limit: limit, burst: 10, mode: tt.mode}
+				tr := New(api, tt.opts...)
+				start := time.Now()
+				from, end := start.Add(tt.warmUp), start.Add(tt.warmUp+60*time.Second)
+				var wg sync.WaitGroup
+				for range 16 {
+					wg.Go(func() {
+						for time.Now().Before(end) {
+							get(tr, context.Background(), "http://api.test/")
+						}
+					})
+				}
+				wg.Wait()
+				accepted := between(api.accepted, from, end)
+				rejected := between(api.rejected, from, end)
+				goodput := float64(accepted) / end.Sub(from).Seconds()
+				share := float64(rejected) / float64(accepted+rejected)
+				t.Logf("goodput %.1f/s of %d/s; %d 429s of %d requests (%.2f%%)", goodput, limit, rejected, accepted+rejected, 100*share)
+				if goodput < 0.895*limit || goodput > 1.1*limit {
+					t.Errorf("goodput %.1f/s, want within 10%% of %d/s", goodput, limit)
+				}
+				if share >= 0.01 {
+					t.Errorf("%.2f%% of requests got 429, want under 1%%", 100*share)
+				}
+			})
+		})
+	}
+}
+
+// scriptedAPI answers each request with the next of its responses' headers
+// and statuses, then 200 with no headers.
+type scriptedAPI struct {
+	mu    sync.Mutex
+	steps []scripted
+	sent  []time.Time
+}
+
+type scripted struct {
+	status int
+	header map[string]string
+}
+
+func (a *scriptedAPI) RoundTrip(req *http.Request) (*http.Response, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.sent = append(a.sent, time.Now())
+	step := scripted{status: http.StatusOK}
+	if len(a.steps) > 0 {
+		step, a.steps = a.steps[0], a.steps[1:]
+	}
+	h := http.Header{}
+	for k, v := range step.header {
+		h.Set(k, v)
+	}
+	return &http.Response{StatusCode: step.status, Header: h, Body: io.NopCloser(strings.NewReader("")), Request: req}, nil
+}
+
+func (a *scriptedAPI) sentTimes() []time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]time.Time(nil), a.sent...)
+}
+
+func TestOne429PausesEveryCallerThenRestartsPaced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &scriptedAPI{steps: []scripted{{http.StatusTooManyRequests, map[string]string{"Retry-After": "5"}}}}
+		tr := New(api, WithLimit(PerSecond(10))) // 9 a second, a burst of 1
+		start := time.Now()
+		get(tr, context.Background(), "http://api.test/")
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Go(func() { mustNotErr(t, get(tr, context.Background(), "http://api.test/")) })
+		}
+		wg.Wait()
+		sent := api.sentTimes()[1:]
+		if first := sent[0].Sub(start); first < 5*time.Second {
+			t.Fatalf("a call went out %v after a 429 that asked for 5 s", first)
+		}
+		// Paced: the 429 also cut the rate to 85% of 9 a second, and 16 calls
+		// at 7.65 a second take 2.09 s after the pause, not 0.
+		if in := between(sent, start, start.Add(6*time.Second)); in > 8 {
+			t.Errorf("%d calls went out in the first second after the pause; want them paced at 7.65/s", in)
+		}
+		if last := sent[len(sent)-1].Sub(start); last < 7*time.Second || last > 7200*time.Millisecond {
+			t.Errorf("the last call went out at %v, want about 5 s + 16/7.65 s", last)
+		}
+	})
+}
+
+func TestRemainingClampsTheBucket(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Pacer thinks it has a burst of 100; the provider says 2 are left.
+		api := &scriptedAPI{steps: []scripted{{http.StatusOK, map[string]string{"X-RateLimit-Remaining": "2", "X-RateLimit-Reset": "60"}}}}
+		tr := New(api, WithLimit(Limit{Count: 1000, Per: time.Minute, Burst: 100}), WithFailFast())
+		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+		if err := get(tr, context.Background(), "http://api.test/"); asThrottled(t, err).Reason != ReasonRate {
+			t.Errorf("err = %v, want throttled for rate: the provider said 2 were left", err)
+		}
+	})
+}
+
+func TestNoneRemainingWaitsForTheReset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &scriptedAPI{steps: []scripted{{http.StatusOK, map[string]string{
+			"x-ratelimit-limit-requests": "5000", "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "3s"}}}}
+		tr := New(api, WithLimit(PerMinute(5000)))
+		start := time.Now()
+		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+		if waited := time.Since(start); waited < 3*time.Second || waited > 3100*time.Millisecond {
+			t.Errorf("the next call went out after %v, want at the reset, 3 s", waited)
+		}
+	})
+}
+
+func TestHeadersCannotParkACallerForever(t *testing.T) {
+	for _, tt := range []struct {
+		retryAfter string
+		opts       []Option
+		want       time.Duration
+	}{
+		{"999999999", nil, DefaultMaxWait},
+		{"999999999", []Option{WithMaxWait(time.Second)}, time.Second},
+		{"-5", nil, 0},
+		{"soon", nil, 0},
+		{"Sun, 06 Nov 1994 08:49:37 GMT", nil, 0}, // in the past (the bubble starts in 2000)
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			api := &scriptedAPI{steps: []scripted{{http.StatusTooManyRequests, map[string]string{"Retry-After": tt.retryAfter}}}}
+			tr := New(api, append([]Option{WithLimit(Limit{Count: 1000, Per: time.Second, Burst: 100})}, tt.opts...)...)
+			start := time.Now()
+			get(tr, context.Background(), "http://api.test/")
+			mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+			// A pause ends with the emptied bucket's first token: 1/900 s.
+			if waited := time.Since(start); waited < tt.want || waited > tt.want+2*time.Millisecond {
+				t.Errorf("Retry-After: %s: the next call waited %v, want %v", tt.retryAfter, waited, tt.want)
+			}
+		})
+	}
+}
+
+func TestPublishedLimitOverridesAHigherConfiguredOne(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logged strings.Builder
+		api := &limitedAPI{limit: 10, burst: 10, mode: "ratelimit-headers"}
+		tr := New(api, WithLimit(PerSecond(100)), WithLogger(slogTo(&logged)))
+		start := time.Now()
+		for time.Since(start) < 10*time.Second {
+			get(tr, context.Background(), "http://api.test/")
+		}
+		if n := between(api.accepted, start.Add(time.Second), start.Add(10*time.Second)); n < 80 || n > 82 {
+			t.Errorf("%d accepted in 9 s, want about 9 a second: 90%% of the published 10", n)
+		}
+		if !strings.Contains(logged.String(), "lower limit") || !strings.Contains(logged.String(), "10/1s") {
+			t.Errorf("no log line says the configured limit was overridden: %q", logged.String())
+		}
+	})
+}
+
+func TestConfiguredLimitBelowThePublishedOneStays(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &limitedAPI{limit: 100, burst: 10, mode: "ratelimit-headers"}
+		tr := New(api, WithLimit(PerSecond(10)))
+		start := time.Now()
+		for time.Since(start) < 10*time.Second {
+			mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+		}
+		if n := len(api.accepted); n != 1+90 {
+			t.Errorf("%d sent in 10 s, want 91: the configured 10/s at 90%%", n)
+		}
+	})
+}
