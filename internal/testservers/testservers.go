@@ -28,7 +28,7 @@
 //	/limit/r20              limit_req 20r/s, no burst; over it: 429
 //	/limit/r20-retry-after  as /limit/r20, and the 429 carries "Retry-After: 1"
 //	/conn                   limit_conn 4 at once, 503 over it; each response is
-//	                        64 KiB sent at 256 KiB/s, so it lasts ~250 ms
+//	                        64 KiB sent at 128 KiB/s, so it lasts ~250 ms
 //
 // A test that needs an exact bucket (say, "the first request passes") or
 // other limits starts its own nginx with [StartNginx].
