@@ -134,7 +134,7 @@ func TestSharedNginxLimitsConnections(t *testing.T) {
 	t.Parallel()
 	base := NginxURL(t)
 	// Each /conn response takes ~250 ms, so 8 requests started together
-	// overlap and the 5th to arrive finds the 4 slots taken.
+	// overlap, and the 5th to arrive finds the 4 slots taken.
 	const n = 8
 	client := &http.Client{Timeout: ioTimeout, Transport: &http.Transport{DisableKeepAlives: true}}
 	defer client.CloseIdleConnections()
@@ -167,8 +167,9 @@ func TestSharedNginxLimitsConnections(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatal(errors.Join(errs...))
 	}
-	if counts[http.StatusServiceUnavailable] == 0 || counts[http.StatusOK] == 0 {
-		t.Fatalf("%d concurrent requests to /conn: %v, want both 200s and 503s", n, counts)
+	// No demand for a 200: other packages' tests may hold the 4 slots.
+	if counts[http.StatusServiceUnavailable] == 0 || counts[http.StatusOK]+counts[http.StatusServiceUnavailable] != n {
+		t.Fatalf("%d concurrent requests to /conn: %v, want some 503s, and only 200s and 503s", n, counts)
 	}
 }
 
