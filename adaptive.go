@@ -15,15 +15,14 @@ import (
 const DefaultMaxWait = 10 * time.Minute
 
 // The AIMD constants. A 429 that teaches nothing cuts a scope's rate to
-// cutFactor of what it was, at most once per cutGuard (the 429s of calls
-// sent before the cut carry old news); every success then adds back
-// raiseShare of the rate the cut left, so climbing back takes about
+// cutFactor of what it was — once for the calls admitted before a cut, whose
+// 429s carry old news, the way TCP cuts once a round trip. Every success then
+// adds back raiseShare of the rate the cut left, so climbing back takes about
 // ln(1/cutFactor)/raiseShare ≈ 800 successes: one 429 in several hundred
 // calls at the steady state, with the rate between 85% and 100% of the limit.
 const (
 	cutFactor  = 0.85
 	raiseShare = 0.0002
-	cutGuard   = time.Second
 	minFactor  = 1.0 / 1024
 )
 
@@ -39,8 +38,8 @@ type feedback struct {
 	cooldown atomic.Int64         // UnixNano until which nothing may be sent; 0 if none
 
 	// Under the scope state's mu:
-	lastCut time.Time
-	raise   float64 // what each success adds to factor since the last cut
+	cutAt int64   // the admitted count at the last cut
+	raise float64 // what each success adds to factor since the last cut
 }
 
 // pace returns the scope state's current pace: the provider's published
@@ -98,14 +97,15 @@ func (s *scopeState) learnLimit(count int64, per time.Duration, headroom float64
 	}
 }
 
-// cut lowers the scope's rate after a 429 that taught nothing else.
-func (s *scopeState) cut(now time.Time) {
+// cut lowers the scope's rate after a 429 that taught nothing else, for a
+// call admitted when the admitted count was admittedAt.
+func (s *scopeState) cut(admittedAt int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.lastCut.IsZero() && now.Sub(s.lastCut) < cutGuard {
-		return
+	if admittedAt <= s.cutAt {
+		return // sent before the last cut, at the old rate
 	}
-	s.lastCut = now
+	s.cutAt = s.admitted.Load()
 	f := max(minFactor, s.rateFactor()*cutFactor)
 	s.raise = f * raiseShare
 	s.factor.Store(math.Float64bits(f))
@@ -140,8 +140,8 @@ func (s *scopeState) succeeded() {
 //     none remaining with a reset stops the scope until the reset;
 //   - a 429 or 503 with Retry-After stops every scope of the call until then;
 //     the bucket is emptied as well, so the restart is paced, not a stampede;
-//   - a 429 that teaches nothing else cuts the rate (AIMD), and successes
-//     raise it back.
+//   - a 429 that teaches nothing else empties the bucket and cuts the rate
+//     (AIMD), and successes raise it back.
 //
 // Waits the headers ask for are clamped to the Transport's maximum wait.
 func (c *call) learn(resp *http.Response) {
@@ -174,8 +174,9 @@ func (c *call) learn(resp *http.Response) {
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		if resp.StatusCode == http.StatusTooManyRequests && !taught {
-			for _, ch := range c.charges {
-				ch.state.cut(now)
+			for i, ch := range c.charges {
+				ch.state.cut(ch.admittedAt)
+				c.clamp(now, i, 0) // the provider has nothing left
 			}
 		}
 		if wait, ok := RetryAfter(resp.Header, now); ok {

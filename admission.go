@@ -32,6 +32,7 @@ type call struct {
 
 type charge struct {
 	state      *scopeState
+	key        string
 	cost       float64
 	admittedAt int64 // the scope's admitted count when this call was admitted
 }
@@ -53,7 +54,7 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 	for _, route := range t.routes {
 		routed = route(req, routed)
 	}
-	c.charges, c.demands, c.owners = c.chargeBuf[:0], c.demandBuf[:0], c.ownerBuf[:0]
+	c.charges = c.chargeBuf[:0]
 	for _, ch := range routed {
 		class := t.scopes[ch.Scope]
 		if class == nil {
@@ -69,8 +70,8 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 	return c, nil
 }
 
-// addCharge adds a charge and the demands that pace it. Two charges to one
-// bucket become one, so the bucket is never asked twice in one Take.
+// addCharge adds a charge. Two charges to one bucket become one, so the
+// bucket is never asked twice in one Take.
 func (c *call) addCharge(class *scopeClass, ch Charge, vals *callValues) {
 	cost := chargeCost(class, ch, vals)
 	state := class.state(ch.Key)
@@ -78,31 +79,35 @@ func (c *call) addCharge(class *scopeClass, ch Charge, vals *callValues) {
 		if c.charges[i].state == state {
 			state.release()
 			c.charges[i].cost += cost
-			for j, owner := range c.owners {
-				if owner == i {
-					c.demands[j].Cost += cost
-				}
-			}
 			return
 		}
 	}
-	c.charges = append(c.charges, charge{state: state, cost: cost})
+	c.charges = append(c.charges, charge{state: state, key: ch.Key, cost: cost})
 	c.needsSlots = c.needsSlots || class.Concurrency > 0
-	rate, burst := state.pace()
-	if burst == 0 {
-		return // the scope caps concurrency only
-	}
+}
+
+// pace sets out what the call demands of the store, at each bucket's pace
+// as of now: a limit learned or a rate cut while the call waited applies to
+// its next attempt.
+func (c *call) pace() {
+	c.demands, c.owners = c.demandBuf[:0], c.ownerBuf[:0]
 	w := c.workload.index
-	owner := len(c.charges) - 1
-	// A floor above burst − cost would make the request wait forever; a
-	// reserve too small to hold one request reserves nothing.
-	floor := min(class.othersReserve[w]*burst, max(0, burst-cost))
-	c.demands = append(c.demands, Demand{Scope: class.Name, Key: ch.Key, Rate: rate, Burst: burst, Cost: cost, Floor: floor})
-	c.owners = append(c.owners, owner)
-	if name := class.maxScope[w]; name != "" {
-		share := c.workload.Max
-		c.demands = append(c.demands, Demand{Scope: name, Key: ch.Key, Rate: rate * share, Burst: max(1, burst*share), Cost: cost})
-		c.owners = append(c.owners, owner)
+	for i, ch := range c.charges {
+		rate, burst := ch.state.pace()
+		if burst == 0 {
+			continue // the scope caps concurrency only
+		}
+		class := ch.state.class
+		// A floor above burst − cost would make the request wait forever; a
+		// reserve too small to hold one request reserves nothing.
+		floor := min(class.othersReserve[w]*burst, max(0, burst-ch.cost))
+		c.demands = append(c.demands, Demand{Scope: class.Name, Key: ch.key, Rate: rate, Burst: burst, Cost: ch.cost, Floor: floor})
+		c.owners = append(c.owners, i)
+		if name := class.maxScope[w]; name != "" {
+			share := c.workload.Max
+			c.demands = append(c.demands, Demand{Scope: name, Key: ch.key, Rate: rate * share, Burst: max(1, burst*share), Cost: ch.cost})
+			c.owners = append(c.owners, i)
+		}
 	}
 }
 
@@ -246,7 +251,7 @@ func (c *call) tryAdmit() (blocked, error) {
 	}
 	d := Decision{OK: true}
 	var err error
-	if len(c.demands) > 0 {
+	if c.pace(); len(c.demands) > 0 {
 		d, err = c.t.store.Take(c.ctx, now, c.demands)
 	}
 	if err == nil && d.OK {
