@@ -145,10 +145,23 @@ func (s *scopeState) succeeded() {
 //
 // Waits the headers ask for are clamped to the Transport's maximum wait.
 func (c *call) learn(resp *http.Response) {
+	status := resp.StatusCode
+	quiet := quotaHeaderFamilies(resp.Header) == 0
+	if quiet && status < 400 {
+		// Most responses say nothing about limits: keep them cheap.
+		for _, ch := range c.charges {
+			ch.state.succeeded()
+		}
+		return
+	}
 	t := c.t
 	now := t.clock.Now()
 	taught := false
-	for _, q := range ParseQuotas(resp.Header, now) {
+	var quotas []Quota
+	if !quiet {
+		quotas = ParseQuotas(resp.Header, now)
+	}
+	for _, q := range quotas {
 		i := c.chargeFor(q)
 		if i < 0 {
 			continue
@@ -171,9 +184,9 @@ func (c *call) learn(resp *http.Response) {
 		}
 		c.clamp(now, i, left)
 	}
-	switch resp.StatusCode {
+	switch status {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		if resp.StatusCode == http.StatusTooManyRequests && !taught {
+		if status == http.StatusTooManyRequests && !taught {
 			for i, ch := range c.charges {
 				ch.state.cut(ch.admittedAt)
 				c.clamp(now, i, 0) // the provider has nothing left
@@ -190,7 +203,7 @@ func (c *call) learn(resp *http.Response) {
 			}
 		}
 	default:
-		if resp.StatusCode < 400 {
+		if status < 400 {
 			for _, ch := range c.charges {
 				ch.state.succeeded()
 			}

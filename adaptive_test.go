@@ -151,7 +151,7 @@ func (a *scriptedAPI) sentTimes() []time.Time {
 func TestOne429PausesEveryCallerThenRestartsPaced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := &scriptedAPI{steps: []scripted{{http.StatusTooManyRequests, map[string]string{"Retry-After": "5"}}}}
-		tr := New(api, WithLimit(PerSecond(10))) // 9 a second, a burst of 1
+		tr := New(api, WithLimit(PerSecond(10)), WithoutRetry()) // 9 a second, a burst of 1
 		start := time.Now()
 		get(tr, context.Background(), "http://api.test/")
 		var wg sync.WaitGroup
@@ -216,7 +216,7 @@ func TestHeadersCannotParkACallerForever(t *testing.T) {
 	} {
 		synctest.Test(t, func(t *testing.T) {
 			api := &scriptedAPI{steps: []scripted{{http.StatusTooManyRequests, map[string]string{"Retry-After": tt.retryAfter}}}}
-			tr := New(api, append([]Option{WithLimit(Limit{Count: 1000, Per: time.Second, Burst: 100})}, tt.opts...)...)
+			tr := New(api, append([]Option{WithLimit(Limit{Count: 1000, Per: time.Second, Burst: 100}), WithoutRetry()}, tt.opts...)...)
 			start := time.Now()
 			get(tr, context.Background(), "http://api.test/")
 			mustNotErr(t, get(tr, context.Background(), "http://api.test/"))

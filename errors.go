@@ -24,6 +24,7 @@ const (
 	ReasonConcurrency = "concurrency" // every slot of the scope was in flight
 	ReasonCapacity    = "capacity"    // the request costs more than the bucket holds
 	ReasonCooldown    = "cooldown"    // the provider asked for a pause
+	ReasonRetry       = "retry"       // a retry's wait would outlast the deadline
 )
 
 // A ThrottledError says that a request was not sent because a scope's limits

@@ -43,3 +43,16 @@ func TestMemoryStoreKeepsBucketsThatAreNotFull(t *testing.T) {
 		t.Fatal("a spent bucket was forgotten and came back full")
 	}
 }
+
+func TestWaitTooLongForADurationIsNever(t *testing.T) {
+	m := NewMemoryStore()
+	now := newFakeClock().Now()
+	d := Demand{Scope: "s", Rate: 1e-300, Burst: 1, Cost: 1}
+	if dec, _ := m.Take(context.Background(), now, []Demand{d}); !dec.OK {
+		t.Fatal("the first take of a full bucket was refused")
+	}
+	dec, _ := m.Take(context.Background(), now, []Demand{d})
+	if dec.OK || dec.Wait != Never {
+		t.Errorf("decision = %+v, want a refusal that never ends", dec)
+	}
+}

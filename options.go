@@ -17,8 +17,12 @@ type config struct {
 	store     Store
 	clock     Clock
 	maxWait   time.Duration
-	log       *slog.Logger
-	errs      []error
+	retry     RetryPolicy
+	noRetry   bool
+	// idempotencyKey asks for an Idempotency-Key on POST and PATCH.
+	idempotencyKey bool
+	log            *slog.Logger
+	errs           []error
 }
 
 type namedWorkload struct {

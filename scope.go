@@ -66,7 +66,8 @@ type Route func(req *http.Request, charges []Charge) []Charge
 // scopeClass is a configured Scope as the Transport uses it.
 type scopeClass struct {
 	Scope
-	rate, burst float64 // the pace, after headroom
+	retryCredit atomic.Int64 // retries the scope may make, in retryUnits
+	rate, burst float64      // the pace, after headroom
 	// Per workload, by index: the share of the burst others reserve; the
 	// slots the workload reserves; the most slots it may hold; and the name
 	// of the bucket that caps its share of the rate ("" when uncapped).

@@ -106,7 +106,11 @@ func (b *bucketLevel) wait(d *Demand, now time.Time) time.Duration {
 	if d.Rate <= 0 {
 		return Never
 	}
-	return time.Duration(math.Ceil((need - b.tokens) / d.Rate * float64(time.Second)))
+	ns := math.Ceil((need - b.tokens) / d.Rate * float64(time.Second))
+	if ns >= float64(Never) {
+		return Never // a wait of centuries would overflow a Duration
+	}
+	return time.Duration(ns)
 }
 
 // full reports whether the bucket is back where a new one would start, so

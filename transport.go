@@ -40,6 +40,7 @@ type Transport struct {
 	workloads       map[string]*workloadState
 	defaultWorkload *workloadState
 
+	retry    *retrier      // nil when calls are sent once
 	arrivals atomic.Uint64 // numbers waiters in arrival order
 	calls    sync.Pool     // of *call
 	err      error         // a configuration error, returned by every RoundTrip
@@ -104,6 +105,19 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 		}
 		t.scopes[s.Name] = class
 	}
+	if !cfg.noRetry || cfg.idempotencyKey {
+		p := cfg.retry.withDefaults()
+		if cfg.noRetry {
+			p.MaxAttempts = 1 // only the key is wanted
+		}
+		if err := p.validate(); err != nil {
+			errs = append(errs, err)
+		}
+		t.retry = &retrier{RetryPolicy: p, injectKey: cfg.idempotencyKey}
+		for _, class := range t.scopes {
+			class.retryCredit.Store(int64(p.Budget.Min) * retryUnit)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		t.err = fmt.Errorf("pacer: invalid configuration: %w", err)
 	}
@@ -136,6 +150,20 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.err != nil {
 		return nil, closeRequestBody(req, t.err)
 	}
+	if t.retry == nil {
+		return t.attempt(req, nil)
+	}
+	return t.retry.roundTrip(t, req) // step 8: each retry takes steps 1–7 again
+}
+
+// attemptInfo tells the retrier what became of one attempt.
+type attemptInfo struct {
+	sent  bool        // the request reached the base RoundTripper
+	scope *scopeClass // the first scope it was charged to, for the retry budget
+}
+
+// attempt takes req once through steps 1 to 7.
+func (t *Transport) attempt(req *http.Request, info *attemptInfo) (*http.Response, error) {
 	c, err := t.newCall(req) // steps 1 and 2: route and workload
 	if err != nil {
 		return nil, closeRequestBody(req, err)
@@ -148,6 +176,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		c.refundBudget()
 		c.finish()
 		return nil, closeRequestBody(req, err)
+	}
+	if info != nil {
+		info.sent = true
+		info.scope = t.scopes[DefaultScope]
+		if len(c.charges) > 0 {
+			info.scope = c.charges[0].state.class
+		}
 	}
 	return c.send(req)
 }

@@ -1,0 +1,445 @@
+package pacer
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+// A RetryPolicy says which failed calls pacer sends again, and how long it
+// waits first. Every field left zero takes its default, so
+// WithRetry(RetryPolicy{MaxAttempts: 5}) changes only the attempts.
+//
+// A call is retried only when it is safe to send twice: its method is
+// idempotent (GET, HEAD, OPTIONS, TRACE, PUT, DELETE), or it carries an
+// idempotency key, or the failure proves the request never reached the
+// server (the dial failed, the connection was refused, or the provider
+// documents the status as never processed). Each retry goes back through
+// admission, so retries are paced like first attempts.
+type RetryPolicy struct {
+	// MaxAttempts is the number of attempts in all, the first included.
+	// Default 3, as the providers' official SDKs do.
+	MaxAttempts int
+	// InitialBackoff and MaxBackoff bound the exponential backoff, with
+	// jitter, used when the server does not say how long to wait. Defaults
+	// 500ms and 8s.
+	InitialBackoff, MaxBackoff time.Duration
+	// Statuses are the response statuses worth another attempt. Default 408,
+	// 425, 429, 500, 502, 503 and 504. 501 Not Implemented never is.
+	Statuses []int
+	// IdempotencyHeaders name the headers whose presence makes a POST or a
+	// PATCH safe to repeat. Default Idempotency-Key and X-Idempotency-Key.
+	IdempotencyHeaders []string
+	// ShouldRetryHeaders name provider headers that say, true or false,
+	// whether to retry; they win over the status. Default X-Should-Retry
+	// (OpenAI, Anthropic) and Stripe-Should-Retry.
+	ShouldRetryHeaders []string
+	// NeverProcessed reports whether a response is one the provider
+	// documents as sent before any processing (Twilio's 20429, say), so that
+	// even a POST without a key may be sent again. Default: none is.
+	NeverProcessed func(*http.Response) bool
+	// RetryableError reports whether a transport error is worth another
+	// attempt. Default: any error but a cancelled or expired context and a
+	// TLS certificate failure.
+	RetryableError func(error) bool
+	// MaxBufferedBody is the largest request body without GetBody that pacer
+	// reads into memory to be able to send it again. A larger one is sent
+	// once and not retried. Default 1 MiB.
+	MaxBufferedBody int64
+	// Budget caps retries as a share of traffic per scope.
+	Budget RetryBudget
+}
+
+// A RetryBudget caps retries as a share of traffic, per scope, so that a dead
+// dependency cannot turn every call into MaxAttempts calls: each first
+// attempt earns Ratio of a retry, each retry spends one, and at most Min are
+// saved up. A new scope starts with Min, so a fresh client can always make
+// the retries of its first few calls.
+type RetryBudget struct {
+	Ratio float64 // default 0.1: retries are at most about 10% of calls
+	Min   int     // default 10
+}
+
+// The defaults of RetryPolicy.
+var (
+	defaultRetryStatuses      = []int{408, 425, 429, 500, 502, 503, 504}
+	defaultIdempotencyHeaders = []string{"Idempotency-Key", "X-Idempotency-Key"}
+	defaultShouldRetryHeaders = []string{"X-Should-Retry", "Stripe-Should-Retry"}
+)
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = 3
+	}
+	if p.InitialBackoff == 0 {
+		p.InitialBackoff = 500 * time.Millisecond
+	}
+	if p.MaxBackoff == 0 {
+		p.MaxBackoff = 8 * time.Second
+	}
+	if p.Statuses == nil {
+		p.Statuses = defaultRetryStatuses
+	}
+	if p.IdempotencyHeaders == nil {
+		p.IdempotencyHeaders = defaultIdempotencyHeaders
+	}
+	if p.ShouldRetryHeaders == nil {
+		p.ShouldRetryHeaders = defaultShouldRetryHeaders
+	}
+	if p.NeverProcessed == nil {
+		p.NeverProcessed = func(*http.Response) bool { return false }
+	}
+	if p.RetryableError == nil {
+		p.RetryableError = retryableError
+	}
+	if p.MaxBufferedBody == 0 {
+		p.MaxBufferedBody = 1 << 20
+	}
+	if p.Budget.Ratio == 0 {
+		p.Budget.Ratio = 0.1
+	}
+	if p.Budget.Min == 0 {
+		p.Budget.Min = 10
+	}
+	return p
+}
+
+func (p RetryPolicy) validate() error {
+	switch {
+	case p.MaxAttempts < 1:
+		return fmt.Errorf("WithRetry: MaxAttempts %d must be at least 1", p.MaxAttempts)
+	case p.InitialBackoff < 0 || p.MaxBackoff < p.InitialBackoff:
+		return fmt.Errorf("WithRetry: the backoff must grow from InitialBackoff %v to MaxBackoff %v", p.InitialBackoff, p.MaxBackoff)
+	case p.MaxBufferedBody < 0:
+		return fmt.Errorf("WithRetry: MaxBufferedBody %d must not be negative", p.MaxBufferedBody)
+	case p.Budget.Ratio < 0 || p.Budget.Min < 0:
+		return fmt.Errorf("WithRetry: the budget's Ratio and Min must not be negative")
+	case slices.Contains(p.Statuses, http.StatusNotImplemented):
+		return fmt.Errorf("WithRetry: 501 Not Implemented will not change on a retry; leave it out of Statuses")
+	}
+	return nil
+}
+
+// WithRetry sets the retry policy. Retries are on by default, with the
+// zero RetryPolicy's defaults.
+func WithRetry(p RetryPolicy) Option {
+	return func(c *config) { c.retry, c.noRetry = p, false }
+}
+
+// WithoutRetry turns retries off: every call is sent once.
+func WithoutRetry() Option {
+	return func(c *config) { c.noRetry = true }
+}
+
+// WithIdempotencyKey makes pacer add an Idempotency-Key to every POST and
+// PATCH that carries none, for APIs that honour it (Stripe does, and many
+// follow). The key is made once per call and stays the same on every
+// attempt, so such calls can be retried safely.
+func WithIdempotencyKey() Option {
+	return func(c *config) { c.idempotencyKey = true }
+}
+
+// A RetryError says how a call that pacer may have retried ended: the
+// attempts made, the last status seen (0 if the last attempt got no
+// response), and why no further attempt was made. It wraps the last error.
+type RetryError struct {
+	Attempts   int
+	LastStatus int
+	Reason     string
+	Err        error
+}
+
+func (e *RetryError) Error() string {
+	msg := fmt.Sprintf("pacer: %d attempt", e.Attempts)
+	if e.Attempts != 1 {
+		msg += "s"
+	}
+	if e.LastStatus != 0 {
+		msg += fmt.Sprintf(", last status %d", e.LastStatus)
+	}
+	msg += "; " + e.Reason
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *RetryError) Unwrap() error { return e.Err }
+
+// retrier carries a Transport's retry policy.
+type retrier struct {
+	RetryPolicy
+	injectKey bool
+}
+
+// roundTrip sends req through t, once or more as the policy allows.
+func (r *retrier) roundTrip(t *Transport, req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	send, replay, notReplayable, err := r.prepare(req)
+	if err != nil {
+		return nil, err
+	}
+	var bo *backoff.ExponentialBackOff
+	for attempts := 1; ; attempts++ {
+		var info attemptInfo
+		resp, err := t.attempt(send, &info)
+		if !info.sent {
+			return resp, err // pacer's own refusal: throttled, over budget
+		}
+		if attempts == 1 {
+			info.scope.earnRetry(r.Budget)
+		}
+		why := r.whyNotRetry(send, resp, err, attempts)
+		switch {
+		case why == "" && notReplayable != "":
+			why = notReplayable
+		case why == "" && !info.scope.spendRetry():
+			why = "the scope's retry budget is spent (too many retries of late)"
+		}
+		if why != "" {
+			return resp, r.finalError(attempts, resp, err, why)
+		}
+		now := t.clock.Now()
+		wait, fromServer := time.Duration(0), false
+		if resp != nil {
+			wait, fromServer = RetryAfter(resp.Header, now)
+			wait = min(wait, t.maxWait)
+		}
+		if !fromServer {
+			if bo == nil {
+				bo = backoff.NewExponentialBackOff(backoff.WithInitialInterval(r.InitialBackoff),
+					backoff.WithMaxInterval(r.MaxBackoff), backoff.WithMaxElapsedTime(0))
+			}
+			wait = bo.NextBackOff()
+		}
+		if deadline, ok := ctx.Deadline(); ok && now.Add(wait).After(deadline) {
+			// Return now, not at the deadline: the caller learns at once
+			// that the next attempt could not be made in time.
+			if resp != nil {
+				return resp, nil
+			}
+			return nil, &RetryError{Attempts: attempts, Reason: fmt.Sprintf("the next attempt, in %v, would be past the deadline", wait),
+				Err: &ThrottledError{Scope: info.scope.Name, Reason: ReasonRetry, RetryAfter: wait, Err: errors.Join(context.DeadlineExceeded, err)}}
+		}
+		discard(resp)
+		if err := sleep(ctx, t.clock, wait); err != nil {
+			return nil, &RetryError{Attempts: attempts, Reason: "the context ended while waiting to retry", Err: err}
+		}
+		if send, err = again(send, replay); err != nil {
+			return nil, &RetryError{Attempts: attempts, Reason: "the request body could not be replayed", Err: err}
+		}
+	}
+}
+
+// prepare returns the request to send first, a way to replay its body, and
+// why it cannot be replayed when it cannot. It never modifies req: a request
+// that needs a key or a buffered body is cloned.
+func (r *retrier) prepare(req *http.Request) (send *http.Request, replay func() (io.ReadCloser, error), notReplayable string, err error) {
+	send = req
+	if r.injectKey && (req.Method == http.MethodPost || req.Method == http.MethodPatch) && !r.hasIdempotencyKey(req) {
+		send = req.Clone(req.Context())
+		send.Header.Set("Idempotency-Key", newIdempotencyKey())
+	}
+	switch {
+	case send.Body == nil || send.Body == http.NoBody:
+		return send, func() (io.ReadCloser, error) { return http.NoBody, nil }, "", nil
+	case send.GetBody != nil:
+		return send, send.GetBody, "", nil
+	case !r.mayRetry(send):
+		return send, nil, "", nil // never retried: no need to keep the body
+	}
+	// Read at most one byte past the limit: enough to tell a body that fits.
+	buf, err := io.ReadAll(io.LimitReader(send.Body, r.MaxBufferedBody+1))
+	if err != nil {
+		send.Body.Close()
+		return nil, nil, "", fmt.Errorf("pacer: reading the request body: %w", err)
+	}
+	original := send.Body
+	if send == req {
+		send = req.Clone(req.Context())
+	}
+	if int64(len(buf)) > r.MaxBufferedBody {
+		send.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(buf), original), original}
+		return send, nil, fmt.Sprintf("the body has no GetBody and is larger than the %d-byte replay buffer (RetryPolicy.MaxBufferedBody), so it was sent once", r.MaxBufferedBody), nil
+	}
+	original.Close()
+	replay = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
+	send.Body, _ = replay()
+	send.GetBody = replay
+	return send, replay, "", nil
+}
+
+// again returns a copy of req for the next attempt, with a fresh body.
+func again(req *http.Request, replay func() (io.ReadCloser, error)) (*http.Request, error) {
+	body, err := replay()
+	if err != nil {
+		return nil, err
+	}
+	next := req.Clone(req.Context())
+	next.Body, next.GetBody = body, replay
+	return next, nil
+}
+
+// whyNotRetry returns why the attempt's outcome is final, or "" if it is
+// worth another attempt.
+func (r *retrier) whyNotRetry(req *http.Request, resp *http.Response, err error, attempts int) string {
+	if err != nil {
+		switch {
+		case !r.RetryableError(err):
+			return "the error is not one a retry can mend"
+		case attempts >= r.MaxAttempts:
+			return "gave up after the policy's MaxAttempts"
+		case r.mayRetry(req) || neverLeft(err):
+			return ""
+		}
+		return fmt.Sprintf("a %s without an idempotency key may have reached the server, so it is not sent twice", req.Method)
+	}
+	retryable := slices.Contains(r.Statuses, resp.StatusCode)
+	for _, name := range r.ShouldRetryHeaders {
+		switch strings.ToLower(resp.Header.Get(name)) {
+		case "true":
+			retryable = true
+		case "false":
+			return "the provider said not to retry (" + name + ": false)"
+		}
+	}
+	switch {
+	case !retryable || resp.StatusCode == http.StatusNotImplemented:
+		return "the status is final"
+	case attempts >= r.MaxAttempts:
+		return "gave up after the policy's MaxAttempts"
+	case r.mayRetry(req) || r.NeverProcessed(resp):
+		return ""
+	}
+	return fmt.Sprintf("a %s without an idempotency key may have been processed, so it is not sent twice", req.Method)
+}
+
+// finalError is what the caller gets when no further attempt is made: nil
+// when there is a response to hand back, else the error, with what happened.
+func (r *retrier) finalError(attempts int, resp *http.Response, err error, why string) error {
+	if err == nil {
+		return nil
+	}
+	e := &RetryError{Attempts: attempts, Reason: why, Err: err}
+	if resp != nil {
+		e.LastStatus = resp.StatusCode
+	}
+	return e
+}
+
+// mayRetry reports whether sending req twice is safe whatever happened.
+func (r *retrier) mayRetry(req *http.Request) bool {
+	switch req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return r.hasIdempotencyKey(req)
+}
+
+func (r *retrier) hasIdempotencyKey(req *http.Request) bool {
+	for _, name := range r.IdempotencyHeaders {
+		if req.Header.Get(name) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// neverLeft reports whether err proves the request never reached the
+// server: no connection was made.
+func neverLeft(err error) bool {
+	var op *net.OpError
+	var dns *net.DNSError
+	return (errors.As(err, &op) && op.Op == "dial") || errors.As(err, &dns) || errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// retryableError is the default RetryPolicy.RetryableError.
+func retryableError(err error) bool {
+	var unknownAuthority x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verification *tls.CertificateVerificationError
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
+		errors.As(err, &unknownAuthority), errors.As(err, &hostname), errors.As(err, &invalid), errors.As(err, &verification):
+		return false
+	}
+	return true
+}
+
+// earnRetry credits the scope with a first attempt's share of a retry.
+func (c *scopeClass) earnRetry(b RetryBudget) {
+	for {
+		credit := c.retryCredit.Load()
+		next := min(credit+int64(b.Ratio*retryUnit), int64(b.Min)*retryUnit)
+		if next <= credit || c.retryCredit.CompareAndSwap(credit, next) {
+			return
+		}
+	}
+}
+
+// spendRetry takes one retry from the scope's budget, if it has one.
+func (c *scopeClass) spendRetry() bool {
+	for {
+		credit := c.retryCredit.Load()
+		if credit < retryUnit {
+			return false
+		}
+		if c.retryCredit.CompareAndSwap(credit, credit-retryUnit) {
+			return true
+		}
+	}
+}
+
+// retryUnit is one retry in the fixed-point credit, fine enough for any Ratio.
+const retryUnit = 1_000_000
+
+// discard drains a response that will not be handed back, up to a bound, so
+// that its connection can be reused, and closes it.
+func discard(resp *http.Response) {
+	if resp == nil || resp.Body == nil {
+		return
+	}
+	io.CopyN(io.Discard, resp.Body, 64<<10)
+	resp.Body.Close()
+}
+
+// sleep waits for d on clock, or until ctx ends.
+func sleep(ctx context.Context, clock Clock, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	timer := clock.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C():
+		return nil
+	}
+}
+
+// newIdempotencyKey returns a random version 4 UUID.
+func newIdempotencyKey() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
