@@ -12,9 +12,13 @@ type Pattern string
 
 const (
 	// Even spreads a second's n requests at s, s + 1/n, s + 2/n, …
+	// With several clients, client c's requests are c/clients of a gap
+	// later than client 0's, so that the clients take turns: with all of
+	// them at the same instants, the first in line would win every tie.
 	Even Pattern = "even"
 	// Clumped spreads them evenly over the first ClumpWidth of the second
-	// instead, as a cron job or a retry storm does.
+	// instead, as a cron job or a retry storm does; clients take turns as
+	// for Even.
 	Clumped Pattern = "clumped"
 	// Poisson draws independent arrivals at the second's rate, from a
 	// generator seeded with Seed and the client's number.
@@ -44,7 +48,8 @@ type Arrival struct {
 }
 
 // Arrivals returns every client's requests over the run in the order they
-// arrive; requests that arrive at the same instant are ordered by client.
+// arrive; requests that arrive at the same instant (which only Poisson
+// arrivals can give) are ordered by client.
 // The config must be valid.
 func Arrivals(c Config) []Arrival {
 	var all []Arrival
@@ -80,9 +85,9 @@ func clientArrivals(c Config, client int) []Arrival {
 		n := c.rateAt(s)
 		switch c.Arrivals {
 		case Even:
-			out = spread(out, client, s, time.Second, n)
+			out = spread(out, client, c.Clients, s, time.Second, n)
 		case Clumped:
-			out = spread(out, client, s, c.ClumpWidth, n)
+			out = spread(out, client, c.Clients, s, c.ClumpWidth, n)
 		case Poisson:
 			out = poisson(out, rng, client, s, n)
 		}
@@ -90,10 +95,14 @@ func clientArrivals(c Config, client int) []Arrival {
 	return out
 }
 
-// spread appends n arrivals evenly spaced over [start, start+width).
-func spread(out []Arrival, client int, start, width time.Duration, n int) []Arrival {
+// spread appends n arrivals of one client evenly spaced over [start,
+// start+width), offset by client/clients of the spacing so that the clients'
+// arrivals interleave evenly.
+func spread(out []Arrival, client, clients int, start, width time.Duration, n int) []Arrival {
+	slots := time.Duration(n * clients)
 	for k := range n {
-		out = append(out, Arrival{At: start + width*time.Duration(k)/time.Duration(n), Client: client})
+		slot := time.Duration(k*clients + client)
+		out = append(out, Arrival{At: start + width*slot/slots, Client: client})
 	}
 	return out
 }

@@ -60,17 +60,19 @@ func TestClumpedArrivals(t *testing.T) {
 	}
 }
 
-func TestSharedArrivalsAreEveryClientsInTimeOrder(t *testing.T) {
+func TestSharedArrivalsInterleaveTheClients(t *testing.T) {
 	c := smallConfig()
 	c.Clients = 3
+	c.Duration = time.Second
 	got := Arrivals(c)
-	if len(got) != 3*20 {
-		t.Fatalf("%d arrivals, want 3 clients × 20", len(got))
+	// Four a second each, twelve in all: every 1/12 s, the clients in turn.
+	if len(got) != 12 {
+		t.Fatalf("%d arrivals, want 3 clients × 4", len(got))
 	}
-	for i := range got {
-		// Each instant holds the three clients' requests, client 0 first.
-		if want := (Arrival{At: got[i/3*3].At, Client: i % 3}); got[i] != want {
-			t.Fatalf("arrival %d = %+v, want %+v", i, got[i], want)
+	for i, a := range got {
+		want := Arrival{At: time.Duration(i) * time.Second / 12, Client: i % 3}
+		if a != want {
+			t.Errorf("arrival %d = %+v, want %+v", i, a, want)
 		}
 	}
 }

@@ -122,8 +122,9 @@ func TestSharedLimitSplitsByClient(t *testing.T) {
 			t.Errorf("%s: offered %d (client 0: %d), want 40 (20)", res.Name, res.Offered, res.Clients[0].Offered)
 		}
 	}
-	// The fixed window of 4 per 2 s sees both clients' requests at 0 and
-	// .25 s, client 0's first each time: so each client gets 2 a window.
+	// The clients take turns, client 0 at 0, client 1 at 0.125 s, …: the
+	// fixed window of 4 per 2 s allows the first four of each window, two
+	// of each client's.
 	if fixed := r.Results[1]; fixed.Clients[0].Allowed != 4 || fixed.Clients[1].Allowed != 4 {
 		t.Errorf("fixed window per client %+v, want 4 allowed each", fixed.Clients)
 	}
