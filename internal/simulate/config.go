@@ -61,7 +61,8 @@ const (
 	MaxClients  = 1000
 )
 
-// Validate returns an error naming every setting that cannot be run, or nil.
+// Validate returns an error naming every setting that cannot be run, or
+// nil. It names settings as the command line's flags do.
 func (c Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -75,19 +76,19 @@ func (c Config) Validate() error {
 		bad("rate %d: must not be negative", c.Rate)
 	}
 	if c.SpikeRate < 0 {
-		bad("spike rate %d: must not be negative", c.SpikeRate)
+		bad("spike-rate %d: must not be negative", c.SpikeRate)
 	}
 	switch {
 	case c.SpikeStart%time.Second != 0 || c.SpikeEnd%time.Second != 0:
-		bad("spike from %v to %v: both must be whole numbers of seconds", c.SpikeStart, c.SpikeEnd)
+		bad("spike-start %v, spike-end %v: both must be whole numbers of seconds", c.SpikeStart, c.SpikeEnd)
 	case c.SpikeStart < 0 || c.SpikeEnd < c.SpikeStart || c.SpikeEnd > c.Duration:
-		bad("spike from %v to %v: must satisfy 0 ≤ start ≤ end ≤ duration (%v)", c.SpikeStart, c.SpikeEnd, c.Duration)
+		bad("spike-start %v, spike-end %v: must satisfy 0 ≤ start ≤ end ≤ duration (%v)", c.SpikeStart, c.SpikeEnd, c.Duration)
 	}
 	if !c.Arrivals.valid() {
 		bad("arrivals %q: must be one of %v", c.Arrivals, patterns)
 	}
 	if c.Arrivals == Clumped && (c.ClumpWidth <= 0 || c.ClumpWidth > time.Second) {
-		bad("clump width %v: must be above 0 and at most 1s", c.ClumpWidth)
+		bad("clump-width %v: must be above 0 and at most 1s", c.ClumpWidth)
 	}
 	if c.Clients < 1 || c.Clients > MaxClients {
 		bad("clients %d: must be from 1 to %d", c.Clients, MaxClients)
@@ -104,9 +105,9 @@ func (c Config) Validate() error {
 		bad("window %v: refill × window = %v, which allows no request; lengthen the window", c.Window, c.Refill*c.Window.Seconds())
 	}
 	if c.PacerPer <= 0 {
-		bad("pacer period %v: must be positive", c.PacerPer)
+		bad("pacer-per %v: must be positive", c.PacerPer)
 	} else if c.Refill > 0 && c.PacerCount() < 1 {
-		bad("pacer period %v: refill × period = %v, which allows no request; lengthen the period", c.PacerPer, c.Refill*c.PacerPer.Seconds())
+		bad("pacer-per %v: refill × pacer-per = %v, which allows no request; lengthen the period", c.PacerPer, c.Refill*c.PacerPer.Seconds())
 	}
 	if !(c.Headroom > 0 && c.Headroom <= 1) {
 		bad("headroom %v: must be above 0 and at most 1", c.Headroom)
