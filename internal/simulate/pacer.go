@@ -56,34 +56,73 @@ func RunPacer(c Config, arrivals []Arrival) (Result, error) {
 	return t.done(), nil
 }
 
+// A Pace is the rate and burst pacer uses for the run's limit.
+type Pace struct {
+	Limit pacer.Limit // what pacer is told the provider publishes
+	Rate  float64     // requests a second, after headroom
+	Burst int         // requests it sends back to back from a full bucket
+}
+
+// MeasurePace returns the pace a pacer.Transport keeps for c's limit, found
+// by asking a fresh one rather than repeating its formula: it sends from a
+// full bucket until throttled, which counts the burst, and the wait it is
+// then told is the time one token takes.
+func MeasurePace(c Config) (Pace, error) {
+	p := Pace{Limit: pacer.Limit{Count: c.PacerCount(), Per: c.PacerPer}}
+	tr, req, err := newFailFastTransport(c, newVirtualClock())
+	if err != nil {
+		return p, err
+	}
+	for p.Burst <= p.Limit.Count {
+		wait, err := admit(tr, req)
+		if err != nil {
+			return p, err
+		}
+		if wait > 0 {
+			p.Rate = float64(time.Second) / float64(wait)
+			return p, nil
+		}
+		p.Burst++
+	}
+	return p, fmt.Errorf("simulating pacer: it sent %d requests at once, more than the limit %v", p.Burst, p.Limit)
+}
+
+// newFailFastTransport returns a Transport told of c's limit that sends to
+// an API answering at once, on clock, and the request to send through it.
+func newFailFastTransport(c Config, clock virtualClock) (*pacer.Transport, *http.Request, error) {
+	limit := pacer.Limit{Count: c.PacerCount(), Per: c.PacerPer}
+	tr := pacer.New(sentOK{}, pacer.WithLimit(limit), pacer.WithHeadroom(c.Headroom), pacer.WithFailFast(), pacer.WithClock(clock))
+	if err := tr.Err(); err != nil {
+		return nil, nil, err
+	}
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://api.simulated/", nil)
+	return tr, req, err
+}
+
+// admit asks a fail-fast Transport to send req now. It returns 0 if it was
+// sent, or how long until it may be.
+func admit(tr *pacer.Transport, req *http.Request) (time.Duration, error) {
+	resp, err := tr.RoundTrip(req)
+	if err == nil {
+		resp.Body.Close()
+		return 0, nil
+	}
+	var throttled *pacer.ThrottledError
+	if !errors.As(err, &throttled) || throttled.RetryAfter <= 0 {
+		return 0, fmt.Errorf("simulating pacer: %w", err)
+	}
+	return throttled.RetryAfter, nil
+}
+
 // notSent marks a request still waiting when the run ended.
 const notSent time.Duration = -1
 
 // pacerSends returns when pacer sent each arrival, or notSent.
 func pacerSends(c Config, arrivals []Arrival) ([]time.Duration, error) {
 	clock := newVirtualClock()
-	limit := pacer.Limit{Count: c.PacerCount(), Per: c.PacerPer}
-	tr := pacer.New(sentOK{}, pacer.WithLimit(limit), pacer.WithHeadroom(c.Headroom), pacer.WithFailFast(), pacer.WithClock(clock))
-	if err := tr.Err(); err != nil {
-		return nil, err
-	}
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://api.simulated/", nil)
+	tr, req, err := newFailFastTransport(c, clock)
 	if err != nil {
 		return nil, err
-	}
-	// admit asks the Transport to send a request now. It returns 0 if it
-	// was sent, or how long until it may be.
-	admit := func() (time.Duration, error) {
-		resp, err := tr.RoundTrip(req)
-		if err == nil {
-			resp.Body.Close()
-			return 0, nil
-		}
-		var throttled *pacer.ThrottledError
-		if !errors.As(err, &throttled) || throttled.RetryAfter <= 0 {
-			return 0, fmt.Errorf("simulating pacer: %w", err)
-		}
-		return throttled.RetryAfter, nil
 	}
 
 	sent := make([]time.Duration, len(arrivals))
@@ -116,7 +155,7 @@ func pacerSends(c Config, arrivals []Arrival) ([]time.Duration, error) {
 			}
 		}
 		for len(queue) > 0 {
-			wait, err := admit()
+			wait, err := admit(tr, req)
 			if err != nil {
 				return nil, err
 			}

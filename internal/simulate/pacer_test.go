@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"slices"
 	"sync"
@@ -162,4 +163,33 @@ func (a *recordingAPI) sentBefore(end time.Duration) []time.Duration {
 	out := slices.DeleteFunc(slices.Clone(a.sent), func(s time.Duration) bool { return s >= end })
 	slices.Sort(out)
 	return out
+}
+
+func TestMeasurePace(t *testing.T) {
+	for _, tc := range []struct {
+		refill   float64
+		per      time.Duration
+		headroom float64
+		rate     float64
+		burst    int
+	}{
+		// Rate: headroom × count / per. Burst: (1 − headroom) × count,
+		// rounded down, at least 1.
+		{50, time.Second, 0.9, 45, 5},
+		{50, 10 * time.Second, 0.9, 45, 50},
+		{10, time.Second, 0.5, 5, 5},
+		{1, time.Minute, 0.9, 0.9, 6},
+		{3, time.Second, 0.9, 2.7, 1},
+		{3, time.Second, 1, 3, 1},
+	} {
+		c := Default()
+		c.Refill, c.PacerPer, c.Headroom = tc.refill, tc.per, tc.headroom
+		p, err := MeasurePace(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(p.Rate-tc.rate) > 1e-6*tc.rate || p.Burst != tc.burst {
+			t.Errorf("%v/s over %v at %v: pace %v/s burst %d, want %v/s burst %d", tc.refill, tc.per, tc.headroom, p.Rate, p.Burst, tc.rate, tc.burst)
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 // limiter, in the order token bucket, fixed window, sliding window, pacer.
 type Report struct {
 	Config  Config
+	Pace    Pace // what pacer made of the limit it was told
 	Results []Result
 }
 

@@ -9,11 +9,15 @@ func Run(c Config) (*Report, error) {
 	}
 	arrivals := Arrivals(c)
 	allowance := float64(c.Allowance())
+	pace, err := MeasurePace(c)
+	if err != nil {
+		return nil, err
+	}
 	pacer, err := RunPacer(c, arrivals)
 	if err != nil {
 		return nil, err
 	}
-	return &Report{Config: c, Results: []Result{
+	return &Report{Config: c, Pace: pace, Results: []Result{
 		RunLimiter("token-bucket", NewTokenBucket(c.Capacity, c.Refill), Level{Label: "tokens in the bucket", Limit: float64(c.Capacity)}, c, arrivals),
 		RunLimiter("fixed-window", NewFixedWindow(c.Allowance(), c.Window), Level{Label: "requests counted in the window", Limit: allowance}, c, arrivals),
 		RunLimiter("sliding-window", NewSlidingWindow(c.Allowance(), c.Window), Level{Label: "requests in the last window", Limit: allowance}, c, arrivals),
