@@ -67,7 +67,7 @@ func footnotes(r *simulate.Report) []string {
 		fmt.Sprintf("fixed-window:   %d requests per %s window (refill × window), windows aligned to the start of the run.", c.Allowance(), simulate.Seconds(c.Window)),
 		fmt.Sprintf("sliding-window: %d requests in any %s (a sliding log: exact, not the two-window estimate).", c.Allowance(), simulate.Seconds(c.Window)),
 		fmt.Sprintf("pacer:          told the API allows %d per %s (refill × %s: the same long-run allowance as the others);", p.Limit.Count, simulate.Seconds(c.PacerPer), simulate.Seconds(c.PacerPer)),
-		fmt.Sprintf("                it keeps %v%% of that, pacing at %.4g/s with a burst of %d, so that no %s ever holds more than %d.", c.Headroom*100, p.Rate, p.Burst, simulate.Seconds(c.PacerPer), p.Limit.Count),
+		fmt.Sprintf("                it keeps %.4g%% of that, pacing at %.4g/s with a burst of %d, so that no %s ever holds more than %d.", c.Headroom*100, p.Rate, p.Burst, simulate.Seconds(c.PacerPer), p.Limit.Count),
 		"                It makes calls wait instead of rejecting them: allowed = sent within the run,",
 		"                rejected = 0, and the rest were still queued when the run ended. Delay: arrival to send.",
 		"busiest second: the most requests let through in one whole second [s, s+1) of the run.",

@@ -30,7 +30,7 @@ func (c Config) Traffic() string {
 // Limiters says in one line how the limiters were set up.
 func (r *Report) Limiters() string {
 	c, p := r.Config, r.Pace
-	return fmt.Sprintf("token bucket: %d tokens refilled at %v/s · windows: %d per %s · pacer: told %d per %s, keeps %v%% → %.4g/s, burst %d",
+	return fmt.Sprintf("token bucket: %d tokens refilled at %v/s · windows: %d per %s · pacer: told %d per %s, keeps %.4g%% → %.4g/s, burst %d",
 		c.Capacity, c.Refill, c.Allowance(), Seconds(c.Window), p.Limit.Count, Seconds(c.PacerPer), c.Headroom*100, p.Rate, p.Burst)
 }
 

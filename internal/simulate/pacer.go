@@ -63,28 +63,38 @@ type Pace struct {
 	Burst int         // requests it sends back to back from a full bucket
 }
 
-// MeasurePace returns the pace a pacer.Transport keeps for c's limit, found
-// by asking a fresh one rather than repeating its formula: it sends from a
-// full bucket until throttled, which counts the burst, and the wait it is
-// then told is the time one token takes.
+// MeasurePace returns the pace a pacer.Transport keeps for c's limit. It
+// asks a real Transport rather than repeating its formula: the Transport
+// states the rate and burst of every bucket it takes from in the Demand it
+// gives its Store, so one request through a Transport whose store listens
+// tells both.
 func MeasurePace(c Config) (Pace, error) {
 	p := Pace{Limit: pacer.Limit{Count: c.PacerCount(), Per: c.PacerPer}}
-	tr, req, err := newFailFastTransport(c, newVirtualClock())
+	store := &listeningStore{Store: pacer.NewMemoryStore()}
+	tr := pacer.New(sentOK{}, pacer.WithLimit(p.Limit), pacer.WithHeadroom(c.Headroom), pacer.WithStore(store), pacer.WithClock(newVirtualClock()))
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://api.simulated/", nil)
 	if err != nil {
 		return p, err
 	}
-	for p.Burst <= p.Limit.Count {
-		wait, err := admit(tr, req)
-		if err != nil {
-			return p, err
-		}
-		if wait > 0 {
-			p.Rate = float64(time.Second) / float64(wait)
-			return p, nil
-		}
-		p.Burst++
+	if _, err := admit(tr, req); err != nil {
+		return p, err
 	}
-	return p, fmt.Errorf("simulating pacer: it sent %d requests at once, more than the limit %v", p.Burst, p.Limit)
+	if len(store.demands) != 1 {
+		return p, fmt.Errorf("simulating pacer: a request took from %d buckets, want 1", len(store.demands))
+	}
+	p.Rate, p.Burst = store.demands[0].Rate, int(store.demands[0].Burst)
+	return p, nil
+}
+
+// listeningStore is a Store that remembers the demands of the last Take.
+type listeningStore struct {
+	pacer.Store
+	demands []pacer.Demand
+}
+
+func (s *listeningStore) Take(ctx context.Context, now time.Time, demands []pacer.Demand) (pacer.Decision, error) {
+	s.demands = append(s.demands[:0], demands...)
+	return s.Store.Take(ctx, now, demands)
 }
 
 // newFailFastTransport returns a Transport told of c's limit that sends to

@@ -181,6 +181,9 @@ func TestMeasurePace(t *testing.T) {
 		{1, time.Minute, 0.9, 0.9, 6},
 		{3, time.Second, 0.9, 2.7, 1},
 		{3, time.Second, 1, 3, 1},
+		// An absurd refill saturates the count at MaxInt32, and measuring
+		// a burst of 214748364 still takes one request.
+		{1e300, time.Second, 0.9, 0.9 * math.MaxInt32, math.MaxInt32 / 10},
 	} {
 		c := Default()
 		c.Refill, c.PacerPer, c.Headroom = tc.refill, tc.per, tc.headroom
@@ -188,7 +191,7 @@ func TestMeasurePace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if math.Abs(p.Rate-tc.rate) > 1e-6*tc.rate || p.Burst != tc.burst {
+		if math.Abs(p.Rate-tc.rate) > 1e-9*tc.rate || p.Burst != tc.burst {
 			t.Errorf("%v/s over %v at %v: pace %v/s burst %d, want %v/s burst %d", tc.refill, tc.per, tc.headroom, p.Rate, p.Burst, tc.rate, tc.burst)
 		}
 	}
