@@ -26,8 +26,8 @@ const (
 	levelHeight  = 90
 )
 
-// colors of the limiters' lines, in the order Run returns them, and of
-// what every panel shares.
+// The colours of each limiter's lines, by its name, and of what every
+// panel shares.
 var (
 	limiterColors = map[string]string{
 		"token-bucket":   "#1f6fb4",
