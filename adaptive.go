@@ -59,24 +59,35 @@ func (s *scopeState) rateFactor() float64 {
 	return 1
 }
 
-// coolingDown returns how long the scope's cooldown has left at now.
-func (s *scopeState) coolingDown(now time.Time) time.Duration {
-	until := s.cooldown.Load()
-	if until == 0 {
-		return 0
-	}
-	return max(0, time.Duration(until-now.UnixNano()))
-}
-
 // coolDown stops the scope until now+d, unless it is stopped longer already.
-func (s *scopeState) coolDown(now time.Time, d time.Duration) {
+func (c *call) coolDown(s *scopeState, now time.Time, d time.Duration) {
 	until := now.Add(d).UnixNano()
 	for {
 		old := s.cooldown.Load()
-		if old >= until || s.cooldown.CompareAndSwap(old, until) {
+		if old >= until {
+			return
+		}
+		if s.cooldown.CompareAndSwap(old, until) {
+			c.t.emit(Event{Kind: EventCooldownStarted, Scope: s.class.Name, Workload: c.workload.name, Wait: d})
 			return
 		}
 	}
+}
+
+// cooledDown reports whether the scope is free of any pause at now, and
+// says so, once, when a pause has just ended.
+func (c *call) cooledDown(s *scopeState, now time.Time) (time.Duration, bool) {
+	until := s.cooldown.Load()
+	if until == 0 {
+		return 0, true
+	}
+	if left := time.Duration(until - now.UnixNano()); left > 0 {
+		return left, false
+	}
+	if s.cooldown.CompareAndSwap(until, 0) {
+		c.t.emit(Event{Kind: EventCooldownEnded, Scope: s.class.Name, Workload: c.workload.name})
+	}
+	return 0, true
 }
 
 // learnLimit takes a limit the provider published as the scope's pace, at
@@ -144,8 +155,14 @@ func (s *scopeState) succeeded() {
 //     (AIMD), and successes raise it back.
 //
 // Waits the headers ask for are clamped to the Transport's maximum wait.
-func (c *call) learn(resp *http.Response) {
+func (c *call) learn(resp *http.Response, verdict Verdict) {
 	status := resp.StatusCode
+	if verdict.Exhausted != "" {
+		return // a spent quota is no reason to slow down the scope
+	}
+	if verdict.BackPressure {
+		status = http.StatusTooManyRequests
+	}
 	quiet := quotaHeaderFamilies(resp.Header) == 0
 	if quiet && status < 400 {
 		// Most responses say nothing about limits: keep them cheap.
@@ -177,7 +194,7 @@ func (c *call) learn(resp *http.Response) {
 		left := float64(q.Remaining) - float64(s.admitted.Load()-c.charges[i].admittedAt)
 		if q.Remaining == 0 && q.Reset > 0 {
 			reset := min(q.Reset, t.maxWait)
-			s.coolDown(now, reset)
+			c.coolDown(s, now, reset)
 			rate, _ := s.pace()
 			left = min(left, -rate*reset.Seconds())
 			taught = true
@@ -186,6 +203,9 @@ func (c *call) learn(resp *http.Response) {
 	}
 	switch status {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		for _, ch := range c.charges {
+			t.emit(Event{Kind: EventRejected, Scope: ch.state.class.Name, Workload: c.workload.name, Status: resp.StatusCode})
+		}
 		if status == http.StatusTooManyRequests && !taught {
 			for i, ch := range c.charges {
 				ch.state.cut(ch.admittedAt)
@@ -195,7 +215,7 @@ func (c *call) learn(resp *http.Response) {
 		if wait, ok := RetryAfter(resp.Header, now); ok {
 			wait = min(wait, t.maxWait)
 			for i, ch := range c.charges {
-				ch.state.coolDown(now, wait)
+				c.coolDown(ch.state, now, wait)
 				// At the pace after any cut, the bucket is back to empty —
 				// not full — when the pause ends.
 				rate, _ := ch.state.pace()
@@ -240,6 +260,7 @@ func (c *call) clamp(now time.Time, i int, tokens float64) {
 		// must not stop the bucket from learning what it said.
 		ctx := context.WithoutCancel(c.ctx)
 		if err := c.t.store.Clamp(ctx, now, c.demands[j], tokens); err != nil {
+			c.t.emit(Event{Kind: EventStoreFailure, Scope: c.demands[j].Scope, Workload: c.workload.name, Err: err})
 			c.t.log.Warn("pacer: lowering a bucket to what the provider reported", "scope", c.demands[j].Scope, "err", err)
 		}
 	}

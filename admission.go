@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -19,6 +20,7 @@ type call struct {
 	demands []Demand // what Take asks of the store
 	owners  []int    // owners[i] is the charge that demands[i] serves
 
+	waiter      *waiter   // while the call waits in a queue
 	budget      [1]Demand // the budget demand with this call's cost; Cost 0 if none
 	budgetSpent bool
 	needsSlots  bool // some scope charged caps concurrency
@@ -152,9 +154,11 @@ func (c *call) spendBudget() error {
 	}
 	d, err := c.t.store.Take(c.ctx, c.t.clock.Now(), c.budget[:])
 	if err != nil {
+		c.t.emit(Event{Kind: EventStoreFailure, Workload: c.workload.name, Err: err})
 		return fmt.Errorf("pacer: checking the budget of workload %q: %w", c.workload.name, err)
 	}
 	if !d.OK {
+		c.t.emit(Event{Kind: EventBudgetExhausted, Workload: c.workload.name})
 		return &BudgetError{Workload: c.workload.name, Budget: c.workload.Budget, ResetIn: d.Wait}
 	}
 	c.budgetSpent = true
@@ -187,7 +191,7 @@ func (c *call) holdsResources() bool {
 func (c *call) finish() {
 	for _, ch := range c.charges {
 		if c.holdsSlots {
-			ch.state.releaseSlot(c.workload.index)
+			ch.state.releaseSlot(c.workload.index, nil)
 		}
 		ch.state.release()
 	}
@@ -226,17 +230,42 @@ func (c *call) admit() error {
 		}
 	}
 	b, err := c.tryAdmit()
-	if err != nil || b.state == nil {
+	if err != nil {
 		return err
 	}
+	if b.state == nil {
+		c.emitAdmitted()
+		return nil
+	}
 	return c.wait(b)
+}
+
+func (c *call) emitAdmitted() {
+	if len(c.t.observers) > 0 {
+		c.t.emit(Event{Kind: EventAdmitted, Scope: c.firstScope(), Workload: c.workload.name})
+	}
+}
+
+func (c *call) firstScope() string {
+	if len(c.charges) == 0 {
+		return ""
+	}
+	return c.charges[0].state.class.Name
+}
+
+// emitRefusal tells observers why admission refused the call.
+func (c *call) emitRefusal(err error) {
+	var te *ThrottledError
+	if len(c.t.observers) > 0 && errors.As(err, &te) {
+		c.t.emit(Event{Kind: EventThrottled, Scope: te.Scope, Workload: c.workload.name, Wait: te.RetryAfter, Err: err})
+	}
 }
 
 // tryAdmit takes the call's slots and tokens, all or none, without waiting.
 func (c *call) tryAdmit() (blocked, error) {
 	now := c.t.clock.Now()
 	for _, ch := range c.charges {
-		if wait := ch.state.coolingDown(now); wait > 0 {
+		if wait, ok := c.cooledDown(ch.state, now); !ok {
 			return blocked{state: ch.state, reason: ReasonCooldown, wait: wait}, nil
 		}
 	}
@@ -264,6 +293,7 @@ func (c *call) tryAdmit() (blocked, error) {
 		c.releaseSlots(len(c.charges))
 	}
 	if err != nil {
+		c.t.emit(Event{Kind: EventStoreFailure, Workload: c.workload.name, Err: err})
 		return blocked{}, fmt.Errorf("pacer: taking tokens: %w", err)
 	}
 	b := blocked{state: c.charges[c.owners[d.Blocked]].state, reason: ReasonRate, wait: d.Wait}
@@ -276,7 +306,7 @@ func (c *call) tryAdmit() (blocked, error) {
 // releaseSlots gives back the slots of the first n charges.
 func (c *call) releaseSlots(n int) {
 	for _, ch := range c.charges[:n] {
-		ch.state.releaseSlot(c.workload.index)
+		ch.state.releaseSlot(c.workload.index, c.waiter)
 	}
 	c.holdsSlots = false
 }
@@ -298,6 +328,9 @@ func (c *call) costOn(s *scopeState) float64 {
 // arrival order.
 func (c *call) wait(b blocked) error {
 	w := &waiter{priority: c.workload.Reserve, seq: c.t.arrivals.Add(1), wake: make(chan struct{}, 1)}
+	c.waiter = w
+	defer func() { c.waiter = nil }()
+	start := c.t.clock.Now()
 	var timer Timer
 	defer func() {
 		if timer != nil {
@@ -329,6 +362,10 @@ func (c *call) wait(b blocked) error {
 					return err
 				case next.state == nil:
 					s.leave(w)
+					c.emitAdmitted()
+					if len(c.t.observers) > 0 {
+						c.t.emit(Event{Kind: EventWaited, Scope: s.class.Name, Workload: c.workload.name, Wait: c.t.clock.Now().Sub(start)})
+					}
 					return nil
 				case next.state != s:
 					s.leave(w)

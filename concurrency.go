@@ -33,8 +33,10 @@ func (s *scopeState) acquireSlot(w int) bool {
 }
 
 // releaseSlot gives back a slot taken by acquireSlot, and wakes the call at
-// the head of the queue so that it can try for it.
-func (s *scopeState) releaseSlot(w int) {
+// the head of the queue so that it can try for it — unless that call is
+// self, the one giving the slot back after a failed attempt, which would
+// only wake itself and spin.
+func (s *scopeState) releaseSlot(w int, self *waiter) {
 	if s.class.Concurrency == 0 {
 		return
 	}
@@ -43,7 +45,9 @@ func (s *scopeState) releaseSlot(w int) {
 	s.inFlightBy[w]--
 	head := s.queue.head()
 	s.mu.Unlock()
-	head.signal()
+	if head != self {
+		head.signal()
+	}
 }
 
 // releasingBody is a response body that ends its call, releasing the call's

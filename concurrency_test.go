@@ -214,3 +214,21 @@ func TestReservedSlotsStayFreeForTheirWorkload(t *testing.T) {
 		}
 	})
 }
+
+// TestWaitingForTokensWithASlotFreeDoesNotSpin: a call at the head of the
+// queue takes a slot, finds no token, and gives the slot back. Giving it back
+// must not wake the call itself, or it would try again at once, forever, and
+// time would never move on.
+func TestWaitingForTokensWithASlotFreeDoesNotSpin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &stubAPI{clock: SystemClock}
+		tr := New(api, WithLimit(Limit{Count: 1, Per: time.Second, Burst: 1}), WithHeadroom(1), WithConcurrency(4))
+		start := time.Now()
+		for range 3 {
+			mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+		}
+		if waited := time.Since(start); waited != 2*time.Second {
+			t.Errorf("three calls at 1/s took %v, want 2 s", waited)
+		}
+	})
+}

@@ -21,6 +21,8 @@ type config struct {
 	noRetry   bool
 	// idempotencyKey asks for an Idempotency-Key on POST and PATCH.
 	idempotencyKey bool
+	classifiers    []Classifier
+	observers      []Observer
 	log            *slog.Logger
 	errs           []error
 }

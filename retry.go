@@ -47,10 +47,6 @@ type RetryPolicy struct {
 	// whether to retry; they win over the status. Default X-Should-Retry
 	// (OpenAI, Anthropic) and Stripe-Should-Retry.
 	ShouldRetryHeaders []string
-	// NeverProcessed reports whether a response is one the provider
-	// documents as sent before any processing (Twilio's 20429, say), so that
-	// even a POST without a key may be sent again. Default: none is.
-	NeverProcessed func(*http.Response) bool
 	// RetryableError reports whether a transport error is worth another
 	// attempt. Default: any error but a cancelled or expired context and a
 	// TLS certificate failure.
@@ -98,9 +94,6 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	}
 	if p.ShouldRetryHeaders == nil {
 		p.ShouldRetryHeaders = defaultShouldRetryHeaders
-	}
-	if p.NeverProcessed == nil {
-		p.NeverProcessed = func(*http.Response) bool { return false }
 	}
 	if p.RetryableError == nil {
 		p.RetryableError = retryableError
@@ -202,7 +195,7 @@ func (r *retrier) roundTrip(t *Transport, req *http.Request) (*http.Response, er
 		if attempts == 1 {
 			info.scope.earnRetry(r.Budget)
 		}
-		why := r.whyNotRetry(send, resp, err, attempts)
+		why := r.whyNotRetry(send, resp, err, attempts, info.verdict)
 		switch {
 		case why == "" && notReplayable != "":
 			why = notReplayable
@@ -238,6 +231,7 @@ func (r *retrier) roundTrip(t *Transport, req *http.Request) (*http.Response, er
 		if err := sleep(ctx, t.clock, wait); err != nil {
 			return nil, &RetryError{Attempts: attempts, Reason: "the context ended while waiting to retry", Err: err}
 		}
+		t.emit(Event{Kind: EventRetried, Scope: info.scope.Name, Workload: workloadName(t, ctx), Attempt: attempts + 1})
 		if send, err = again(send, replay); err != nil {
 			return nil, &RetryError{Attempts: attempts, Reason: "the request body could not be replayed", Err: err}
 		}
@@ -298,7 +292,7 @@ func again(req *http.Request, replay func() (io.ReadCloser, error)) (*http.Reque
 
 // whyNotRetry returns why the attempt's outcome is final, or "" if it is
 // worth another attempt.
-func (r *retrier) whyNotRetry(req *http.Request, resp *http.Response, err error, attempts int) string {
+func (r *retrier) whyNotRetry(req *http.Request, resp *http.Response, err error, attempts int, verdict Verdict) string {
 	if err != nil {
 		switch {
 		case !r.RetryableError(err):
@@ -310,7 +304,7 @@ func (r *retrier) whyNotRetry(req *http.Request, resp *http.Response, err error,
 		}
 		return fmt.Sprintf("a %s without an idempotency key may have reached the server, so it is not sent twice", req.Method)
 	}
-	retryable := slices.Contains(r.Statuses, resp.StatusCode)
+	retryable := slices.Contains(r.Statuses, resp.StatusCode) || verdict.BackPressure
 	for _, name := range r.ShouldRetryHeaders {
 		switch strings.ToLower(resp.Header.Get(name)) {
 		case "true":
@@ -324,7 +318,7 @@ func (r *retrier) whyNotRetry(req *http.Request, resp *http.Response, err error,
 		return "the status is final"
 	case attempts >= r.MaxAttempts:
 		return "gave up after the policy's MaxAttempts"
-	case r.mayRetry(req) || r.NeverProcessed(resp):
+	case r.mayRetry(req) || verdict.NeverProcessed:
 		return ""
 	}
 	return fmt.Sprintf("a %s without an idempotency key may have been processed, so it is not sent twice", req.Method)
@@ -376,7 +370,7 @@ func retryableError(err error) bool {
 	var invalid x509.CertificateInvalidError
 	var verification *tls.CertificateVerificationError
 	switch {
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrBudgetExhausted),
 		errors.As(err, &unknownAuthority), errors.As(err, &hostname), errors.As(err, &invalid), errors.As(err, &verification):
 		return false
 	}
@@ -442,4 +436,12 @@ func newIdempotencyKey() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// workloadName returns the name of the workload ctx belongs to.
+func workloadName(t *Transport, ctx context.Context) string {
+	if w := t.workloads[WorkloadFromContext(ctx)]; w != nil {
+		return w.name
+	}
+	return DefaultWorkload
 }

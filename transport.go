@@ -31,9 +31,11 @@ type Transport struct {
 	clock Clock
 	store Store
 
-	headroom float64
-	maxWait  time.Duration
-	log      *slog.Logger
+	headroom    float64
+	maxWait     time.Duration
+	log         *slog.Logger
+	classifiers []Classifier
+	observers   []Observer
 
 	scopes          map[string]*scopeClass
 	routes          []Route
@@ -67,15 +69,17 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 		cfg.log = slog.Default()
 	}
 	t := &Transport{
-		base:      base,
-		clock:     cfg.clock,
-		headroom:  cfg.headroom,
-		maxWait:   cfg.maxWait,
-		log:       cfg.log,
-		store:     cfg.store,
-		scopes:    make(map[string]*scopeClass, len(cfg.scopes)),
-		routes:    cfg.routes,
-		workloads: make(map[string]*workloadState),
+		base:        base,
+		clock:       cfg.clock,
+		headroom:    cfg.headroom,
+		maxWait:     cfg.maxWait,
+		log:         cfg.log,
+		classifiers: cfg.classifiers,
+		observers:   cfg.observers,
+		store:       cfg.store,
+		scopes:      make(map[string]*scopeClass, len(cfg.scopes)),
+		routes:      cfg.routes,
+		workloads:   make(map[string]*workloadState),
 	}
 	t.calls.New = func() any { return &call{t: t} }
 	errs := cfg.errs
@@ -158,8 +162,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // attemptInfo tells the retrier what became of one attempt.
 type attemptInfo struct {
-	sent  bool        // the request reached the base RoundTripper
-	scope *scopeClass // the first scope it was charged to, for the retry budget
+	sent    bool        // the request reached the base RoundTripper
+	scope   *scopeClass // the first scope it was charged to, for the retry budget
+	verdict Verdict     // what the classifiers said of an error response
 }
 
 // attempt takes req once through steps 1 to 7.
@@ -173,24 +178,26 @@ func (t *Transport) attempt(req *http.Request, info *attemptInfo) (*http.Respons
 		return nil, closeRequestBody(req, err)
 	}
 	if err := c.admit(); err != nil {
+		c.emitRefusal(err)
 		c.refundBudget()
 		c.finish()
 		return nil, closeRequestBody(req, err)
 	}
-	if info != nil {
-		info.sent = true
-		info.scope = t.scopes[DefaultScope]
-		if len(c.charges) > 0 {
-			info.scope = c.charges[0].state.class
-		}
+	if info == nil {
+		info = &attemptInfo{}
 	}
-	return c.send(req)
+	info.sent = true
+	info.scope = t.scopes[DefaultScope]
+	if len(c.charges) > 0 {
+		info.scope = c.charges[0].state.class
+	}
+	return c.send(req, info)
 }
 
 // send passes the admitted request to the base RoundTripper and hands the
 // call's release over to the response body. If the base RoundTripper fails,
 // or panics, the call is finished here.
-func (c *call) send(req *http.Request) (resp *http.Response, err error) {
+func (c *call) send(req *http.Request, info *attemptInfo) (resp *http.Response, err error) {
 	handedOver := false
 	defer func() {
 		if !handedOver {
@@ -204,7 +211,13 @@ func (c *call) send(req *http.Request) (resp *http.Response, err error) {
 	if resp == nil {
 		return nil, errors.New("pacer: the base RoundTripper returned neither a response nor an error")
 	}
-	c.learn(resp) // step 6
+	info.verdict = c.t.classify(resp)
+	c.learn(resp, info.verdict) // step 6
+	if reason := info.verdict.Exhausted; reason != "" {
+		discard(resp)
+		c.t.emit(Event{Kind: EventBudgetExhausted, Workload: c.workload.name, Status: resp.StatusCode})
+		return nil, &QuotaError{Status: resp.StatusCode, Reason: reason}
+	}
 	if resp.Body != nil && c.holdsResources() {
 		resp.Body = wrapBody(resp.Body, c)
 		handedOver = true

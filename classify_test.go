@@ -1,0 +1,144 @@
+package pacer
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// insufficientQuota is how OpenAI answers when the account's credit is gone.
+var insufficientQuota = WithClassifier(func(resp *http.Response, body []byte) Verdict {
+	if resp.StatusCode == http.StatusTooManyRequests && strings.Contains(string(body), `"insufficient_quota"`) {
+		return Verdict{Exhausted: "the account's quota is spent (insufficient_quota)"}
+	}
+	return Verdict{}
+})
+
+func TestSpentQuotaIsAClearErrorAndNotRetried(t *testing.T) {
+	api := &failingAPI{status: http.StatusTooManyRequests}
+	body := `{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}`
+	tr := New(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		api.RoundTrip(req)
+		return &http.Response{StatusCode: 429, Body: io.NopCloser(strings.NewReader(body)), Request: req, Header: http.Header{}}, nil
+	}), insufficientQuota, fastRetries)
+	err := get(tr, context.Background(), "http://api.test/")
+	var qe *QuotaError
+	if !errors.As(err, &qe) || !errors.Is(err, ErrBudgetExhausted) || !strings.Contains(err.Error(), "insufficient_quota") {
+		t.Fatalf("err = %v, want a QuotaError matching ErrBudgetExhausted", err)
+	}
+	if api.calls != 1 {
+		t.Errorf("attempted %d times, want once", api.calls)
+	}
+	// It did not pause or slow the scope: the next call goes at once.
+	if f := tr.scopes[DefaultScope].shared.rateFactor(); f != 1 {
+		t.Errorf("a spent quota cut the rate to %v", f)
+	}
+}
+
+func TestClassifiedBodyIsKeptForTheCaller(t *testing.T) {
+	body := strings.Repeat("x", 3*MaxClassifiedBody)
+	var seen int
+	tr := New(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 400, Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
+	}), WithClassifier(func(_ *http.Response, b []byte) Verdict { seen = len(b); return Verdict{} }))
+	resp, err := tr.RoundTrip(mustRequest(t))
+	mustNotErr(t, err)
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(got) != body || seen != MaxClassifiedBody {
+		t.Errorf("the caller read %d bytes (want %d); the classifier saw %d (want %d)", len(got), len(body), seen, MaxClassifiedBody)
+	}
+}
+
+func TestBackPressureStatusSlowsDownLikeA429(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &scriptedAPI{steps: []scripted{{529, map[string]string{"Retry-After": "2"}}}}
+		tr := New(api, WithLimit(PerSecond(100)), WithBackPressure(529), fastRetries)
+		start := time.Now()
+		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+		sent := api.sentTimes()
+		if len(sent) != 2 || sent[1].Sub(start) < 2*time.Second {
+			t.Fatalf("sent at %v, want a retry after the 2 s the 529 asked for", sent)
+		}
+		if f := tr.scopes[DefaultScope].shared.rateFactor(); f >= 1 {
+			t.Errorf("a 529 left the rate factor at %v, want it cut", f)
+		}
+	})
+}
+
+func TestNeverProcessedPostIsRetried(t *testing.T) {
+	api := &failingAPI{status: http.StatusTooManyRequests}
+	tr := New(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		api.RoundTrip(req)
+		return &http.Response{StatusCode: 429, Body: io.NopCloser(strings.NewReader(`{"code":20429}`)), Request: req, Header: http.Header{}}, nil
+	}), fastRetries, WithClassifier(func(resp *http.Response, body []byte) Verdict {
+		return Verdict{NeverProcessed: strings.Contains(string(body), `"code":20429`)}
+	}))
+	req, _ := http.NewRequest(http.MethodPost, "http://api.test/Messages.json", strings.NewReader("To=1&Body=hi"))
+	resp, err := tr.RoundTrip(req)
+	mustNotErr(t, err)
+	resp.Body.Close()
+	if api.calls != 3 {
+		t.Errorf("a POST refused before processing was attempted %d times, want 3", api.calls)
+	}
+}
+
+// recorder is an Observer that keeps what it hears.
+type recorder struct {
+	mu     sync.Mutex
+	events []Event
+}
+
+func (r *recorder) Observe(e Event) {
+	r.mu.Lock()
+	r.events = append(r.events, e)
+	r.mu.Unlock()
+}
+
+func (r *recorder) kinds() map[EventKind]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := map[EventKind]int{}
+	for _, e := range r.events {
+		n[e.Kind]++
+	}
+	return n
+}
+
+func TestObserverHearsEveryKindOfEvent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		api := &scriptedAPI{steps: []scripted{
+			{http.StatusOK, nil},
+			{http.StatusTooManyRequests, map[string]string{"Retry-After": "1"}},
+		}}
+		tr := New(api, WithObserver(rec), WithLimit(Limit{Count: 2, Per: time.Second, Burst: 1}), fastRetries,
+			WithWorkload("nightly", Workload{Budget: Budget{Limit: 3, Per: time.Hour}}))
+		nightly := ContextWithWorkload(context.Background(), "nightly")
+		mustNotErr(t, get(tr, nightly, "http://api.test/")) // admitted
+		mustNotErr(t, get(tr, nightly, "http://api.test/")) // waited, 429, cooldown, retried, cooldown ended
+		short, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+		defer cancel()
+		get(tr, short, "http://api.test/") // throttled
+		if err := get(tr, nightly, "http://api.test/"); !errors.Is(err, ErrBudgetExhausted) {
+			t.Fatalf("err = %v, want the budget spent", err)
+		}
+		got := rec.kinds()
+		for _, k := range []EventKind{EventAdmitted, EventWaited, EventThrottled, EventRejected, EventCooldownStarted, EventCooldownEnded, EventRetried, EventBudgetExhausted} {
+			if got[k] == 0 {
+				t.Errorf("no %v event; heard %v", k, got)
+			}
+		}
+		for _, e := range rec.events {
+			if e.Kind != EventBudgetExhausted && e.Scope != DefaultScope || e.Workload != "nightly" && e.Kind != EventThrottled {
+				t.Errorf("event %+v: want scope %q and workload nightly", e, DefaultScope)
+			}
+		}
+	})
+}

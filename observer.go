@@ -1,0 +1,72 @@
+package pacer
+
+import "time"
+
+// An Observer hears what pacer does, to count it, log it or page someone.
+// Observe is called on the request's goroutine, so it must be quick and must
+// not block; it may be called from many goroutines at once.
+//
+// Labels are bounded: Scope and Workload are names from the configuration,
+// never a scope's key, a URL or a header, so they are safe as metric labels.
+type Observer interface {
+	Observe(Event)
+}
+
+// An Event is one thing pacer did.
+type Event struct {
+	Kind     EventKind
+	Scope    string        // the scope concerned; "" for events of the whole call
+	Workload string        // the call's workload
+	Wait     time.Duration // EventWaited: how long; EventCooldownStarted: how long the pause is
+	Status   int           // EventRejected: the provider's status
+	Attempt  int           // EventRetried: the attempt about to be made, 2 or more
+	Err      error         // EventThrottled, EventStoreFailure: what happened
+}
+
+// An EventKind says what kind of thing happened.
+type EventKind int
+
+const (
+	EventAdmitted        EventKind = iota // a call was admitted and is about to be sent
+	EventWaited                           // a call was admitted after waiting
+	EventThrottled                        // a call was refused locally: its wait could not be made
+	EventRejected                         // the provider rejected a call (429, 503 or back-pressure)
+	EventCooldownStarted                  // the provider paused a scope
+	EventCooldownEnded                    // a paused scope admitted its first call again
+	EventRetried                          // a call is about to be sent again
+	EventBudgetExhausted                  // a workload's budget refused a call
+	EventStoreFailure                     // the store failed to answer
+)
+
+var eventNames = [...]string{"admitted", "waited", "throttled", "rejected", "cooldown_started", "cooldown_ended", "retried", "budget_exhausted", "store_failure"}
+
+// String returns the kind's name in snake case, fit for a metric label.
+func (k EventKind) String() string {
+	if k >= 0 && int(k) < len(eventNames) {
+		return eventNames[k]
+	}
+	return "unknown"
+}
+
+// WithObserver adds an observer. Observers hear every event in the order
+// they were added.
+func WithObserver(o Observer) Option {
+	return func(c *config) {
+		if o != nil {
+			c.observers = append(c.observers, o)
+		}
+	}
+}
+
+// ObserverFunc adapts a function to the Observer interface.
+type ObserverFunc func(Event)
+
+// Observe calls f(e).
+func (f ObserverFunc) Observe(e Event) { f(e) }
+
+// emit tells every observer about e.
+func (t *Transport) emit(e Event) {
+	for _, o := range t.observers {
+		o.Observe(e)
+	}
+}
