@@ -27,7 +27,7 @@ func TestInteractiveIsServedWhileBatchFloods(t *testing.T) {
 		tokenInterval := time.Second / pace
 
 		start := time.Now()
-		phase1 := start.Add(30 * time.Second) // both workloads
+		phase1 := start.Add(30 * time.Second)  // both workloads
 		phase2 := phase1.Add(10 * time.Second) // batch alone
 
 		var wg sync.WaitGroup
