@@ -3,8 +3,13 @@ module github.com/pacer-go/pacer
 go 1.26.0
 
 require (
-	github.com/cenkalti/backoff/v4 v4.3.0
 	github.com/dunglas/httpsfv v1.1.2
+	github.com/redis/go-redis/v9 v9.23.0
 	go.uber.org/goleak v1.3.0
-	golang.org/x/time v0.16.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
 )
