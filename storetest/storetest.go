@@ -464,3 +464,33 @@ func testEviction(t *testing.T, h *harness, held func(t *testing.T, s pacer.Stor
 		t.Fatal("a window bucket is still held 1 s after its window ended")
 	}
 }
+
+// Count runs workers goroutines that each call f each times, and returns how
+// many calls reported true: the grants, counted, not estimated. The first
+// error fails the test.
+func Count(t testing.TB, workers, each int, f func() (bool, error)) int64 {
+	t.Helper()
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				ok, err := f()
+				if err != nil {
+					errs <- err
+					return
+				}
+				if ok {
+					n.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return n.Load()
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,4 +64,67 @@ func TestConformance(t *testing.T) {
 			}
 			return held
 		}))
+}
+
+// The default clock is the database's: the now a caller passes, however far
+// off, changes nothing.
+func TestServerClock(t *testing.T) {
+	ctx := context.Background()
+	p := pool(t, 2)
+	s := newStore(t, p)
+	d := pacer.Demand{Scope: storetest.Scope(t), Rate: 1, Burst: 1, Cost: 1}
+	if dec, err := s.Take(ctx, time.Now(), []pacer.Demand{d}); err != nil || !dec.OK {
+		t.Fatalf("first Take = %+v, %v; want granted", dec, err)
+	}
+	// A caller an hour ahead would have refilled the bucket by its clock.
+	dec, err := s.Take(ctx, time.Now().Add(time.Hour), []pacer.Demand{d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dec.OK || dec.Wait <= 500*time.Millisecond || dec.Wait > time.Second {
+		t.Fatalf("Take by a clock an hour ahead = %+v; want denied, waiting most of a second by the database's clock", dec)
+	}
+	var behind time.Duration
+	err = p.QueryRow(ctx, "SELECT now() - refilled_at FROM "+s.Table()+" WHERE scope = $1", d.Scope).Scan(&behind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if behind < 0 || behind > 5*time.Second {
+		t.Fatalf("the bucket's stamp is %v behind the database's now(); want it written by that clock", behind)
+	}
+}
+
+// HOT updates need every index to leave out the columns a take changes.
+func TestOnlyIndexIsThePrimaryKey(t *testing.T) {
+	ctx := context.Background()
+	p := pool(t, 1)
+	s := newStore(t, p)
+	var defs []string
+	rows, err := p.Query(ctx, "SELECT indexdef FROM pg_indexes WHERE tablename = $1", s.Table())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var def string
+		if err := rows.Scan(&def); err != nil {
+			t.Fatal(err)
+		}
+		defs = append(defs, def)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(defs) != 1 || !strings.Contains(defs[0], "(scope, key)") {
+		t.Fatalf("indexes = %q; want only the primary key on (scope, key)", defs)
+	}
+}
+
+func TestInvalidTable(t *testing.T) {
+	s := pgstore.New(nil, pgstore.WithTable("buckets; DROP TABLE users"))
+	if err := s.Migrate(context.Background()); err == nil {
+		t.Fatal("Migrate accepted a table name that is not an identifier")
+	}
+	if _, err := s.Take(context.Background(), time.Now(), []pacer.Demand{{Scope: "x", Burst: 1, Cost: 1}}); err == nil {
+		t.Fatal("Take on a store with an invalid table name did not fail")
+	}
 }
