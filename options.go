@@ -1,6 +1,9 @@
 package pacer
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // An Option configures a Transport.
 type Option func(*config)
@@ -13,6 +16,10 @@ type config struct {
 	store     Store
 	clock     Clock
 	errs      []error
+
+	// What to do when a shared store fails (storefailure.go).
+	storeFailure StoreFailure
+	storeTimeout time.Duration
 }
 
 type namedWorkload struct {

@@ -46,13 +46,15 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	cfg := config{headroom: DefaultHeadroom, clock: SystemClock}
+	cfg := config{headroom: DefaultHeadroom, clock: SystemClock, storeFailure: FallBackLocal(1), storeTimeout: DefaultStoreTimeout}
 	cfg.scope(DefaultScope)
 	for _, opt := range opts {
 		opt(&cfg)
 	}
 	if cfg.store == nil {
 		cfg.store = NewMemoryStore()
+	} else {
+		cfg.store = guardStore(cfg.store, cfg.storeFailure, cfg.storeTimeout)
 	}
 	t := &Transport{
 		base:      base,
