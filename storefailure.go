@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -93,7 +94,7 @@ func WithStoreTimeout(d time.Duration) Option {
 // first retry after minRetry, doubling while it stays down, up to maxRetry.
 const (
 	minRetry = 100 * time.Millisecond
-	maxRetry = 5 * time.Second
+	maxRetry = 2 * time.Second
 )
 
 // guardedStore is a Store decorator that applies a StoreFailure policy to
@@ -151,16 +152,28 @@ func (g *guardedStore) report(now time.Time, err error) {
 	g.backoff = min(2*g.backoff, maxRetry)
 }
 
-// call runs f against the remote store, bounded by the timeout. It returns
-// the caller's own context error if that ended first, and otherwise reports
-// whether the store failed.
+// call runs f against the remote store, bounded by the timeout and by ctx.
+// It returns the caller's own context error if that ended first, and
+// otherwise reports whether the store failed.
+//
+// f runs in a goroutine of its own, which is abandoned if ctx or the timeout
+// ends first: a store client need not honour its context (go-redis, unless
+// ContextTimeoutEnabled, waits for its own socket timeouts), and a hung
+// server must not hold the request. f must not write anything the caller
+// reads unless it returned in time: results go through done.
 func (g *guardedStore) call(ctx context.Context, now time.Time, f func(ctx context.Context) error) (failed bool, err error) {
 	if !g.ask(now) {
 		return true, nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, g.timeout)
-	err = f(cctx)
-	cancel()
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- f(cctx) }()
+	select {
+	case err = <-done:
+	case <-cctx.Done():
+		err = cctx.Err()
+	}
 	if err != nil && ctx.Err() != nil {
 		// The request gave up; that says nothing about the store.
 		g.mu.Lock()
@@ -194,13 +207,19 @@ func (g *guardedStore) share(demands []Demand) []Demand {
 
 // Take implements Store.
 func (g *guardedStore) Take(ctx context.Context, now time.Time, demands []Demand) (Decision, error) {
-	var d Decision
-	failed, err := g.call(ctx, now, func(ctx context.Context) (err error) {
-		d, err = g.remote.Take(ctx, now, demands)
+	result := make(chan Decision, 1)
+	// A copy: the call may outlive this one, and the caller reuses demands.
+	ds := slices.Clone(demands)
+	failed, err := g.call(ctx, now, func(ctx context.Context) error {
+		d, err := g.remote.Take(ctx, now, ds)
+		result <- d
 		return err
 	})
-	if err != nil || !failed {
-		return d, err
+	if err != nil {
+		return Decision{}, err
+	}
+	if !failed {
+		return <-result, nil
 	}
 	switch g.policy.mode {
 	case failOpen:
@@ -214,8 +233,9 @@ func (g *guardedStore) Take(ctx context.Context, now time.Time, demands []Demand
 // Refund implements Store. While the store is down, a fallback refund goes
 // to the local bucket that granted it.
 func (g *guardedStore) Refund(ctx context.Context, now time.Time, demands []Demand) error {
+	ds := slices.Clone(demands) // the call may outlive this one
 	failed, err := g.call(ctx, now, func(ctx context.Context) error {
-		return g.remote.Refund(ctx, now, demands)
+		return g.remote.Refund(ctx, now, ds)
 	})
 	if err != nil || !failed {
 		return err

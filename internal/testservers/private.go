@@ -33,10 +33,18 @@ func (p *Private) Addr() string { return "127.0.0.1:" + strconv.Itoa(p.Port) }
 func (p *Private) Stop() {
 	p.t.Helper()
 	if p.cmd != nil {
+		p.Resume() // a paused server cannot act on SIGTERM
 		p.stop(p.cmd)
 		p.cmd = nil
 	}
 }
+
+// Pause freezes the server (SIGSTOP): it keeps its connections and port but
+// answers nothing, like a server that hangs. Resume thaws it.
+func (p *Private) Pause() { p.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// Resume thaws a paused server (SIGCONT).
+func (p *Private) Resume() { p.cmd.Process.Signal(syscall.SIGCONT) }
 
 // Start starts the server again after Stop, on the same port, and waits
 // until it accepts connections.
