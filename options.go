@@ -20,6 +20,7 @@ type config struct {
 	// What to do when a shared store fails (storefailure.go).
 	storeFailure StoreFailure
 	storeTimeout time.Duration
+	lease        LeaseConfig // lease.go; Size 0: no lease
 }
 
 type namedWorkload struct {

@@ -114,9 +114,6 @@ type guardedStore struct {
 }
 
 func guardStore(s Store, f StoreFailure, timeout time.Duration) Store {
-	if _, ok := s.(*MemoryStore); ok {
-		return s
-	}
 	if f.mode == fallBackLocal && f.instances < 1 {
 		f.instances = 1
 	}

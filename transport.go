@@ -53,7 +53,12 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 	}
 	if cfg.store == nil {
 		cfg.store = NewMemoryStore()
-	} else {
+	} else if _, ok := cfg.store.(*MemoryStore); !ok {
+		// A shared store: lease from it (lease.go), and survive its
+		// failures (storefailure.go).
+		if cfg.lease.Size > 0 {
+			cfg.store = NewLeaseStore(cfg.store, cfg.lease)
+		}
 		cfg.store = guardStore(cfg.store, cfg.storeFailure, cfg.storeTimeout)
 	}
 	t := &Transport{
