@@ -30,6 +30,16 @@
 // of pacer's buckets of one prefix live on one shard; a fleet that needs more
 // than one shard can give services or tenants prefixes of their own.
 //
+// # Timeouts
+//
+// go-redis ignores a context's deadline unless the client is built with
+// ContextTimeoutEnabled: a hung server then holds a call for the client's
+// own timeouts (3 s reads by default). The Transport does not wait for it
+// (see pacer.WithStoreTimeout), but set ContextTimeoutEnabled anyway so that
+// the client gives up too and frees its connection.
+//
+// # Expiry
+//
 // Every write sets a TTL: the time until the bucket would be full again (at
 // least a second), since a full bucket is the same as no bucket. A bucket
 // that is full after a write is deleted at once. Idle buckets disappear.
