@@ -61,9 +61,10 @@ func (p *Private) Start() {
 }
 
 // StartRedis starts a private redis-server on a free loopback port, stopped
-// when the test ends. Without redis-server the test is skipped (failed when
-// CI=true).
-func StartRedis(t testing.TB) *Private {
+// when the test ends; args are added to its command line (say,
+// "--cluster-enabled", "yes"). Without redis-server the test is skipped
+// (failed when CI=true).
+func StartRedis(t testing.TB, args ...string) *Private {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -77,8 +78,8 @@ func StartRedis(t testing.TB) *Private {
 	}
 	p := &Private{t: t, Port: port}
 	p.start = func() (*exec.Cmd, error) {
-		cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "",
-			"--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
+		cmd := exec.Command(bin, append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "",
+			"--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log")}, args...)...)
 		if err := cmd.Start(); err != nil {
 			return nil, err
 		}
