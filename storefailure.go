@@ -51,7 +51,8 @@ func FailClosed() StoreFailure { return StoreFailure{mode: failClosed} }
 // is down, at 1/instances of every limit: instances is how many processes
 // share the store, so that together they stay near the limit. The share is
 // of the rate, the burst and the floors; costs are unchanged, so a request
-// that costs more than the shrunk burst waits for the store.
+// that costs more than the shrunk burst fails at once, as one that exceeds
+// any bucket does (ErrExceedsCapacity), until the store is back.
 //
 // The default is FallBackLocal(1): each instance alone at the full limit,
 // which a fleet of N exceeds N times over. Set your fleet's size.
