@@ -25,6 +25,11 @@ type config struct {
 	observers      []Observer
 	log            *slog.Logger
 	errs           []error
+
+	// What to do when a shared store fails (storefailure.go).
+	storeFailure StoreFailure
+	storeTimeout time.Duration
+	lease        LeaseConfig // lease.go; Size 0: no lease
 }
 
 type namedWorkload struct {

@@ -57,13 +57,21 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	cfg := config{headroom: DefaultHeadroom, clock: SystemClock, maxWait: DefaultMaxWait}
+	cfg := config{headroom: DefaultHeadroom, clock: SystemClock, maxWait: DefaultMaxWait,
+		storeFailure: FallBackLocal(1), storeTimeout: DefaultStoreTimeout}
 	cfg.scope(DefaultScope)
 	for _, opt := range opts {
 		opt(&cfg)
 	}
 	if cfg.store == nil {
 		cfg.store = NewMemoryStore()
+	} else if _, ok := cfg.store.(*MemoryStore); !ok {
+		// A shared store: lease from it (lease.go), and survive its
+		// failures (storefailure.go).
+		if cfg.lease.Size > 0 {
+			cfg.store = NewLeaseStore(cfg.store, cfg.lease)
+		}
+		cfg.store = guardStore(cfg.store, cfg.storeFailure, cfg.storeTimeout)
 	}
 	if cfg.log == nil {
 		cfg.log = slog.Default()

@@ -1,0 +1,219 @@
+// Package fleettest checks that a fleet of OS processes, each configured at
+// the provider's full limit, stays under that limit together when they share
+// a Redis or Postgres store. The test binary is its own helper: run with
+// PACER_FLEET_CHILD set, it is one instance of the fleet.
+package fleettest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/internal/testservers"
+	"github.com/pacer-go/pacer/store/pgstore"
+	"github.com/pacer-go/pacer/store/redisstore"
+)
+
+const (
+	processes = 4
+	limit     = 100 // requests a second, the provider's published limit
+	senders   = 8   // goroutines per process, each sending as fast as allowed
+	runFor    = 10 * time.Second
+)
+
+// The child's configuration, from its environment.
+const (
+	envChild  = "PACER_FLEET_CHILD" // "redis" or "postgres"
+	envServer = "PACER_FLEET_SERVER"
+	envName   = "PACER_FLEET_NAME" // Redis key prefix, or Postgres table
+	envTarget = "PACER_FLEET_TARGET"
+	envUntil  = "PACER_FLEET_UNTIL" // Unix nanoseconds
+)
+
+func TestMain(m *testing.M) {
+	if kind := os.Getenv(envChild); kind != "" {
+		n, err := child(kind)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fleet child:", err)
+			os.Exit(1)
+		}
+		fmt.Println(n)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// child is one instance: pacer at the full limit on the shared store,
+// sending until the deadline. It returns how many requests it sent.
+func child(kind string) (int64, error) {
+	ctx := context.Background()
+	var store pacer.Store
+	switch kind {
+	case "redis":
+		rdb := redis.NewClient(&redis.Options{Addr: os.Getenv(envServer), PoolSize: senders})
+		defer rdb.Close()
+		store = redisstore.New(rdb, redisstore.WithPrefix(os.Getenv(envName)))
+	case "postgres":
+		pool, err := pgxpool.New(ctx, os.Getenv(envServer))
+		if err != nil {
+			return 0, err
+		}
+		defer pool.Close()
+		store = pgstore.New(pool, pgstore.WithTable(os.Getenv(envName)))
+	default:
+		return 0, fmt.Errorf("unknown store %q", kind)
+	}
+	ns, err := strconv.ParseInt(os.Getenv(envUntil), 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	until := time.Unix(0, ns)
+	tr := pacer.New(nil, pacer.WithLimit(pacer.PerSecond(limit)), pacer.WithStore(store),
+		pacer.WithStoreFailure(pacer.FailClosed())) // a store error must show, not be paced around
+	if err := tr.Err(); err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithDeadline(ctx, until)
+	defer cancel()
+	var sent atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	for range senders {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				req, _ := http.NewRequestWithContext(ctx, "GET", os.Getenv(envTarget), nil)
+				resp, err := tr.RoundTrip(req)
+				if err != nil {
+					// Near the end, a wait that would outlast the deadline
+					// fails at once: that is pacing, not an error.
+					if ctx.Err() == nil && !errors.Is(err, pacer.ErrThrottled) {
+						firstErr.CompareAndSwap(nil, err)
+					}
+					continue
+				}
+				resp.Body.Close()
+				sent.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if err, _ := firstErr.Load().(error); err != nil {
+		return 0, err
+	}
+	return sent.Load(), nil
+}
+
+func TestFleetRedis(t *testing.T) {
+	t.Parallel()
+	addr := testservers.RedisAddr(t)
+	runFleet(t, "redis", addr, "fleet-"+randomName())
+}
+
+func TestFleetPostgres(t *testing.T) {
+	t.Parallel()
+	url := testservers.PostgresURL(t)
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	table := "fleet_" + randomName()
+	if err := pgstore.New(pool, pgstore.WithTable(table)).Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pool.Exec(context.Background(), "DROP TABLE "+table) })
+	runFleet(t, "postgres", url, table)
+}
+
+func randomName() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// runFleet runs the processes against one counting server and checks every
+// one-second window of what it received.
+func runFleet(t *testing.T, kind, server, name string) {
+	var mu sync.Mutex
+	var arrivals []time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		mu.Lock()
+		arrivals = append(arrivals, time.Now())
+		mu.Unlock()
+	}))
+	defer srv.Close()
+
+	until := time.Now().Add(runFor)
+	var total int64
+	var wg sync.WaitGroup
+	errs := make(chan error, processes)
+	for range processes {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), envChild+"="+kind, envServer+"="+server, envName+"="+name,
+			envTarget+"="+srv.URL, envUntil+"="+strconv.FormatInt(until.UnixNano(), 10))
+		wg.Go(func() {
+			out, err := cmd.Output()
+			if err != nil {
+				if ee, ok := err.(*exec.ExitError); ok {
+					err = fmt.Errorf("%v: %s", err, ee.Stderr)
+				}
+				errs <- err
+				return
+			}
+			n, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+			if err != nil {
+				errs <- fmt.Errorf("child said %q: %v", out, err)
+				return
+			}
+			atomic.AddInt64(&total, n)
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	slices.SortFunc(arrivals, func(a, b time.Time) int { return a.Compare(b) })
+	// A request cut off by the deadline after it left is seen but not counted.
+	if n := int64(len(arrivals)); n < total || n > total+processes*senders {
+		t.Errorf("the processes sent %d, the server saw %d", total, n)
+	}
+	// The largest count in any window of one second, starting at an arrival.
+	most, j := 0, 0
+	for i := range arrivals {
+		for j < len(arrivals) && arrivals[j].Sub(arrivals[i]) < time.Second {
+			j++
+		}
+		most = max(most, j-i)
+	}
+	burst := int(limit * (1 - pacer.DefaultHeadroom))
+	t.Logf("%d processes at the full limit of %d/s on %s for %v: sent %d (%.1f/s); the busiest second saw %d",
+		processes, limit, kind, runFor, len(arrivals), float64(len(arrivals))/runFor.Seconds(), most)
+	if most > limit+burst {
+		t.Errorf("a one-second window saw %d requests; the limit is %d, plus a burst of %d", most, limit, burst)
+	}
+	// They did send: at the pace, not at a quarter of it.
+	if pace := limit * pacer.DefaultHeadroom * runFor.Seconds(); float64(len(arrivals)) < 0.8*pace {
+		t.Errorf("the fleet sent %d, well under its pace of %.0f", len(arrivals), pace)
+	}
+}

@@ -1,0 +1,252 @@
+package pacer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// WithLease makes a Transport take tokens from its shared store k units
+// beyond what a request costs, in the same round trip, and spend them on its
+// next requests without asking the store. A busy instance then makes about
+// one round trip per k+1 requests instead of one per request.
+//
+// The price is precision: tokens leased by one instance are spent by it
+// alone, and later than the shared bucket counted them. In any window the
+// fleet sends at most k units per instance more than the bucket allows, and
+// an instance that goes idle holding a lease wastes it. Choose k well below
+// the burst; a lease never takes more than the burst allows.
+//
+// Leases apply to refilling buckets, not to spend budgets (fixed windows),
+// and not to the in-memory store, which has no round trip to save.
+func WithLease(k int) Option {
+	return func(c *config) {
+		if k < 1 {
+			c.errs = append(c.errs, fmt.Errorf("WithLease(%d): the lease must be at least 1", k))
+			return
+		}
+		c.lease = LeaseConfig{Size: k}
+	}
+}
+
+// WithAdaptiveLease is WithLease with a size that follows demand: each
+// bucket's lease starts at 1, doubles, up to max, when it is spent before it
+// expires, and halves when it expires unspent. A quiet instance leases
+// little, so wastes little; a busy one saves most of its round trips.
+func WithAdaptiveLease(max int) Option {
+	return func(c *config) {
+		if max < 1 {
+			c.errs = append(c.errs, fmt.Errorf("WithAdaptiveLease(%d): the maximum must be at least 1", max))
+			return
+		}
+		c.lease = LeaseConfig{Size: max, Adaptive: true}
+	}
+}
+
+// LeaseConfig configures NewLeaseStore.
+type LeaseConfig struct {
+	// Size is the lease, in units beyond a request's cost: fixed, or the
+	// largest an adaptive lease grows to.
+	Size     int
+	Adaptive bool
+	// MaxAge is how long leased tokens may be spent; DefaultLeaseAge if zero.
+	// Older ones are dropped, so a lease never lets a stale limit live on.
+	MaxAge time.Duration
+}
+
+// DefaultLeaseAge is how long leased tokens may be spent unless configured.
+const DefaultLeaseAge = time.Second
+
+// LeaseStore is a Store decorator that takes tokens from its store in
+// leases and spends them locally (see WithLease). It is safe for concurrent
+// use.
+type LeaseStore struct {
+	store Store
+	cfg   LeaseConfig
+
+	mu     sync.Mutex
+	leases map[leaseKey]*lease
+}
+
+// Leases are kept per bucket and per floor: tokens taken while leaving one
+// workload's reserve must not be spent by a workload that has to leave more.
+type leaseKey struct {
+	scope, key string
+	floor      float64
+}
+
+type lease struct {
+	tokens float64
+	taken  time.Time // when the tokens were leased
+	size   float64   // units to lease beyond the cost next time
+}
+
+// NewLeaseStore returns a Store that takes from s in leases as cfg says.
+func NewLeaseStore(s Store, cfg LeaseConfig) *LeaseStore {
+	if cfg.MaxAge <= 0 {
+		cfg.MaxAge = DefaultLeaseAge
+	}
+	return &LeaseStore{store: s, cfg: cfg, leases: make(map[leaseKey]*lease)}
+}
+
+func keyOf(d *Demand) leaseKey { return leaseKey{d.Scope, d.Key, d.Floor} }
+
+// Take implements Store: from the local leases if they hold every demand's
+// cost, else from the store, with a new lease on top where there is room.
+func (l *LeaseStore) Take(ctx context.Context, now time.Time, demands []Demand) (Decision, error) {
+	for i := range demands {
+		if demands[i].Window > 0 && demands[i].Cost > 0 {
+			return l.store.Take(ctx, now, demands)
+		}
+	}
+	if l.takeLocal(now, demands) {
+		return Decision{OK: true}, nil
+	}
+	extra := l.extras(now, demands)
+	if extra != nil {
+		asked := make([]Demand, len(demands))
+		for i, d := range demands {
+			d.Cost += extra[i]
+			asked[i] = d
+		}
+		dec, err := l.store.Take(ctx, now, asked)
+		if err != nil {
+			return dec, err
+		}
+		if dec.OK {
+			l.addLeases(now, demands, extra)
+			return dec, nil
+		}
+	}
+	// No room for a lease: take just the cost, and learn the wait.
+	return l.store.Take(ctx, now, demands)
+}
+
+// takeLocal spends every demand's cost from fresh leases, if they all hold it.
+func (l *LeaseStore) takeLocal(now time.Time, demands []Demand) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := range demands {
+		d := &demands[i]
+		if d.Cost <= 0 {
+			continue
+		}
+		le := l.leases[keyOf(d)]
+		if le == nil || le.tokens < d.Cost || now.Sub(le.taken) >= l.cfg.MaxAge {
+			return false
+		}
+	}
+	for i := range demands {
+		if d := &demands[i]; d.Cost > 0 {
+			l.leases[keyOf(d)].tokens -= d.Cost
+		}
+	}
+	return true
+}
+
+// extras returns how much to lease on top of each demand's cost, adapting
+// the sizes to how the last leases went; nil if nothing.
+func (l *LeaseStore) extras(now time.Time, demands []Demand) []float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var extra []float64
+	for i := range demands {
+		d := &demands[i]
+		if d.Cost <= 0 {
+			continue
+		}
+		k := keyOf(d)
+		le := l.leases[k]
+		if le == nil {
+			le = &lease{size: float64(l.cfg.Size)}
+			if l.cfg.Adaptive {
+				le.size = 1
+			}
+			l.leases[k] = le
+		} else if l.cfg.Adaptive && !le.taken.IsZero() {
+			if now.Sub(le.taken) >= l.cfg.MaxAge && le.tokens >= 1 {
+				le.size = max(1, le.size/2) // expired unspent: lease less
+			} else if le.tokens < d.Cost {
+				le.size = min(float64(l.cfg.Size), 2*le.size) // spent in time: lease more
+			}
+		}
+		// Never more than the bucket can give beyond the cost and floor.
+		e := min(le.size, d.Burst-d.Cost-d.Floor)
+		if e >= 1 {
+			if extra == nil {
+				extra = make([]float64, len(demands))
+			}
+			extra[i] = e
+		}
+	}
+	return extra
+}
+
+// addLeases records the leased extras; what is left of an expired lease is
+// dropped.
+func (l *LeaseStore) addLeases(now time.Time, demands []Demand, extra []float64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := range demands {
+		if extra[i] <= 0 {
+			continue
+		}
+		le := l.leases[keyOf(&demands[i])]
+		if now.Sub(le.taken) >= l.cfg.MaxAge {
+			le.tokens = 0
+		}
+		le.tokens += extra[i]
+		le.taken = now
+	}
+	l.sweep(now)
+}
+
+// sweep forgets expired leases once the map has grown, so that keys seen
+// once do not stay.
+func (l *LeaseStore) sweep(now time.Time) {
+	if len(l.leases) < 1024 {
+		return
+	}
+	for k, le := range l.leases {
+		if now.Sub(le.taken) >= l.cfg.MaxAge {
+			delete(l.leases, k)
+		}
+	}
+}
+
+// Refund implements Store. Tokens go back to a fresh lease of their bucket,
+// to be spent here, or else to the store.
+func (l *LeaseStore) Refund(ctx context.Context, now time.Time, demands []Demand) error {
+	var rest []Demand
+	l.mu.Lock()
+	for i := range demands {
+		d := &demands[i]
+		if d.Cost <= 0 {
+			continue
+		}
+		if le := l.leases[keyOf(d)]; le != nil && d.Window <= 0 && now.Sub(le.taken) < l.cfg.MaxAge {
+			le.tokens += d.Cost
+			continue
+		}
+		rest = append(rest, *d)
+	}
+	l.mu.Unlock()
+	if len(rest) == 0 {
+		return nil
+	}
+	return l.store.Refund(ctx, now, rest)
+}
+
+// Clamp implements Store. The provider says there are fewer tokens than
+// believed: the local leases of the bucket are dropped too.
+func (l *LeaseStore) Clamp(ctx context.Context, now time.Time, d Demand, tokens float64) error {
+	l.mu.Lock()
+	for k, le := range l.leases {
+		if k.scope == d.Scope && k.key == d.Key {
+			le.tokens = 0
+		}
+	}
+	l.mu.Unlock()
+	return l.store.Clamp(ctx, now, d, tokens)
+}

@@ -1,0 +1,455 @@
+// Package pgstore keeps pacer's token buckets in PostgreSQL, so that every
+// instance of a service paces itself against one shared bucket.
+//
+//	pool, _ := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+//	s := pgstore.New(pool)
+//	if err := s.Migrate(ctx); err != nil { ... }
+//	t := pacer.New(nil, pacer.WithLimit(pacer.PerSecond(50)), pacer.WithStore(s))
+//
+// # The table
+//
+// Buckets live in a narrow table of their own, created by Migrate:
+//
+//	scope text, key text, tokens float8, refilled_at timestamptz, expires_at timestamptz
+//	PRIMARY KEY (scope, key), fillfactor 80
+//
+// Only the bucket's own state is stored: its shape (rate, burst, window)
+// travels with every demand. Nothing that changes is indexed and every page
+// keeps room to spare, so an update is HOT: a new row version on the same
+// page, no index write. A row is a fraction of a page, so a hot bucket costs
+// little vacuum.
+//
+// # One statement per decision
+//
+// A take is one statement of the shape
+//
+//	INSERT INTO buckets AS b ... VALUES (scope, key, burst - cost, now)
+//	ON CONFLICT (scope, key) DO UPDATE
+//	   SET tokens = level(b.tokens, b.refilled_at) - cost, ...
+//	 WHERE level(b.tokens, b.refilled_at) >= cost + floor
+//	RETURNING ...
+//
+// A scope seen the first time is inserted full, less the cost. Otherwise the
+// new level is a function of the row's own tokens column, in its own SET
+// expression. That is what makes it safe under concurrency: the row is
+// locked before the SET and WHERE are evaluated, and if another transaction
+// changed it in the meantime, PostgreSQL evaluates them again on the newest
+// version (READ COMMITTED's EvalPlanQual recheck). Two takers of the last
+// token are serialized; the second sees 0.
+//
+// The tempting form
+//
+//	WITH r AS (SELECT tokens FROM buckets WHERE scope = $1)
+//	UPDATE buckets SET tokens = r.tokens - 1 FROM r WHERE scope = $1 AND r.tokens >= 1
+//
+// loses writes. The CTE reads the row from the statement's snapshot, without
+// a lock. Two transactions both read 10; the first writes 9 and commits; the
+// second, which waited on the row lock, rechecks its WHERE against the new
+// row, but r is not the row: it is a value computed from the snapshot, and
+// it is not recomputed. So the second writes 10 − 1 = 9 too, and two grants
+// cost one token. TestCTELosesUpdates runs both forms side by side with 32
+// writers and counts what each lost.
+//
+// When a take is denied, the statement also returns the bucket as its
+// snapshot saw it, to tell how long to wait. That read never feeds a write:
+// at worst the wait is a little off and the caller asks again.
+//
+// # Several buckets at once
+//
+// A request charged to several scopes must get all or none. Its demands are
+// taken in one transaction, each by the statement above, in (scope, key)
+// order so that two such transactions never deadlock; the statements are
+// pipelined with BEGIN in one round trip. If any is denied, the transaction
+// rolls back: the rows stayed locked until then, so nobody saw the tokens
+// that were briefly taken. The single-scope case, the common one, is a
+// single statement outside any explicit transaction.
+//
+// # Time
+//
+// The clock is the database's: now(), the start of the statement's
+// transaction, so instances with skewed clocks agree. The now passed to the
+// Store methods is ignored unless the store is built WithCallerClock.
+// Stamps never move backwards: a transaction that started before the last
+// write (it waited on the lock) refills nothing.
+//
+// # Idle buckets
+//
+// Each row carries expires_at, when it would be full again. A full bucket is
+// the same as no bucket, so Sweep deletes the rows past it; call it now and
+// then (a minute is plenty). It scans the table: there is no index on
+// expires_at, on purpose, so that updates stay HOT.
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pacer-go/pacer"
+)
+
+// DefaultTable is the table's name unless set WithTable.
+const DefaultTable = "pacer_buckets"
+
+// Store is a pacer.Store in PostgreSQL. It is safe for concurrent use.
+type Store struct {
+	pool        *pgxpool.Pool
+	table       string
+	callerClock bool
+	err         error // a configuration error, returned by every call
+
+	takeSQL, refundSQL, clampSQL, sweepSQL string
+}
+
+var _ pacer.Store = (*Store)(nil)
+
+// An Option configures a Store.
+type Option func(*Store)
+
+// WithTable sets the table's name: an identifier, optionally qualified by a
+// schema ("pacer.buckets"), of lower-case letters, digits and underscores.
+// The default is DefaultTable.
+func WithTable(name string) Option {
+	return func(s *Store) { s.table = name }
+}
+
+// WithCallerClock makes the store use the now passed to each call instead of
+// the database's clock. It is for tests that run in virtual time, and for
+// fleets whose clocks are synchronized well enough to trust; instances whose
+// clocks disagree would see buckets refill at different times.
+func WithCallerClock() Option {
+	return func(s *Store) { s.callerClock = true }
+}
+
+var identifier = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}(\.[a-z_][a-z0-9_]{0,62})?$`)
+
+// New returns a Store that keeps its buckets in pool's database. Call
+// Migrate once to create its table. An invalid table name is reported by
+// every call.
+func New(pool *pgxpool.Pool, opts ...Option) *Store {
+	s := &Store{pool: pool, table: DefaultTable}
+	for _, o := range opts {
+		o(s)
+	}
+	if !identifier.MatchString(s.table) {
+		s.err = fmt.Errorf("pgstore: table name %q is not a plain identifier (lower-case letters, digits, _; optionally schema.table)", s.table)
+		return s
+	}
+	s.takeSQL = expand(takeSQL, s.table)
+	// Refund and clamp have no floor: their now is $7.
+	s.refundSQL = strings.ReplaceAll(expand(refundSQL, s.table), "$8", "$7")
+	s.clampSQL = strings.ReplaceAll(expand(clampSQL, s.table), "$8", "$7")
+	s.sweepSQL = expand(sweepSQL, s.table)
+	return s
+}
+
+// Table returns the name of the store's table.
+func (s *Store) Table() string { return s.table }
+
+// Migrate creates the store's table if it does not exist.
+func (s *Store) Migrate(ctx context.Context) error {
+	if s.err != nil {
+		return s.err
+	}
+	_, err := s.pool.Exec(ctx, expand(migrateSQL, s.table))
+	if err != nil {
+		return fmt.Errorf("pgstore: creating table %s: %w", s.table, err)
+	}
+	return nil
+}
+
+const migrateSQL = `CREATE TABLE IF NOT EXISTS @table (
+	scope       text             NOT NULL,
+	key         text             NOT NULL,
+	tokens      double precision NOT NULL,
+	refilled_at timestamptz      NOT NULL,
+	expires_at  timestamptz      NOT NULL,
+	PRIMARY KEY (scope, key)
+) WITH (fillfactor = 80)`
+
+// The statements' parameters: $1 scope, $2 key, $3 rate, $4 burst,
+// $5 window in microseconds, $6 cost (for a clamp: the level), $7 floor,
+// $8 the caller's now, or NULL for the database's. Refund and clamp have no
+// floor, and their now is $7.
+//
+// In ON CONFLICT DO UPDATE, excluded.refilled_at is the statement's now.
+// @level is the bucket brought up to now (bucketLevel.advance in pacer's
+// store.go); @stamp its new stamp.
+var macros = strings.NewReplacer(
+	"@now", "coalesce($8::timestamptz, now())",
+	"@expired", "(excluded.refilled_at - b.refilled_at >= $5::bigint * interval '1 microsecond')",
+	"@level", `least($4::float8, CASE WHEN $5::bigint > 0
+		THEN CASE WHEN @expired THEN $4::float8 ELSE b.tokens END
+		ELSE b.tokens + greatest(0, extract(epoch FROM excluded.refilled_at - b.refilled_at)::float8) * $3::float8 END)`,
+	"@stamp", `CASE WHEN $5::bigint > 0
+		THEN CASE WHEN @expired THEN excluded.refilled_at ELSE b.refilled_at END
+		ELSE greatest(b.refilled_at, excluded.refilled_at) END`,
+)
+
+// expiry(tokens, stamp, now) is when a bucket at tokens would be full again.
+func expiry(tokens, stamp, now string) string {
+	return fmt.Sprintf(`CASE WHEN $5::bigint > 0 THEN %[2]s + $5::bigint * interval '1 microsecond'
+		WHEN $3::float8 > 0 THEN %[3]s + greatest(0, $4::float8 - (%[1]s)) / $3::float8 * interval '1 second'
+		ELSE %[3]s + interval '1 day' END`, tokens, stamp, now)
+}
+
+// expand replaces the macros, three rounds deep, and the table's name.
+func expand(sql, table string) string {
+	for range 3 {
+		sql = macros.Replace(sql)
+	}
+	return strings.ReplaceAll(sql, "@table", table)
+}
+
+var takeSQL = `WITH up AS (
+	INSERT INTO @table AS b (scope, key, tokens, refilled_at, expires_at)
+	SELECT $1, $2, $4::float8 - $6::float8, @now, ` + expiry("$4::float8 - $6::float8", "@now", "@now") + `
+	WHERE $6::float8 + $7::float8 <= $4::float8
+	ON CONFLICT (scope, key) DO UPDATE
+	   SET tokens = @level - $6::float8,
+	       refilled_at = @stamp,
+	       expires_at = ` + expiry("@level - $6::float8", "@stamp", "excluded.refilled_at") + `
+	 WHERE @level >= $6::float8 + $7::float8
+	RETURNING 1
+)
+SELECT EXISTS (SELECT FROM up), cur.tokens, cur.refilled_at, @now
+FROM (SELECT) AS one LEFT JOIN @table AS cur ON cur.scope = $1 AND cur.key = $2`
+
+// A refund is a plain UPDATE: a bucket not stored is full, so it gets
+// nothing. The subquery named excluded gives the macros their now.
+var refundSQL = `UPDATE @table AS b
+	   SET tokens = least($4::float8, @level + $6::float8),
+	       refilled_at = @stamp,
+	       expires_at = ` + expiry("least($4::float8, @level + $6::float8)", "@stamp", "excluded.refilled_at") + `
+	  FROM (SELECT @now AS refilled_at) AS excluded
+	 WHERE b.scope = $1 AND b.key = $2`
+
+var clampSQL = `INSERT INTO @table AS b (scope, key, tokens, refilled_at, expires_at)
+	VALUES ($1, $2, least($4::float8, $6::float8), @now, ` + expiry("least($4::float8, $6::float8)", "@now", "@now") + `)
+	ON CONFLICT (scope, key) DO UPDATE
+	   SET tokens = least(@level, $6::float8),
+	       refilled_at = @stamp,
+	       expires_at = ` + expiry("least(@level, $6::float8)", "@stamp", "excluded.refilled_at")
+
+var sweepSQL = `DELETE FROM @table WHERE expires_at <= coalesce($1::timestamptz, now())`
+
+// args returns the take statement's parameters for d.
+func (s *Store) args(d *pacer.Demand, now time.Time) []any {
+	return []any{d.Scope, d.Key, d.Rate, d.Burst, d.Window.Microseconds(), d.Cost, d.Floor, s.now(now)}
+}
+
+// argsNoFloor returns the parameters of a refund or clamp: d's, with amount
+// in place of its cost.
+func (s *Store) argsNoFloor(d *pacer.Demand, amount float64, now time.Time) []any {
+	return []any{d.Scope, d.Key, d.Rate, d.Burst, d.Window.Microseconds(), amount, s.now(now)}
+}
+
+// now returns the statements' now parameter: NULL for the database's clock.
+func (s *Store) now(now time.Time) any {
+	if s.callerClock {
+		return now
+	}
+	return nil
+}
+
+// Take implements pacer.Store.
+func (s *Store) Take(ctx context.Context, now time.Time, demands []pacer.Demand) (pacer.Decision, error) {
+	if s.err != nil {
+		return pacer.Decision{}, s.err
+	}
+	// Demands that cost nothing take nothing; one that no wait can grant
+	// blocks the take without asking the database.
+	var stack [4]int
+	live := stack[:0]
+	for i := range demands {
+		d := &demands[i]
+		if d.Cost <= 0 {
+			continue
+		}
+		if d.Cost+d.Floor > d.Burst {
+			return pacer.Decision{Blocked: i, Wait: pacer.Never}, nil
+		}
+		live = append(live, i)
+	}
+	if len(live) == 0 {
+		return pacer.Decision{OK: true}, nil
+	}
+	// A denial whose snapshot shows enough tokens raced with a write: the
+	// bucket changed after the statement began. Ask again.
+	for range 3 {
+		var dec pacer.Decision
+		var err error
+		if len(live) == 1 {
+			dec, err = s.takeOne(ctx, now, demands, live[0])
+		} else {
+			dec, err = s.takeMany(ctx, now, demands, live)
+		}
+		if err != nil || dec.OK || dec.Wait > 0 {
+			return dec, err
+		}
+	}
+	return pacer.Decision{Blocked: live[0], Wait: time.Millisecond}, nil
+}
+
+// takeResult is what the take statement returns about one demand.
+type takeResult struct {
+	granted bool
+	tokens  *float64   // the bucket in the statement's snapshot; nil if not stored
+	stamp   *time.Time // its refilled_at
+	now     time.Time  // the statement's now
+}
+
+func (r *takeResult) scan(row pgx.Row) error {
+	return row.Scan(&r.granted, &r.tokens, &r.stamp, &r.now)
+}
+
+func (s *Store) takeOne(ctx context.Context, now time.Time, demands []pacer.Demand, i int) (pacer.Decision, error) {
+	var r takeResult
+	d := &demands[i]
+	if err := r.scan(s.pool.QueryRow(ctx, s.takeSQL, s.args(d, now)...)); err != nil {
+		return pacer.Decision{}, fmt.Errorf("pgstore: take: %w", err)
+	}
+	if r.granted {
+		return pacer.Decision{OK: true}, nil
+	}
+	return pacer.Decision{Blocked: i, Wait: r.wait(d)}, nil
+}
+
+func (s *Store) takeMany(ctx context.Context, now time.Time, demands []pacer.Demand, live []int) (dec pacer.Decision, err error) {
+	// Lock in (scope, key) order, so that two takes never wait on each other
+	// in a cycle.
+	order := slices.Clone(live)
+	slices.SortFunc(order, func(a, b int) int {
+		if c := strings.Compare(demands[a].Scope, demands[b].Scope); c != 0 {
+			return c
+		}
+		return strings.Compare(demands[a].Key, demands[b].Key)
+	})
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return pacer.Decision{}, fmt.Errorf("pgstore: take: %w", err)
+	}
+	defer conn.Release()
+	batch := &pgx.Batch{}
+	batch.Queue("BEGIN")
+	for _, i := range order {
+		batch.Queue(s.takeSQL, s.args(&demands[i], now)...)
+	}
+	results := make([]takeResult, len(demands))
+	br := conn.SendBatch(ctx, batch)
+	_, err = br.Exec()
+	for _, i := range order {
+		if err == nil {
+			err = results[i].scan(br.QueryRow())
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	dec = pacer.Decision{OK: true}
+	if err == nil {
+		for _, i := range live {
+			if !results[i].granted {
+				if w := results[i].wait(&demands[i]); dec.OK || w > dec.Wait {
+					dec = pacer.Decision{Blocked: i, Wait: w}
+				}
+			}
+		}
+	}
+	end := "COMMIT"
+	if err != nil || !dec.OK {
+		end = "ROLLBACK"
+	}
+	// Roll back even when ctx is done: the connection goes back to the pool.
+	if _, eerr := conn.Exec(context.WithoutCancel(ctx), end); err == nil && eerr != nil {
+		err = eerr
+	}
+	if err != nil {
+		// A connection whose transaction we could not end must not be reused.
+		conn.Conn().Close(context.WithoutCancel(ctx))
+		return pacer.Decision{}, fmt.Errorf("pgstore: take: %w", err)
+	}
+	return dec, nil
+}
+
+// wait is how long d waits for a bucket in r's state. It mirrors pacer's
+// bucketLevel (store.go), the arithmetic every store agrees on.
+func (r *takeResult) wait(d *pacer.Demand) time.Duration {
+	if r.tokens == nil || r.stamp == nil {
+		return 0 // not stored: full, so the denial raced a write
+	}
+	tokens, stamp, now := *r.tokens, *r.stamp, r.now
+	if d.Window > 0 {
+		if now.Sub(stamp) >= d.Window {
+			tokens, stamp = d.Burst, now
+		}
+	} else if elapsed := now.Sub(stamp); elapsed > 0 {
+		tokens += elapsed.Seconds() * d.Rate
+	}
+	tokens = math.Min(tokens, d.Burst)
+	need := d.Cost + d.Floor
+	switch {
+	case tokens >= need:
+		return 0
+	case need > d.Burst:
+		return pacer.Never
+	case d.Window > 0:
+		return d.Window - now.Sub(stamp)
+	case d.Rate <= 0:
+		return pacer.Never
+	}
+	return time.Duration(math.Ceil((need - tokens) / d.Rate * float64(time.Second)))
+}
+
+// Refund implements pacer.Store.
+func (s *Store) Refund(ctx context.Context, now time.Time, demands []pacer.Demand) error {
+	if s.err != nil {
+		return s.err
+	}
+	batch := &pgx.Batch{}
+	for i := range demands {
+		if d := &demands[i]; d.Cost > 0 {
+			batch.Queue(s.refundSQL, s.argsNoFloor(d, d.Cost, now)...)
+		}
+	}
+	if batch.Len() == 0 {
+		return nil
+	}
+	// Several refunds go in one implicit transaction: one round trip.
+	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
+		return fmt.Errorf("pgstore: refund: %w", err)
+	}
+	return nil
+}
+
+// Clamp implements pacer.Store.
+func (s *Store) Clamp(ctx context.Context, now time.Time, d pacer.Demand, tokens float64) error {
+	if s.err != nil {
+		return s.err
+	}
+	if _, err := s.pool.Exec(ctx, s.clampSQL, s.argsNoFloor(&d, tokens, now)...); err != nil {
+		return fmt.Errorf("pgstore: clamp: %w", err)
+	}
+	return nil
+}
+
+// Sweep deletes the buckets that are full again by now (the database's
+// clock, unless the store uses the caller's), and returns how many. Their
+// absence changes nothing: a bucket not stored is full.
+func (s *Store) Sweep(ctx context.Context, now time.Time) (int64, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	tag, err := s.pool.Exec(ctx, s.sweepSQL, s.now(now))
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: sweep: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}

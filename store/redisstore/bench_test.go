@@ -1,0 +1,126 @@
+package redisstore_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/internal/testservers"
+	"github.com/pacer-go/pacer/store/redisstore"
+	"github.com/pacer-go/pacer/storetest"
+)
+
+// Benchmarks against the real Redis, 32 callers at once, on one bucket that
+// never runs dry: decisions a second, and commands sent a decision (each a
+// round trip). Run them with:
+//
+//	PACER_REDIS_ADDR=127.0.0.1:6379 go test -run '^$' -bench . -benchtime 3s ./store/redisstore
+
+// roundTrips counts the commands a client sends; a pipeline counts once.
+type roundTrips struct{ n atomic.Int64 }
+
+func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		r.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		r.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+const callers = 32
+
+func benchClient(b *testing.B) (*redis.Client, *roundTrips) {
+	rdb := redis.NewClient(&redis.Options{Addr: testservers.RedisAddr(b), PoolSize: callers})
+	b.Cleanup(func() { rdb.Close() })
+	rt := &roundTrips{}
+	rdb.AddHook(rt)
+	return rdb, rt
+}
+
+// run runs decide from 32 goroutines and reports the figures.
+func run(b *testing.B, rt *roundTrips, decide func(ctx context.Context) error) {
+	ctx := context.Background()
+	if err := decide(ctx); err != nil { // load scripts, dial
+		b.Fatal(err)
+	}
+	rt.n.Store(0)
+	b.SetParallelism((callers + 1) / 2) // × GOMAXPROCS; 32 on 2 cores
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := decide(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	elapsed := time.Since(start)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "decisions/s")
+	b.ReportMetric(float64(rt.n.Load())/float64(b.N), "roundtrips/decision")
+}
+
+func benchStore(b *testing.B, wrap func(pacer.Store) pacer.Store) {
+	rdb, rt := benchClient(b)
+	s := wrap(redisstore.New(rdb, redisstore.WithPrefix("pacer-bench")))
+	d := []pacer.Demand{{Scope: storetest.Scope(b), Rate: 1e9, Burst: 1e9, Cost: 1}}
+	run(b, rt, func(ctx context.Context) error {
+		dec, err := s.Take(ctx, time.Now(), d)
+		if err == nil && !dec.OK {
+			b.Fatal("denied")
+		}
+		return err
+	})
+}
+
+func BenchmarkRedisstore(b *testing.B) {
+	benchStore(b, func(s pacer.Store) pacer.Store { return s })
+}
+
+func BenchmarkRedisstoreLease16(b *testing.B) {
+	benchStore(b, func(s pacer.Store) pacer.Store { return pacer.NewLeaseStore(s, pacer.LeaseConfig{Size: 16}) })
+}
+
+func BenchmarkRedisstoreAdaptiveLease64(b *testing.B) {
+	benchStore(b, func(s pacer.Store) pacer.Store {
+		return pacer.NewLeaseStore(s, pacer.LeaseConfig{Size: 64, Adaptive: true})
+	})
+}
+
+// Two scopes in one decision: one script over two keys.
+func BenchmarkRedisstoreTwoScopes(b *testing.B) {
+	rdb, rt := benchClient(b)
+	s := redisstore.New(rdb, redisstore.WithPrefix("pacer-bench"))
+	scope := storetest.Scope(b)
+	d := []pacer.Demand{{Scope: scope + "/a", Rate: 1e9, Burst: 1e9, Cost: 1}, {Scope: scope + "/b", Rate: 1e9, Burst: 1e9, Cost: 1}}
+	run(b, rt, func(ctx context.Context) error {
+		_, err := s.Take(ctx, time.Now(), d)
+		return err
+	})
+}
+
+// The reference: go-redis/redis_rate's GCRA on the same Redis.
+func BenchmarkRedisRate(b *testing.B) {
+	rdb, rt := benchClient(b)
+	limiter := redis_rate.NewLimiter(rdb)
+	key := "pacer-bench:" + storetest.Scope(b)
+	limit := redis_rate.Limit{Rate: 1e9, Burst: 1e9, Period: time.Second}
+	run(b, rt, func(ctx context.Context) error {
+		res, err := limiter.Allow(ctx, key, limit)
+		if err == nil && res.Allowed == 0 {
+			b.Fatal("denied")
+		}
+		return err
+	})
+}
