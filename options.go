@@ -164,3 +164,16 @@ func WithLogger(l *slog.Logger) Option {
 		c.log = l
 	}
 }
+
+// Options bundles several options into one, applied in order. Provider
+// presets return one; options given after it override what it set, since a
+// later WithScope, WithLimit or WithWorkload replaces an earlier one.
+func Options(opts ...Option) Option {
+	return func(c *config) {
+		for _, opt := range opts {
+			if opt != nil {
+				opt(c)
+			}
+		}
+	}
+}

@@ -354,3 +354,14 @@ func TestUndeclaredScopeIsAClearError(t *testing.T) {
 		t.Errorf("err = %v, want it to name the scope and say how to declare it", err)
 	}
 }
+
+func TestLaterOptionsOverrideABundle(t *testing.T) {
+	preset := Options(WithLimit(PerSecond(100)), WithScope(Scope{Name: "tokens", Unit: "tokens", Limit: PerMinute(1000)}))
+	tr := New(nil, preset, WithScope(Scope{Name: "tokens", Unit: "tokens", Limit: PerMinute(500)}))
+	if got := tr.scopes["tokens"].Limit; got != PerMinute(500) {
+		t.Errorf("tokens limit = %v, want the later 500/min", got)
+	}
+	if got := tr.scopes[DefaultScope].Limit; got != PerSecond(100) {
+		t.Errorf("default limit = %v, want the bundle's", got)
+	}
+}
