@@ -290,22 +290,34 @@ func again(req *http.Request, replay func() (io.ReadCloser, error)) (*http.Reque
 	return next, nil
 }
 
+// Retryable reports whether one attempt's outcome — a response or an error —
+// is worth another attempt of req under p, and when it is not, why. attempt
+// counts from 1. Fields of p left zero take their defaults. It does not
+// consult the retry budget, which belongs to a Transport's scopes.
+//
+// It is the rule a Transport applies between attempts, exported for other
+// retriers (see the retryableinterop package).
+func (p RetryPolicy) Retryable(req *http.Request, resp *http.Response, err error, attempt int) (bool, string) {
+	why := p.withDefaults().whyNotRetry(req, resp, err, attempt, Verdict{})
+	return why == "", why
+}
+
 // whyNotRetry returns why the attempt's outcome is final, or "" if it is
 // worth another attempt.
-func (r *retrier) whyNotRetry(req *http.Request, resp *http.Response, err error, attempts int, verdict Verdict) string {
+func (p RetryPolicy) whyNotRetry(req *http.Request, resp *http.Response, err error, attempts int, verdict Verdict) string {
 	if err != nil {
 		switch {
-		case !r.RetryableError(err):
+		case !p.RetryableError(err):
 			return "the error is not one a retry can mend"
-		case attempts >= r.MaxAttempts:
+		case attempts >= p.MaxAttempts:
 			return "gave up after the policy's MaxAttempts"
-		case r.mayRetry(req) || neverLeft(err):
+		case p.mayRetry(req) || neverLeft(err):
 			return ""
 		}
 		return fmt.Sprintf("a %s without an idempotency key may have reached the server, so it is not sent twice", req.Method)
 	}
-	retryable := slices.Contains(r.Statuses, resp.StatusCode) || verdict.BackPressure
-	for _, name := range r.ShouldRetryHeaders {
+	retryable := slices.Contains(p.Statuses, resp.StatusCode) || verdict.BackPressure
+	for _, name := range p.ShouldRetryHeaders {
 		switch strings.ToLower(resp.Header.Get(name)) {
 		case "true":
 			retryable = true
@@ -316,9 +328,9 @@ func (r *retrier) whyNotRetry(req *http.Request, resp *http.Response, err error,
 	switch {
 	case !retryable || resp.StatusCode == http.StatusNotImplemented:
 		return "the status is final"
-	case attempts >= r.MaxAttempts:
+	case attempts >= p.MaxAttempts:
 		return "gave up after the policy's MaxAttempts"
-	case r.mayRetry(req) || verdict.NeverProcessed:
+	case p.mayRetry(req) || verdict.NeverProcessed:
 		return ""
 	}
 	return fmt.Sprintf("a %s without an idempotency key may have been processed, so it is not sent twice", req.Method)
@@ -338,16 +350,16 @@ func (r *retrier) finalError(attempts int, resp *http.Response, err error, why s
 }
 
 // mayRetry reports whether sending req twice is safe whatever happened.
-func (r *retrier) mayRetry(req *http.Request) bool {
+func (p RetryPolicy) mayRetry(req *http.Request) bool {
 	switch req.Method {
 	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
 		return true
 	}
-	return r.hasIdempotencyKey(req)
+	return p.hasIdempotencyKey(req)
 }
 
-func (r *retrier) hasIdempotencyKey(req *http.Request) bool {
-	for _, name := range r.IdempotencyHeaders {
+func (p RetryPolicy) hasIdempotencyKey(req *http.Request) bool {
+	for _, name := range p.IdempotencyHeaders {
 		if req.Header.Get(name) != "" {
 			return true
 		}

@@ -7,80 +7,23 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/countingserver"
 )
-
-// countingServer is a real HTTP server on loopback that fails in one way
-// and counts, from its own point of view, what it executed: a request with
-// an Idempotency-Key is executed once per key, one without, every time.
-type countingServer struct {
-	*httptest.Server
-	mu         sync.Mutex
-	attempts   int
-	executions int
-	keys       map[string]bool
-}
-
-func newCountingServer(t *testing.T, failure string) *countingServer {
-	s := &countingServer{keys: map[string]bool{}}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		s.mu.Lock()
-		s.attempts++
-		if key := r.Header.Get("Idempotency-Key"); key == "" || !s.keys[key] {
-			s.executions++ // the side effect: a payment, a text message
-			if key != "" {
-				s.keys[key] = true
-			}
-		}
-		s.mu.Unlock()
-		switch failure {
-		case "500":
-			w.WriteHeader(http.StatusInternalServerError)
-		case "503 with Retry-After":
-			w.Header().Set("Retry-After", "0")
-			w.WriteHeader(http.StatusServiceUnavailable)
-		case "429":
-			w.WriteHeader(http.StatusTooManyRequests)
-		case "reset after the request was read":
-			conn, _, err := w.(http.Hijacker).Hijack()
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			conn.(*net.TCPConn).SetLinger(0) // RST, not FIN
-			conn.Close()
-		case "slow past the deadline":
-			select {
-			case <-r.Context().Done():
-			case <-time.After(2 * time.Second):
-			}
-		}
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *countingServer) counts() (attempts, executions int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.attempts, s.executions
-}
 
 // fastRetries keeps the wall-clock cost of real-server retry tests small.
 var fastRetries = WithRetry(RetryPolicy{InitialBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond})
 
 func TestRetriesAreSafeAgainstEveryFailure(t *testing.T) {
-	failures := []string{"500", "503 with Retry-After", "429", "reset after the request was read", "slow past the deadline"}
-	for _, failure := range failures {
+	for _, failure := range countingserver.Failures {
 		t.Run(failure, func(t *testing.T) {
 			send := func(method string, header http.Header) (attempts, executions int) {
-				srv := newCountingServer(t, failure)
+				srv := countingserver.New(t, failure)
 				// No keep-alives: net/http must not retry on a reused connection
 				// behind pacer's back, or the counts would not be pacer's.
 				base := &http.Transport{DisableKeepAlives: true}
@@ -88,7 +31,7 @@ func TestRetriesAreSafeAgainstEveryFailure(t *testing.T) {
 				tr := New(base, fastRetries)
 				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 				defer cancel()
-				if failure == "slow past the deadline" {
+				if failure == countingserver.SlowPastTimeout {
 					ctx, cancel = context.WithTimeout(context.Background(), 100*time.Millisecond)
 					defer cancel()
 				}
@@ -99,7 +42,7 @@ func TestRetriesAreSafeAgainstEveryFailure(t *testing.T) {
 				if resp, err := tr.RoundTrip(req); err == nil {
 					discard(resp)
 				}
-				return srv.counts()
+				return srv.Counts()
 			}
 			if _, executed := send(http.MethodPost, nil); executed > 1 {
 				t.Errorf("a POST without a key was executed %d times", executed)
@@ -109,7 +52,7 @@ func TestRetriesAreSafeAgainstEveryFailure(t *testing.T) {
 				t.Errorf("a POST with a key was executed %d times, want exactly once", executed)
 			}
 			wantAttempts := 3
-			if failure == "slow past the deadline" {
+			if failure == countingserver.SlowPastTimeout {
 				wantAttempts = 1 // the deadline ends the call; nothing to retry into
 			}
 			if attempts != wantAttempts {
