@@ -2,6 +2,35 @@
 // getting rate-limited, without burning money, and without letting a batch job
 // starve interactive traffic.
 //
+// Wrap any http.Client, or an official SDK's, and every call is paced below
+// the provider's published limit, capped in flight, charged to its
+// workload's share and budget, informed by the provider's Retry-After and
+// RateLimit headers, and retried only when it is safe to send twice:
+//
+//	t := pacer.New(nil,
+//		pacer.WithLimit(pacer.PerMinute(3500)),
+//		pacer.WithConcurrency(50),
+//		pacer.WithWorkload("interactive", pacer.Workload{Reserve: 0.3}))
+//	client := t.Client()
+//
+// # The path of a request
+//
+// RoundTrip, in transport.go, takes each request through the same steps:
+// route it to the scopes it is charged to and its cost on each (scope.go);
+// read its workload from the context (workload.go); spend the workload's
+// budget; admit it — a concurrency slot and tokens on every scope, all or
+// none, higher-reserve workloads first, failing at once when the wait cannot
+// end before the context's deadline (admission.go, waitqueue.go,
+// concurrency.go); send it; learn from the response's headers (adaptive.go,
+// retryafter.go, ratelimit_headers.go); retry it if that is safe (retry.go);
+// and hand back the response with its body wrapped, so the call's slot is
+// released exactly once, when the body is closed or read to its end.
+//
+// # Time
+//
+// Every wait goes through a Clock (WithClock), so that tests run in virtual
+// time. The package's own tests run in testing/synctest bubbles.
+//
 // # Sharing buckets across a fleet
 //
 // Each Transport keeps its buckets in memory unless given a Store: N
