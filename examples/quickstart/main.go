@@ -29,19 +29,38 @@ import (
 	"golang.org/x/time/rate"
 )
 
-const (
-	publishedLimit = 50 // requests a second, as the provider documents
-	backfillCalls  = 240
-	backfillPool   = 8
-	clicks         = 20
-	clickEvery     = 100 * time.Millisecond
-)
+const publishedLimit = 50 // requests a second, as the provider documents
+
+// traffic is what both clients send.
+type traffic struct {
+	backfillCalls, backfillPool int
+	clicks                      int
+	clickEvery                  time.Duration
+}
+
+var defaultTraffic = traffic{backfillCalls: 240, backfillPool: 8, clicks: 20, clickEvery: 100 * time.Millisecond}
 
 func main() {
+	plain, paced := compare(defaultTraffic)
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "client\tsent\taccepted\t429s\telapsed\tbackfill ok\tinteractive ok\tinteractive p50\tinteractive max\t")
+	for _, r := range []result{plain, paced} {
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%v\t%d/%d\t%d/%d\t%v\t%v\t\n", r.name, r.sent, r.accepted, r.rejected,
+			r.elapsed.Round(10*time.Millisecond), r.backfillOK, defaultTraffic.backfillCalls, r.interactiveOK, defaultTraffic.clicks,
+			r.percentile(0.5), r.percentile(1))
+	}
+	w.Flush()
+	fmt.Printf("\nThe API allows %d requests a second. The plain client sends everything at once and most of it\n"+
+		"is refused; pacer sends at 90%% of the published limit, so nothing is refused, and the interactive\n"+
+		"clicks go ahead of the backfill.\n", publishedLimit)
+}
+
+// compare sends the traffic to a fresh fake API through a plain client, then
+// to another through pacer.
+func compare(tr traffic) (plain, paced result) {
 	api := newFakeAPI()
 	defer api.Close()
-
-	plain := run("plain http.Client", &http.Client{}, api.URL)
+	plain = run("plain http.Client", &http.Client{}, api.URL, tr)
 
 	// The pacer version: the published limit, an interactive workload that
 	// keeps 30% of the burst for itself and goes first, and a backfill.
@@ -53,19 +72,10 @@ func main() {
 	if err := transport.Err(); err != nil {
 		log.Fatal(err)
 	}
-	paced := run("pacer", transport.Client(), api.URL)
-
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "client\tsent\taccepted\t429s\telapsed\tbackfill ok\tinteractive ok\tinteractive p50\tinteractive max\t")
-	for _, r := range []result{plain, paced} {
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%v\t%d/%d\t%d/%d\t%v\t%v\t\n", r.name, r.sent, r.accepted, r.rejected,
-			r.elapsed.Round(10*time.Millisecond), r.backfillOK, backfillCalls, r.interactiveOK, clicks,
-			r.percentile(0.5), r.percentile(1))
-	}
-	w.Flush()
-	fmt.Printf("\nThe API allows %d requests a second. The plain client sends everything at once and most of it\n"+
-		"is refused; pacer sends at 90%% of the published limit, so nothing is refused, and the interactive\n"+
-		"clicks go ahead of the backfill.\n", publishedLimit)
+	// A fresh API, so that pacer does not start in the plain client's debt.
+	api2 := newFakeAPI()
+	defer api2.Close()
+	return plain, run("pacer", transport.Client(), api2.URL, tr)
 }
 
 // result is what one run saw.
@@ -87,7 +97,7 @@ func (r result) percentile(p float64) time.Duration {
 }
 
 // run sends the backfill and the clicks through client and counts outcomes.
-func run(name string, client *http.Client, url string) result {
+func run(name string, client *http.Client, url string, tr traffic) result {
 	r := result{name: name}
 	var mu sync.Mutex
 	send := func(workload string) (ok bool) {
@@ -117,9 +127,9 @@ func run(name string, client *http.Client, url string) result {
 	start := time.Now()
 	var wg sync.WaitGroup
 	var next atomic.Int64
-	for range backfillPool {
+	for range tr.backfillPool {
 		wg.Go(func() {
-			for next.Add(1) <= backfillCalls {
+			for next.Add(1) <= int64(tr.backfillCalls) {
 				if send("backfill") {
 					mu.Lock()
 					r.backfillOK++
@@ -129,8 +139,8 @@ func run(name string, client *http.Client, url string) result {
 		})
 	}
 	wg.Go(func() {
-		for i := range clicks {
-			time.Sleep(time.Until(start.Add(time.Duration(i) * clickEvery)))
+		for i := range tr.clicks {
+			time.Sleep(time.Until(start.Add(time.Duration(i) * tr.clickEvery)))
 			clicked := time.Now()
 			ok := send("interactive")
 			mu.Lock()
