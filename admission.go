@@ -58,7 +58,10 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 	}
 	c.charges = c.chargeBuf[:0]
 	for _, ch := range routed {
-		class := t.scopes[ch.Scope]
+		class := t.defaultClass // the common case, without a map lookup
+		if ch.Scope != DefaultScope {
+			class = t.scopes[ch.Scope]
+		}
 		if class == nil {
 			c.finish()
 			return nil, fmt.Errorf("pacer: a route charged the request to scope %q, which is not declared; declare it with WithScope", ch.Scope)
@@ -195,9 +198,17 @@ func (c *call) finish() {
 		}
 		ch.state.release()
 	}
-	t := c.t
-	*c = call{t: t}
-	t.calls.Put(c)
+	// Clear only what was used: the buffers hold strings and pointers that
+	// must not outlive the call, and zeroing all of them costs more than
+	// the rest of the call's bookkeeping.
+	clear(c.charges)
+	clear(c.demands)
+	clear(c.routedBuf[:])
+	c.ctx, c.workload, c.waiter = nil, nil, nil
+	c.charges, c.demands, c.owners = nil, nil, nil
+	c.budget[0] = Demand{}
+	c.budgetSpent, c.needsSlots, c.holdsSlots = false, false, false
+	c.t.calls.Put(c)
 }
 
 // blocked says where and why a call could not be admitted.

@@ -316,6 +316,9 @@ func (p RetryPolicy) whyNotRetry(req *http.Request, resp *http.Response, err err
 		}
 		return fmt.Sprintf("a %s without an idempotency key may have reached the server, so it is not sent twice", req.Method)
 	}
+	if resp.StatusCode < 400 {
+		return "the call succeeded" // the common case, without reading headers
+	}
 	retryable := slices.Contains(p.Statuses, resp.StatusCode) || verdict.BackPressure
 	for _, name := range p.ShouldRetryHeaders {
 		switch strings.ToLower(resp.Header.Get(name)) {

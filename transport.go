@@ -38,6 +38,7 @@ type Transport struct {
 	observers   []Observer
 
 	scopes          map[string]*scopeClass
+	defaultClass    *scopeClass
 	routes          []Route
 	workloads       map[string]*workloadState
 	defaultWorkload *workloadState
@@ -117,6 +118,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 		}
 		t.scopes[s.Name] = class
 	}
+	t.defaultClass = t.scopes[DefaultScope]
 	if !cfg.noRetry || cfg.idempotencyKey {
 		p := cfg.retry.withDefaults()
 		if cfg.noRetry {
