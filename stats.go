@@ -25,10 +25,10 @@ type ScopeStats struct {
 	Learned bool    // the pace comes from a limit the provider published
 	Factor  float64 // the AIMD share of the rate in use, 1 when not cut
 
-	// Tokens is what the scope's shared bucket (the key "") holds now, when
-	// TokensKnown: the store is in this process's memory and the scope is
-	// paced by rate. A shared store is not asked; its level would cost a
-	// round trip on every scrape.
+	// Tokens is what the scope's bucket holds now, when TokensKnown: the
+	// store is in this process's memory, the scope is paced by rate, and it
+	// holds no keyed buckets (a level per key would be unbounded). A shared
+	// store is not asked; its level would cost a round trip on every scrape.
 	Tokens      float64
 	TokensKnown bool
 
@@ -76,10 +76,12 @@ func (t *Transport) Stats() Stats {
 		if until := s.cooldown.Load(); until > now.UnixNano() {
 			sc.Cooldown = time.Duration(until - now.UnixNano())
 		}
-		sc.Tokens, sc.TokensKnown = t.tokens(class.Name, rate, burst, now)
 		t.count(&sc, s)
 		class.mu.Lock()
 		sc.Keys = len(class.keyed)
+		if sc.Keys == 0 {
+			sc.Tokens, sc.TokensKnown = t.tokens(class.Name, rate, burst, now)
+		}
 		keyed := make([]*scopeState, 0, len(class.keyed))
 		for _, ks := range class.keyed {
 			keyed = append(keyed, ks)
