@@ -2,45 +2,17 @@ package paceroptel_test
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/observe/internal/observetest"
 	paceroptel "github.com/pacer-go/pacer/observe/otel"
 )
-
-const secret = "sk-live-0123456789"
-
-// api answers 429 with Retry-After: 2 to its first call, 200 after.
-type api struct{ calls atomic.Int64 }
-
-func (a *api) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp := &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("ok")), Request: req}
-	if a.calls.Add(1) == 1 {
-		resp.StatusCode = http.StatusTooManyRequests
-		resp.Header.Set("Retry-After", "2")
-	}
-	return resp, nil
-}
-
-func send(tr http.RoundTripper, ctx context.Context) *http.Response {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/v1/things?api_key="+secret, nil)
-	req.Header.Set("Authorization", "Bearer "+secret)
-	resp, err := tr.RoundTrip(req)
-	if err != nil {
-		return nil
-	}
-	return resp
-}
 
 // point is one data point: its attributes, written k=v in order, and value.
 type point struct {
@@ -116,25 +88,11 @@ func TestMetricsThroughAnInMemoryReader(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := pacer.New(&api{}, pacer.WithObserver(m), pacer.WithHeadroom(1), pacer.WithConcurrency(4),
-			pacer.WithLimit(pacer.Limit{Count: 1, Per: time.Second, Burst: 1}),
-			pacer.WithScope(pacer.Scope{Name: "key", Limit: pacer.PerSecond(100)}),
-			pacer.WithRoute(func(req *http.Request, ch []pacer.Charge) []pacer.Charge {
-				return append(ch, pacer.Charge{Scope: "key", Key: req.URL.Query().Get("api_key")})
-			}),
-			pacer.WithWorkload("batch", pacer.Workload{Budget: pacer.Budget{Limit: 3, Per: time.Hour}}))
+		tr := observetest.New(m)
 		m.Watch(tr)
-
-		batch := pacer.ContextWithWorkload(context.Background(), "batch")
-		send(tr, batch).Body.Close() // 429, pause, retry after a wait
-		open := send(tr, batch)      // waits for the emptied bucket; stays in flight
-		if send(tr, batch) != nil {  // past the budget
-			t.Fatal("a call past the budget was sent")
-		}
-		short, cancel := context.WithTimeout(context.Background(), time.Millisecond)
-		defer cancel()
-		if send(tr, short) != nil { // throttled
-			t.Fatal("a call that could not wait was sent")
+		open, err := observetest.Run(tr)
+		if err != nil {
+			t.Fatal(err)
 		}
 
 		got := collect(t, reader)
@@ -170,8 +128,10 @@ func TestMetricsThroughAnInMemoryReader(t *testing.T) {
 		}
 		for name, points := range got {
 			for _, p := range points {
-				if strings.Contains(p.attrs, secret) || strings.Contains(p.attrs, "api.test") {
-					t.Errorf("%s{%s} shows a key or a URL", name, p.attrs)
+				for _, leak := range observetest.Leaks {
+					if strings.Contains(p.attrs, leak) {
+						t.Errorf("%s{%s} shows %q", name, p.attrs, leak)
+					}
 				}
 			}
 		}

@@ -1,83 +1,37 @@
 package pacerprom_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/observe/internal/observetest"
 	pacerprom "github.com/pacer-go/pacer/observe/prometheus"
 )
-
-const secret = "sk-live-0123456789"
-
-// api answers 429 with Retry-After: 2 to its first call, 200 after.
-type api struct{ calls atomic.Int64 }
-
-func (a *api) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp := &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("ok")), Request: req}
-	if a.calls.Add(1) == 1 {
-		resp.StatusCode = http.StatusTooManyRequests
-		resp.Header.Set("Retry-After", "2")
-	}
-	return resp, nil
-}
-
-func send(t *testing.T, tr http.RoundTripper, ctx context.Context) *http.Response {
-	t.Helper()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/v1/things?api_key="+secret, nil)
-	req.Header.Set("Authorization", "Bearer "+secret)
-	resp, err := tr.RoundTrip(req)
-	if err != nil {
-		return nil
-	}
-	return resp
-}
 
 // The metrics, scraped through the HTTP handler, count what happened, and
 // the gauges read the Transport's state; no key, URL or credential shows.
 func TestMetricsThroughTheHandler(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := pacerprom.New()
-		tr := pacer.New(&api{}, pacer.WithObserver(m), pacer.WithHeadroom(1), pacer.WithConcurrency(4),
-			pacer.WithLimit(pacer.Limit{Count: 1, Per: time.Second, Burst: 1}),
-			pacer.WithScope(pacer.Scope{Name: "key", Limit: pacer.PerSecond(100)}),
-			pacer.WithRoute(func(req *http.Request, ch []pacer.Charge) []pacer.Charge {
-				return append(ch, pacer.Charge{Scope: "key", Key: req.URL.Query().Get("api_key")})
-			}),
-			pacer.WithWorkload("batch", pacer.Workload{Budget: pacer.Budget{Limit: 3, Per: time.Hour}}))
+		tr := observetest.New(m)
 		if err := tr.Err(); err != nil {
 			t.Fatal(err)
 		}
 		m.Watch(tr)
 		reg := prometheus.NewPedanticRegistry()
 		reg.MustRegister(m)
-
-		batch := pacer.ContextWithWorkload(context.Background(), "batch")
-		// A 429 with Retry-After: rejected on both scopes, a pause, a retry
-		// that waits out the pause and the emptied bucket.
-		send(t, tr, batch).Body.Close()
-		// Admitted; its body stays open, so it is in flight.
-		open := send(t, tr, batch)
-		// The budget of 3 is spent.
-		if resp := send(t, tr, batch); resp != nil {
-			t.Fatal("a call past the budget was sent")
-		}
-		// Throttled: the bucket is empty and the deadline too near.
-		short, cancel := context.WithTimeout(context.Background(), time.Millisecond)
-		defer cancel()
-		if resp := send(t, tr, short); resp != nil {
-			t.Fatal("a call that could not wait was sent")
+		open, err := observetest.Run(tr)
+		if err != nil {
+			t.Fatal(err)
 		}
 
 		srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -140,7 +94,7 @@ pacer_tokens{scope="default",unit="requests"} 0
 				t.Errorf("the scrape lacks %q:\n%s", line, body)
 			}
 		}
-		for _, leak := range []string{secret, "api.test", "Bearer", "/v1/things"} {
+		for _, leak := range observetest.Leaks {
 			if strings.Contains(body, leak) {
 				t.Errorf("the scrape shows %q", leak)
 			}
@@ -170,8 +124,7 @@ func scrape(t *testing.T, url string) string {
 // set of metrics.
 func TestMetricsLint(t *testing.T) {
 	m := pacerprom.New(pacerprom.WithNamespace("api"))
-	tr := pacer.New(&api{}, pacer.WithObserver(m))
-	m.Watch(tr)
+	m.Watch(pacer.New(nil, pacer.WithObserver(m)))
 	problems, err := testutil.CollectAndLint(m)
 	if err != nil {
 		t.Fatal(err)
