@@ -3,6 +3,7 @@ package pacer
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -68,6 +69,9 @@ func TestAlertsDoNotFlood(t *testing.T) {
 		}
 		if first := log.alerts[0]; first.Count != 1 {
 			t.Errorf("the first alert counts %d, want 1: it is sent at once", first.Count)
+		}
+		if s, want := log.alerts[1].String(), `pacer: scope "default" throttled 4545 times (4545 refused here, 0 rejected by the provider)`; !strings.HasPrefix(s, want) {
+			t.Errorf("the second alert says %q, want it to start %q", s, want)
 		}
 		if sum != throttled {
 			t.Errorf("the alerts count %d throttled calls, want %d", sum, throttled)
