@@ -155,7 +155,8 @@ func (c *call) spendBudget() error {
 	if c.budget[0].Cost <= 0 {
 		return nil
 	}
-	d, err := c.t.store.Take(c.ctx, c.t.clock.Now(), c.budget[:])
+	now := c.t.clock.Now()
+	d, err := c.t.store.Take(c.ctx, now, c.budget[:])
 	if err != nil {
 		c.t.emit(Event{Kind: EventStoreFailure, Workload: c.workload.name, Err: err})
 		return fmt.Errorf("pacer: checking the budget of workload %q: %w", c.workload.name, err)
@@ -165,6 +166,7 @@ func (c *call) spendBudget() error {
 		return &BudgetError{Workload: c.workload.name, Budget: c.workload.Budget, ResetIn: d.Wait}
 	}
 	c.budgetSpent = true
+	c.workload.meter.spend(c.workload.Budget.Per, now, c.budget[0].Cost)
 	return nil
 }
 
@@ -172,6 +174,7 @@ func (c *call) spendBudget() error {
 func (c *call) refundBudget() {
 	if c.budgetSpent {
 		c.budgetSpent = false
+		c.workload.meter.refund(c.budget[0].Cost)
 		// Best effort: a failed refund leaves the budget spent, the safe side.
 		_ = c.t.store.Refund(c.ctx, c.t.clock.Now(), c.budget[:])
 	}

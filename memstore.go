@@ -101,6 +101,20 @@ func (m *MemoryStore) Len() int {
 	return len(m.buckets)
 }
 
+// level returns what d's bucket holds at now, without changing it: a
+// bucket the store does not hold is full.
+func (m *MemoryStore) level(d Demand, now time.Time) float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.buckets[bucketKey{d.Scope, d.Key}]
+	if b == nil {
+		return d.Burst
+	}
+	l := b.bucketLevel
+	l.advance(&d, now)
+	return l.tokens
+}
+
 // bucket returns d's bucket brought up to now, creating it full if it is new.
 func (m *MemoryStore) bucket(d *Demand, now time.Time) *memBucket {
 	k := bucketKey{d.Scope, d.Key}

@@ -70,3 +70,11 @@ func (t *Transport) emit(e Event) {
 		o.Observe(e)
 	}
 }
+
+// A transportObserver is an observer made by an Option that needs the
+// Transport it observes (its clock and store): New binds it before any
+// event.
+type transportObserver interface {
+	Observer
+	bind(*Transport)
+}

@@ -2,12 +2,15 @@ package pacer
 
 import (
 	"slices"
+	"strings"
+	"sync"
 	"time"
 )
 
 // Stats is a snapshot of a Transport, for health pages and debugging.
 type Stats struct {
-	Scopes []ScopeStats // in name order
+	Scopes    []ScopeStats    // in name order
+	Workloads []WorkloadStats // in name order
 }
 
 // ScopeStats describes one scope: its shared bucket's pace, and the calls
@@ -22,6 +25,13 @@ type ScopeStats struct {
 	Learned bool    // the pace comes from a limit the provider published
 	Factor  float64 // the AIMD share of the rate in use, 1 when not cut
 
+	// Tokens is what the scope's bucket holds now, when TokensKnown: the
+	// store is in this process's memory, the scope is paced by rate, and it
+	// holds no keyed buckets (a level per key would be unbounded). A shared
+	// store is not asked; its level would cost a round trip on every scrape.
+	Tokens      float64
+	TokensKnown bool
+
 	Cooldown time.Duration // what is left of a pause the provider asked for
 	Admitted int64         // calls admitted since the Transport was made
 
@@ -33,7 +43,21 @@ type ScopeStats struct {
 	RetryCredit float64
 }
 
-// Stats returns a snapshot of the Transport's scopes. It takes each scope's
+// WorkloadStats describes one workload's spend budget.
+type WorkloadStats struct {
+	Name   string
+	Budget Budget // the configured cap; the zero Budget when there is none
+	// Spent is what this process spent of the budget in the current period,
+	// in the budget's unit, counting each call once it is admitted to spend
+	// and giving back what was refunded. Processes sharing a store share the
+	// budget, but each counts only its own spend.
+	Spent float64
+	// ResetIn is how long until the current period ends; 0 when no period
+	// has started or the last one is over.
+	ResetIn time.Duration
+}
+
+// Stats returns a snapshot of the Transport's scopes and workloads. It takes each scope's
 // lock in turn, not all at once, so the figures of different scopes may be
 // a moment apart.
 func (t *Transport) Stats() Stats {
@@ -55,6 +79,9 @@ func (t *Transport) Stats() Stats {
 		t.count(&sc, s)
 		class.mu.Lock()
 		sc.Keys = len(class.keyed)
+		if sc.Keys == 0 {
+			sc.Tokens, sc.TokensKnown = t.tokens(class.Name, rate, burst, now)
+		}
 		keyed := make([]*scopeState, 0, len(class.keyed))
 		for _, ks := range class.keyed {
 			keyed = append(keyed, ks)
@@ -65,13 +92,56 @@ func (t *Transport) Stats() Stats {
 		}
 		st.Scopes = append(st.Scopes, sc)
 	}
-	slices.SortFunc(st.Scopes, func(a, b ScopeStats) int {
-		if a.Name < b.Name {
-			return -1
-		}
-		return 1
-	})
+	slices.SortFunc(st.Scopes, func(a, b ScopeStats) int { return strings.Compare(a.Name, b.Name) })
+	for _, w := range t.workloads {
+		spent, resetIn := w.meter.read(w.Budget.Per, now)
+		st.Workloads = append(st.Workloads, WorkloadStats{Name: w.name, Budget: w.Budget, Spent: spent, ResetIn: resetIn})
+	}
+	slices.SortFunc(st.Workloads, func(a, b WorkloadStats) int { return strings.Compare(a.Name, b.Name) })
 	return st
+}
+
+// tokens returns the level of a scope's shared bucket, when the store can
+// tell without a round trip.
+func (t *Transport) tokens(scope string, rate, burst float64, now time.Time) (float64, bool) {
+	m, ok := t.store.(*MemoryStore)
+	if !ok || burst == 0 {
+		return 0, false
+	}
+	return m.level(Demand{Scope: scope, Rate: rate, Burst: burst}, now), true
+}
+
+// budgetMeter counts what a process spends of a workload's budget in the
+// current period, by the rule every store applies to a fixed window: a
+// period starts with the first spend after the previous one ended.
+type budgetMeter struct {
+	mu    sync.Mutex
+	start time.Time
+	spent float64
+}
+
+func (m *budgetMeter) spend(per time.Duration, now time.Time, cost float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.start.IsZero() || now.Sub(m.start) >= per {
+		m.start, m.spent = now, 0
+	}
+	m.spent += cost
+}
+
+func (m *budgetMeter) refund(cost float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.spent = max(0, m.spent-cost)
+}
+
+func (m *budgetMeter) read(per time.Duration, now time.Time) (spent float64, resetIn time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.start.IsZero() || now.Sub(m.start) >= per {
+		return 0, 0
+	}
+	return m.spent, per - now.Sub(m.start)
 }
 
 // count adds a bucket's calls in flight and waiting to sc.

@@ -3,6 +3,7 @@ package pacer
 import (
 	"context"
 	"net/http"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -38,3 +39,53 @@ func TestStatsDescribeTheScopes(t *testing.T) {
 		}
 	})
 }
+
+func TestStatsCountBudgetsAndTokens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &stubAPI{clock: SystemClock}
+		tr := New(api, WithLimit(Limit{Count: 10, Per: time.Second, Burst: 10}), WithHeadroom(1),
+			WithWorkload("nightly", Workload{Budget: Budget{Limit: 5, Per: time.Hour}}))
+		nightly := ContextWithWorkload(context.Background(), "nightly")
+		for range 3 {
+			mustNotErr(t, get(tr, nightly, "http://api.test/"))
+		}
+		time.Sleep(10 * time.Minute)
+		st := tr.Stats()
+		want := []WorkloadStats{
+			{Name: DefaultWorkload},
+			{Name: "nightly", Budget: Budget{Limit: 5, Per: time.Hour}, Spent: 3, ResetIn: 50 * time.Minute},
+		}
+		if !slices.Equal(st.Workloads, want) {
+			t.Errorf("workloads = %+v, want %+v", st.Workloads, want)
+		}
+		if d := st.Scopes[0]; !d.TokensKnown || d.Tokens != 10 {
+			t.Errorf("after ten minutes the bucket holds %v (known %v), want 10", d.Tokens, d.TokensKnown)
+		}
+		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+		if d := tr.Stats().Scopes[0]; d.Tokens != 8 {
+			t.Errorf("after two calls the bucket holds %v, want 8", d.Tokens)
+		}
+		time.Sleep(time.Hour)
+		if w := tr.Stats().Workloads[1]; w.Spent != 0 || w.ResetIn != 0 {
+			t.Errorf("after the period: %+v, want nothing spent", w)
+		}
+		// A call refused by the budget spends nothing.
+		for range 6 {
+			get(tr, nightly, "http://api.test/")
+		}
+		if w := tr.Stats().Workloads[1]; w.Spent != 5 {
+			t.Errorf("spent %v, want the budget of 5", w.Spent)
+		}
+	})
+}
+
+func TestStatsDoNotAskASharedStoreForTokens(t *testing.T) {
+	tr := New(nil, WithStore(&countingStore{Store: NewMemoryStore()}))
+	if d := tr.Stats().Scopes[0]; d.TokensKnown {
+		t.Errorf("tokens known for a shared store: %+v", d)
+	}
+}
+
+// countingStore is a store that is not the in-memory one.
+type countingStore struct{ Store }

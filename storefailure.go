@@ -112,6 +112,18 @@ type guardedStore struct {
 	backoff time.Duration // the wait after the next failure
 	probing bool          // a call is asking the store whether it is back
 	lastErr error
+
+	// covered, when set, hears of each call that the store did not answer
+	// and that the policy answered instead; a call that returns the failure
+	// to its caller is reported by the caller.
+	covered func(scope string, err error)
+}
+
+// cover reports a call the policy answered for the store.
+func (g *guardedStore) cover(scope string) {
+	if g.covered != nil {
+		g.covered(scope, g.unavailable())
+	}
 }
 
 func guardStore(s Store, f StoreFailure, timeout time.Duration) Store {
@@ -219,11 +231,14 @@ func (g *guardedStore) Take(ctx context.Context, now time.Time, demands []Demand
 	if !failed {
 		return <-result, nil
 	}
-	switch g.policy.mode {
-	case failOpen:
-		return Decision{OK: true}, nil
-	case failClosed:
+	if g.policy.mode == failClosed {
 		return Decision{}, g.unavailable()
+	}
+	if len(demands) > 0 {
+		g.cover(demands[0].Scope)
+	}
+	if g.policy.mode == failOpen {
+		return Decision{OK: true}, nil
 	}
 	return g.local.Take(ctx, now, g.share(demands))
 }
@@ -237,6 +252,9 @@ func (g *guardedStore) Refund(ctx context.Context, now time.Time, demands []Dema
 	})
 	if err != nil || !failed {
 		return err
+	}
+	if len(demands) > 0 {
+		g.cover(demands[0].Scope)
 	}
 	if g.policy.mode == fallBackLocal {
 		return g.local.Refund(ctx, now, g.share(demands))
@@ -253,6 +271,7 @@ func (g *guardedStore) Clamp(ctx context.Context, now time.Time, d Demand, token
 	if err != nil || !failed {
 		return err
 	}
+	g.cover(d.Scope)
 	if g.policy.mode == fallBackLocal {
 		return g.local.Clamp(ctx, now, g.share([]Demand{d})[0], tokens/float64(g.policy.instances))
 	}

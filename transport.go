@@ -91,6 +91,16 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 		workloads:   make(map[string]*workloadState),
 	}
 	t.calls.New = func() any { return &call{t: t} }
+	if g, ok := t.store.(*guardedStore); ok && len(t.observers) > 0 {
+		// A failure the policy covers returns no error, so no caller
+		// would report it.
+		g.covered = func(scope string, err error) { t.emit(Event{Kind: EventStoreFailure, Scope: scope, Err: err}) }
+	}
+	for _, o := range t.observers {
+		if b, ok := o.(transportObserver); ok {
+			b.bind(t)
+		}
+	}
 	errs := cfg.errs
 	if _, ok := findWorkload(cfg.workloads, DefaultWorkload); !ok {
 		cfg.workloads = append([]namedWorkload{{name: DefaultWorkload}}, cfg.workloads...)

@@ -148,4 +148,5 @@ type workloadState struct {
 	index int
 	// budget is the demand that spends the budget; Cost is set per call.
 	budget Demand
+	meter  budgetMeter // this process's spend, for Stats
 }

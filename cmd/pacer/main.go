@@ -1,6 +1,7 @@
 // Command pacer is pacer's command-line companion.
 //
 //	pacer simulate [flags]   run limiters side by side on synthetic traffic
+//	pacer probe [flags] URL  send one request and say what pacer understands of the response
 //	pacer help [command]     print usage
 //
 // Exit codes: 0 on success, 1 when the command failed while running, 2 for
@@ -28,6 +29,7 @@ var commands []command
 func init() {
 	commands = []command{
 		{"simulate", "run limiters side by side on the same synthetic traffic", runSimulate},
+		{"probe", "send one request and print what pacer understands of the response's limits", runProbe},
 		{"help", "print this help, or a command's: pacer help simulate", runHelp},
 	}
 }

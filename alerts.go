@@ -1,0 +1,181 @@
+package pacer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// An Alert says that calls on a scope were throttled since the previous
+// alert for that scope: refused by pacer because their wait could not be
+// made (EventThrottled), or rejected by the provider with a 429, a 503 or
+// a back-pressure status (EventRejected). Both mean that somebody's calls
+// are failing or slowing for want of quota. Waits that end in admission
+// are pacing doing its job, and are not counted.
+type Alert struct {
+	Scope string
+	// Count is Throttled + Rejected: the calls counted since this process's
+	// previous alert for the scope.
+	Count     int64
+	Throttled int64 // calls pacer refused
+	Rejected  int64 // calls the provider rejected
+	// First and Last are when the first and the last of them were counted,
+	// by the Transport's clock.
+	First, Last time.Time
+}
+
+func (a Alert) String() string {
+	return fmt.Sprintf("pacer: scope %q throttled %d times (%d refused here, %d rejected by the provider) from %s to %s",
+		a.Scope, a.Count, a.Throttled, a.Rejected, a.First.Format(time.RFC3339), a.Last.Format(time.RFC3339))
+}
+
+// alertScope is the name under which a store decides whether an alert may
+// be sent: one bucket per configured scope, shared by every process that
+// shares the store, whatever its alert interval.
+const alertScope = "alert"
+
+// WithAlerts calls notify when calls on a scope are throttled (see Alert),
+// at most once per interval for each scope, however many calls are: an
+// eleven-hour flood with a one-hour interval makes twelve calls, not fifty
+// thousand — the first at once, then one at the end of each interval that
+// counted anything, each carrying the counts since the one before. A scope
+// that goes quiet sends its last counts when its interval ends, so the
+// counts of all the alerts add up to every call throttled.
+//
+// Whether an alert may be sent now is decided by the Transport's store, in
+// one round trip: processes that share a Redis or Postgres store (WithStore)
+// send one alert per interval for the whole fleet, not one each. An
+// instance that loses the race keeps its counts and sends them when it next
+// wins, so each Alert carries the counts of the instance that sent it;
+// added up over time, the fleet's alerts count every throttled call. If the
+// store cannot answer, the alert is sent anyway: better twice than never.
+// Processes sharing a store share alerts by scope name.
+//
+// notify is called on a goroutine of its own, one at a time for each scope,
+// so it may block (post to a chat, page someone) without holding up a
+// request; while it runs, counts accumulate for the next alert. That
+// goroutine lives while the scope has counts to send, and ends one interval
+// after the last throttled call. Time is the Transport's Clock.
+//
+// An interval that is not positive, or a nil notify, is a configuration
+// error.
+func WithAlerts(interval time.Duration, notify func(Alert)) Option {
+	return func(c *config) {
+		if interval <= 0 || notify == nil {
+			c.errs = append(c.errs, fmt.Errorf("WithAlerts(%v, notify): the interval must be positive and notify not nil", interval))
+			return
+		}
+		// A new alerter for each Transport the option configures.
+		c.observers = append(c.observers, &alerter{interval: interval, notify: notify, scopes: map[string]*alertState{}})
+	}
+}
+
+// alerter is the Observer that WithAlerts adds.
+type alerter struct {
+	interval time.Duration
+	notify   func(Alert)
+	clock    Clock // the Transport's, set by bind
+	store    Store
+
+	mu     sync.Mutex
+	scopes map[string]*alertState // scope names come from the configuration: bounded
+}
+
+type alertState struct {
+	pending Alert     // Count 0: nothing to send
+	next    time.Time // no alert before this
+	sending bool      // a goroutine is sending this scope's alerts
+}
+
+func (a *alerter) bind(t *Transport) { a.clock, a.store = t.clock, t.store }
+
+// Observe counts throttled and rejected calls; the first after a quiet
+// spell starts the goroutine that sends the scope's alerts.
+func (a *alerter) Observe(e Event) {
+	if e.Kind != EventThrottled && e.Kind != EventRejected {
+		return
+	}
+	now := a.clock.Now()
+	a.mu.Lock()
+	s := a.scopes[e.Scope]
+	if s == nil {
+		s = &alertState{}
+		a.scopes[e.Scope] = s
+	}
+	p := &s.pending
+	if p.Count == 0 {
+		*p = Alert{Scope: e.Scope, First: now}
+	}
+	p.Count++
+	p.Last = now
+	if e.Kind == EventThrottled {
+		p.Throttled++
+	} else {
+		p.Rejected++
+	}
+	start := !s.sending
+	s.sending = true
+	a.mu.Unlock()
+	if start {
+		go a.send(e.Scope, s)
+	}
+}
+
+// send sends the scope's alerts, each when its interval allows and the
+// store agrees, until an interval passes with nothing to send.
+func (a *alerter) send(scope string, s *alertState) {
+	var timer Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		a.mu.Lock()
+		wait := s.next.Sub(a.clock.Now())
+		a.mu.Unlock()
+		if wait > 0 {
+			if timer == nil {
+				timer = a.clock.NewTimer(wait)
+			} else {
+				timer.Reset(wait)
+			}
+			<-timer.C()
+		}
+		now := a.clock.Now()
+		a.mu.Lock()
+		if s.pending.Count == 0 {
+			s.sending = false
+			a.mu.Unlock()
+			return
+		}
+		a.mu.Unlock()
+		if retry, ok := a.mayNotify(scope, now); !ok {
+			a.mu.Lock()
+			s.next = now.Add(retry)
+			a.mu.Unlock()
+			continue
+		}
+		a.mu.Lock()
+		alert := s.pending
+		s.pending = Alert{}
+		s.next = now.Add(a.interval)
+		a.mu.Unlock()
+		a.notify(alert)
+	}
+}
+
+// mayNotify asks the store whether the scope's alert for this interval is
+// still to be sent, taking it if so; if not, it says when to ask again.
+func (a *alerter) mayNotify(scope string, now time.Time) (retry time.Duration, ok bool) {
+	d := Demand{Scope: alertScope, Key: scope, Burst: 1, Window: a.interval, Cost: 1}
+	dec, err := a.store.Take(context.Background(), now, []Demand{d})
+	switch {
+	case err != nil || dec.OK:
+		return 0, true
+	case dec.Wait <= 0 || dec.Wait > a.interval:
+		return a.interval, false
+	}
+	return dec.Wait, false
+}

@@ -1,0 +1,155 @@
+package pacer
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// alertLog keeps the alerts it is given, with the time each came.
+type alertLog struct {
+	mu     sync.Mutex
+	alerts []Alert
+	at     []time.Time
+}
+
+func (l *alertLog) notify(a Alert) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.alerts = append(l.alerts, a)
+	l.at = append(l.at, time.Now())
+}
+
+// An eleven-hour flood of throttled calls makes one alert per interval —
+// the first at once, the last flushing the tail when its interval ends —
+// and the alerts' counts add up to every throttled call.
+func TestAlertsDoNotFlood(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const (
+			flood    = 11 * time.Hour
+			calls    = 50_000
+			interval = time.Hour
+		)
+		log := &alertLog{}
+		rec := &recorder{}
+		tr := New(&stubAPI{clock: SystemClock}, WithLimit(Limit{Count: 1, Per: 24 * time.Hour, Burst: 1}),
+			WithFailFast(), WithObserver(rec), WithAlerts(interval, log.notify))
+		mustNotErr(t, tr.Err())
+		start := time.Now().Add(flood / calls) // the first call is sent, the second throttled
+		for range calls {
+			get(tr, context.Background(), "http://api.test/")
+			time.Sleep(flood / calls)
+		}
+		time.Sleep(2 * interval) // the tail is sent, and the sender ends
+		synctest.Wait()
+
+		throttled := int64(rec.kinds()[EventThrottled])
+		if throttled != calls-1 {
+			t.Fatalf("%d calls throttled, want all but the first of %d", throttled, calls)
+		}
+		if want := int(flood/interval) + 1; len(log.alerts) != want {
+			t.Fatalf("%d alerts, want %d", len(log.alerts), want)
+		}
+		var sum int64
+		for i, a := range log.alerts {
+			sum += a.Count
+			if want := start.Add(time.Duration(i) * interval); !log.at[i].Equal(want) {
+				t.Errorf("alert %d came at %v, want %v", i, log.at[i].Sub(start), want.Sub(start))
+			}
+			if a.Scope != DefaultScope || a.Count != a.Throttled || a.Rejected != 0 {
+				t.Errorf("alert %d = %+v", i, a)
+			}
+			if a.First.After(a.Last) || a.Last.After(log.at[i]) || i > 0 && !a.First.After(log.alerts[i-1].Last) {
+				t.Errorf("alert %d covers %v to %v, which does not follow the one before", i, a.First.Sub(start), a.Last.Sub(start))
+			}
+		}
+		if first := log.alerts[0]; first.Count != 1 {
+			t.Errorf("the first alert counts %d, want 1: it is sent at once", first.Count)
+		}
+		if s, want := log.alerts[1].String(), `pacer: scope "default" throttled 4545 times (4545 refused here, 0 rejected by the provider)`; !strings.HasPrefix(s, want) {
+			t.Errorf("the second alert says %q, want it to start %q", s, want)
+		}
+		if sum != throttled {
+			t.Errorf("the alerts count %d throttled calls, want %d", sum, throttled)
+		}
+	})
+}
+
+// Rejections by the provider count as well, on every scope the call was
+// charged to, and each scope has its own interval.
+func TestAlertsCountRejectionsPerScope(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := &alertLog{}
+		api := &scriptedAPI{steps: []scripted{{http.StatusTooManyRequests, nil}, {http.StatusServiceUnavailable, nil}}}
+		tr := New(api, WithoutRetry(), WithScope(Scope{Name: "account", Limit: PerSecond(100)}),
+			WithRoute(func(_ *http.Request, ch []Charge) []Charge { return append(ch, Charge{Scope: "account"}) }),
+			WithAlerts(time.Minute, log.notify))
+		mustNotErr(t, tr.Err())
+		for range 2 {
+			get(tr, context.Background(), "http://api.test/")
+			time.Sleep(time.Second) // past the AIMD cut's emptied bucket
+		}
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		got := map[string][2]int64{}
+		for _, a := range log.alerts {
+			c := got[a.Scope]
+			got[a.Scope] = [2]int64{c[0] + a.Rejected, c[1] + 1}
+		}
+		for _, scope := range []string{DefaultScope, "account"} {
+			if got[scope] != [2]int64{2, 2} {
+				t.Errorf("scope %q: %d rejections in %d alerts, want 2 in 2 (one at once, one when the minute ends)", scope, got[scope][0], got[scope][1])
+			}
+		}
+	})
+}
+
+func TestAlertsRefuseABadConfiguration(t *testing.T) {
+	for _, opt := range []Option{WithAlerts(0, func(Alert) {}), WithAlerts(time.Minute, nil)} {
+		if New(nil, opt).Err() == nil {
+			t.Error("no configuration error")
+		}
+	}
+}
+
+// Two Transports sharing one store send one alert per interval between
+// them; the one that lost sends its counts when it next wins.
+func TestAlertsAreDecidedByTheSharedStore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := &alertLog{}
+		store := NewMemoryStore()
+		var trs [2]*Transport
+		for i := range trs {
+			trs[i] = New(&stubAPI{clock: SystemClock}, WithStore(store), WithFailFast(),
+				WithLimit(Limit{Count: 1, Per: 24 * time.Hour, Burst: 1}), WithAlerts(time.Minute, log.notify))
+		}
+		// The bucket is shared too: one call is sent, the rest throttled.
+		const calls = 600
+		for i := range calls {
+			get(trs[i%2], context.Background(), "http://api.test/")
+			time.Sleep(time.Second)
+		}
+		time.Sleep(3 * time.Minute)
+		synctest.Wait()
+		var sum int64
+		for i, a := range log.alerts {
+			sum += a.Count
+			if i > 0 && log.at[i].Sub(log.at[i-1]) < time.Minute {
+				t.Errorf("alerts %d and %d came %v apart, less than the interval", i-1, i, log.at[i].Sub(log.at[i-1]))
+			}
+		}
+		if sum != calls-1 {
+			t.Errorf("the alerts count %d throttled calls, want %d", sum, calls-1)
+		}
+		t.Logf("%d alerts", len(log.alerts))
+		if n := len(log.alerts); n > 10+2 {
+			t.Errorf("%d alerts for a ten-minute flood with a one-minute interval", n)
+		}
+	})
+}

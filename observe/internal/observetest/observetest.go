@@ -1,0 +1,91 @@
+// Package observetest is the scenario the observe adapters' tests share: a
+// Transport over a fake API, driven through most kinds of event, with a
+// credential in every place one could leak from.
+package observetest
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/pacer-go/pacer"
+)
+
+// Secret is the API key each request carries, in its URL (where a route
+// reads it as the key of the "key" scope) and in its Authorization header.
+// No adapter may show it.
+const Secret = "sk-live-0123456789"
+
+// Leaks are the strings no metric or log may contain.
+var Leaks = []string{Secret, "api.test", "Bearer", "/v1/things"}
+
+// api answers 429 with Retry-After: 2 to its first call, 200 after.
+type api struct{ calls atomic.Int64 }
+
+func (a *api) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp := &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("ok")), Request: req}
+	if a.calls.Add(1) == 1 {
+		resp.StatusCode = http.StatusTooManyRequests
+		resp.Header.Set("Retry-After", "2")
+	}
+	return resp, nil
+}
+
+// New returns a Transport that tells obs what it does: the scope "default"
+// at 1 a second with a burst of 1 and 4 calls at once; the scope "key" at
+// 100 a second, keyed by the request's API key; the workload "batch" with
+// a budget of 3 calls an hour.
+func New(obs pacer.Observer) *pacer.Transport {
+	return pacer.New(&api{}, pacer.WithObserver(obs), pacer.WithHeadroom(1), pacer.WithConcurrency(4),
+		pacer.WithLimit(pacer.Limit{Count: 1, Per: time.Second, Burst: 1}),
+		pacer.WithScope(pacer.Scope{Name: "key", Limit: pacer.PerSecond(100)}),
+		pacer.WithRoute(func(req *http.Request, ch []pacer.Charge) []pacer.Charge {
+			return append(ch, pacer.Charge{Scope: "key", Key: req.URL.Query().Get("api_key")})
+		}),
+		pacer.WithWorkload("batch", pacer.Workload{Budget: pacer.Budget{Limit: 3, Per: time.Hour}}),
+		pacer.WithLogger(slog.New(slog.DiscardHandler)))
+}
+
+// Run drives tr, which must run in a synctest bubble, through:
+//
+//  1. a batch call answered 429 with Retry-After: 2 — rejected on both
+//     scopes, both paused, the rate of "default" cut to 0.85/s and its
+//     bucket emptied — and retried: it waits 1/0.85 s for the bucket after
+//     the pause, and is admitted;
+//  2. a batch call that waits 1/0.85 s and is admitted; its body is left
+//     open, so it stays in flight until the caller closes what Run returns;
+//  3. a batch call refused by the spent budget;
+//  4. a call of the default workload throttled: its deadline is too near.
+func Run(tr *pacer.Transport) (open *http.Response, err error) {
+	batch := pacer.ContextWithWorkload(context.Background(), "batch")
+	resp, err := send(tr, batch)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body.Close()
+	if open, err = send(tr, batch); err != nil {
+		return nil, err
+	}
+	if resp, err := send(tr, batch); err == nil {
+		resp.Body.Close()
+		return open, errors.New("a call past the budget was sent")
+	}
+	short, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	if resp, err := send(tr, short); err == nil {
+		resp.Body.Close()
+		return open, errors.New("a call that could not wait was sent")
+	}
+	return open, nil
+}
+
+func send(tr http.RoundTripper, ctx context.Context) (*http.Response, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/v1/things?api_key="+Secret, nil)
+	req.Header.Set("Authorization", "Bearer "+Secret)
+	return tr.RoundTrip(req)
+}

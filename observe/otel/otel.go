@@ -1,0 +1,219 @@
+// Package paceroptel records what a pacer Transport does as OpenTelemetry
+// metrics.
+//
+// Metrics is a pacer.Observer that adds events to counters and a wait
+// histogram as they happen, and reports the Transport's Stats through
+// observable gauges when the SDK collects:
+//
+//	m, err := paceroptel.New(otel.GetMeterProvider())
+//	tr := pacer.New(nil, pacer.WithObserver(m), …)
+//	m.Watch(tr)
+//
+// Attributes are bounded: pacer.scope and pacer.workload are names from the
+// Transport's configuration, pacer.unit a scope's unit, and
+// http.response.status_code the provider's status on a rejection. No URL,
+// key or header is ever recorded.
+//
+// Instruments (all under the meter "github.com/pacer-go/pacer"):
+//
+//	pacer.admitted            counter    calls admitted and sent
+//	pacer.wait                histogram  s, the waits of calls that waited
+//	pacer.throttled           counter    calls refused here: their wait could not be made
+//	pacer.provider.rejections counter    429s, 503s and back-pressure from the provider
+//	pacer.cooldowns           counter    pauses the provider imposed
+//	pacer.retries             counter    calls sent again
+//	pacer.budget.exhausted    counter    calls refused by a spend budget
+//	pacer.store.failures      counter    store calls that went unanswered
+//	pacer.in_flight           gauge      calls in flight (on scopes that cap concurrency)
+//	pacer.waiting             gauge      calls waiting for admission
+//	pacer.rate                gauge      the pace now, in units a second
+//	pacer.tokens              gauge      what the scope's bucket holds (in-memory store only)
+//	pacer.cooldown.remaining  gauge      s, what is left of a provider's pause
+//	pacer.retry.credit        gauge      retries the retry budget allows now
+//	pacer.budget.limit        gauge      a workload's spend cap per period
+//	pacer.budget.spent        gauge      what this process spent of it this period
+package paceroptel
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/pacer-go/pacer"
+)
+
+// ScopeName is the instrumentation scope of the meter Metrics uses.
+const ScopeName = "github.com/pacer-go/pacer"
+
+// The attribute keys.
+const (
+	AttrScope    = attribute.Key("pacer.scope")
+	AttrWorkload = attribute.Key("pacer.workload")
+	AttrUnit     = attribute.Key("pacer.unit")
+	AttrStatus   = attribute.Key("http.response.status_code")
+)
+
+// WaitBuckets are the wait histogram's default boundaries, in seconds: from
+// 10 ms to ten minutes, pacer's longest wait by default. A View may
+// replace them.
+var WaitBuckets = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
+
+// Metrics records a Transport's events and reports its Stats. It is safe
+// for concurrent use.
+type Metrics struct {
+	transport atomic.Pointer[pacer.Transport]
+
+	admitted, throttled, rejections, cooldowns metric.Int64Counter
+	retries, budgetExhausted, storeFailures    metric.Int64Counter
+	wait                                       metric.Float64Histogram
+
+	inFlight, waiting                   metric.Int64ObservableGauge
+	rate, tokens, cooldown, retryCredit metric.Float64ObservableGauge
+	budgetLimit, budgetSpent            metric.Float64ObservableGauge
+	attrs                               sync.Map // labels → metric.MeasurementOption, bounded by the configuration
+	registration                        metric.Registration
+}
+
+var _ pacer.Observer = (*Metrics)(nil)
+
+// New makes the instruments on a meter from mp.
+func New(mp metric.MeterProvider) (*Metrics, error) {
+	meter := mp.Meter(ScopeName)
+	m := &Metrics{}
+	var err error
+	counter := func(name, desc string) metric.Int64Counter {
+		c, e := meter.Int64Counter(name, metric.WithDescription(desc), metric.WithUnit("{call}"))
+		if err == nil {
+			err = e
+		}
+		return c
+	}
+	m.admitted = counter("pacer.admitted", "Calls admitted and sent.")
+	m.throttled = counter("pacer.throttled", "Calls refused by pacer because their wait could not be made.")
+	m.rejections = counter("pacer.provider.rejections", "Calls the provider rejected: 429, 503 or a back-pressure status.")
+	m.cooldowns = counter("pacer.cooldowns", "Pauses the provider imposed on a scope.")
+	m.retries = counter("pacer.retries", "Calls sent again.")
+	m.budgetExhausted = counter("pacer.budget.exhausted", "Calls refused because their workload's spend budget was exhausted.")
+	m.storeFailures = counter("pacer.store.failures", "Calls to the shared store that went unanswered.")
+	m.wait, err = histogram(meter, err, "pacer.wait", "How long calls that waited for admission waited.")
+	intGauge := func(name, desc string) metric.Int64ObservableGauge {
+		g, e := meter.Int64ObservableGauge(name, metric.WithDescription(desc), metric.WithUnit("{call}"))
+		if err == nil {
+			err = e
+		}
+		return g
+	}
+	floatGauge := func(name, unit, desc string) metric.Float64ObservableGauge {
+		g, e := meter.Float64ObservableGauge(name, metric.WithDescription(desc), metric.WithUnit(unit))
+		if err == nil {
+			err = e
+		}
+		return g
+	}
+	m.inFlight = intGauge("pacer.in_flight", "Calls in flight, counted on scopes that cap concurrency.")
+	m.waiting = intGauge("pacer.waiting", "Calls waiting for admission.")
+	m.rate = floatGauge("pacer.rate", "1/s", "The scope's pace now, in its units a second.")
+	m.tokens = floatGauge("pacer.tokens", "1", "What the scope's bucket holds now (in-memory store only), in its units.")
+	m.cooldown = floatGauge("pacer.cooldown.remaining", "s", "What is left of a pause the provider imposed.")
+	m.retryCredit = floatGauge("pacer.retry.credit", "{retry}", "Retries the scope's retry budget allows now.")
+	m.budgetLimit = floatGauge("pacer.budget.limit", "1", "A workload's spend cap per period, in the budget's unit.")
+	m.budgetSpent = floatGauge("pacer.budget.spent", "1", "What this process spent of its workload's budget in the current period.")
+	if err != nil {
+		return nil, err
+	}
+	m.registration, err = meter.RegisterCallback(m.report, m.inFlight, m.waiting, m.rate, m.tokens, m.cooldown,
+		m.retryCredit, m.budgetLimit, m.budgetSpent)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// histogram makes the wait histogram unless an instrument failed before.
+func histogram(meter metric.Meter, err error, name, desc string) (metric.Float64Histogram, error) {
+	if err != nil {
+		return nil, err
+	}
+	return meter.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
+		metric.WithExplicitBucketBoundaries(WaitBuckets...))
+}
+
+// Watch makes the gauges report t's Stats. Metrics watches one Transport;
+// a later Watch replaces it.
+func (m *Metrics) Watch(t *pacer.Transport) { m.transport.Store(t) }
+
+// Close stops reporting the gauges.
+func (m *Metrics) Close() error { return m.registration.Unregister() }
+
+// labels returns the attributes of a scope and a workload, made once.
+func (m *Metrics) labels(scope, workload string) metric.MeasurementOption {
+	key := [2]string{scope, workload}
+	if o, ok := m.attrs.Load(key); ok {
+		return o.(metric.MeasurementOption)
+	}
+	o := metric.WithAttributeSet(attribute.NewSet(AttrScope.String(scope), AttrWorkload.String(workload)))
+	m.attrs.Store(key, o)
+	return o
+}
+
+// Observe implements pacer.Observer.
+func (m *Metrics) Observe(e pacer.Event) {
+	ctx := context.Background()
+	switch e.Kind {
+	case pacer.EventAdmitted:
+		m.admitted.Add(ctx, 1, m.labels(e.Scope, e.Workload))
+	case pacer.EventWaited:
+		m.wait.Record(ctx, e.Wait.Seconds(), m.labels(e.Scope, e.Workload))
+	case pacer.EventThrottled:
+		m.throttled.Add(ctx, 1, m.labels(e.Scope, e.Workload))
+	case pacer.EventRejected:
+		m.rejections.Add(ctx, 1, metric.WithAttributes(AttrScope.String(e.Scope), AttrWorkload.String(e.Workload), AttrStatus.Int(e.Status)))
+	case pacer.EventCooldownStarted:
+		m.cooldowns.Add(ctx, 1, metric.WithAttributes(AttrScope.String(e.Scope)))
+	case pacer.EventRetried:
+		m.retries.Add(ctx, 1, m.labels(e.Scope, e.Workload))
+	case pacer.EventBudgetExhausted:
+		m.budgetExhausted.Add(ctx, 1, metric.WithAttributes(AttrWorkload.String(e.Workload)))
+	case pacer.EventStoreFailure:
+		m.storeFailures.Add(ctx, 1, metric.WithAttributes(AttrScope.String(e.Scope)))
+	}
+}
+
+// report observes the gauges from the watched Transport's Stats.
+func (m *Metrics) report(_ context.Context, o metric.Observer) error {
+	t := m.transport.Load()
+	if t == nil {
+		return nil
+	}
+	st := t.Stats()
+	for _, s := range st.Scopes {
+		scope := metric.WithAttributes(AttrScope.String(s.Name))
+		unit := metric.WithAttributes(AttrScope.String(s.Name), AttrUnit.String(s.Unit))
+		for _, w := range st.Workloads {
+			o.ObserveInt64(m.inFlight, int64(s.InFlightBy[w.Name]), m.labels(s.Name, w.Name))
+		}
+		o.ObserveInt64(m.waiting, int64(s.Waiting), scope)
+		o.ObserveFloat64(m.rate, s.Rate, unit)
+		if s.TokensKnown {
+			o.ObserveFloat64(m.tokens, s.Tokens, unit)
+		}
+		o.ObserveFloat64(m.cooldown, s.Cooldown.Seconds(), scope)
+		o.ObserveFloat64(m.retryCredit, s.RetryCredit, scope)
+	}
+	for _, w := range st.Workloads {
+		if w.Budget.Limit == 0 {
+			continue
+		}
+		unit := w.Budget.Unit
+		if unit == "" {
+			unit = pacer.UnitRequests
+		}
+		attrs := metric.WithAttributes(AttrWorkload.String(w.Name), AttrUnit.String(unit))
+		o.ObserveFloat64(m.budgetLimit, float64(w.Budget.Limit), attrs)
+		o.ObserveFloat64(m.budgetSpent, w.Spent, attrs)
+	}
+	return nil
+}

@@ -1,0 +1,149 @@
+package paceroptel_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/pacer-go/pacer/observe/internal/observetest"
+	paceroptel "github.com/pacer-go/pacer/observe/otel"
+)
+
+// point is one data point: its attributes, written k=v in order, and value.
+type point struct {
+	attrs string
+	value float64
+}
+
+// collect reads every data point of every instrument, by instrument name.
+func collect(t *testing.T, r *sdkmetric.ManualReader) map[string][]point {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]point{}
+	for _, sm := range rm.ScopeMetrics {
+		if sm.Scope.Name != paceroptel.ScopeName {
+			t.Errorf("instrumentation scope %q", sm.Scope.Name)
+		}
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					out[m.Name] = append(out[m.Name], point{attrString(p.Attributes), float64(p.Value)})
+				}
+			case metricdata.Gauge[int64]:
+				for _, p := range d.DataPoints {
+					out[m.Name] = append(out[m.Name], point{attrString(p.Attributes), float64(p.Value)})
+				}
+			case metricdata.Gauge[float64]:
+				for _, p := range d.DataPoints {
+					out[m.Name] = append(out[m.Name], point{attrString(p.Attributes), p.Value})
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					out[m.Name] = append(out[m.Name], point{attrString(p.Attributes), float64(p.Count)})
+					out[m.Name+".sum"] = append(out[m.Name+".sum"], point{attrString(p.Attributes), p.Sum})
+				}
+			default:
+				t.Errorf("%s: unexpected data %T", m.Name, m.Data)
+			}
+		}
+	}
+	return out
+}
+
+func attrString(s attribute.Set) string {
+	var b strings.Builder
+	for _, kv := range s.ToSlice() {
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(string(kv.Key) + "=" + kv.Value.Emit())
+	}
+	return b.String()
+}
+
+func value(t *testing.T, got map[string][]point, name, attrs string) float64 {
+	t.Helper()
+	for _, p := range got[name] {
+		if p.attrs == attrs {
+			return p.value
+		}
+	}
+	t.Errorf("no %s{%s}; have %v", name, attrs, got[name])
+	return -1
+}
+
+func TestMetricsThroughAnInMemoryReader(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reader := sdkmetric.NewManualReader()
+		m, err := paceroptel.New(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := observetest.New(m)
+		m.Watch(tr)
+		open, err := observetest.Run(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		got := collect(t, reader)
+		const defBatch = "pacer.scope=default,pacer.workload=batch"
+		for _, c := range []struct {
+			name, attrs string
+			want        float64
+		}{
+			{"pacer.admitted", defBatch, 3},
+			{"pacer.wait", defBatch, 2},
+			{"pacer.throttled", "pacer.scope=default,pacer.workload=default", 1},
+			{"pacer.provider.rejections", "http.response.status_code=429,pacer.scope=default,pacer.workload=batch", 1},
+			{"pacer.provider.rejections", "http.response.status_code=429,pacer.scope=key,pacer.workload=batch", 1},
+			{"pacer.cooldowns", "pacer.scope=default", 1},
+			{"pacer.retries", defBatch, 1},
+			{"pacer.budget.exhausted", "pacer.workload=batch", 1},
+			{"pacer.in_flight", defBatch, 1},
+			{"pacer.in_flight", "pacer.scope=default,pacer.workload=default", 0},
+			{"pacer.waiting", "pacer.scope=default", 0},
+			{"pacer.tokens", "pacer.scope=default,pacer.unit=requests", 0},
+			{"pacer.cooldown.remaining", "pacer.scope=default", 0},
+			{"pacer.budget.limit", "pacer.unit=requests,pacer.workload=batch", 3},
+			{"pacer.budget.spent", "pacer.unit=requests,pacer.workload=batch", 3},
+			{"pacer.rate", "pacer.scope=key,pacer.unit=requests", 100},
+		} {
+			if v := value(t, got, c.name, c.attrs); v != c.want {
+				t.Errorf("%s{%s} = %v, want %v", c.name, c.attrs, v, c.want)
+			}
+		}
+		// Both waits were 1/0.85 s: the rate the 429 cut.
+		if sum := value(t, got, "pacer.wait.sum", defBatch); sum < 2.3 || sum > 2.4 {
+			t.Errorf("the waits add up to %vs, want 2/0.85", sum)
+		}
+		for name, points := range got {
+			for _, p := range points {
+				for _, leak := range observetest.Leaks {
+					if strings.Contains(p.attrs, leak) {
+						t.Errorf("%s{%s} shows %q", name, p.attrs, leak)
+					}
+				}
+			}
+		}
+		open.Body.Close()
+		if v := value(t, collect(t, reader), "pacer.in_flight", defBatch); v != 0 {
+			t.Errorf("in flight after the body was closed: %v", v)
+		}
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := collect(t, reader)["pacer.in_flight"]; ok {
+			t.Error("the gauges are still reported after Close")
+		}
+	})
+}

@@ -1,0 +1,207 @@
+// Package pacerprom exports what a pacer Transport does as Prometheus
+// metrics.
+//
+// A Collector is both a pacer.Observer, which counts events as they happen,
+// and a prometheus.Collector, which reads the Transport's Stats when it is
+// scraped for the gauges:
+//
+//	m := pacerprom.New()
+//	tr := pacer.New(nil, pacer.WithObserver(m), …)
+//	m.Watch(tr)
+//	prometheus.MustRegister(m)
+//
+// Labels are bounded: scope and workload names from the Transport's
+// configuration, the event's status code, and a scope's unit. No URL, key
+// or header ever becomes a label. To tell several Transports apart (one per
+// API), give each its own Collector and register it through
+// prometheus.WrapRegistererWith(prometheus.Labels{"api": "openai"}, reg).
+//
+// The metrics, with the default namespace "pacer":
+//
+//	pacer_admitted_total{scope,workload}            calls admitted and sent
+//	pacer_wait_seconds{scope,workload}              histogram of the waits of calls that waited
+//	pacer_throttled_total{scope,workload}           calls refused here: their wait could not be made
+//	pacer_provider_rejections_total{scope,workload,status}  429s, 503s and back-pressure from the provider
+//	pacer_cooldowns_total{scope}                    pauses the provider imposed
+//	pacer_retries_total{scope,workload}             calls sent again
+//	pacer_budget_exhausted_total{workload}          calls refused by a spend budget
+//	pacer_store_failures_total{scope}               store calls that went unanswered
+//
+// and, from Stats at each scrape:
+//
+//	pacer_in_flight{scope,workload}                 calls in flight (on scopes that cap concurrency)
+//	pacer_waiting{scope}                            calls waiting for admission
+//	pacer_rate{scope,unit}                          the pace now, in units a second
+//	pacer_tokens{scope,unit}                        what the scope's bucket holds (in-memory store only)
+//	pacer_cooldown_remaining_seconds{scope}         what is left of a provider's pause
+//	pacer_retry_credit{scope}                       retries the retry budget allows now
+//	pacer_budget_limit{workload,unit}               a workload's spend cap per period
+//	pacer_budget_spent{workload,unit}               what this process spent of it this period
+package pacerprom
+
+import (
+	"strconv"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/pacer-go/pacer"
+)
+
+// DefaultBuckets are the wait histogram's buckets, in seconds: from 10 ms
+// to ten minutes, pacer's longest wait by default.
+var DefaultBuckets = []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
+
+// An Option configures a Collector.
+type Option func(*options)
+
+type options struct {
+	namespace string
+	buckets   []float64
+}
+
+// WithNamespace sets the metrics' prefix; the default is "pacer".
+func WithNamespace(ns string) Option { return func(o *options) { o.namespace = ns } }
+
+// WithBuckets sets the wait histogram's buckets, in seconds.
+func WithBuckets(b []float64) Option { return func(o *options) { o.buckets = b } }
+
+// Collector counts a Transport's events and reads its Stats at each scrape.
+// It is safe for concurrent use.
+type Collector struct {
+	transport atomic.Pointer[pacer.Transport]
+
+	admitted, throttled, retries  *prometheus.CounterVec
+	rejections                    *prometheus.CounterVec
+	cooldowns, storeFailures      *prometheus.CounterVec
+	budgetExhausted               *prometheus.CounterVec
+	wait                          *prometheus.HistogramVec
+	inFlight, waiting, rate       *prometheus.Desc
+	tokens, cooldown, retryCredit *prometheus.Desc
+	budgetLimit, budgetSpent      *prometheus.Desc
+}
+
+var (
+	_ pacer.Observer       = (*Collector)(nil)
+	_ prometheus.Collector = (*Collector)(nil)
+)
+
+// New returns a Collector. Pass it to pacer.WithObserver, then Watch the
+// Transport, then register it.
+func New(opts ...Option) *Collector {
+	o := options{namespace: "pacer", buckets: DefaultBuckets}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: o.namespace, Name: name, Help: help}, labels)
+	}
+	desc := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName(o.namespace, "", name), help, labels, nil)
+	}
+	return &Collector{
+		admitted:        counter("admitted_total", "Calls admitted and sent.", "scope", "workload"),
+		throttled:       counter("throttled_total", "Calls refused by pacer because their wait could not be made.", "scope", "workload"),
+		rejections:      counter("provider_rejections_total", "Calls the provider rejected: 429, 503 or a back-pressure status.", "scope", "workload", "status"),
+		cooldowns:       counter("cooldowns_total", "Pauses the provider imposed on a scope.", "scope"),
+		retries:         counter("retries_total", "Calls sent again.", "scope", "workload"),
+		budgetExhausted: counter("budget_exhausted_total", "Calls refused because their workload's spend budget was exhausted.", "workload"),
+		storeFailures:   counter("store_failures_total", "Calls to the shared store that went unanswered.", "scope"),
+		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: o.namespace, Name: "wait_seconds",
+			Help: "How long calls that waited for admission waited.", Buckets: o.buckets}, []string{"scope", "workload"}),
+		inFlight:    desc("in_flight", "Calls in flight, counted on scopes that cap concurrency.", "scope", "workload"),
+		waiting:     desc("waiting", "Calls waiting for admission.", "scope"),
+		rate:        desc("rate", "The scope's pace now, in units a second.", "scope", "unit"),
+		tokens:      desc("tokens", "What the scope's bucket holds now (in-memory store only).", "scope", "unit"),
+		cooldown:    desc("cooldown_remaining_seconds", "What is left of a pause the provider imposed.", "scope"),
+		retryCredit: desc("retry_credit", "Retries the scope's retry budget allows now.", "scope"),
+		budgetLimit: desc("budget_limit", "A workload's spend cap per period.", "workload", "unit"),
+		budgetSpent: desc("budget_spent", "What this process spent of its workload's budget in the current period.", "workload", "unit"),
+	}
+}
+
+// Watch makes the Collector report t's Stats as gauges. A Collector
+// watches one Transport; a later Watch replaces it.
+func (c *Collector) Watch(t *pacer.Transport) { c.transport.Store(t) }
+
+// Observe implements pacer.Observer.
+func (c *Collector) Observe(e pacer.Event) {
+	switch e.Kind {
+	case pacer.EventAdmitted:
+		c.admitted.WithLabelValues(e.Scope, e.Workload).Inc()
+	case pacer.EventWaited:
+		c.wait.WithLabelValues(e.Scope, e.Workload).Observe(e.Wait.Seconds())
+	case pacer.EventThrottled:
+		c.throttled.WithLabelValues(e.Scope, e.Workload).Inc()
+	case pacer.EventRejected:
+		c.rejections.WithLabelValues(e.Scope, e.Workload, statusLabel(e.Status)).Inc()
+	case pacer.EventCooldownStarted:
+		c.cooldowns.WithLabelValues(e.Scope).Inc()
+	case pacer.EventRetried:
+		c.retries.WithLabelValues(e.Scope, e.Workload).Inc()
+	case pacer.EventBudgetExhausted:
+		c.budgetExhausted.WithLabelValues(e.Workload).Inc()
+	case pacer.EventStoreFailure:
+		c.storeFailures.WithLabelValues(e.Scope).Inc()
+	}
+}
+
+// statusLabel keeps the status label to the codes HTTP defines.
+func statusLabel(status int) string {
+	if status < 100 || status > 599 {
+		return "other"
+	}
+	return strconv.Itoa(status)
+}
+
+func (c *Collector) vecs() []prometheus.Collector {
+	return []prometheus.Collector{c.admitted, c.throttled, c.rejections, c.cooldowns, c.retries, c.budgetExhausted, c.storeFailures, c.wait}
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, v := range c.vecs() {
+		v.Describe(ch)
+	}
+	for _, d := range []*prometheus.Desc{c.inFlight, c.waiting, c.rate, c.tokens, c.cooldown, c.retryCredit, c.budgetLimit, c.budgetSpent} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	for _, v := range c.vecs() {
+		v.Collect(ch)
+	}
+	t := c.transport.Load()
+	if t == nil {
+		return
+	}
+	st := t.Stats()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	for _, s := range st.Scopes {
+		for _, w := range st.Workloads {
+			gauge(c.inFlight, float64(s.InFlightBy[w.Name]), s.Name, w.Name)
+		}
+		gauge(c.waiting, float64(s.Waiting), s.Name)
+		gauge(c.rate, s.Rate, s.Name, s.Unit)
+		if s.TokensKnown {
+			gauge(c.tokens, s.Tokens, s.Name, s.Unit)
+		}
+		gauge(c.cooldown, s.Cooldown.Seconds(), s.Name)
+		gauge(c.retryCredit, s.RetryCredit, s.Name)
+	}
+	for _, w := range st.Workloads {
+		if w.Budget.Limit == 0 {
+			continue
+		}
+		unit := w.Budget.Unit
+		if unit == "" {
+			unit = pacer.UnitRequests
+		}
+		gauge(c.budgetLimit, float64(w.Budget.Limit), w.Name, unit)
+		gauge(c.budgetSpent, w.Spent, w.Name, unit)
+	}
+}

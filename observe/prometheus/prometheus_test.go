@@ -1,0 +1,138 @@
+package pacerprom_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/observe/internal/observetest"
+	pacerprom "github.com/pacer-go/pacer/observe/prometheus"
+)
+
+// The metrics, scraped through the HTTP handler, count what happened, and
+// the gauges read the Transport's state; no key, URL or credential shows.
+func TestMetricsThroughTheHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := pacerprom.New()
+		tr := observetest.New(m)
+		if err := tr.Err(); err != nil {
+			t.Fatal(err)
+		}
+		m.Watch(tr)
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(m)
+		open, err := observetest.Run(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		defer srv.Close()
+		want := `
+# HELP pacer_admitted_total Calls admitted and sent.
+# TYPE pacer_admitted_total counter
+pacer_admitted_total{scope="default",workload="batch"} 3
+# HELP pacer_budget_exhausted_total Calls refused because their workload's spend budget was exhausted.
+# TYPE pacer_budget_exhausted_total counter
+pacer_budget_exhausted_total{workload="batch"} 1
+# HELP pacer_budget_limit A workload's spend cap per period.
+# TYPE pacer_budget_limit gauge
+pacer_budget_limit{unit="requests",workload="batch"} 3
+# HELP pacer_budget_spent What this process spent of its workload's budget in the current period.
+# TYPE pacer_budget_spent gauge
+pacer_budget_spent{unit="requests",workload="batch"} 3
+# HELP pacer_cooldowns_total Pauses the provider imposed on a scope.
+# TYPE pacer_cooldowns_total counter
+pacer_cooldowns_total{scope="default"} 1
+pacer_cooldowns_total{scope="key"} 1
+# HELP pacer_in_flight Calls in flight, counted on scopes that cap concurrency.
+# TYPE pacer_in_flight gauge
+pacer_in_flight{scope="default",workload="batch"} 1
+pacer_in_flight{scope="default",workload="default"} 0
+pacer_in_flight{scope="key",workload="batch"} 0
+pacer_in_flight{scope="key",workload="default"} 0
+# HELP pacer_provider_rejections_total Calls the provider rejected: 429, 503 or a back-pressure status.
+# TYPE pacer_provider_rejections_total counter
+pacer_provider_rejections_total{scope="default",status="429",workload="batch"} 1
+pacer_provider_rejections_total{scope="key",status="429",workload="batch"} 1
+# HELP pacer_retries_total Calls sent again.
+# TYPE pacer_retries_total counter
+pacer_retries_total{scope="default",workload="batch"} 1
+# HELP pacer_throttled_total Calls refused by pacer because their wait could not be made.
+# TYPE pacer_throttled_total counter
+pacer_throttled_total{scope="default",workload="default"} 1
+# HELP pacer_tokens What the scope's bucket holds now (in-memory store only).
+# TYPE pacer_tokens gauge
+pacer_tokens{scope="default",unit="requests"} 0
+`
+		names := []string{"pacer_admitted_total", "pacer_budget_exhausted_total", "pacer_budget_limit", "pacer_budget_spent",
+			"pacer_cooldowns_total", "pacer_in_flight", "pacer_provider_rejections_total", "pacer_retries_total",
+			"pacer_throttled_total", "pacer_tokens"}
+		if err := testutil.ScrapeAndCompare(srv.URL, strings.NewReader(want), names...); err != nil {
+			t.Error(err)
+		}
+
+		body := scrape(t, srv.URL)
+		// The 429 cut the rate to 0.85/s and emptied the bucket: the retry,
+		// after the pause, and the next call each waited 1/0.85 s.
+		for _, line := range []string{
+			`pacer_wait_seconds_count{scope="default",workload="batch"} 2`,
+			`pacer_wait_seconds_bucket{scope="default",workload="batch",le="1"} 0`,
+			`pacer_wait_seconds_bucket{scope="default",workload="batch",le="2.5"} 2`,
+			`pacer_waiting{scope="default"} 0`,
+			`pacer_cooldown_remaining_seconds{scope="default"} 0`,
+		} {
+			if !strings.Contains(body, line+"\n") {
+				t.Errorf("the scrape lacks %q:\n%s", line, body)
+			}
+		}
+		for _, leak := range observetest.Leaks {
+			if strings.Contains(body, leak) {
+				t.Errorf("the scrape shows %q", leak)
+			}
+		}
+		open.Body.Close()
+		if body := scrape(t, srv.URL); !strings.Contains(body, `pacer_in_flight{scope="default",workload="batch"} 0`) {
+			t.Errorf("the closed call is still in flight:\n%s", body)
+		}
+	})
+}
+
+func scrape(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// Before Watch, only the counters are reported; after it, a lint-clean
+// set of metrics.
+func TestMetricsLint(t *testing.T) {
+	m := pacerprom.New(pacerprom.WithNamespace("api"))
+	m.Watch(pacer.New(nil, pacer.WithObserver(m)))
+	problems, err := testutil.CollectAndLint(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+	if n := testutil.CollectAndCount(m, "api_rate"); n != 1 {
+		t.Errorf("%d api_rate series, want 1 for the default scope", n)
+	}
+}
