@@ -69,7 +69,8 @@ const (
 //     requires of malformed fields.
 //  2. OpenAI's x-ratelimit-{limit,remaining,reset}-{requests,tokens}: Name
 //     and Unit "requests", then "tokens". Resets are Go-style durations
-//     ("1s", "6m0s", "2m52.8s", "20ms"); a bare number is seconds.
+//     ("1s", "6m0s", "2m52.8s", "20ms"); a bare number is seconds. The
+//     limits are per minute, so a Limit comes with a Window of one minute.
 //  3. X-RateLimit-Limit, -Remaining, -Reset and -Used (GitHub, Discord,
 //     SendGrid and many more): one Quota, Unit "requests", Name from
 //     X-RateLimit-Resource (GitHub) or else X-RateLimit-Bucket (Discord),
@@ -83,7 +84,7 @@ const (
 //  4. Anthropic's anthropic-ratelimit-{requests,tokens,input-tokens,
 //     output-tokens}-{limit,remaining,reset}: Name and Unit "requests",
 //     "tokens", "input-tokens", "output-tokens", in that order. Resets are
-//     RFC 3339 times.
+//     RFC 3339 times. The limits are per minute: Window is one minute.
 //  5. Shopify's X-Shopify-Shop-Api-Call-Limit ("32/40", used/limit):
 //     Limit 40, Remaining 8, Unit "requests", Name "". No Reset is invented:
 //     the bucket leaks continuously.
@@ -441,7 +442,9 @@ func appendOpenAIQuotas(qs []Quota, h http.Header) []Quota {
 func appendOpenAIQuota(qs []Quota, h http.Header, kind, limitKey, remainingKey, resetKey string) []Quota {
 	q := newQuota(kind, kind)
 	if n, ok := parseHeaderCount(h.Get(limitKey)); ok {
-		q.Limit = n
+		// OpenAI's limits are per minute (RPM, TPM); the headers say the
+		// count but not the window, which the rate-limits guide gives.
+		q.Limit, q.Window = n, time.Minute
 	}
 	if n, ok := parseHeaderCount(h.Get(remainingKey)); ok {
 		q.Remaining = n
@@ -591,7 +594,9 @@ func appendAnthropicQuotas(qs []Quota, h http.Header, now time.Time) []Quota {
 	for _, k := range anthropicQuotaHeaders {
 		q := newQuota(k.kind, k.kind)
 		if n, ok := parseHeaderCount(h.Get(k.limit)); ok {
-			q.Limit = n
+			// Per minute (RPM, ITPM, OTPM), as Anthropic's rate-limit
+			// documentation says; the headers carry only the count.
+			q.Limit, q.Window = n, time.Minute
 		}
 		if n, ok := parseHeaderCount(h.Get(k.remaining)); ok {
 			q.Remaining = n

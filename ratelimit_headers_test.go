@@ -203,8 +203,8 @@ func TestParseQuotasOpenAI(t *testing.T) {
 			"X-Ratelimit-Reset-Requests":     {"1s"},
 			"X-Ratelimit-Reset-Tokens":       {"6m0s"},
 		}, []Quota{
-			q("requests", "requests", 60, 59, 0, time.Second),
-			q("tokens", "tokens", 150000, 149984, 0, 6*time.Minute),
+			q("requests", "requests", 60, 59, time.Minute, time.Second),
+			q("tokens", "tokens", 150000, 149984, time.Minute, 6*time.Minute),
 		}},
 		{"live response", http.Header{
 			"X-Ratelimit-Limit-Requests":               {"5000"},
@@ -217,8 +217,8 @@ func TestParseQuotasOpenAI(t *testing.T) {
 			"X-Ratelimit-Reset-Tokens":                 {"9ms"},
 			"X-Ratelimit-Reset-Tokens_usage_based":     {"9ms"},
 		}, []Quota{
-			q("requests", "requests", 5000, 4999, 0, 12*time.Millisecond),
-			q("tokens", "tokens", 160000, 159976, 0, 9*time.Millisecond),
+			q("requests", "requests", 5000, 4999, time.Minute, 12*time.Millisecond),
+			q("tokens", "tokens", 160000, 159976, time.Minute, 9*time.Millisecond),
 		}},
 		// Azure OpenAI sends -1 and 0 when the limit does not apply:
 		// https://github.com/openai/openai-dotnet/issues/838
@@ -248,7 +248,7 @@ func TestParseQuotasOpenAI(t *testing.T) {
 			h.Set("x-ratelimit-limit-requests", "10")
 			h.Set("x-ratelimit-remaining-requests", "9")
 			return h
-		}(), []Quota{q("requests", "requests", 10, 9, 0, 0)}},
+		}(), []Quota{q("requests", "requests", 10, 9, time.Minute, 0)}},
 	})
 }
 
@@ -310,10 +310,10 @@ func TestParseQuotasAnthropic(t *testing.T) {
 			"Anthropic-Ratelimit-Output-Tokens-Reset":     {"2025-10-25T13:59:30+02:00"},
 			"Retry-After": {"30"},
 		}, []Quota{
-			q("requests", "requests", 50, 49, 0, 30*time.Second),
-			q("tokens", "tokens", 50000, 49000, 0, 90*time.Second),
-			q("input-tokens", "input-tokens", 40000, 39000, 0, 1500*time.Millisecond),
-			q("output-tokens", "output-tokens", 8000, 8000, 0, 0),
+			q("requests", "requests", 50, 49, time.Minute, 30*time.Second),
+			q("tokens", "tokens", 50000, 49000, time.Minute, 90*time.Second),
+			q("input-tokens", "input-tokens", 40000, 39000, time.Minute, 1500*time.Millisecond),
+			q("output-tokens", "output-tokens", 8000, 8000, time.Minute, 0),
 		}},
 		{"against now without Date", http.Header{
 			"Anthropic-Ratelimit-Requests-Remaining": {"0"},

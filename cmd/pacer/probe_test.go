@@ -86,10 +86,10 @@ func TestProbeEachHeaderFamily(t *testing.T) {
 		}, []string{
 			`< X-Ratelimit-Limit-Requests: 60`,
 			`Provider: openai .*`,
-			`  requests requests 60 59 - 1s`,
-			`  tokens tokens 150000 149984 - 6m0s`,
-			`pacer would pace requests \(requests\) at: the limit you configure; 60 is published without a window, .*`,
-			`pacer would pace tokens \(tokens\) at: the limit you configure; 150000 is published without a window, .*`,
+			`  requests requests 60 59 1m0s 1s`,
+			`  tokens tokens 150000 149984 1m0s 6m0s`,
+			`pacer would pace requests \(requests\) at 0.9 requests/s: 54 per 1m0s, 90% of the published 60, burst 6`,
+			`pacer would pace tokens \(tokens\) at 2250 tokens/s: .*`,
 		}},
 		{"anthropic", 429, map[string]string{
 			"Anthropic-Ratelimit-Requests-Limit": "50", "Anthropic-Ratelimit-Requests-Remaining": "0",
@@ -100,10 +100,10 @@ func TestProbeEachHeaderFamily(t *testing.T) {
 		}, []string{
 			`< 429 Too Many Requests .*`,
 			`Provider: anthropic .*`,
-			`  requests requests 50 0 - 30s`,
-			`  tokens tokens 50000 49000 - 1m0s`,
+			`  requests requests 50 0 1m0s 30s`,
+			`  tokens tokens 50000 49000 1m0s 1m0s`,
 			`Retry-After: 30s`,
-			`pacer would pace requests \(requests\) at: the limit you configure; 50 is .*`,
+			`pacer would pace requests \(requests\) at 0.75 requests/s: 45 per 1m0s, .*`,
 			`  and pause it for 30s first`,
 		}},
 		{"github", 200, map[string]string{
