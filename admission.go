@@ -418,7 +418,10 @@ func (c *call) wait(b blocked) error {
 func (c *call) cannotWait(b blocked) error {
 	switch {
 	case b.wait == Never:
-		return b.error(fmt.Errorf("%w: it costs %v", ErrExceedsCapacity, c.costOn(b.state)))
+		_, burst := b.state.pace()
+		return b.error(fmt.Errorf("%w: it costs %v %s and the bucket holds at most %v; "+
+			"make the request smaller, or raise the scope's Limit.Burst if the provider allows one request that large",
+			ErrExceedsCapacity, c.costOn(b.state), b.state.class.Unit, burst))
 	case b.state.class.FailFast:
 		return b.error(nil)
 	}

@@ -1,0 +1,285 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/pacer-go/pacer"
+)
+
+// The scopes of model classes the Limits do not list, one bucket per class.
+const (
+	ScopeRequests     = "anthropic/requests"
+	ScopeInputTokens  = "anthropic/input-tokens"
+	ScopeOutputTokens = "anthropic/output-tokens"
+)
+
+// The units of the token scopes, which are also the names ParseQuotas gives
+// Anthropic's anthropic-ratelimit-input-tokens-* and -output-tokens-*
+// headers; the scopes declare them as their Policy.
+const (
+	UnitInputTokens  = "input-tokens"
+	UnitOutputTokens = "output-tokens"
+)
+
+const (
+	// DefaultRequestTokens is the input charged for a request whose body
+	// cannot be read without consuming it (GetBody nil), or is not JSON;
+	// its output is charged DefaultOutputTokens.
+	DefaultRequestTokens = 2048
+	DefaultOutputTokens  = 1024
+	// Flat costs: an image of at most 1.15 megapixels costs about
+	// width×height/750 tokens, 1,600 at most; a PDF page about 1,500–3,000
+	// tokens, of which one page is charged.
+	// https://platform.claude.com/docs/en/build-with-claude/vision
+	imageTokens    = 1_600
+	documentTokens = 3_000
+	// Each message's role and delimiters.
+	messageOverhead = 4
+	charsPerToken   = 4
+	maxEstimated    = 4 << 20
+)
+
+// An Option changes the preset.
+type Option func(*Limits)
+
+// WithModel gives a model class limits, and scopes, of its own.
+func WithModel(class string, l ModelLimits) Option {
+	return func(s *Limits) { s.Models[class] = l }
+}
+
+// WithDefault sets the limits of every model class not given its own.
+func WithDefault(l ModelLimits) Option { return func(s *Limits) { s.Default = l } }
+
+// WithConcurrency caps the calls in flight per model class at n.
+func WithConcurrency(n int) Option { return func(s *Limits) { s.Concurrency = n } }
+
+// Preset returns the options that pace calls to the Claude API at the
+// published limits of the tier, changed by opts. Options given to pacer.New
+// after it override what it sets.
+func Preset(tier Tier, opts ...Option) pacer.Option {
+	return PresetLimits(tier.Limits(), opts...)
+}
+
+// PresetLimits is Preset with figures of your own, such as those of your
+// Console's Limits page.
+func PresetLimits(l Limits, opts ...Option) pacer.Option {
+	l = l.clone()
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&l)
+		}
+	}
+	own := map[string]bool{}
+	var o []pacer.Option
+	for class, m := range l.Models {
+		own[class] = true
+		o = append(o, scopes(l.Concurrency, "anthropic/"+class+"/", m)...)
+	}
+	o = append(o, scopes(l.Concurrency, "anthropic/", l.Default)...)
+	o = append(o, pacer.WithRoute(router{own}.route), pacer.WithClassifier(classify))
+	return pacer.Options(o...)
+}
+
+// scopes declares a class's three scopes. The token buckets hold a full
+// minute, as Anthropic's do, so any request within the published limits
+// can be admitted.
+func scopes(concurrency int, prefix string, m ModelLimits) []pacer.Option {
+	tokens := func(n int) pacer.Limit {
+		l := perMinute(n)
+		l.Burst = max(n, 0)
+		return l
+	}
+	return []pacer.Option{
+		pacer.WithScope(pacer.Scope{Name: prefix + "requests", Limit: perMinute(m.RPM),
+			Unit: pacer.UnitRequests, Policy: "requests", Concurrency: concurrency}),
+		pacer.WithScope(pacer.Scope{Name: prefix + UnitInputTokens, Limit: tokens(m.ITPM),
+			Unit: UnitInputTokens, Policy: UnitInputTokens}),
+		pacer.WithScope(pacer.Scope{Name: prefix + UnitOutputTokens, Limit: tokens(m.OTPM),
+			Unit: UnitOutputTokens, Policy: UnitOutputTokens}),
+	}
+}
+
+func perMinute(n int) pacer.Limit {
+	if n == 0 {
+		return pacer.Limit{}
+	}
+	return pacer.Limit{Count: n, Per: time.Minute}
+}
+
+type router struct{ own map[string]bool }
+
+// route charges a Messages API call to its model class's three scopes,
+// instead of DefaultScope.
+func (r router) route(req *http.Request, charges []pacer.Charge) []pacer.Charge {
+	if req.Method != http.MethodPost || req.URL == nil || !strings.HasSuffix(strings.TrimSuffix(req.URL.Path, "/"), "/messages") {
+		return charges
+	}
+	e := estimateRequest(req)
+	class := modelClass(e.Model)
+	prefix, key := "anthropic/", class
+	if r.own[class] {
+		prefix, key = "anthropic/"+class+"/", ""
+	}
+	charges = slices.DeleteFunc(charges, func(c pacer.Charge) bool { return c.Scope == pacer.DefaultScope })
+	return append(charges,
+		pacer.Charge{Scope: prefix + "requests", Key: key},
+		pacer.Charge{Scope: prefix + UnitInputTokens, Key: key, Cost: max(e.Input, 1)},
+		pacer.Charge{Scope: prefix + UnitOutputTokens, Key: key, Cost: max(e.Output, 1)})
+}
+
+// An Estimate is what a Messages API request will be charged before it runs.
+type Estimate struct {
+	Model         string
+	Input, Output int64
+}
+
+func estimateRequest(req *http.Request) Estimate {
+	fallback := Estimate{Input: DefaultRequestTokens, Output: DefaultOutputTokens}
+	if req.Body == nil || req.Body == http.NoBody || req.GetBody == nil {
+		return fallback
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return fallback
+	}
+	defer body.Close()
+	b, err := io.ReadAll(io.LimitReader(body, maxEstimated+1))
+	if err != nil || len(b) > maxEstimated {
+		return fallback
+	}
+	e, err := EstimateTokens(b)
+	if err != nil {
+		return fallback
+	}
+	return e
+}
+
+// EstimateTokens estimates a Messages API request from its JSON body: input,
+// a token per four ASCII characters and per other character of the system
+// prompt, messages and tool definitions, 4 tokens per message, 1,600 per
+// image and 3,000 per document; output, max_tokens (DefaultOutputTokens
+// when absent, which the API refuses anyway).
+func EstimateTokens(body []byte) (Estimate, error) {
+	var r struct {
+		Model     string            `json:"model"`
+		System    json.RawMessage   `json:"system"`
+		Messages  []json.RawMessage `json:"messages"`
+		Tools     json.RawMessage   `json:"tools"`
+		MaxTokens int64             `json:"max_tokens"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return Estimate{}, err
+	}
+	var c counter
+	c.value(r.System)
+	for _, m := range r.Messages {
+		c.flat += messageOverhead
+		c.value(m)
+	}
+	if len(r.Tools) > 0 && string(r.Tools) != "null" {
+		c.add(string(r.Tools))
+	}
+	e := Estimate{Model: r.Model, Input: c.total(), Output: r.MaxTokens}
+	if e.Output <= 0 {
+		e.Output = DefaultOutputTokens
+	}
+	return e, nil
+}
+
+type counter struct{ ascii, other, flat int64 }
+
+func (c *counter) total() int64 { return (c.ascii+charsPerToken-1)/charsPerToken + c.other + c.flat }
+
+func (c *counter) add(s string) {
+	for i := 0; i < len(s); {
+		if s[i] < utf8.RuneSelf {
+			c.ascii++
+			i++
+			continue
+		}
+		_, n := utf8.DecodeRuneInString(s[i:])
+		c.other++
+		i += n
+	}
+}
+
+func (c *counter) value(raw json.RawMessage) {
+	var v any
+	if len(raw) > 0 && json.Unmarshal(raw, &v) == nil {
+		c.walk(v, "")
+	}
+}
+
+// Keys whose values are structure, not text the model reads.
+var structural = map[string]bool{"role": true, "type": true, "id": true, "tool_use_id": true,
+	"cache_control": true, "media_type": true, "signature": true}
+
+func (c *counter) walk(v any, key string) {
+	switch v := v.(type) {
+	case string:
+		if !structural[key] {
+			c.add(v)
+		}
+	case []any:
+		for _, x := range v {
+			c.walk(x, key)
+		}
+	case map[string]any:
+		switch v["type"] {
+		case "image":
+			c.flat += imageTokens
+			return
+		case "document":
+			c.flat += documentTokens
+			return
+		}
+		for k, x := range v {
+			if !structural[k] {
+				c.walk(x, k)
+			}
+		}
+	}
+}
+
+// apiError is the body of a Claude API error.
+// https://platform.claude.com/docs/en/api/errors
+type apiError struct {
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+		Details struct {
+			ErrorCode string `json:"error_code"`
+		} `json:"details"`
+	} `json:"error"`
+}
+
+// classify reads the Claude API's error responses (see the package doc).
+func classify(resp *http.Response, body []byte) pacer.Verdict {
+	var e apiError
+	_ = json.Unmarshal(body, &e)
+	msg := strings.ToLower(e.Error.Message)
+	var v pacer.Verdict
+	switch resp.StatusCode {
+	case http.StatusTooManyRequests:
+		if e.Error.Details.ErrorCode == "enforced_spend_limit_reached" || strings.Contains(msg, "api usage limits") {
+			return pacer.Verdict{Exhausted: "Anthropic spend limit reached: " + e.Error.Message}
+		}
+		v.NeverProcessed = true
+	case http.StatusBadRequest:
+		if strings.Contains(msg, "credit balance is too low") {
+			return pacer.Verdict{Exhausted: "Anthropic credit balance: " + e.Error.Message}
+		}
+	case 529: // overloaded_error
+		v.BackPressure, v.NeverProcessed = true, true
+	}
+	if strings.EqualFold(resp.Header.Get("X-Should-Retry"), "true") {
+		v.NeverProcessed = true
+	}
+	return v
+}

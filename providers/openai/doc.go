@@ -1,0 +1,69 @@
+// Package openai is pacer's preset for the OpenAI API: its published limits
+// per model and usage tier, its routes, its token cost estimate, its header
+// family and its retry and quota rules.
+//
+//	t := pacer.New(nil, openai.Preset(openai.Tier1))
+//	client := openai.NewClient(option.WithHTTPClient(t.Client()), option.WithMaxRetries(0))
+//
+// # Limits
+//
+// OpenAI limits every model separately, in requests per minute (RPM) and
+// tokens per minute (TPM), at figures that rise with the organization's
+// usage tier. The preset paces each model of its table on its own pair of
+// scopes, "openai/<model>/requests" and "openai/<model>/tokens"; any other
+// model shares the scopes "openai/requests" and "openai/tokens", one bucket
+// per model, at the Default figures. A dated snapshot ("gpt-4o-2024-08-06")
+// is paced as its model ("gpt-4o"), with which it shares its limits.
+//
+// The figures of Tier1 … Tier5 were read on 2026-11-30 from the model pages
+// (https://platform.openai.com/docs/models/gpt-4o and the like) and the
+// rate-limits guide (https://platform.openai.com/docs/guides/rate-limits);
+// each carries its page beside it in limits.go. They are the published
+// defaults: the limits page of your own organization
+// (https://platform.openai.com/settings/organization/limits) is the source of
+// truth, and any figure can be overridden with WithModel, WithDefault or a
+// Limits of your own.
+//
+// # Token cost and settlement
+//
+// A tokens-per-minute limit charges a request before it runs: OpenAI counts
+// its input and reserves its max_tokens (or max_completion_tokens,
+// max_output_tokens). The preset estimates the same from the request's JSON
+// body, read through req.GetBody so the body itself is never consumed:
+// a quarter token per character of the text it carries, a few tokens per
+// message, a flat cost per image, and the output reservation (see
+// EstimateTokens). A request whose body cannot be read again (GetBody nil)
+// costs DefaultRequestTokens, which WithDefaultRequestTokens changes.
+//
+// The estimate is only the charge made before sending. Every response
+// carries x-ratelimit-remaining-tokens, and the preset's tokens scopes
+// declare the quota that header reports (Policy "tokens"), so pacer clamps
+// its bucket to what OpenAI says is left: an estimate that ran low is
+// settled by the next response, and a reported zero with
+// x-ratelimit-reset-tokens pauses the model until the reset.
+//
+// A token bucket holds a whole minute's TPM, as OpenAI's does (its reset
+// header is the time until the bucket is full again), so any request that
+// fits the published limit is admitted in time; one estimated at more than
+// the TPM fails at once with an error matching pacer.ErrExceedsCapacity,
+// instead of waiting for a refill that can never be enough.
+//
+// # Errors and retries
+//
+// OpenAI's calls are POSTs without idempotency keys, which pacer never sends
+// twice unless the failure shows the request was not processed. The preset
+// supplies that knowledge (https://platform.openai.com/docs/guides/error-codes):
+//
+//   - 429 insufficient_quota (the account is out of credit or over its
+//     monthly budget) is not retried and not paced around: RoundTrip returns
+//     a *pacer.QuotaError, which matches pacer.ErrBudgetExhausted.
+//   - Any other 429 is a rate limit, refused before processing: it pauses
+//     the model's scopes and may be retried.
+//   - 503 "slow down" is back-pressure: the scopes slow as for a 429.
+//   - x-should-retry, which OpenAI sends on errors, decides: "false" is
+//     never retried, "true" may be, whatever the status.
+//
+// The official SDKs retry by themselves as well: give them
+// option.WithMaxRetries(0) so that pacer's paced retries are the only ones
+// (the examples/sdk programs show it).
+package openai

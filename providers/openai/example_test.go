@@ -1,0 +1,32 @@
+package openai_test
+
+import (
+	"fmt"
+
+	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/providers/openai"
+)
+
+// Pace an OpenAI client at tier 2's published limits, with the figures of
+// one model taken from the organization's limits page, and a nightly
+// backfill that may use at most half of every limit.
+func ExamplePreset() {
+	t := pacer.New(nil,
+		openai.Preset(openai.Tier2,
+			openai.WithModel("gpt-4o-mini", openai.ModelLimits{RPM: 5_000, TPM: 4_000_000}),
+			openai.WithConcurrency(64)),
+		pacer.WithWorkload("backfill", pacer.Workload{Max: 0.5}),
+	)
+	if err := t.Err(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	// Give t.Client() to the SDK: openai.NewClient(option.WithHTTPClient(t.Client()),
+	// option.WithMaxRetries(0)).
+	for _, s := range t.Stats().Scopes {
+		if s.Name == "openai/gpt-4o-mini/tokens" {
+			fmt.Printf("%s: %.0f tokens a second, %.0f at once\n", s.Name, s.Rate, s.Burst)
+		}
+	}
+	// Output: openai/gpt-4o-mini/tokens: 60000 tokens a second, 4000000 at once
+}

@@ -1,0 +1,122 @@
+package openai
+
+import "strings"
+
+// A Tier is an OpenAI usage tier. An organization moves up the tiers as it
+// spends; its tier is shown on its limits page.
+// https://platform.openai.com/docs/guides/rate-limits#usage-tiers
+type Tier int
+
+// The usage tiers whose published figures the preset carries.
+const (
+	Tier1 Tier = 1 + iota
+	Tier2
+	Tier3
+	Tier4
+	Tier5
+)
+
+// ModelLimits are one model's limits: requests and tokens per minute. A zero
+// field sets no limit on that dimension.
+type ModelLimits struct {
+	RPM int // requests per minute
+	TPM int // tokens per minute, input and reserved output together
+}
+
+// Limits are the figures the preset paces by.
+type Limits struct {
+	// Models holds the limits of the models OpenAI limits separately, by
+	// model name without a snapshot date ("gpt-4o", not "gpt-4o-2024-08-06").
+	Models map[string]ModelLimits
+	// Default applies to every other model, each on a bucket of its own.
+	Default ModelLimits
+	// Concurrency caps the calls in flight per model; zero sets no cap.
+	// OpenAI publishes no concurrency limit; a cap protects your own process.
+	Concurrency int
+}
+
+// clone returns a copy of l whose map the caller may change.
+func (l Limits) clone() Limits {
+	models := make(map[string]ModelLimits, len(l.Models))
+	for name, m := range l.Models {
+		models[name] = m
+	}
+	l.Models = models
+	return l
+}
+
+// The published figures, read on 2026-11-30. Each model's page lists its
+// limits per tier; the tier-1 rows were checked against the rate-limits
+// guide's tier table as well.
+var tierModels = map[Tier]map[string]ModelLimits{
+	Tier1: {
+		"gpt-4o":                 {RPM: 500, TPM: 30_000},      // https://platform.openai.com/docs/models/gpt-4o
+		"gpt-4o-mini":            {RPM: 500, TPM: 200_000},     // https://platform.openai.com/docs/models/gpt-4o-mini
+		"text-embedding-3-small": {RPM: 3_000, TPM: 1_000_000}, // https://platform.openai.com/docs/models/text-embedding-3-small
+	},
+	Tier2: {
+		"gpt-4o":                 {RPM: 5_000, TPM: 450_000},   // https://platform.openai.com/docs/models/gpt-4o
+		"gpt-4o-mini":            {RPM: 5_000, TPM: 2_000_000}, // https://platform.openai.com/docs/models/gpt-4o-mini
+		"text-embedding-3-small": {RPM: 5_000, TPM: 1_000_000}, // https://platform.openai.com/docs/models/text-embedding-3-small
+	},
+	Tier3: {
+		"gpt-4o":                 {RPM: 5_000, TPM: 800_000},   // https://platform.openai.com/docs/models/gpt-4o
+		"gpt-4o-mini":            {RPM: 5_000, TPM: 4_000_000}, // https://platform.openai.com/docs/models/gpt-4o-mini
+		"text-embedding-3-small": {RPM: 5_000, TPM: 5_000_000}, // https://platform.openai.com/docs/models/text-embedding-3-small
+	},
+	Tier4: {
+		"gpt-4o":                 {RPM: 10_000, TPM: 2_000_000},  // https://platform.openai.com/docs/models/gpt-4o
+		"gpt-4o-mini":            {RPM: 10_000, TPM: 10_000_000}, // https://platform.openai.com/docs/models/gpt-4o-mini
+		"text-embedding-3-small": {RPM: 10_000, TPM: 5_000_000},  // https://platform.openai.com/docs/models/text-embedding-3-small
+	},
+	Tier5: {
+		"gpt-4o":                 {RPM: 10_000, TPM: 30_000_000},  // https://platform.openai.com/docs/models/gpt-4o
+		"gpt-4o-mini":            {RPM: 30_000, TPM: 150_000_000}, // https://platform.openai.com/docs/models/gpt-4o-mini
+		"text-embedding-3-small": {RPM: 10_000, TPM: 10_000_000},  // https://platform.openai.com/docs/models/text-embedding-3-small
+	},
+}
+
+// Limits returns the tier's published figures, a copy the caller may change.
+// Default is the smallest RPM and the smallest TPM of the tier's models, so
+// that a model the table does not list is paced no faster than any it does.
+// An unknown tier has no figures: Limits{}.
+func (t Tier) Limits() Limits {
+	models, ok := tierModels[t]
+	if !ok {
+		return Limits{}
+	}
+	l := Limits{Models: models}.clone()
+	for _, m := range models {
+		if l.Default.RPM == 0 || m.RPM < l.Default.RPM {
+			l.Default.RPM = m.RPM
+		}
+		if l.Default.TPM == 0 || m.TPM < l.Default.TPM {
+			l.Default.TPM = m.TPM
+		}
+	}
+	return l
+}
+
+// baseModel returns the model a name refers to: the name without a trailing
+// snapshot date, "-YYYY-MM-DD", since a snapshot shares its model's limits.
+func baseModel(name string) string {
+	const dateLen = len("-2006-01-02")
+	if len(name) <= dateLen {
+		return name
+	}
+	suffix := name[len(name)-dateLen:]
+	for i := range len(suffix) {
+		c := suffix[i]
+		switch i {
+		case 0, 5, 8:
+			if c != '-' {
+				return name
+			}
+		default:
+			if c < '0' || c > '9' {
+				return name
+			}
+		}
+	}
+	return strings.TrimSuffix(name, suffix)
+}

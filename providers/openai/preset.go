@@ -1,0 +1,210 @@
+package openai
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pacer-go/pacer"
+)
+
+// The scopes of models the Limits do not list, one bucket per model.
+// A listed model has its own scopes, "openai/<model>/requests" and
+// "openai/<model>/tokens".
+const (
+	ScopeRequests = "openai/requests"
+	ScopeTokens   = "openai/tokens"
+)
+
+// UnitTokens is the unit of the tokens scopes.
+const UnitTokens = "tokens"
+
+// The quota names pacer's ParseQuotas gives OpenAI's x-ratelimit-*-requests
+// and x-ratelimit-*-tokens headers; the preset's scopes declare them as their
+// Policy so that each header settles its own bucket.
+const (
+	policyRequests = "requests"
+	policyTokens   = "tokens"
+)
+
+// Defaults of the estimate, changed with WithDefaultOutputTokens and
+// WithDefaultRequestTokens.
+const (
+	// DefaultOutputTokens is the output reserved for a request that sets no
+	// max_tokens. OpenAI does not publish what it reserves then; the first
+	// response's x-ratelimit-remaining-tokens settles the difference.
+	DefaultOutputTokens = 1024
+	// DefaultRequestTokens is the charge of a request whose body cannot be
+	// read without consuming it (req.GetBody is nil), or is not JSON.
+	DefaultRequestTokens = 2048
+	// maxEstimatedBody is the most of a body the estimate reads; a larger
+	// body is charged by its size, a token per four bytes.
+	maxEstimatedBody = 4 << 20
+)
+
+// An Option changes the preset.
+type Option func(*settings)
+
+type settings struct {
+	limits               Limits
+	defaultOutputTokens  int64
+	defaultRequestTokens int64
+}
+
+// WithModel sets one model's limits, as the organization's limits page
+// shows them. name is the model without a snapshot date.
+func WithModel(name string, l ModelLimits) Option {
+	return func(s *settings) { s.limits.Models[name] = l }
+}
+
+// WithDefault sets the limits of every model the table does not list.
+func WithDefault(l ModelLimits) Option {
+	return func(s *settings) { s.limits.Default = l }
+}
+
+// WithConcurrency caps the calls in flight per model at n.
+func WithConcurrency(n int) Option {
+	return func(s *settings) { s.limits.Concurrency = n }
+}
+
+// WithDefaultOutputTokens sets the output reserved for a request that sets
+// no maximum. The default is DefaultOutputTokens.
+func WithDefaultOutputTokens(n int64) Option {
+	return func(s *settings) { s.defaultOutputTokens = max(n, 0) }
+}
+
+// WithDefaultRequestTokens sets the charge of a request whose body the
+// estimate cannot read. The default is DefaultRequestTokens.
+func WithDefaultRequestTokens(n int64) Option {
+	return func(s *settings) { s.defaultRequestTokens = max(n, 1) }
+}
+
+// Preset returns the options that pace calls to the OpenAI API at the
+// published limits of the tier, changed by opts. Options given to pacer.New
+// after it override what it sets.
+func Preset(tier Tier, opts ...Option) pacer.Option {
+	return PresetLimits(tier.Limits(), opts...)
+}
+
+// PresetLimits is Preset with figures of your own, such as those of your
+// organization's limits page.
+func PresetLimits(l Limits, opts ...Option) pacer.Option {
+	s := &settings{limits: l.clone(), defaultOutputTokens: DefaultOutputTokens,
+		defaultRequestTokens: DefaultRequestTokens}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(s)
+		}
+	}
+	models := make(map[string]bool, len(s.limits.Models))
+	var o []pacer.Option
+	for name, m := range s.limits.Models {
+		models[name] = true
+		o = append(o, s.scopes(requestsScope(name), tokensScope(name), m)...)
+	}
+	o = append(o, s.scopes(ScopeRequests, ScopeTokens, s.limits.Default)...)
+	r := &router{settings: s, models: models}
+	o = append(o, pacer.WithRoute(r.route), pacer.WithClassifier(classify))
+	return pacer.Options(o...)
+}
+
+func requestsScope(model string) string { return "openai/" + model + "/requests" }
+func tokensScope(model string) string   { return "openai/" + model + "/tokens" }
+
+// scopes declares a model's pair of scopes. The tokens bucket holds a full
+// minute of TPM, as OpenAI's own bucket does, so that any request within the
+// published limit can be admitted; the requests bucket keeps pacer's default
+// burst.
+func (s *settings) scopes(requests, tokens string, m ModelLimits) []pacer.Option {
+	tpm := perMinute(m.TPM)
+	tpm.Burst = max(m.TPM, 0)
+	return []pacer.Option{
+		pacer.WithScope(pacer.Scope{Name: requests, Limit: perMinute(m.RPM), Unit: pacer.UnitRequests,
+			Policy: policyRequests, Concurrency: s.limits.Concurrency}),
+		pacer.WithScope(pacer.Scope{Name: tokens, Limit: tpm, Unit: UnitTokens, Policy: policyTokens}),
+	}
+}
+
+// perMinute is the Limit of n a minute; zero sets no limit, and a negative
+// n is kept so that pacer.New reports it.
+func perMinute(n int) pacer.Limit {
+	if n == 0 {
+		return pacer.Limit{}
+	}
+	return pacer.Limit{Count: n, Per: time.Minute}
+}
+
+type router struct {
+	*settings
+	models map[string]bool
+}
+
+// route charges a call to a token-counted endpoint to its model's requests
+// and tokens scopes, at the estimate of its body, instead of DefaultScope.
+// Other calls keep the charges they had.
+func (r *router) route(req *http.Request, charges []pacer.Charge) []pacer.Charge {
+	kind := endpointOf(req)
+	if kind == notCharged {
+		return charges
+	}
+	e := r.estimate(kind, req)
+	model := baseModel(e.Model)
+	requests, tokens, key := ScopeRequests, ScopeTokens, model
+	if r.models[model] {
+		requests, tokens, key = requestsScope(model), tokensScope(model), ""
+	}
+	// The model's scopes replace DefaultScope: a call to a model is paced
+	// by the model's limits, and reported under its scopes.
+	charges = slices.DeleteFunc(charges, func(c pacer.Charge) bool { return c.Scope == pacer.DefaultScope })
+	return append(charges,
+		pacer.Charge{Scope: requests, Key: key},
+		pacer.Charge{Scope: tokens, Key: key, Cost: max(e.Total(), 1)})
+}
+
+// estimate reads the request's body through GetBody, never req.Body.
+func (r *router) estimate(kind endpoint, req *http.Request) Estimate {
+	fallback := Estimate{Input: r.defaultRequestTokens}
+	if req.Body == nil || req.Body == http.NoBody {
+		return fallback
+	}
+	if req.GetBody == nil {
+		return fallback
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return fallback
+	}
+	defer body.Close()
+	b, err := io.ReadAll(io.LimitReader(body, maxEstimatedBody+1))
+	if err != nil {
+		return fallback
+	}
+	if len(b) > maxEstimatedBody {
+		size := max(req.ContentLength, int64(len(b)))
+		return Estimate{Model: modelNear(b), Input: size / charsPerToken}
+	}
+	e, err := estimate(kind, b, r.defaultOutputTokens)
+	if err != nil {
+		return fallback
+	}
+	return e
+}
+
+// modelNear finds the "model" field of a JSON body too large to decode
+// whole, where SDKs put it: near the start. "" when it is not there.
+func modelNear(b []byte) string {
+	head := string(b[:min(len(b), 4096)])
+	i := strings.Index(head, `"model"`)
+	if i < 0 {
+		return ""
+	}
+	dec := json.NewDecoder(strings.NewReader(strings.TrimLeft(head[i+len(`"model"`):], " \t\r\n:")))
+	var model string
+	if dec.Decode(&model) != nil {
+		return ""
+	}
+	return model
+}
