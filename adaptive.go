@@ -34,7 +34,8 @@ type pace struct{ rate, burst float64 }
 type feedback struct {
 	learned  atomic.Pointer[pace] // a limit the provider published; nil if none
 	factor   atomic.Uint64        // AIMD: float64 bits of the rate's share, 0 meaning 1
-	admitted atomic.Int64         // calls admitted, to tell what was sent since a response
+	admitted atomic.Int64         // calls admitted, to tell which 429s are news
+	spent    atomic.Int64         // units admitted, to tell what was sent since a response
 	cooldown atomic.Int64         // UnixNano until which nothing may be sent; 0 if none
 
 	// Under the scope state's mu:
@@ -95,8 +96,13 @@ func (c *call) cooledDown(s *scopeState, now time.Time) (time.Duration, bool) {
 func (s *scopeState) learnLimit(count int64, per time.Duration, headroom float64, log *slog.Logger) {
 	l := Limit{Count: int(min(count, math.MaxInt32)), Per: per}
 	rate, burst := l.pace(headroom)
-	if c := s.class; c.rate > 0 && c.rate <= rate {
-		return // the configured limit is already below what the provider allows
+	if c := s.class; c.rate > 0 {
+		if c.rate <= rate {
+			return // the configured limit is already below what the provider allows
+		}
+		// Keep the configured bucket's shape: one that holds a full minute
+		// of tokens, so that any request within the limit fits, still does.
+		burst = max(1, c.burst*rate/c.rate)
 	}
 	if p := s.learned.Load(); p != nil && p.rate == rate && p.burst == burst {
 		return
@@ -191,7 +197,9 @@ func (c *call) learn(resp *http.Response, verdict Verdict) {
 		if q.Remaining < 0 {
 			continue
 		}
-		left := float64(q.Remaining) - float64(s.admitted.Load()-c.charges[i].admittedAt)
+		// What was admitted since this call may not be in the provider's
+		// count yet: take it off, in the scope's own units.
+		left := float64(q.Remaining) - float64(s.spent.Load()-c.charges[i].spentAt)
 		if q.Remaining == 0 && q.Reset > 0 {
 			reset := min(q.Reset, t.maxWait)
 			c.coolDown(s, now, reset)

@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -257,5 +258,60 @@ func TestConfiguredLimitBelowThePublishedOneStays(t *testing.T) {
 		if n := len(api.accepted); n != 1+90 {
 			t.Errorf("%d sent in 10 s, want 91: the configured 10/s at 90%%", n)
 		}
+	})
+}
+
+func TestLearnedLimitKeepsTheConfiguredBurstShape(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// A tokens scope whose bucket holds a full minute, as LLM presets
+		// configure it; the provider publishes half the configured limit.
+		api := &scriptedAPI{steps: []scripted{{http.StatusOK, map[string]string{
+			"RateLimit-Policy": `"tokens";q=50000;w=60;qu="tokens"`, "RateLimit": `"tokens";r=50000;t=60`}}}}
+		tr := New(api, WithLogger(slogTo(io.Discard)),
+			WithScope(Scope{Name: "tokens", Unit: "tokens", Limit: Limit{Count: 100000, Per: time.Minute, Burst: 100000}}),
+			WithRoute(func(_ *http.Request, c []Charge) []Charge { return append(c, Charge{Scope: "tokens"}) }))
+		ctx := ContextWithCost(context.Background(), "tokens", 1000)
+		mustNotErr(t, get(tr, ctx, "http://api.test/"))
+		rate, burst := tr.scopes["tokens"].shared.pace()
+		if rate != 750 || burst != 50000 {
+			t.Errorf("learned pace %v/s, burst %v; want 750/s (90%% of 50,000 a minute) and a full minute, 50,000", rate, burst)
+		}
+		time.Sleep(time.Minute)
+		if err := get(tr, ContextWithCost(context.Background(), "tokens", 40000), "http://api.test/"); err != nil {
+			t.Errorf("a request within the published limit failed: %v", err)
+		}
+	})
+}
+
+// TestRemainingCountsTheCostSentSince: a token quota's remaining is settled
+// against the tokens admitted after the reporting call, not their number.
+func TestRemainingCountsTheCostSentSince(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		var first sync.Once
+		api := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			h := http.Header{}
+			isFirst := false
+			first.Do(func() { isFirst = true })
+			if isFirst {
+				<-release // answers after a second call was admitted
+				h.Set("X-Ratelimit-Remaining-Tokens", "5000")
+			}
+			return &http.Response{StatusCode: 200, Header: h, Body: http.NoBody, Request: req}, nil
+		})
+		tr := New(api, WithFailFast(),
+			WithScope(Scope{Name: "tokens", Unit: "tokens", Limit: Limit{Count: 100000, Per: time.Hour, Burst: 100000}, FailFast: true}),
+			WithRoute(func(_ *http.Request, c []Charge) []Charge { return append(c, Charge{Scope: "tokens"}) }))
+		done := make(chan error)
+		go func() { done <- get(tr, ContextWithCost(context.Background(), "tokens", 100), "http://api.test/") }()
+		synctest.Wait()
+		mustNotErr(t, get(tr, ContextWithCost(context.Background(), "tokens", 3000), "http://api.test/"))
+		close(release)
+		mustNotErr(t, <-done)
+		// 5,000 reported, less the 3,000 admitted since: 2,000 left.
+		if err := get(tr, ContextWithCost(context.Background(), "tokens", 2500), "http://api.test/"); !errors.Is(err, ErrThrottled) {
+			t.Errorf("err = %v, want throttled: only 2,000 tokens are left", err)
+		}
+		mustNotErr(t, get(tr, ContextWithCost(context.Background(), "tokens", 1900), "http://api.test/"))
 	})
 }

@@ -37,6 +37,7 @@ type charge struct {
 	key        string
 	cost       float64
 	admittedAt int64 // the scope's admitted count when this call was admitted
+	spentAt    int64 // the scope's spent units, this call's included, then
 }
 
 var defaultCharges = []Charge{{Scope: DefaultScope}}
@@ -299,7 +300,9 @@ func (c *call) tryAdmit() (blocked, error) {
 	}
 	if err == nil && d.OK {
 		for i := range c.charges {
-			c.charges[i].admittedAt = c.charges[i].state.admitted.Add(1)
+			ch := &c.charges[i]
+			ch.admittedAt = ch.state.admitted.Add(1)
+			ch.spentAt = ch.state.spent.Add(int64(ch.cost))
 		}
 		return blocked{}, nil
 	}
