@@ -155,8 +155,9 @@ func (s *scopeState) succeeded() {
 //   - a quota's published limit becomes the scope's pace (see learnLimit);
 //   - a quota's remaining count clamps the bucket, less what was sent since;
 //     none remaining with a reset stops the scope until the reset;
-//   - a 429 or 503 with Retry-After stops every scope of the call until then;
-//     the bucket is emptied as well, so the restart is paced, not a stampede;
+//   - a 429 or 503 with Retry-After (or a classifier's Verdict.Wait) stops every
+//     scope of the call until then; the bucket is emptied as well, so the
+//     restart is paced, not a stampede;
 //   - a 429 that teaches nothing else empties the bucket and cuts the rate
 //     (AIMD), and successes raise it back.
 //
@@ -220,7 +221,11 @@ func (c *call) learn(resp *http.Response, verdict Verdict) {
 				c.clamp(now, i, 0) // the provider has nothing left
 			}
 		}
-		if wait, ok := RetryAfter(resp.Header, now); ok {
+		wait, ok := RetryAfter(resp.Header, now)
+		if !ok && verdict.Wait > 0 {
+			wait, ok = verdict.Wait, true // the provider's documented wait
+		}
+		if ok {
 			wait = min(wait, t.maxWait)
 			for i, ch := range c.charges {
 				c.coolDown(ch.state, now, wait)

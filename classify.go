@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 )
 
 // A Verdict is what a provider's rules say about an error response beyond
@@ -23,11 +24,19 @@ type Verdict struct {
 	// before any processing (Twilio's 20429), so that even a POST without an
 	// idempotency key may be sent again.
 	NeverProcessed bool
+	// Wait, when positive, is how long the provider's documented rules say
+	// to wait when the response's headers name no time (GitHub: "wait for at
+	// least one minute" after a secondary rate limit without Retry-After).
+	// With BackPressure, it pauses the call's scopes as a Retry-After would,
+	// and it delays a retry; a Retry-After header wins over it. The
+	// Transport's maximum wait caps it.
+	Wait time.Duration
 }
 
 func (v Verdict) merge(o Verdict) Verdict {
 	v.BackPressure = v.BackPressure || o.BackPressure
 	v.NeverProcessed = v.NeverProcessed || o.NeverProcessed
+	v.Wait = max(v.Wait, o.Wait)
 	if v.Exhausted == "" {
 		v.Exhausted = o.Exhausted
 	}

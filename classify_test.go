@@ -142,3 +142,52 @@ func TestObserverHearsEveryKindOfEvent(t *testing.T) {
 		}
 	})
 }
+
+// A classifier's Wait stands in for a Retry-After the response lacks: it
+// pauses the scope and delays the retry; a Retry-After header wins over it.
+func TestVerdictWaitPausesWhenTheHeadersNameNoTime(t *testing.T) {
+	cases := []struct {
+		name   string
+		header map[string]string
+		want   time.Duration
+	}{
+		{"no header: the verdict's wait", nil, time.Minute},
+		{"Retry-After wins", map[string]string{"Retry-After": "5"}, 5 * time.Second},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				api := &scriptedAPI{steps: []scripted{{403, c.header}}}
+				var pauses []time.Duration
+				var mu sync.Mutex
+				observe := WithObserver(ObserverFunc(func(e Event) {
+					if e.Kind == EventCooldownStarted {
+						mu.Lock()
+						pauses = append(pauses, e.Wait)
+						mu.Unlock()
+					}
+				}))
+				tr := New(api, WithLimit(PerSecond(100)), fastRetries, observe, WithClassifier(func(resp *http.Response, _ []byte) Verdict {
+					if resp.StatusCode == 403 {
+						return Verdict{BackPressure: true, Wait: time.Minute}
+					}
+					return Verdict{}
+				}))
+				start := time.Now()
+				mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+				sent := api.sentTimes()
+				// The pause empties the bucket too, so the retry waits for one
+				// token more: a few milliseconds at 100/s.
+				if len(sent) != 2 || sent[1].Sub(start) < c.want || sent[1].Sub(start) > c.want+100*time.Millisecond {
+					t.Fatalf("sent at %v, want a retry %v later", sent, c.want)
+				}
+				// The scope was paused for every caller, not only the retry.
+				mu.Lock()
+				defer mu.Unlock()
+				if len(pauses) != 1 || pauses[0] != c.want {
+					t.Errorf("the scope's pauses: %v, want one of %v", pauses, c.want)
+				}
+			})
+		})
+	}
+}

@@ -209,6 +209,9 @@ func (r *retrier) roundTrip(t *Transport, req *http.Request) (*http.Response, er
 		wait, fromServer := time.Duration(0), false
 		if resp != nil {
 			wait, fromServer = RetryAfter(resp.Header, now)
+			if !fromServer && info.verdict.Wait > 0 {
+				wait, fromServer = info.verdict.Wait, true
+			}
 			wait = min(wait, t.maxWait)
 		}
 		if !fromServer {

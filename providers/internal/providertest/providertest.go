@@ -1,0 +1,109 @@
+// Package providertest has what the provider presets' tests share: a fake
+// provider that runs in memory, and checks of what reached it.
+package providertest
+
+import (
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// A Fake is an in-memory provider: an http.RoundTripper that records every
+// request that reaches it and answers with Respond (200 "{}" when nil). It
+// reads time with time.Now, so inside a testing/synctest bubble it records
+// virtual time.
+type Fake struct {
+	Respond func(req *http.Request, body []byte) *http.Response
+
+	mu   sync.Mutex
+	sent []Sent
+}
+
+// Sent is one request as the fake provider saw it.
+type Sent struct {
+	At     time.Time
+	Method string
+	Path   string
+	Header http.Header
+	Body   []byte
+}
+
+// RoundTrip records req and answers it.
+func (f *Fake) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		body, _ = io.ReadAll(req.Body)
+		req.Body.Close()
+	}
+	f.mu.Lock()
+	f.sent = append(f.sent, Sent{time.Now(), req.Method, req.URL.Path, req.Header.Clone(), body})
+	f.mu.Unlock()
+	if f.Respond != nil {
+		if resp := f.Respond(req, body); resp != nil {
+			resp.Request = req
+			return resp, nil
+		}
+	}
+	return Response(req, http.StatusOK, nil, "{}"), nil
+}
+
+// Requests returns what reached the fake so far, in arrival order.
+func (f *Fake) Requests() []Sent {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.sent)
+}
+
+// Response builds a response with the given status, headers (pairs of name
+// and value) and body.
+func Response(req *http.Request, status int, header []string, body string) *http.Response {
+	h := http.Header{}
+	for i := 0; i+1 < len(header); i += 2 {
+		h.Add(header[i], header[i+1])
+	}
+	return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader(body)),
+		ContentLength: int64(len(body)), Request: req}
+}
+
+// MostInWindow returns the largest number of the given times, weighted by
+// cost (nil: one each), that fall in any half-open window [t, t+per). It is
+// what a provider counting in a sliding window of length per would see.
+func MostInWindow(times []time.Time, cost []int64, per time.Duration) int64 {
+	type event struct {
+		at   time.Time
+		cost int64
+	}
+	events := make([]event, len(times))
+	for i, t := range times {
+		events[i] = event{t, 1}
+		if cost != nil {
+			events[i].cost = cost[i]
+		}
+	}
+	slices.SortFunc(events, func(a, b event) int { return a.at.Compare(b.at) })
+	var most, sum int64
+	start := 0
+	for _, e := range events {
+		sum += e.cost
+		for !events[start].at.After(e.at.Add(-per)) {
+			sum -= events[start].cost
+			start++
+		}
+		most = max(most, sum)
+	}
+	return most
+}
+
+// Times returns the arrival times of the requests that match keep.
+func Times(sent []Sent, keep func(Sent) bool) []time.Time {
+	var ts []time.Time
+	for _, s := range sent {
+		if keep(s) {
+			ts = append(ts, s.At)
+		}
+	}
+	return ts
+}

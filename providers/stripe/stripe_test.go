@@ -1,0 +1,218 @@
+package stripe_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/providers/internal/providertest"
+	"github.com/pacer-go/pacer/providers/stripe"
+)
+
+const api = "https://api.stripe.com"
+
+func send(t *testing.T, c *http.Client, method, path, body string) (*http.Response, error) {
+	t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(context.Background(), method, api+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := c.Do(req)
+	if err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	return resp, err
+}
+
+// The published limit holds in every one-second window, for reads and
+// writes separately, however many goroutines call.
+func TestPresetNeverExceedsThePublishedLimits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := &providertest.Fake{}
+		c := pacer.New(fake, stripe.Preset(stripe.Test)).Client()
+		var wg sync.WaitGroup
+		for g := range 20 {
+			wg.Go(func() {
+				for range 10 {
+					if g%2 == 0 {
+						send(t, c, http.MethodGet, "/v1/customers/cus_1", "")
+					} else {
+						send(t, c, http.MethodPost, "/v1/customers", "name=x")
+					}
+				}
+			})
+		}
+		wg.Wait()
+		sent := fake.Requests()
+		if len(sent) != 200 {
+			t.Fatalf("%d requests reached Stripe, want 200", len(sent))
+		}
+		read, write := stripe.Limits(stripe.Test)
+		reads := providertest.Times(sent, func(s providertest.Sent) bool { return s.Method == http.MethodGet })
+		writes := providertest.Times(sent, func(s providertest.Sent) bool { return s.Method == http.MethodPost })
+		if got := providertest.MostInWindow(reads, nil, time.Second); got > int64(read.Count) {
+			t.Errorf("%d reads in one second, limit %d", got, read.Count)
+		}
+		if got := providertest.MostInWindow(writes, nil, time.Second); got > int64(write.Count) {
+			t.Errorf("%d writes in one second, limit %d", got, write.Count)
+		}
+		// Reads and writes are separate buckets: together they go faster
+		// than either limit alone.
+		if got := providertest.MostInWindow(providertest.Times(sent, func(providertest.Sent) bool { return true }), nil, time.Second); got <= int64(read.Count) {
+			t.Errorf("reads and writes together peaked at %d a second: they seem to share one bucket", got)
+		}
+	})
+}
+
+func TestPresetCapsCallsInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var inFlight, most atomic.Int64
+		fake := &providertest.Fake{Respond: func(req *http.Request, _ []byte) *http.Response {
+			n := inFlight.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			time.Sleep(3 * time.Second) // a long list call with expansions
+			inFlight.Add(-1)
+			return providertest.Response(req, 200, nil, "{}")
+		}}
+		c := pacer.New(fake, stripe.Preset(stripe.Test)).Client()
+		var wg sync.WaitGroup
+		for range 60 {
+			wg.Go(func() { send(t, c, http.MethodGet, "/v1/charges", "") })
+		}
+		wg.Wait()
+		if got := most.Load(); got > int64(stripe.Concurrency(stripe.Test)) || got < 2 {
+			t.Fatalf("%d calls in flight at most, want at most %d (and some parallelism)", got, stripe.Concurrency(stripe.Test))
+		}
+	})
+}
+
+// A retried POST carries the same Idempotency-Key on every attempt.
+func TestPresetRetriesAPostWithOneIdempotencyKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		fake := &providertest.Fake{Respond: func(req *http.Request, _ []byte) *http.Response {
+			if calls.Add(1) < 3 {
+				return providertest.Response(req, http.StatusInternalServerError, []string{"Stripe-Should-Retry", "true"},
+					`{"error":{"type":"api_error","message":"An unknown error occurred"}}`)
+			}
+			return providertest.Response(req, 200, nil, `{"id":"ch_1"}`)
+		}}
+		c := pacer.New(fake, stripe.Preset(stripe.Live)).Client()
+		resp, err := send(t, c, http.MethodPost, "/v1/charges", "amount=100&currency=usd")
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("resp %v, err %v", resp, err)
+		}
+		sent := fake.Requests()
+		if len(sent) != 3 {
+			t.Fatalf("%d attempts, want 3", len(sent))
+		}
+		key := sent[0].Header.Get("Idempotency-Key")
+		for i, s := range sent {
+			if got := s.Header.Get("Idempotency-Key"); got == "" || got != key {
+				t.Fatalf("attempt %d carried Idempotency-Key %q, the first %q", i+1, got, key)
+			}
+			if string(s.Body) != "amount=100&currency=usd" {
+				t.Fatalf("attempt %d sent body %q", i+1, s.Body)
+			}
+		}
+	})
+}
+
+func TestPresetHonoursStripeShouldRetry(t *testing.T) {
+	cases := []struct {
+		name     string
+		status   int
+		header   string
+		attempts int
+	}{
+		{"false wins over a retryable status", http.StatusInternalServerError, "false", 1},
+		{"true wins over a final status", http.StatusConflict, "true", 3},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fake := &providertest.Fake{Respond: func(req *http.Request, _ []byte) *http.Response {
+					return providertest.Response(req, c.status, []string{"Stripe-Should-Retry", c.header}, `{"error":{}}`)
+				}}
+				client := pacer.New(fake, stripe.Preset(stripe.Live)).Client()
+				resp, err := send(t, client, http.MethodPost, "/v1/refunds", "charge=ch_1")
+				if err != nil || resp.StatusCode != c.status {
+					t.Fatalf("resp %v, err %v", resp, err)
+				}
+				if got := len(fake.Requests()); got != c.attempts {
+					t.Fatalf("%d attempts, want %d", got, c.attempts)
+				}
+			})
+		})
+	}
+}
+
+// A 429 on a read empties the read bucket: the next read waits, and writes,
+// a separate bucket, do not.
+func TestA429SlowsItsOwnBucket(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var limited atomic.Bool
+		limited.Store(true)
+		fake := &providertest.Fake{Respond: func(req *http.Request, _ []byte) *http.Response {
+			if req.Method == http.MethodGet && limited.Swap(false) {
+				return providertest.Response(req, http.StatusTooManyRequests, nil,
+					`{"error":{"type":"invalid_request_error","code":"rate_limit","message":"Too many requests hit the API too quickly."}}`)
+			}
+			return providertest.Response(req, 200, nil, "{}")
+		}}
+		c := pacer.New(fake, stripe.Preset(stripe.Test, pacer.WithoutRetry())).Client()
+		start := time.Now()
+		if resp, _ := send(t, c, http.MethodGet, "/v1/customers", ""); resp.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("status %d, want the fake's 429", resp.StatusCode)
+		}
+		send(t, c, http.MethodPost, "/v1/customers", "name=x")
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("a write waited %v after a read's 429", waited)
+		}
+		send(t, c, http.MethodGet, "/v1/customers", "")
+		if waited := time.Since(start); waited < 40*time.Millisecond {
+			t.Fatalf("the read after a 429 went after %v; the bucket should have been emptied", waited)
+		}
+	})
+}
+
+func TestRoute(t *testing.T) {
+	cases := []struct {
+		method, url string
+		want        []string
+	}{
+		{"GET", api + "/v1/customers", []string{stripe.ScopeRead, stripe.ScopeConcurrency}},
+		{"POST", api + "/v1/customers", []string{stripe.ScopeWrite, stripe.ScopeConcurrency}},
+		{"DELETE", api + "/v1/customers/cus_1", []string{stripe.ScopeWrite, stripe.ScopeConcurrency}},
+		{"GET", api + "/v1/customers/search", []string{stripe.ScopeRead, stripe.ScopeSearch, stripe.ScopeConcurrency}},
+		{"GET", api + "/v1/files/file_1", []string{stripe.ScopeRead, stripe.ScopeFilesRead, stripe.ScopeConcurrency}},
+		{"POST", "https://files.stripe.com/v1/files", []string{stripe.ScopeWrite, stripe.ScopeFilesWrite, stripe.ScopeConcurrency}},
+	}
+	for _, c := range cases {
+		req, _ := http.NewRequest(c.method, c.url, nil)
+		charges := stripe.Route(req, []pacer.Charge{{Scope: pacer.DefaultScope}})
+		var got []string
+		for _, ch := range charges {
+			got = append(got, ch.Scope)
+		}
+		if strings.Join(got, ",") != strings.Join(c.want, ",") {
+			t.Errorf("%s %s: charged %v, want %v", c.method, c.url, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,167 @@
+// Package whatsapp is pacer's preset for the WhatsApp Cloud API: the
+// throughput of each business phone number, in messages per second, and the
+// pair rate limit between one business number and one WhatsApp user.
+//
+// The figures were read on 2026-11-30 from Meta's "Throughput" page
+// (https://developers.facebook.com/documentation/business-messaging/whatsapp/throughput)
+// and the Cloud API's pair rate limit; each is cited beside its constant.
+// Override any of them with a WithScope of the same name after Preset.
+package whatsapp
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/providers/internal/reqbody"
+)
+
+// Throughput is a business phone number's throughput level.
+type Throughput int
+
+const (
+	// Standard: "up to 80 messages per second (mps) by default".
+	Standard Throughput = iota
+	// High: "up to 1,000 mps by automatic upgrade" for eligible numbers.
+	High
+	// Coexistence: numbers "in use with both the WhatsApp Business app and
+	// Cloud API have a fixed throughput of 20 mps".
+	Coexistence
+)
+
+// Messages per second per business phone number, "inclusive of inbound and
+// outbound messages and all message types", from
+// https://developers.facebook.com/documentation/business-messaging/whatsapp/throughput.
+const (
+	standardMPS    = 80
+	highMPS        = 1_000
+	coexistenceMPS = 20
+)
+
+// The pair rate limit: one business phone number may send one message every
+// 6 seconds to the same WhatsApp user; above it the API answers error
+// 131056 ("Pair rate limit hit"). Meta's Cloud API documentation, "Pair rate
+// limits" (https://developers.facebook.com/docs/whatsapp/cloud-api/overview#pair-rate-limits),
+// also allows short bursts, borrowed from later sends; pacer does not rely
+// on them.
+const pairInterval = 6 * time.Second
+
+// The scopes the preset declares.
+const (
+	ScopeThroughput = "whatsapp/throughput" // one bucket per business phone number ID
+	ScopePair       = "whatsapp/pair"       // one bucket per phone number ID and recipient
+)
+
+// The error codes Meta returns for the two limits: 130429 "Rate limit hit"
+// (throughput) and 131056 "Pair rate limit hit"
+// (https://developers.facebook.com/docs/whatsapp/cloud-api/support/error-codes).
+const (
+	codeThroughput = 130429
+	codePairRate   = 131056
+)
+
+// Limit returns the published throughput of level t.
+func (t Throughput) Limit() pacer.Limit {
+	switch t {
+	case High:
+		return pacer.PerSecond(highMPS)
+	case Coexistence:
+		return pacer.PerSecond(coexistenceMPS)
+	}
+	return pacer.PerSecond(standardMPS)
+}
+
+// PairLimit returns the pair rate limit: one message every six seconds.
+func PairLimit() pacer.Limit { return pacer.Limit{Count: 1, Per: pairInterval} }
+
+// Preset returns the options for sending through the Cloud API from
+// numbers of throughput level t, followed by opts, which override it.
+//
+// A POST to /{version}/{phone-number-id}/messages is charged to
+// ScopeThroughput keyed by the phone number ID from the path, and to
+// ScopePair keyed by that ID and the recipient, the "to" of the JSON body
+// (read through GetBody). Other Graph API calls are left to the charges
+// before the route.
+//
+// Classify marks Meta's errors 130429 and 131056 as back-pressure that was
+// never processed: the message was refused, not sent, so it may be sent
+// again once pacer has waited.
+func Preset(t Throughput, opts ...pacer.Option) pacer.Option {
+	preset := []pacer.Option{
+		pacer.WithScope(pacer.Scope{Name: ScopeThroughput, Limit: t.Limit()}),
+		pacer.WithScope(pacer.Scope{Name: ScopePair, Limit: PairLimit()}),
+		pacer.WithRoute(Route),
+		pacer.WithClassifier(Classify),
+	}
+	return pacer.Options(append(preset, opts...)...)
+}
+
+// Route charges a messages POST to its phone number's and its pair's
+// buckets, in place of the charges before it. Preset installs it.
+func Route(req *http.Request, charges []pacer.Charge) []pacer.Charge {
+	if req.Method != http.MethodPost {
+		return charges
+	}
+	id, ok := phoneNumberID(req.URL.Path)
+	if !ok {
+		return charges
+	}
+	charges = append(charges[:0], pacer.Charge{Scope: ScopeThroughput, Key: id})
+	if to := reqbody.Field(req, "to"); to != "" {
+		charges = append(charges, pacer.Charge{Scope: ScopePair, Key: id + "→" + normalize(to)})
+	}
+	return charges
+}
+
+// phoneNumberID returns the ID in a path /v{version}/{phone-number-id}/messages
+// (or without the version, which Graph API defaults).
+func phoneNumberID(path string) (string, bool) {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	if len(parts) == 3 && strings.HasPrefix(parts[0], "v") {
+		parts = parts[1:]
+	}
+	if len(parts) != 2 || parts[1] != "messages" || parts[0] == "" {
+		return "", false
+	}
+	return parts[0], true
+}
+
+// normalize keeps the digits of a phone number, so that "+1 555-0100" and
+// "15550100" are the same recipient.
+func normalize(to string) string {
+	var b strings.Builder
+	for _, r := range to {
+		if r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		}
+	}
+	if b.Len() == 0 {
+		return to // not a phone number (a user ID): keep it as it is
+	}
+	return b.String()
+}
+
+// graphError is the shape of a Graph API error response:
+// {"error": {"message": "...", "type": "OAuthException", "code": 130429,
+// "error_data": {...}, "fbtrace_id": "..."}}.
+type graphError struct {
+	Error struct {
+		Code int `json:"code"`
+	} `json:"error"`
+}
+
+// Classify reads a Cloud API error response: 130429 and 131056 are
+// back-pressure, and were never processed. Preset installs it.
+func Classify(_ *http.Response, body []byte) pacer.Verdict {
+	var e graphError
+	if json.Unmarshal(body, &e) != nil {
+		return pacer.Verdict{}
+	}
+	switch e.Error.Code {
+	case codeThroughput, codePairRate:
+		return pacer.Verdict{BackPressure: true, NeverProcessed: true}
+	}
+	return pacer.Verdict{}
+}
