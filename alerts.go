@@ -33,7 +33,7 @@ func (a Alert) String() string {
 // alertScope is the name under which a store decides whether an alert may
 // be sent: one bucket per configured scope, shared by every process that
 // shares the store, whatever its alert interval.
-const alertScope = "alert"
+const alertScope = reservedPrefix + "alert"
 
 // WithAlerts calls notify when calls on a scope are throttled (see Alert),
 // at most once per interval for each scope, however many calls are: an

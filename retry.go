@@ -227,8 +227,9 @@ func (r *retrier) roundTrip(t *Transport, req *http.Request) (*http.Response, er
 			if resp != nil {
 				return resp, nil
 			}
-			return nil, &RetryError{Attempts: attempts, Reason: fmt.Sprintf("the next attempt, in %v, would be past the deadline", wait),
-				Err: &ThrottledError{Scope: info.scope.Name, Reason: ReasonRetry, RetryAfter: wait, Err: errors.Join(context.DeadlineExceeded, err)}}
+			throttled := &ThrottledError{Scope: info.scope.Name, Reason: ReasonRetry, RetryAfter: wait, Err: errors.Join(context.DeadlineExceeded, err)}
+			t.emit(Event{Kind: EventThrottled, Scope: info.scope.Name, Workload: workloadName(t, ctx), Wait: wait, Err: throttled})
+			return nil, &RetryError{Attempts: attempts, Reason: fmt.Sprintf("the next attempt, in %v, would be past the deadline", wait), Err: throttled}
 		}
 		discard(resp)
 		if err := sleep(ctx, t.clock, wait); err != nil {

@@ -134,7 +134,8 @@ func TestRetryAfterPastTheDeadlineReturnsAtOnce(t *testing.T) {
 func TestBackoffPastTheDeadlineSaysHowLongToWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := &failingAPI{err: errors.New("connection reset by peer")}
-		tr := New(api, WithRetry(RetryPolicy{InitialBackoff: 10 * time.Second, MaxBackoff: 10 * time.Second}))
+		rec := &recorder{}
+		tr := New(api, WithRetry(RetryPolicy{InitialBackoff: 10 * time.Second, MaxBackoff: 10 * time.Second}), WithObserver(rec))
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		start := time.Now()
@@ -145,6 +146,9 @@ func TestBackoffPastTheDeadlineSaysHowLongToWait(t *testing.T) {
 		}
 		if time.Since(start) != 0 || !strings.Contains(err.Error(), "connection reset") {
 			t.Errorf("err = %v after %v, want the last error at once", err, time.Since(start))
+		}
+		if rec.kinds()[EventThrottled] != 1 {
+			t.Errorf("observers heard %v, want one throttled event", rec.kinds())
 		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -104,16 +105,24 @@ func newScopeClass(s Scope, headroom float64, workloads []*workloadState, clock 
 		c.reservedSlots[i] = int(math.Round(w.Reserve * float64(s.Concurrency)))
 		if w.Max > 0 {
 			c.maxSlots[i] = max(1, int(math.Floor(w.Max*float64(s.Concurrency)+1e-9)))
-			c.maxScope[i] = s.Name + "/max/" + w.name
+			c.maxScope[i] = reservedPrefix + "max:" + w.name + ":" + s.Name
 		}
 	}
 	c.shared = newScopeState(c, "")
 	return c
 }
 
+// reservedPrefix starts the names of the buckets pacer keeps for itself in
+// a store — budgets, workload caps, alerts — so that no scope of the user's
+// can share one.
+const reservedPrefix = "pacer:"
+
 func (c *scopeClass) validate() error {
 	if c.Name == "" {
 		return fmt.Errorf("WithScope: the scope's Name must not be empty")
+	}
+	if strings.HasPrefix(c.Name, reservedPrefix) {
+		return fmt.Errorf("WithScope: scope names starting %q are pacer's own; rename %q", reservedPrefix, c.Name)
 	}
 	if err := c.Limit.validate(); err != nil {
 		return fmt.Errorf("scope %q: %w", c.Name, err)

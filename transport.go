@@ -113,7 +113,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 		}
 		reserves += w.Reserve
 		ws := &workloadState{Workload: w.Workload, name: w.name, index: len(list)}
-		ws.budget = Demand{Scope: "budget", Key: w.name, Burst: float64(w.Budget.Limit), Window: w.Budget.Per}
+		ws.budget = Demand{Scope: reservedPrefix + "budget", Key: w.name, Burst: float64(w.Budget.Limit), Window: w.Budget.Per}
 		list = append(list, ws)
 		t.workloads[w.name] = ws
 	}

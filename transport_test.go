@@ -333,9 +333,10 @@ func TestRequestBodyIsClosedWhenNotSent(t *testing.T) {
 }
 
 func TestConfigurationErrorsAreClear(t *testing.T) {
-	tr := New(nil, WithHeadroom(0), WithLimit(Limit{Count: 10}), WithScope(Scope{Name: "x", Concurrency: -1}))
+	tr := New(nil, WithHeadroom(0), WithLimit(Limit{Count: 10}), WithScope(Scope{Name: "x", Concurrency: -1}),
+		WithScope(Scope{Name: "pacer:budget"}))
 	err := tr.Err()
-	for _, want := range []string{"WithHeadroom(0)", "Count and Per", `scope "x"`} {
+	for _, want := range []string{"WithHeadroom(0)", "Count and Per", `scope "x"`, `"pacer:budget"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Err() = %v, want it to mention %s", err, want)
 		}
