@@ -24,7 +24,9 @@ import (
 //  5. Send, through the base RoundTripper.
 //  6. Learn: the response's Retry-After and rate-limit headers pause, clamp
 //     or re-pace the scopes for every caller (adaptive.go).
-//  7. Return the response with its body wrapped, so that the call's slots
+//  7. Retry, only when it is safe to send twice (retry.go); each attempt
+//     goes back to step 1, so retries are paced like first attempts.
+//  8. Return the response with its body wrapped, so that the call's slots
 //     are released exactly once, when the body is closed or read to its end.
 type Transport struct {
 	base  http.RoundTripper
@@ -177,7 +179,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.retry == nil {
 		return t.attempt(req, nil)
 	}
-	return t.retry.roundTrip(t, req) // step 8: each retry takes steps 1–7 again
+	return t.retry.roundTrip(t, req) // step 7, around every other
 }
 
 // attemptInfo tells the retrier what became of one attempt.
@@ -187,7 +189,7 @@ type attemptInfo struct {
 	verdict Verdict     // what the classifiers said of an error response
 }
 
-// attempt takes req once through steps 1 to 7.
+// attempt takes req once through every step but the retry.
 func (t *Transport) attempt(req *http.Request, info *attemptInfo) (*http.Response, error) {
 	c, err := t.newCall(req) // steps 1 and 2: route and workload
 	if err != nil {
@@ -207,7 +209,7 @@ func (t *Transport) attempt(req *http.Request, info *attemptInfo) (*http.Respons
 		info = &attemptInfo{}
 	}
 	info.sent = true
-	info.scope = t.scopes[DefaultScope]
+	info.scope = t.defaultClass
 	if len(c.charges) > 0 {
 		info.scope = c.charges[0].state.class
 	}
@@ -233,6 +235,7 @@ func (c *call) send(req *http.Request, info *attemptInfo) (resp *http.Response, 
 	}
 	info.verdict = c.t.classify(resp)
 	c.learn(resp, info.verdict) // step 6
+	// Step 8 follows; a spent quota ends the call here instead.
 	if reason := info.verdict.Exhausted; reason != "" {
 		discard(resp)
 		c.t.emit(Event{Kind: EventBudgetExhausted, Workload: c.workload.name, Status: resp.StatusCode})
