@@ -28,9 +28,8 @@ type Result struct {
 	Scenario Scenario
 	Client   string
 	Counts
-	Elapsed time.Duration
-	// Ceiling is the most the server could have accepted in Elapsed:
-	// rate × time + burst for limit_req, Conn × time ÷ Service for
+	// Ceiling is the most the server could have accepted in the run's
+	// window: rate × time + burst for limit_req, Conn × time ÷ Service for
 	// limit_conn.
 	Ceiling float64
 	Service time.Duration // one call's duration on /conn, alone; 0 elsewhere
@@ -60,15 +59,15 @@ func Run(o Options, sc Scenario, client string) (Result, error) {
 	}
 	spec := childSpec{Client: client, URL: n.URL + sc.Path, Goroutines: o.Goroutines, Duration: o.Duration, Config: cfg}
 	if sc.Procs > 1 {
-		res.Counts, res.Elapsed, err = runProcesses(o, sc.Procs, spec)
+		res.Counts, err = runProcesses(o, sc.Procs, spec)
 	} else {
 		spec.Start = time.Now()
-		res.Counts, res.Elapsed, err = spec.run()
+		res.Counts, err = spec.run()
 	}
 	if err != nil {
 		return Result{}, err
 	}
-	secs := res.Elapsed.Seconds()
+	secs := o.Duration.Seconds()
 	if sc.Path == PathConn {
 		res.Ceiling = float64(o.Server.Conn) * secs / res.Service.Seconds()
 	} else {
@@ -115,24 +114,15 @@ type childSpec struct {
 	Config     ClientConfig
 }
 
-type childResult struct {
-	Counts  Counts
-	Elapsed time.Duration
-}
-
-func (s childSpec) run() (Counts, time.Duration, error) {
+func (s childSpec) run() (Counts, error) {
 	wire := NewWire()
 	defer wire.CloseIdle()
 	client, release, err := NewClient(s.Client, s.Config, wire)
 	if err != nil {
-		return Counts{}, 0, err
+		return Counts{}, err
 	}
 	defer release()
-	c := Workload(client, wire, s.URL, s.Goroutines, s.Start, s.Duration)
-	// Not less than the run's length, even when every goroutine gave up
-	// early because its limiter said no call could start before the end:
-	// the server's ceiling grew until then all the same.
-	return c, max(time.Since(s.Start), s.Duration), nil
+	return Workload(client, wire, s.URL, s.Goroutines, s.Start, s.Duration), nil
 }
 
 // envChild holds a childSpec, as JSON, in a process the harness started.
@@ -150,12 +140,12 @@ func MaybeChild() {
 		fmt.Fprintln(os.Stderr, "bench child:", err)
 		os.Exit(2)
 	}
-	c, elapsed, err := spec.run()
+	c, err := spec.run()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench child:", err)
 		os.Exit(1)
 	}
-	if err := json.NewEncoder(os.Stdout).Encode(childResult{c, elapsed}); err != nil {
+	if err := json.NewEncoder(os.Stdout).Encode(c); err != nil {
 		os.Exit(1)
 	}
 	os.Exit(0)
@@ -165,10 +155,10 @@ func MaybeChild() {
 // that start together and split the goroutines between them. Each process
 // gets the whole configuration: the full limit, as a fleet's instances do.
 // pacer's get one Redis bucket, under a prefix new to this run.
-func runProcesses(o Options, procs int, spec childSpec) (Counts, time.Duration, error) {
+func runProcesses(o Options, procs int, spec childSpec) (Counts, error) {
 	if spec.Client == Pacer {
 		if o.RedisAddr == "" {
-			return Counts{}, 0, errors.New("pacer's processes share a Redis store: set the Redis address")
+			return Counts{}, errors.New("pacer's processes share a Redis store: set the Redis address")
 		}
 		var b [8]byte
 		rand.Read(b[:])
@@ -176,16 +166,16 @@ func runProcesses(o Options, procs int, spec childSpec) (Counts, time.Duration, 
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return Counts{}, 0, err
+		return Counts{}, err
 	}
 	spec.Goroutines = max(1, o.Goroutines/procs)
 	spec.Start = time.Now().Add(time.Second) // time for every process to start and connect
 	js, err := json.Marshal(spec)
 	if err != nil {
-		return Counts{}, 0, err
+		return Counts{}, err
 	}
 	type out struct {
-		res childResult
+		res Counts
 		err error
 	}
 	outs := make(chan out, procs)
@@ -199,19 +189,17 @@ func runProcesses(o Options, procs int, spec childSpec) (Counts, time.Duration, 
 				outs <- out{err: fmt.Errorf("process of %s: %v: %s", spec.Client, err, stderr.String())}
 				return
 			}
-			var r childResult
+			var r Counts
 			err := json.Unmarshal(stdout.Bytes(), &r)
 			outs <- out{r, err}
 		}()
 	}
 	var total Counts
-	var elapsed time.Duration
 	var errs []error
 	for range procs {
 		o := <-outs
 		errs = append(errs, o.err)
-		total.add(o.res.Counts)
-		elapsed = max(elapsed, o.res.Elapsed)
+		total.add(o.res)
 	}
-	return total, elapsed, errors.Join(errs...)
+	return total, errors.Join(errs...)
 }

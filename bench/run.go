@@ -62,14 +62,16 @@ func (c *Counts) add(o Counts) {
 }
 
 // Workload runs goroutines that each call url through client, one call after
-// another as fast as the client lets them, from start until start+d. A call
-// still waiting at the end is cancelled and not counted. The wire's counts
-// are added to what it returns.
+// another as fast as the client lets them, from start until start+d. Only
+// the calls that ended in that window count as accepted; a call still under
+// way at the end is cancelled. The wire's counts are added to what it
+// returns.
 func Workload(client *http.Client, wire *Wire, url string, goroutines int, start time.Time, d time.Duration) Counts {
 	if wait := time.Until(start); wait > 0 {
 		time.Sleep(wait) // the processes of one run start together
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), start.Add(d))
+	deadline := start.Add(d)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	var (
 		mu    sync.Mutex
@@ -99,7 +101,9 @@ func Workload(client *http.Client, wire *Wire, url string, goroutines int, start
 				case err != nil && ctx.Err() != nil:
 					// cut off by the end of the run: not counted
 				case err == nil && resp.StatusCode == http.StatusOK:
-					mine.Latencies = append(mine.Latencies, time.Since(t0))
+					if end := time.Now(); !end.After(deadline) {
+						mine.Latencies = append(mine.Latencies, end.Sub(t0))
+					} // else it ended outside the window the ceiling is computed for
 				default:
 					mine.Failed++
 				}
