@@ -56,8 +56,10 @@ func median(vs []float64) float64 {
 
 // WriteOverhead writes a Markdown table of each benchmark's overhead: its
 // median ns/op less the median of its sibling ".../stub" (the same benchmark
-// group's bare transport), and that overhead as a multiple of reference's.
-// Benchmarks without a stub sibling are left out.
+// group's bare transport), and that overhead as a multiple of the overhead
+// of its sibling ".../"+reference — so that every ratio compares figures
+// from one binary and one run. Benchmarks without a stub sibling are left
+// out; a group without the reference gets no ratio.
 func WriteOverhead(w io.Writer, runs map[string][]float64, order []string, reference string) error {
 	over := func(name string) (float64, bool) {
 		i := strings.LastIndexByte(name, '/')
@@ -70,18 +72,23 @@ func WriteOverhead(w io.Writer, runs map[string][]float64, order []string, refer
 		}
 		return median(runs[name]) - median(stub), true
 	}
-	ref, ok := over(reference)
-	if !ok {
-		return fmt.Errorf("no %s, or no stub beside it, in the benchmark output", reference)
-	}
 	fmt.Fprintf(w, "| benchmark | ns/op (median) | overhead over stub | × %s's |\n", reference)
 	fmt.Fprintln(w, "|-----------|---------------:|-------------------:|------:|")
+	rows := 0
 	for _, name := range order {
 		o, ok := over(name)
 		if !ok {
 			continue
 		}
-		fmt.Fprintf(w, "| %s | %.0f | %.0f ns | %.2f× |\n", name, median(runs[name]), o, o/ref)
+		rows++
+		ratio := "—"
+		if ref, ok := over(name[:strings.LastIndexByte(name, '/')+1] + reference); ok && ref > 0 {
+			ratio = fmt.Sprintf("%.2f×", o/ref)
+		}
+		fmt.Fprintf(w, "| %s | %.0f | %.0f ns | %s |\n", name, median(runs[name]), o, ratio)
+	}
+	if rows == 0 {
+		return fmt.Errorf("no benchmark with a stub beside it in the output")
 	}
 	return nil
 }

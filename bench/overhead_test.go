@@ -15,7 +15,10 @@ BenchmarkRoundTrip/rate+semaphore-2	 100	 300 ns/op
 BenchmarkRoundTrip/pacer-2  	 100	 520 ns/op
 BenchmarkParseQuotas_IETF-2 	 100	 999 ns/op
 BenchmarkPeers/stub-2       	 100	 70 ns/op
+BenchmarkPeers/rate+semaphore-2	 100	 250 ns/op
 BenchmarkPeers/retryablehttp-2	 100	 430 ns/op
+BenchmarkOther/stub-2       	 100	 10 ns/op
+BenchmarkOther/thing-2      	 100	 20 ns/op
 PASS
 `
 	runs, order, err := ParseBench(strings.NewReader(out))
@@ -26,15 +29,16 @@ PASS
 		t.Fatalf("stub runs = %v, want 3 of them", got)
 	}
 	var b bytes.Buffer
-	if err := WriteOverhead(&b, runs, order, "BenchmarkRoundTrip/rate+semaphore"); err != nil {
+	if err := WriteOverhead(&b, runs, order, "rate+semaphore"); err != nil {
 		t.Fatal(err)
 	}
-	// Overheads against each group's own stub median (120 and 70):
-	// rate+semaphore 180, pacer 400, retryablehttp 360.
+	// Overheads against each group's own stub median (120, 70 and 10),
+	// and as multiples of the same group's rate+semaphore (180 and 180).
 	for _, want := range []string{
 		"| BenchmarkRoundTrip/rate+semaphore | 300 | 180 ns | 1.00× |",
 		"| BenchmarkRoundTrip/pacer | 520 | 400 ns | 2.22× |",
 		"| BenchmarkPeers/retryablehttp | 430 | 360 ns | 2.00× |",
+		"| BenchmarkOther/thing | 20 | 10 ns | — |",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
@@ -43,7 +47,8 @@ PASS
 	if strings.Contains(b.String(), "ParseQuotas") || strings.Contains(b.String(), "/stub |") {
 		t.Errorf("table lists a benchmark that has no stub sibling, or a stub:\n%s", b.String())
 	}
-	if err := WriteOverhead(&b, runs, order, "BenchmarkRoundTrip/nothing"); err == nil {
-		t.Error("a missing reference gave no error")
+	runs, order, _ = ParseBench(strings.NewReader("BenchmarkX/a-2 1 5 ns/op\n"))
+	if err := WriteOverhead(&b, runs, order, "rate+semaphore"); err == nil {
+		t.Error("output without any stub gave no error")
 	}
 }

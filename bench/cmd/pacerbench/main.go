@@ -7,8 +7,8 @@
 //	pacerbench [-duration 12s] [-scenarios 1,2,3,4,5] [-clients all] [-redis host:port] [-out FILE]
 //
 // With the argument "overhead", it reads `go test -bench` output instead and
-// prints each benchmark's overhead over its group's stub transport, against
-// the root package's x/time/rate + semaphore:
+// prints each benchmark's overhead over its group's stub transport, and as a
+// multiple of the same group's x/time/rate + semaphore:
 //
 //	pacerbench overhead FILE...
 //
@@ -124,5 +124,5 @@ func overhead(files []string) error {
 	if err != nil {
 		return err
 	}
-	return bench.WriteOverhead(os.Stdout, runs, order, "BenchmarkRoundTrip/rate+semaphore")
+	return bench.WriteOverhead(os.Stdout, runs, order, "rate+semaphore")
 }
