@@ -51,6 +51,12 @@ type ClientConfig struct {
 	// MaxWait is the longest a limiter may make a call wait: the run's
 	// length, so that waiting, never refusing, is what limiters do.
 	MaxWait time.Duration
+
+	// Headroom, when above 0, is pacer's WithHeadroom; 0 keeps its default.
+	// PacerBurst, when above 0, is the Burst of pacer's Limit; 0 keeps its
+	// default, (1 − headroom) × Rate and at least 1.
+	Headroom   float64
+	PacerBurst int
 }
 
 // Wire counts the server's refusals, attempt by attempt, below any retries a
@@ -112,8 +118,9 @@ func (w *Wire) CloseIdle() { w.next.(*http.Transport).CloseIdleConnections() }
 //     concurrency-capped API, a bulkhead of cfg.Conn. Both wait up to
 //     cfg.MaxWait instead of refusing.
 //   - pacer: pacer.WithLimit(pacer.PerSecond(cfg.Rate)) at the default
-//     headroom (0.9), or pacer.WithConcurrency(cfg.Conn); the Redis store
-//     when cfg.RedisAddr is set; everything else default.
+//     headroom (0.9), unless cfg.Headroom or cfg.PacerBurst say otherwise, or
+//     pacer.WithConcurrency(cfg.Conn); the Redis store when cfg.RedisAddr is
+//     set; everything else default.
 func NewClient(name string, cfg ClientConfig, base http.RoundTripper) (*http.Client, func(), error) {
 	none := func() {}
 	switch name {
@@ -142,10 +149,13 @@ func NewClient(name string, cfg ClientConfig, base http.RoundTripper) (*http.Cli
 	case Pacer:
 		var opts []pacer.Option
 		if cfg.Rate > 0 {
-			opts = append(opts, pacer.WithLimit(pacer.PerSecond(cfg.Rate)))
+			opts = append(opts, pacer.WithLimit(pacer.Limit{Count: cfg.Rate, Per: time.Second, Burst: cfg.PacerBurst}))
 		}
 		if cfg.Conn > 0 {
 			opts = append(opts, pacer.WithConcurrency(cfg.Conn))
+		}
+		if cfg.Headroom > 0 {
+			opts = append(opts, pacer.WithHeadroom(cfg.Headroom))
 		}
 		release := none
 		if cfg.RedisAddr != "" {

@@ -21,6 +21,8 @@ type Options struct {
 	Duration   time.Duration // of each client × scenario
 	Goroutines int           // the workload's callers, in all processes together
 	RedisAddr  string        // for pacer in scenario 3; required there
+	Headroom   float64       // pacer's headroom; 0: its default
+	PacerBurst int           // the Burst of pacer's Limit; 0: its default
 }
 
 // A Result is one client in one scenario.
@@ -50,7 +52,8 @@ func Run(o Options, sc Scenario, client string) (Result, error) {
 	}
 	defer n.Stop()
 	res := Result{Scenario: sc, Client: client}
-	cfg := ClientConfig{Rate: o.Server.Rate * sc.Scale, Burst: o.Server.Burst * sc.Scale, MaxWait: o.Duration}
+	cfg := ClientConfig{Rate: o.Server.Rate * sc.Scale, Burst: o.Server.Burst * sc.Scale, MaxWait: o.Duration,
+		Headroom: o.Headroom, PacerBurst: o.PacerBurst}
 	if sc.Path == PathConn {
 		if res.Service, err = callDuration(n.URL + PathConn); err != nil {
 			return Result{}, err

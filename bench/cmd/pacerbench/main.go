@@ -50,6 +50,8 @@ func main() {
 	flag.IntVar(&o.Server.Rate, "rate", 50, "nginx limit_req rate, requests a second")
 	flag.IntVar(&o.Server.Burst, "burst", 10, "nginx limit_req burst")
 	flag.IntVar(&o.Server.Conn, "conn", 4, "nginx limit_conn")
+	flag.Float64Var(&o.Headroom, "pacer-headroom", 0, "pacer's WithHeadroom; 0 keeps its default (0.9)")
+	flag.IntVar(&o.PacerBurst, "pacer-burst", 0, "the Burst of pacer's Limit; 0 keeps its default ((1-headroom) x rate, at least 1)")
 	flag.Parse()
 	if err := run(o, *scenarios, *clients, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "pacerbench:", err)
