@@ -97,6 +97,11 @@ func BenchmarkRoundTrip(b *testing.B) {
 	b.Run("pacer-rate-only", func(b *testing.B) {
 		benchRoundTrip(b, New(stubTransport{}, WithLimit(PerSecond(unlimited))))
 	})
+	// Without the retrier: how much of pacer's overhead is the retry
+	// bookkeeping that every call pays even when nothing is retried.
+	b.Run("pacer-no-retry", func(b *testing.B) {
+		benchRoundTrip(b, New(stubTransport{}, WithLimit(PerSecond(unlimited)), WithConcurrency(unlimited>>10), WithoutRetry()))
+	})
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

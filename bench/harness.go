@@ -1,0 +1,208 @@
+package bench
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"time"
+)
+
+// Options configure a benchmark run.
+type Options struct {
+	NginxBin   string
+	Server     Server
+	Duration   time.Duration // of each client × scenario
+	Goroutines int           // the workload's callers, in all processes together
+	RedisAddr  string        // for pacer in scenario 3; required there
+	Headroom   float64       // pacer's headroom; 0: its default
+	PacerBurst int           // the Burst of pacer's Limit; 0: its default
+}
+
+// A Result is one client in one scenario.
+type Result struct {
+	Scenario Scenario
+	Client   string
+	Counts
+	// Ceiling is the most the server could have accepted in the run's
+	// window: rate × time + burst for limit_req, Conn × time ÷ Service for
+	// limit_conn.
+	Ceiling float64
+	Service time.Duration // one call's duration on /conn, alone; 0 elsewhere
+}
+
+// Rejected is the server's refusals: 429s and 503s.
+func (r Result) Rejected() int64 { return r.TooMany + r.Unavailable }
+
+// Goodput is the accepted requests as a share of the server's ceiling.
+func (r Result) Goodput() float64 { return float64(r.Accepted) / r.Ceiling }
+
+// Run measures one client in one scenario against a nginx of its own,
+// started for this run alone, so that no run inherits another's debt.
+func Run(o Options, sc Scenario, client string) (Result, error) {
+	n, err := StartNginx(o.NginxBin, o.Server)
+	if err != nil {
+		return Result{}, err
+	}
+	defer n.Stop()
+	res := Result{Scenario: sc, Client: client}
+	cfg := ClientConfig{Rate: o.Server.Rate * sc.Scale, Burst: o.Server.Burst * sc.Scale, MaxWait: o.Duration,
+		Headroom: o.Headroom, PacerBurst: o.PacerBurst}
+	if sc.Path == PathConn {
+		if res.Service, err = callDuration(n.URL + PathConn); err != nil {
+			return Result{}, err
+		}
+		cfg = ClientConfig{Conn: o.Server.Conn, ConnRate: float64(o.Server.Conn) / res.Service.Seconds(), MaxWait: o.Duration}
+	}
+	spec := childSpec{Client: client, URL: n.URL + sc.Path, Goroutines: o.Goroutines, Duration: o.Duration, Config: cfg}
+	if sc.Procs > 1 {
+		res.Counts, err = runProcesses(o, sc.Procs, spec)
+	} else {
+		spec.Start = time.Now()
+		res.Counts, err = spec.run()
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	secs := o.Duration.Seconds()
+	if sc.Path == PathConn {
+		res.Ceiling = float64(o.Server.Conn) * secs / res.Service.Seconds()
+	} else {
+		res.Ceiling = float64(o.Server.Rate)*secs + float64(o.Server.Burst)
+	}
+	return res, nil
+}
+
+// callDuration is the shortest of three calls to url made one at a time: how
+// long the server takes to answer one call when nothing else is in flight.
+func callDuration(url string) (time.Duration, error) {
+	tr := NewWire()
+	defer tr.CloseIdle()
+	c := &http.Client{Transport: tr}
+	best := time.Duration(0)
+	for range 3 {
+		t0 := time.Now()
+		resp, err := c.Get(url)
+		if err != nil {
+			return 0, err
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return 0, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return 0, fmt.Errorf("GET %s alone: %s", url, resp.Status)
+		}
+		if d := time.Since(t0); best == 0 || d < best {
+			best = d
+		}
+	}
+	return best, nil
+}
+
+// childSpec is one process's share of a run.
+type childSpec struct {
+	Client     string
+	URL        string
+	Goroutines int
+	Start      time.Time
+	Duration   time.Duration
+	Config     ClientConfig
+}
+
+func (s childSpec) run() (Counts, error) {
+	wire := NewWire()
+	defer wire.CloseIdle()
+	client, release, err := NewClient(s.Client, s.Config, wire)
+	if err != nil {
+		return Counts{}, err
+	}
+	defer release()
+	return Workload(client, wire, s.URL, s.Goroutines, s.Start, s.Duration), nil
+}
+
+// envChild holds a childSpec, as JSON, in a process the harness started.
+const envChild = "PACER_BENCH_CHILD"
+
+// MaybeChild makes this process one of a run's processes, and exits, when the
+// harness started it as one. Call it first thing in main (and TestMain).
+func MaybeChild() {
+	js := os.Getenv(envChild)
+	if js == "" {
+		return
+	}
+	var spec childSpec
+	if err := json.Unmarshal([]byte(js), &spec); err != nil {
+		fmt.Fprintln(os.Stderr, "bench child:", err)
+		os.Exit(2)
+	}
+	c, err := spec.run()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench child:", err)
+		os.Exit(1)
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(c); err != nil {
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// runProcesses runs spec in procs OS processes — this executable, again —
+// that start together and split the goroutines between them. Each process
+// gets the whole configuration: the full limit, as a fleet's instances do.
+// pacer's get one Redis bucket, under a prefix new to this run.
+func runProcesses(o Options, procs int, spec childSpec) (Counts, error) {
+	if spec.Client == Pacer {
+		if o.RedisAddr == "" {
+			return Counts{}, errors.New("pacer's processes share a Redis store: set the Redis address")
+		}
+		var b [8]byte
+		rand.Read(b[:])
+		spec.Config.RedisAddr, spec.Config.RedisPrefix = o.RedisAddr, "pacer-bench:"+hex.EncodeToString(b[:])+":"
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return Counts{}, err
+	}
+	spec.Goroutines = max(1, o.Goroutines/procs)
+	spec.Start = time.Now().Add(time.Second) // time for every process to start and connect
+	js, err := json.Marshal(spec)
+	if err != nil {
+		return Counts{}, err
+	}
+	type out struct {
+		res Counts
+		err error
+	}
+	outs := make(chan out, procs)
+	for range procs {
+		go func() {
+			cmd := exec.Command(exe)
+			cmd.Env = append(os.Environ(), envChild+"="+string(js))
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				outs <- out{err: fmt.Errorf("process of %s: %v: %s", spec.Client, err, stderr.String())}
+				return
+			}
+			var r Counts
+			err := json.Unmarshal(stdout.Bytes(), &r)
+			outs <- out{r, err}
+		}()
+	}
+	var total Counts
+	var errs []error
+	for range procs {
+		o := <-outs
+		errs = append(errs, o.err)
+		total.add(o.res)
+	}
+	return total, errors.Join(errs...)
+}
