@@ -53,11 +53,18 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 			c.workload = w
 		}
 	}
+	c.charges = c.chargeBuf[:0]
+	if len(t.routes) == 0 {
+		// No routes: the one charge to DefaultScope, without the loop.
+		c.addCharge(t.defaultClass, defaultCharges[0], vals)
+		c.budgetFor(vals)
+		return c, nil
+	}
 	routed := append(c.routedBuf[:0], defaultCharges...)
 	for _, route := range t.routes {
 		routed = route(req, routed)
 	}
-	c.charges = c.chargeBuf[:0]
+	defer clear(routed) // the routes' keys must not outlive the call
 	for _, ch := range routed {
 		class := t.defaultClass // the common case, without a map lookup
 		if ch.Scope != DefaultScope {
@@ -69,11 +76,16 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 		}
 		c.addCharge(class, ch, vals)
 	}
+	c.budgetFor(vals)
+	return c, nil
+}
+
+// budgetFor sets out what the call spends of its workload's budget.
+func (c *call) budgetFor(vals *callValues) {
 	if b := c.workload.budget; b.Burst > 0 {
 		b.Cost = c.budgetCost(vals)
 		c.budget[0] = b
 	}
-	return c, nil
 }
 
 // addCharge adds a charge. Two charges to one bucket become one, so the
@@ -124,7 +136,7 @@ func chargeCost(class *scopeClass, ch Charge, vals *callValues) float64 {
 	if ch.Cost > 0 {
 		return float64(ch.Cost)
 	}
-	if class.Unit == UnitRequests {
+	if class.countsRequests {
 		return 1
 	}
 	return 0
@@ -207,7 +219,6 @@ func (c *call) finish() {
 	// the rest of the call's bookkeeping.
 	clear(c.charges)
 	clear(c.demands)
-	clear(c.routedBuf[:])
 	c.ctx, c.workload, c.waiter = nil, nil, nil
 	c.charges, c.demands, c.owners = nil, nil, nil
 	c.budget[0] = Demand{}

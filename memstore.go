@@ -16,6 +16,11 @@ type MemoryStore struct {
 	mu      sync.Mutex
 	buckets map[bucketKey]*memBucket
 	ops     int
+	keep    int // buckets held without sweeping: sweepFloor
+	// last is the bucket used last: most Transports pace one busy bucket,
+	// and comparing two strings costs less than hashing them.
+	last    *memBucket
+	lastKey bucketKey
 }
 
 type bucketKey struct{ scope, key string }
@@ -29,7 +34,7 @@ type memBucket struct {
 
 // NewMemoryStore returns an empty in-memory store.
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{buckets: make(map[bucketKey]*memBucket)}
+	return &MemoryStore{buckets: make(map[bucketKey]*memBucket), keep: sweepFloor}
 }
 
 // The sweep looks at sweepBatch buckets every sweepEvery operations: four
@@ -38,6 +43,9 @@ func NewMemoryStore() *MemoryStore {
 const (
 	sweepEvery = 16
 	sweepBatch = 64
+	// sweepFloor is how many buckets are kept without sweeping: so few
+	// cost little memory, and sweeping them would cost every take.
+	sweepFloor = 1024
 )
 
 // Take implements Store.
@@ -118,10 +126,14 @@ func (m *MemoryStore) level(d Demand, now time.Time) float64 {
 // bucket returns d's bucket brought up to now, creating it full if it is new.
 func (m *MemoryStore) bucket(d *Demand, now time.Time) *memBucket {
 	k := bucketKey{d.Scope, d.Key}
-	b := m.buckets[k]
-	if b == nil {
-		b = &memBucket{bucketLevel: bucketLevel{tokens: d.Burst, stamp: now}}
-		m.buckets[k] = b
+	b := m.last
+	if b == nil || k != m.lastKey {
+		b = m.buckets[k]
+		if b == nil {
+			b = &memBucket{bucketLevel: bucketLevel{tokens: d.Burst, stamp: now}}
+			m.buckets[k] = b
+		}
+		m.last, m.lastKey = b, k
 	}
 	b.advance(d, now)
 	b.rate, b.burst, b.window = d.Rate, d.Burst, d.Window
@@ -130,7 +142,7 @@ func (m *MemoryStore) bucket(d *Demand, now time.Time) *memBucket {
 
 func (m *MemoryStore) maybeSweep(now time.Time) {
 	m.ops++
-	if m.ops < sweepEvery {
+	if m.ops < sweepEvery || len(m.buckets) <= m.keep {
 		return
 	}
 	m.ops = 0
@@ -140,6 +152,9 @@ func (m *MemoryStore) maybeSweep(now time.Time) {
 	for k, b := range m.buckets {
 		if b.full(b.rate, b.burst, b.window, now) {
 			delete(m.buckets, k)
+			if b == m.last {
+				m.last = nil
+			}
 		}
 		if looked++; looked == sweepBatch {
 			return

@@ -10,7 +10,7 @@ import (
 )
 
 func TestMemoryStoreConformance(t *testing.T) {
-	storetest.Run(t, func(*testing.T) pacer.Store { return pacer.NewMemoryStore() },
+	storetest.Run(t, func(*testing.T) pacer.Store { return pacer.NewSweepingMemoryStore() },
 		storetest.WithEviction(memoryHeld))
 }
 

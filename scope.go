@@ -67,8 +67,9 @@ type Route func(req *http.Request, charges []Charge) []Charge
 // scopeClass is a configured Scope as the Transport uses it.
 type scopeClass struct {
 	Scope
-	retryCredit atomic.Int64 // retries the scope may make, in retryUnits
-	rate, burst float64      // the pace, after headroom
+	retryCredit    atomic.Int64 // retries the scope may make, in retryUnits
+	rate, burst    float64      // the pace, after headroom
+	countsRequests bool         // Unit is UnitRequests
 	// Per workload, by index: the share of the burst others reserve; the
 	// slots the workload reserves; the most slots it may hold; and the name
 	// of the bucket that caps its share of the rate ("" when uncapped).
@@ -91,6 +92,7 @@ func newScopeClass(s Scope, headroom float64, workloads []*workloadState, clock 
 	}
 	c := &scopeClass{Scope: s, keyed: make(map[string]*scopeState), clock: clock}
 	c.rate, c.burst = s.Limit.pace(headroom)
+	c.countsRequests = s.Unit == UnitRequests
 	n := len(workloads)
 	c.othersReserve = make([]float64, n)
 	c.reservedSlots = make([]int, n)
@@ -153,7 +155,7 @@ func (c *scopeClass) state(key string) *scopeState {
 		c.keyed[key] = s
 	}
 	s.holders.Add(1)
-	if c.looks++; c.looks >= registrySweepEvery {
+	if c.looks++; c.looks >= registrySweepEvery && len(c.keyed) > sweepFloor {
 		c.looks = 0
 		c.sweep()
 	}
