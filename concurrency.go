@@ -8,27 +8,46 @@ import (
 // acquireSlot takes one of the scope's concurrency slots for workload w, if
 // one is free to w: w stays within its Max, and leaves the slots that other
 // workloads reserved and are not using.
+//
+// Without reserves or caps a slot is a compare-and-swap; with them, the
+// decision reads every workload's count, under the lock. Either way a slot
+// is given back without the lock (releaseSlot), so a decision may see a
+// count a moment old and refuse: the refused call then queues and tries
+// again, and the release, which looks for a queue after it counts, wakes it.
 func (s *scopeState) acquireSlot(w int) bool {
 	c := s.class
-	if c.Concurrency == 0 {
+	switch {
+	case c.Concurrency == 0:
 		return true
+	case !c.sharesSlots:
+		for {
+			n := s.inFlight.Load()
+			if n >= int32(c.Concurrency) {
+				return false
+			}
+			if s.inFlight.CompareAndSwap(n, n+1) {
+				s.inFlightBy[w].Add(1)
+				return true
+			}
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if c.maxSlots[w] > 0 && s.inFlightBy[w] >= c.maxSlots[w] {
+	mine := int(s.inFlightBy[w].Load())
+	if c.maxSlots[w] > 0 && mine >= c.maxSlots[w] {
 		return false
 	}
 	reservedByOthers := 0
 	for v, r := range c.reservedSlots {
-		if v != w && r > s.inFlightBy[v] {
-			reservedByOthers += r - s.inFlightBy[v]
+		if used := int(s.inFlightBy[v].Load()); v != w && r > used {
+			reservedByOthers += r - used
 		}
 	}
-	if s.inFlight+reservedByOthers >= c.Concurrency {
+	if int(s.inFlight.Load())+reservedByOthers >= c.Concurrency {
 		return false
 	}
-	s.inFlight++
-	s.inFlightBy[w]++
+	s.inFlight.Add(1)
+	s.inFlightBy[w].Add(1)
 	return true
 }
 
@@ -40,9 +59,14 @@ func (s *scopeState) releaseSlot(w int, self *waiter) {
 	if s.class.Concurrency == 0 {
 		return
 	}
+	s.inFlightBy[w].Add(-1)
+	s.inFlight.Add(-1)
+	// Counted first, looked for second: a call that queued after failing
+	// to get this slot is seen here, and one that queues later finds it.
+	if s.waiting.Load() == 0 {
+		return
+	}
 	s.mu.Lock()
-	s.inFlight--
-	s.inFlightBy[w]--
 	head := s.queue.head()
 	s.mu.Unlock()
 	if head != self {

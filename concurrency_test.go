@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -20,7 +22,7 @@ func inFlight(tr *Transport) int {
 	s := tr.scopes[DefaultScope].shared
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.inFlight
+	return int(s.inFlight.Load())
 }
 
 // slotFree reports whether a new call gets the single slot at once.
@@ -232,3 +234,58 @@ func TestWaitingForTokensWithASlotFreeDoesNotSpin(t *testing.T) {
 		}
 	})
 }
+
+// TestSlotsUnderContention hammers a scope of two slots from many
+// goroutines, with and without reserved slots: the base transport never sees
+// more than two calls at once, and no call is left waiting for a release it
+// missed (each call's deadline turns a lost wake-up into a failure).
+func TestSlotsUnderContention(t *testing.T) {
+	for _, opts := range [][]Option{
+		{WithConcurrency(2)},
+		{WithConcurrency(2), WithWorkload("interactive", Workload{Reserve: 0.5})},
+	} {
+		var now, most atomic.Int32
+		api := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			n := now.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			return &http.Response{StatusCode: 200, Body: &onClose{f: func() { now.Add(-1) }}, Request: req}, nil
+		})
+		tr := New(api, opts...)
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				ctx := context.Background()
+				if g%2 == 0 {
+					ctx = ContextWithWorkload(ctx, "interactive")
+				}
+				for range 250 {
+					ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+					err := get(tr, ctx, "http://api.test/")
+					cancel()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if m := most.Load(); m > 2 {
+			t.Errorf("%d calls in flight at once, want at most 2", m)
+		}
+		if inFlight(tr) != 0 {
+			t.Errorf("%d slots still held", inFlight(tr))
+		}
+	}
+}
+
+// onClose is an empty response body that runs f once, when it is read to
+// its end or closed, whichever comes first: when pacer releases the slot.
+type onClose struct {
+	once sync.Once
+	f    func()
+}
+
+func (b *onClose) Read([]byte) (int, error) { b.once.Do(b.f); return 0, io.EOF }
+func (b *onClose) Close() error             { b.once.Do(b.f); return nil }

@@ -70,6 +70,7 @@ type scopeClass struct {
 	retryCredit    atomic.Int64 // retries the scope may make, in retryUnits
 	rate, burst    float64      // the pace, after headroom
 	countsRequests bool         // Unit is UnitRequests
+	sharesSlots    bool         // some workload reserves or caps slots
 	// Per workload, by index: the share of the burst others reserve; the
 	// slots the workload reserves; the most slots it may hold; and the name
 	// of the bucket that caps its share of the rate ("" when uncapped).
@@ -103,6 +104,7 @@ func newScopeClass(s Scope, headroom float64, workloads []*workloadState, clock 
 		totalReserve += w.Reserve
 	}
 	for i, w := range workloads {
+		c.sharesSlots = c.sharesSlots || w.Reserve > 0 || w.Max > 0
 		c.othersReserve[i] = totalReserve - w.Reserve
 		c.reservedSlots[i] = int(math.Round(w.Reserve * float64(s.Concurrency)))
 		if w.Max > 0 {
@@ -188,14 +190,15 @@ type scopeState struct {
 	holders atomic.Int32 // calls that hold this state (keyed states only)
 	waiting atomic.Int32 // len(queue), readable without the lock
 
-	mu         sync.Mutex
-	queue      waitQueue
-	inFlight   int
-	inFlightBy []int // by workload index
+	inFlight   atomic.Int32
+	inFlightBy []atomic.Int32 // by workload index
+
+	mu    sync.Mutex
+	queue waitQueue
 }
 
 func newScopeState(c *scopeClass, key string) *scopeState {
-	return &scopeState{class: c, key: key, inFlightBy: make([]int, len(c.reservedSlots))}
+	return &scopeState{class: c, key: key, inFlightBy: make([]atomic.Int32, len(c.reservedSlots))}
 }
 
 // release lets go of a state taken with scopeClass.state.

@@ -148,10 +148,10 @@ func (m *budgetMeter) read(per time.Duration, now time.Time) (spent float64, res
 func (t *Transport) count(sc *ScopeStats, s *scopeState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sc.InFlight += s.inFlight
+	sc.InFlight += int(s.inFlight.Load())
 	sc.Waiting += len(s.queue)
 	for _, w := range t.workloads {
-		if n := s.inFlightBy[w.index]; n > 0 {
+		if n := int(s.inFlightBy[w.index].Load()); n > 0 {
 			sc.InFlightBy[w.name] += n
 		}
 	}

@@ -233,7 +233,9 @@ func (c *call) send(req *http.Request, info *attemptInfo) (resp *http.Response, 
 	if resp == nil {
 		return nil, errors.New("pacer: the base RoundTripper returned neither a response nor an error")
 	}
-	info.verdict = c.t.classify(resp)
+	if resp.StatusCode >= 400 {
+		info.verdict = c.t.classify(resp)
+	}
 	c.learn(resp, info.verdict) // step 6
 	// Step 8 follows; a spent quota ends the call here instead.
 	if reason := info.verdict.Exhausted; reason != "" {
