@@ -100,7 +100,22 @@ func (c *call) addCharge(class *scopeClass, ch Charge, vals *callValues) {
 			return
 		}
 	}
-	c.charges = append(c.charges, charge{state: state, key: ch.Key, cost: cost})
+	// As in addDemand: names and states left from the call's last use are
+	// kept when they are the same, sparing the write barriers.
+	n := len(c.charges)
+	if n == cap(c.charges) {
+		c.charges = append(c.charges, charge{})
+	} else {
+		c.charges = c.charges[:n+1]
+	}
+	e := &c.charges[n]
+	if e.state != state {
+		e.state = state
+	}
+	if e.key != ch.Key {
+		e.key = ch.Key
+	}
+	e.cost, e.admittedAt, e.spentAt = cost, 0, 0
 	c.needsSlots = c.needsSlots || class.Concurrency > 0
 }
 
@@ -119,14 +134,33 @@ func (c *call) pace() {
 		// A floor above burst − cost would make the request wait forever; a
 		// reserve too small to hold one request reserves nothing.
 		floor := min(class.othersReserve[w]*burst, max(0, burst-ch.cost))
-		c.demands = append(c.demands, Demand{Scope: class.Name, Key: ch.key, Rate: rate, Burst: burst, Cost: ch.cost, Floor: floor})
-		c.owners = append(c.owners, i)
+		c.addDemand(class.Name, ch.key, rate, burst, ch.cost, floor, i)
 		if name := class.maxScope[w]; name != "" {
 			share := c.workload.Max
-			c.demands = append(c.demands, Demand{Scope: name, Key: ch.key, Rate: rate * share, Burst: max(1, burst*share), Cost: ch.cost})
-			c.owners = append(c.owners, i)
+			c.addDemand(name, ch.key, rate*share, max(1, burst*share), ch.cost, 0, i)
 		}
 	}
+}
+
+// addDemand appends a demand. A pooled call mostly paces the bucket it paced
+// last time: its names are then left as they are, which spares the garbage
+// collector's write barriers on the hot path.
+func (c *call) addDemand(scope, key string, rate, burst, cost, floor float64, owner int) {
+	n := len(c.demands)
+	if n == cap(c.demands) {
+		c.demands = append(c.demands, Demand{})
+	} else {
+		c.demands = c.demands[:n+1]
+	}
+	d := &c.demands[n]
+	if d.Scope != scope {
+		d.Scope = scope
+	}
+	if d.Key != key {
+		d.Key = key
+	}
+	d.Rate, d.Burst, d.Window, d.Cost, d.Floor = rate, burst, 0, cost, floor
+	c.owners = append(c.owners, owner)
 }
 
 func chargeCost(class *scopeClass, ch Charge, vals *callValues) float64 {
@@ -214,11 +248,9 @@ func (c *call) finish() {
 		}
 		ch.state.release()
 	}
-	// Clear only what was used: the buffers hold strings and pointers that
-	// must not outlive the call, and zeroing all of them costs more than
-	// the rest of the call's bookkeeping.
-	clear(c.charges)
-	clear(c.demands)
+	// The context must not outlive the call. The buffers keep their last
+	// scope states and names, at most a few per pooled call: clearing them
+	// would cost every call write barriers to spare that little memory.
 	c.ctx, c.workload, c.waiter = nil, nil, nil
 	c.charges, c.demands, c.owners = nil, nil, nil
 	c.budget[0] = Demand{}
