@@ -414,7 +414,8 @@ func (c *call) wait(b blocked) error {
 			}
 		}
 		for moved := false; !moved; {
-			if s.isHead(w) {
+			head := s.isHead(w)
+			if head {
 				next, err := c.tryAdmit()
 				switch {
 				case err != nil:
@@ -439,7 +440,7 @@ func (c *call) wait(b blocked) error {
 				}
 			}
 			var fire <-chan time.Time
-			if b.wait > 0 && s.isHead(w) {
+			if b.wait > 0 && head {
 				if timer == nil {
 					timer = c.t.clock.NewTimer(b.wait)
 				} else {

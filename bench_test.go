@@ -2,66 +2,20 @@ package pacer
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"runtime"
 	"strconv"
-	"sync/atomic"
 	"testing"
 
+	"github.com/pacer-go/pacer/internal/baseline"
 	"golang.org/x/time/rate"
 )
 
-// stubTransport answers every request at once with an empty body: the base
-// against which the overhead of a limiter is measured.
-type stubTransport struct{}
+// The stub and the rate+semaphore baseline live in internal/baseline, shared
+// with the bench module's peer benchmarks.
+type stubTransport = baseline.Stub
 
-func (stubTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	return &http.Response{StatusCode: 200, Body: http.NoBody, Request: req}, nil
-}
-
-// rateSemaphore is x/time/rate plus a channel semaphore, written the obvious
-// way: the peer pacer's hot path is measured against.
-type rateSemaphore struct {
-	base    http.RoundTripper
-	limiter *rate.Limiter
-	slots   chan struct{}
-}
-
-func (r *rateSemaphore) RoundTrip(req *http.Request) (*http.Response, error) {
-	ctx := req.Context()
-	select {
-	case r.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	if err := r.limiter.Wait(ctx); err != nil {
-		<-r.slots
-		return nil, err
-	}
-	resp, err := r.base.RoundTrip(req)
-	if err != nil {
-		<-r.slots
-		return nil, err
-	}
-	resp.Body = &semaphoreBody{ReadCloser: resp.Body, slots: r.slots}
-	return resp, nil
-}
-
-type semaphoreBody struct {
-	io.ReadCloser
-	slots chan struct{}
-	done  atomic.Bool
-}
-
-func (b *semaphoreBody) Close() error {
-	if b.done.CompareAndSwap(false, true) {
-		<-b.slots
-	}
-	return b.ReadCloser.Close()
-}
-
-const unlimited = 1 << 30 // a rate the benchmark never waits on
+const unlimited = baseline.Unlimited
 
 func benchRoundTrip(b *testing.B, rt http.RoundTripper) {
 	req, _ := http.NewRequest(http.MethodGet, "http://api.test/", nil)
@@ -80,7 +34,7 @@ func benchRoundTrip(b *testing.B, rt http.RoundTripper) {
 func BenchmarkRoundTrip(b *testing.B) {
 	b.Run("stub", func(b *testing.B) { benchRoundTrip(b, stubTransport{}) })
 	b.Run("rate+semaphore", func(b *testing.B) {
-		benchRoundTrip(b, &rateSemaphore{stubTransport{}, rate.NewLimiter(unlimited, unlimited), make(chan struct{}, unlimited>>10)})
+		benchRoundTrip(b, baseline.NewRateSemaphore(stubTransport{}))
 	})
 	b.Run("rate", func(b *testing.B) {
 		lim := rate.NewLimiter(unlimited, unlimited)
@@ -125,7 +79,7 @@ func BenchmarkRoundTripParallel(b *testing.B) {
 		})
 	}
 	b.Run("rate+semaphore", func(b *testing.B) {
-		run(b, &rateSemaphore{stubTransport{}, rate.NewLimiter(unlimited, unlimited), make(chan struct{}, unlimited>>10)})
+		run(b, baseline.NewRateSemaphore(stubTransport{}))
 	})
 	b.Run("pacer", func(b *testing.B) {
 		run(b, New(stubTransport{}, WithLimit(PerSecond(unlimited)), WithConcurrency(unlimited>>10)))

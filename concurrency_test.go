@@ -25,12 +25,6 @@ func inFlight(tr *Transport) int {
 	return int(s.inFlight.Load())
 }
 
-// slotFree reports whether a new call gets the single slot at once.
-func slotFree(t *testing.T, tr *Transport) bool {
-	t.Helper()
-	return inFlight(tr) == 0
-}
-
 func TestSlotIsReleasedExactlyOnceOnEveryPath(t *testing.T) {
 	boom := errors.New("connection reset")
 	paths := []struct {

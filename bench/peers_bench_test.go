@@ -1,9 +1,7 @@
 package bench
 
 import (
-	"io"
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,64 +9,18 @@ import (
 	"github.com/failsafe-go/failsafe-go/failsafehttp"
 	"github.com/failsafe-go/failsafe-go/ratelimiter"
 	"github.com/hashicorp/go-retryablehttp"
-	"golang.org/x/time/rate"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/internal/baseline"
 )
 
-// stub answers every request at once with an empty body: the base against
-// which each client's overhead is measured, as in the root package's
-// BenchmarkRoundTrip.
-type stub struct{}
+// The stub and the rate+semaphore baseline are the root package's own
+// (internal/baseline): measured here in the same binary and run as the
+// peers, since two binaries' figures for the same code differ by more than
+// the targets' margins.
+type stub = baseline.Stub
 
-func (stub) RoundTrip(req *http.Request) (*http.Response, error) {
-	return &http.Response{StatusCode: 200, Body: http.NoBody, Request: req}, nil
-}
-
-// rateSemaphore is x/time/rate plus a channel semaphore, the baseline the
-// targets are set against. It is the root package's (bench_test.go), again:
-// that one is in a test file of another module, and measuring the baseline
-// in the same binary and run as the peers keeps the ratios honest — the two
-// binaries' figures for the same code differ by more than the margins.
-type rateSemaphore struct {
-	limiter *rate.Limiter
-	slots   chan struct{}
-}
-
-func (r *rateSemaphore) RoundTrip(req *http.Request) (*http.Response, error) {
-	ctx := req.Context()
-	select {
-	case r.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	if err := r.limiter.Wait(ctx); err != nil {
-		<-r.slots
-		return nil, err
-	}
-	resp, err := stub{}.RoundTrip(req)
-	if err != nil {
-		<-r.slots
-		return nil, err
-	}
-	resp.Body = &semaphoreBody{ReadCloser: resp.Body, slots: r.slots}
-	return resp, nil
-}
-
-type semaphoreBody struct {
-	io.ReadCloser
-	slots chan struct{}
-	done  atomic.Bool
-}
-
-func (b *semaphoreBody) Close() error {
-	if b.done.CompareAndSwap(false, true) {
-		<-b.slots
-	}
-	return b.ReadCloser.Close()
-}
-
-const unlimited = 1 << 30 // a rate and a concurrency the benchmark never waits on
+const unlimited = baseline.Unlimited
 
 func benchRoundTrip(b *testing.B, rt http.RoundTripper) {
 	req, _ := http.NewRequest(http.MethodGet, "http://api.test/", nil)
@@ -89,7 +41,7 @@ func benchRoundTrip(b *testing.B, rt http.RoundTripper) {
 func BenchmarkPeers(b *testing.B) {
 	b.Run("stub", func(b *testing.B) { benchRoundTrip(b, stub{}) })
 	b.Run("rate+semaphore", func(b *testing.B) {
-		benchRoundTrip(b, &rateSemaphore{rate.NewLimiter(unlimited, unlimited), make(chan struct{}, unlimited>>10)})
+		benchRoundTrip(b, baseline.NewRateSemaphore(stub{}))
 	})
 	b.Run("retryablehttp", func(b *testing.B) {
 		c := retryablehttp.NewClient()
