@@ -162,7 +162,7 @@ func (s *scopeState) succeeded() {
 //     (AIMD), and successes raise it back.
 //
 // Waits the headers ask for are clamped to the Transport's maximum wait.
-func (c *call) learn(resp *http.Response, verdict Verdict) {
+func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) {
 	status := resp.StatusCode
 	if verdict.Exhausted != "" {
 		return // a spent quota is no reason to slow down the scope
@@ -208,7 +208,7 @@ func (c *call) learn(resp *http.Response, verdict Verdict) {
 			left = min(left, -rate*reset.Seconds())
 			taught = true
 		}
-		c.clamp(now, i, left)
+		c.clamp(ctx, now, i, left)
 	}
 	switch status {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
@@ -218,7 +218,7 @@ func (c *call) learn(resp *http.Response, verdict Verdict) {
 		if status == http.StatusTooManyRequests && !taught {
 			for i, ch := range c.charges {
 				ch.state.cut(ch.admittedAt)
-				c.clamp(now, i, 0) // the provider has nothing left
+				c.clamp(ctx, now, i, 0) // the provider has nothing left
 			}
 		}
 		wait, ok := RetryAfter(resp.Header, now)
@@ -232,7 +232,7 @@ func (c *call) learn(resp *http.Response, verdict Verdict) {
 				// At the pace after any cut, the bucket is back to empty —
 				// not full — when the pause ends.
 				rate, _ := ch.state.pace()
-				c.clamp(now, i, -rate*wait.Seconds())
+				c.clamp(ctx, now, i, -rate*wait.Seconds())
 			}
 		}
 	default:
@@ -264,15 +264,14 @@ func (c *call) chargeFor(q Quota) int {
 // clamp lowers charge i's bucket to at most tokens. A bucket never holds
 // more than its burst, so a clamp above that is skipped: a remote store is
 // asked only when the answer can matter.
-func (c *call) clamp(now time.Time, i int, tokens float64) {
+func (c *call) clamp(ctx context.Context, now time.Time, i int, tokens float64) {
 	for j, owner := range c.owners {
 		if owner != i || tokens >= c.demands[j].Burst {
 			continue
 		}
 		// The response is in hand: a caller that has stopped waiting for it
 		// must not stop the bucket from learning what it said.
-		ctx := context.WithoutCancel(c.ctx)
-		if err := c.t.store.Clamp(ctx, now, c.demands[j], tokens); err != nil {
+		if err := c.t.store.Clamp(context.WithoutCancel(ctx), now, c.demands[j], tokens); err != nil {
 			c.t.emit(Event{Kind: EventStoreFailure, Scope: c.demands[j].Scope, Workload: c.workload.name, Err: err})
 			c.t.log.Warn("pacer: lowering a bucket to what the provider reported", "scope", c.demands[j].Scope, "err", err)
 		}

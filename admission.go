@@ -13,7 +13,6 @@ import (
 // keep the common case of a few charges free of allocations.
 type call struct {
 	t        *Transport
-	ctx      context.Context
 	workload *workloadState
 
 	charges []charge // one per distinct bucket
@@ -42,18 +41,27 @@ type charge struct {
 
 var defaultCharges = []Charge{{Scope: DefaultScope}}
 
+// newPooledCall returns a call for the Transport's pool, its slices on its
+// own buffers.
+func newPooledCall(t *Transport) any {
+	c := &call{t: t}
+	c.charges, c.demands, c.owners = c.chargeBuf[:0], c.demandBuf[:0], c.ownerBuf[:0]
+	return c
+}
+
 // newCall routes req and reads its workload and costs from its context.
 func (t *Transport) newCall(req *http.Request) (*call, error) {
 	c := t.calls.Get().(*call)
-	c.ctx = req.Context()
-	vals := valuesFrom(c.ctx)
-	c.workload = t.defaultWorkload
+	vals := valuesFrom(req.Context())
+	workload := t.defaultWorkload
 	if vals != nil {
 		if w := t.workloads[vals.workload]; w != nil {
-			c.workload = w
+			workload = w
 		}
 	}
-	c.charges = c.chargeBuf[:0]
+	if c.workload != workload {
+		c.workload = workload
+	}
 	if len(t.routes) == 0 {
 		// No routes: the one charge to DefaultScope, without the loop.
 		c.addCharge(t.defaultClass, defaultCharges[0], vals)
@@ -82,9 +90,10 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 
 // budgetFor sets out what the call spends of its workload's budget.
 func (c *call) budgetFor(vals *callValues) {
-	if b := c.workload.budget; b.Burst > 0 {
-		b.Cost = c.budgetCost(vals)
-		c.budget[0] = b
+	if b := &c.workload.budget; b.Burst > 0 {
+		d := &c.budget[0]
+		d.setNames(b.Scope, b.Key)
+		d.Rate, d.Burst, d.Window, d.Cost, d.Floor = b.Rate, b.Burst, b.Window, c.budgetCost(vals), b.Floor
 	}
 }
 
@@ -123,7 +132,7 @@ func (c *call) addCharge(class *scopeClass, ch Charge, vals *callValues) {
 // as of now: a limit learned or a rate cut while the call waited applies to
 // its next attempt.
 func (c *call) pace() {
-	c.demands, c.owners = c.demandBuf[:0], c.ownerBuf[:0]
+	c.demands, c.owners = c.demands[:0], c.owners[:0]
 	w := c.workload.index
 	for i, ch := range c.charges {
 		rate, burst := ch.state.pace()
@@ -142,9 +151,19 @@ func (c *call) pace() {
 	}
 }
 
-// addDemand appends a demand. A pooled call mostly paces the bucket it paced
-// last time: its names are then left as they are, which spares the garbage
-// collector's write barriers on the hot path.
+// setNames sets d's scope and key, leaving each as it is when it is the
+// same: a pooled call mostly paces the bucket it paced last time, and
+// leaving its names spares the garbage collector's write barriers.
+func (d *Demand) setNames(scope, key string) {
+	if d.Scope != scope {
+		d.Scope = scope
+	}
+	if d.Key != key {
+		d.Key = key
+	}
+}
+
+// addDemand appends a demand.
 func (c *call) addDemand(scope, key string, rate, burst, cost, floor float64, owner int) {
 	n := len(c.demands)
 	if n == cap(c.demands) {
@@ -153,12 +172,7 @@ func (c *call) addDemand(scope, key string, rate, burst, cost, floor float64, ow
 		c.demands = c.demands[:n+1]
 	}
 	d := &c.demands[n]
-	if d.Scope != scope {
-		d.Scope = scope
-	}
-	if d.Key != key {
-		d.Key = key
-	}
+	d.setNames(scope, key)
 	d.Rate, d.Burst, d.Window, d.Cost, d.Floor = rate, burst, 0, cost, floor
 	c.owners = append(c.owners, owner)
 }
@@ -198,12 +212,12 @@ func (c *call) budgetCost(vals *callValues) float64 {
 
 // spendBudget takes the call's cost from its workload's budget, or fails
 // with a *BudgetError.
-func (c *call) spendBudget() error {
+func (c *call) spendBudget(ctx context.Context) error {
 	if c.budget[0].Cost <= 0 {
 		return nil
 	}
 	now := c.t.clock.Now()
-	d, err := c.t.store.Take(c.ctx, now, c.budget[:])
+	d, err := c.t.store.Take(ctx, now, c.budget[:])
 	if err != nil {
 		c.t.emit(Event{Kind: EventStoreFailure, Workload: c.workload.name, Err: err})
 		return fmt.Errorf("pacer: checking the budget of workload %q: %w", c.workload.name, err)
@@ -218,12 +232,12 @@ func (c *call) spendBudget() error {
 }
 
 // refundBudget gives back the budget of a call that was not sent.
-func (c *call) refundBudget() {
+func (c *call) refundBudget(ctx context.Context) {
 	if c.budgetSpent {
 		c.budgetSpent = false
 		c.workload.meter.refund(c.budget[0].Cost)
 		// Best effort: a failed refund leaves the budget spent, the safe side.
-		_ = c.t.store.Refund(c.ctx, c.t.clock.Now(), c.budget[:])
+		_ = c.t.store.Refund(ctx, c.t.clock.Now(), c.budget[:])
 	}
 }
 
@@ -248,12 +262,13 @@ func (c *call) finish() {
 		}
 		ch.state.release()
 	}
-	// The context must not outlive the call. The buffers keep their last
-	// scope states and names, at most a few per pooled call: clearing them
-	// would cost every call write barriers to spare that little memory.
-	c.ctx, c.workload, c.waiter = nil, nil, nil
-	c.charges, c.demands, c.owners = nil, nil, nil
-	c.budget[0] = Demand{}
+	// The call keeps its workload and the scope states and names of its
+	// last charges until it is used again: a few pointers per pooled call,
+	// into what the Transport holds anyway. Clearing them, and pointing the
+	// slices back at the buffers on the next use, would cost every call the
+	// garbage collector's write barriers to spare that little memory.
+	c.charges, c.demands, c.owners = c.charges[:0], c.demands[:0], c.owners[:0]
+	c.budget[0].Cost = 0
 	c.budgetSpent, c.needsSlots, c.holdsSlots = false, false, false
 	c.t.calls.Put(c)
 }
@@ -275,19 +290,19 @@ func (b blocked) error(cause error) error {
 
 // admit returns once the call holds a slot and its tokens on every scope, or
 // with the reason it never will in time.
-func (c *call) admit() error {
+func (c *call) admit(ctx context.Context) error {
 	select {
-	case <-c.ctx.Done():
-		return c.ctx.Err()
+	case <-ctx.Done():
+		return ctx.Err()
 	default:
 	}
 	for i := range c.charges {
 		// Calls that were here first, or that matter more, go first.
 		if s := c.charges[i].state; s.servesBefore(c.workload.Reserve) {
-			return c.wait(blocked{state: s, reason: ReasonRate})
+			return c.wait(ctx, blocked{state: s, reason: ReasonRate})
 		}
 	}
-	b, err := c.tryAdmit()
+	b, err := c.tryAdmit(ctx)
 	if err != nil {
 		return err
 	}
@@ -295,7 +310,7 @@ func (c *call) admit() error {
 		c.emitAdmitted()
 		return nil
 	}
-	return c.wait(b)
+	return c.wait(ctx, b)
 }
 
 func (c *call) emitAdmitted() {
@@ -320,7 +335,7 @@ func (c *call) emitRefusal(err error) {
 }
 
 // tryAdmit takes the call's slots and tokens, all or none, without waiting.
-func (c *call) tryAdmit() (blocked, error) {
+func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 	now := c.t.clock.Now()
 	for _, ch := range c.charges {
 		if wait, ok := c.cooledDown(ch.state, now); !ok {
@@ -339,7 +354,7 @@ func (c *call) tryAdmit() (blocked, error) {
 	d := Decision{OK: true}
 	var err error
 	if c.pace(); len(c.demands) > 0 {
-		d, err = c.t.store.Take(c.ctx, now, c.demands)
+		d, err = c.t.store.Take(ctx, now, c.demands)
 	}
 	if err == nil && d.OK {
 		for i := range c.charges {
@@ -386,7 +401,7 @@ func (c *call) costOn(s *scopeState) float64 {
 // behind it sleep until they reach the head. If the next attempt blocks on
 // another scope, the call moves to that scope's queue, keeping its place in
 // arrival order.
-func (c *call) wait(b blocked) error {
+func (c *call) wait(ctx context.Context, b blocked) error {
 	w := &waiter{priority: c.workload.Reserve, seq: c.t.arrivals.Add(1), wake: make(chan struct{}, 1)}
 	c.waiter = w
 	defer func() { c.waiter = nil }()
@@ -398,7 +413,7 @@ func (c *call) wait(b blocked) error {
 		}
 	}()
 	for {
-		if err := c.cannotWait(b); err != nil {
+		if err := c.cannotWait(ctx, b); err != nil {
 			return err
 		}
 		s := b.state
@@ -408,7 +423,7 @@ func (c *call) wait(b blocked) error {
 			// The calls ahead must be paid for before this one: a lower bound
 			// on the wait, good enough to give up at once on a deadline.
 			b.wait += time.Duration(ahead / rate * float64(time.Second))
-			if err := c.cannotWait(b); err != nil {
+			if err := c.cannotWait(ctx, b); err != nil {
 				s.leave(w)
 				return err
 			}
@@ -416,7 +431,7 @@ func (c *call) wait(b blocked) error {
 		for moved := false; !moved; {
 			head := s.isHead(w)
 			if head {
-				next, err := c.tryAdmit()
+				next, err := c.tryAdmit(ctx)
 				switch {
 				case err != nil:
 					s.leave(w)
@@ -434,7 +449,7 @@ func (c *call) wait(b blocked) error {
 					continue
 				}
 				b = next
-				if err := c.cannotWait(b); err != nil {
+				if err := c.cannotWait(ctx, b); err != nil {
 					s.leave(w)
 					return err
 				}
@@ -449,9 +464,9 @@ func (c *call) wait(b blocked) error {
 				fire = timer.C()
 			}
 			select {
-			case <-c.ctx.Done():
+			case <-ctx.Done():
 				s.leave(w)
-				return b.error(c.ctx.Err())
+				return b.error(ctx.Err())
 			case <-w.wake:
 			case <-fire:
 			}
@@ -462,7 +477,7 @@ func (c *call) wait(b blocked) error {
 // cannotWait returns the error for a wait the call will not make: one that
 // no wait ends, one on a scope that fails fast, or one that cannot end
 // before the context's deadline — returned now, not at the deadline.
-func (c *call) cannotWait(b blocked) error {
+func (c *call) cannotWait(ctx context.Context, b blocked) error {
 	switch {
 	case b.wait == Never:
 		_, burst := b.state.pace()
@@ -472,7 +487,7 @@ func (c *call) cannotWait(b blocked) error {
 	case b.state.class.FailFast:
 		return b.error(nil)
 	}
-	if deadline, ok := c.ctx.Deadline(); ok && b.wait > 0 && b.wait > deadline.Sub(c.t.clock.Now()) {
+	if deadline, ok := ctx.Deadline(); ok && b.wait > 0 && b.wait > deadline.Sub(c.t.clock.Now()) {
 		return b.error(context.DeadlineExceeded)
 	}
 	return nil

@@ -21,6 +21,9 @@ type MemoryStore struct {
 	// and comparing two strings costs less than hashing them.
 	last    *memBucket
 	lastKey bucketKey
+	// epoch is the first time the store was given; buckets keep their
+	// times as Durations since it (see bucketLevel).
+	epoch time.Time
 }
 
 type bucketKey struct{ scope, key string }
@@ -50,44 +53,63 @@ const (
 
 // Take implements Store.
 func (m *MemoryStore) Take(_ context.Context, now time.Time, demands []Demand) (Decision, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	at := m.since(now)
+	m.maybeSweep(at)
+	if len(demands) != 1 {
+		return m.takeAll(at, demands), nil
+	}
+	// Most calls are charged to one bucket: all or none is then simple.
+	d := &demands[0]
+	b := m.bucket(d, at)
+	if wait := b.wait(d, at); wait > 0 {
+		return Decision{Wait: wait}, nil
+	}
+	if d.Cost > 0 {
+		b.tokens -= d.Cost
+	}
+	return Decision{OK: true}, nil
+}
+
+// takeAll takes every demand or none. The caller holds m.mu.
+func (m *MemoryStore) takeAll(at time.Duration, demands []Demand) Decision {
 	var stack [4]*memBucket
 	found := stack[:0]
 	if len(demands) > len(stack) {
 		found = make([]*memBucket, 0, len(demands))
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.maybeSweep(now)
 	decision := Decision{OK: true}
 	for i := range demands {
 		d := &demands[i]
-		b := m.bucket(d, now)
+		b := m.bucket(d, at)
 		found = append(found, b)
-		if wait := b.wait(d, now); wait > 0 && (decision.OK || wait > decision.Wait) {
+		if wait := b.wait(d, at); wait > 0 && (decision.OK || wait > decision.Wait) {
 			decision = Decision{Blocked: i, Wait: wait}
 		}
 	}
 	if !decision.OK {
-		return decision, nil
+		return decision
 	}
 	for i, b := range found {
 		if demands[i].Cost > 0 {
 			b.tokens -= demands[i].Cost
 		}
 	}
-	return decision, nil
+	return decision
 }
 
 // Refund implements Store.
 func (m *MemoryStore) Refund(_ context.Context, now time.Time, demands []Demand) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	at := m.since(now)
 	for i := range demands {
 		d := &demands[i]
 		if d.Cost <= 0 {
 			continue
 		}
-		b := m.bucket(d, now)
+		b := m.bucket(d, at)
 		b.tokens = min(b.tokens+d.Cost, d.Burst)
 	}
 	return nil
@@ -97,7 +119,7 @@ func (m *MemoryStore) Refund(_ context.Context, now time.Time, demands []Demand)
 func (m *MemoryStore) Clamp(_ context.Context, now time.Time, d Demand, tokens float64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	b := m.bucket(&d, now)
+	b := m.bucket(&d, m.since(now))
 	b.tokens = min(b.tokens, tokens)
 	return nil
 }
@@ -119,12 +141,21 @@ func (m *MemoryStore) level(d Demand, now time.Time) float64 {
 		return d.Burst
 	}
 	l := b.bucketLevel
-	l.advance(&d, now)
+	l.advance(&d, m.since(now))
 	return l.tokens
 }
 
+// since returns now as a Duration since the store's epoch, which is the
+// first time it is given. The caller holds m.mu.
+func (m *MemoryStore) since(now time.Time) time.Duration {
+	if m.epoch.IsZero() {
+		m.epoch = now
+	}
+	return now.Sub(m.epoch)
+}
+
 // bucket returns d's bucket brought up to now, creating it full if it is new.
-func (m *MemoryStore) bucket(d *Demand, now time.Time) *memBucket {
+func (m *MemoryStore) bucket(d *Demand, now time.Duration) *memBucket {
 	k := bucketKey{d.Scope, d.Key}
 	b := m.last
 	if b == nil || k != m.lastKey {
@@ -140,7 +171,7 @@ func (m *MemoryStore) bucket(d *Demand, now time.Time) *memBucket {
 	return b
 }
 
-func (m *MemoryStore) maybeSweep(now time.Time) {
+func (m *MemoryStore) maybeSweep(now time.Duration) {
 	m.ops++
 	if m.ops < sweepEvery || len(m.buckets) <= m.keep {
 		return

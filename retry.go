@@ -180,20 +180,32 @@ type retrier struct {
 
 // roundTrip sends req through t, once or more as the policy allows.
 func (r *retrier) roundTrip(t *Transport, req *http.Request) (*http.Response, error) {
-	ctx := req.Context()
 	send, replay, notReplayable, err := r.prepare(req)
 	if err != nil {
 		return nil, err
 	}
+	resp, info, err := t.attempt(send)
+	if !info.sent {
+		return resp, err // pacer's own refusal: throttled, over budget
+	}
+	info.scope.earnRetry(r.Budget)
+	if err == nil && resp.StatusCode < 400 {
+		return resp, nil // the common case, without the retry loop's frame
+	}
+	return r.retry(t, send, replay, notReplayable, resp, info, err)
+}
+
+// retry goes on from a first attempt that failed: it decides whether to
+// make another, waits, and makes it, until an attempt is final.
+func (r *retrier) retry(t *Transport, send *http.Request, replay func() (io.ReadCloser, error), notReplayable string,
+	resp *http.Response, info attemptInfo, err error) (*http.Response, error) {
+	ctx := send.Context()
 	var bo *backoff.ExponentialBackOff
 	for attempts := 1; ; attempts++ {
-		var info attemptInfo
-		resp, err := t.attempt(send, &info)
-		if !info.sent {
-			return resp, err // pacer's own refusal: throttled, over budget
-		}
-		if attempts == 1 {
-			info.scope.earnRetry(r.Budget)
+		if attempts > 1 {
+			if resp, info, err = t.attempt(send); !info.sent {
+				return resp, err // pacer's own refusal: throttled, over budget
+			}
 		}
 		why := r.whyNotRetry(send, resp, err, attempts, info.verdict)
 		switch {

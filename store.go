@@ -68,28 +68,30 @@ type Decision struct {
 const Never = time.Duration(math.MaxInt64)
 
 // bucketLevel is the arithmetic every store agrees on; the Redis script and
-// the Postgres statement carry the same rules.
+// the Postgres statement carry the same rules. Times are Durations since an
+// epoch the store chose: a time.Time holds a pointer, and writing one on
+// every take would cost the garbage collector's write barriers.
 type bucketLevel struct {
 	tokens float64
-	stamp  time.Time // last refill, or the start of the current window
+	stamp  time.Duration // last refill, or the start of the current window
 }
 
 // advance brings the level up to now for a bucket of d's shape.
-func (b *bucketLevel) advance(d *Demand, now time.Time) {
+func (b *bucketLevel) advance(d *Demand, now time.Duration) {
 	if d.Window > 0 {
-		if now.Sub(b.stamp) >= d.Window {
+		if now-b.stamp >= d.Window {
 			b.tokens, b.stamp = d.Burst, now
 		}
-	} else if elapsed := now.Sub(b.stamp); elapsed > 0 {
+	} else if elapsed := now - b.stamp; elapsed > 0 {
 		b.tokens += elapsed.Seconds() * d.Rate
 		b.stamp = now
 	}
 	// A burst lowered since the last take (a learned limit) applies at once.
-	b.tokens = math.Min(b.tokens, d.Burst)
+	b.tokens = min(b.tokens, d.Burst)
 }
 
 // wait returns how long until d can be granted from this level: 0 if now.
-func (b *bucketLevel) wait(d *Demand, now time.Time) time.Duration {
+func (b *bucketLevel) wait(d *Demand, now time.Duration) time.Duration {
 	if d.Cost <= 0 {
 		return 0
 	}
@@ -101,7 +103,7 @@ func (b *bucketLevel) wait(d *Demand, now time.Time) time.Duration {
 		return Never
 	}
 	if d.Window > 0 {
-		return d.Window - now.Sub(b.stamp)
+		return d.Window - (now - b.stamp)
 	}
 	if d.Rate <= 0 {
 		return Never
@@ -115,9 +117,9 @@ func (b *bucketLevel) wait(d *Demand, now time.Time) time.Duration {
 
 // full reports whether the bucket is back where a new one would start, so
 // forgetting it changes nothing.
-func (b *bucketLevel) full(rate, burst float64, window time.Duration, now time.Time) bool {
+func (b *bucketLevel) full(rate, burst float64, window time.Duration, now time.Duration) bool {
 	if window > 0 {
-		return now.Sub(b.stamp) >= window
+		return now-b.stamp >= window
 	}
-	return b.tokens+now.Sub(b.stamp).Seconds()*rate >= burst
+	return b.tokens+(now-b.stamp).Seconds()*rate >= burst
 }

@@ -92,7 +92,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 		routes:      cfg.routes,
 		workloads:   make(map[string]*workloadState),
 	}
-	t.calls.New = func() any { return &call{t: t} }
+	t.calls.New = func() any { return newPooledCall(t) }
 	if g, ok := t.store.(*guardedStore); ok && len(t.observers) > 0 {
 		// A failure the policy covers returns no error, so no caller
 		// would report it.
@@ -177,7 +177,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, closeRequestBody(req, t.err)
 	}
 	if t.retry == nil {
-		return t.attempt(req, nil)
+		resp, _, err := t.attempt(req)
+		return resp, err
 	}
 	return t.retry.roundTrip(t, req) // step 7, around every other
 }
@@ -190,36 +191,39 @@ type attemptInfo struct {
 }
 
 // attempt takes req once through every step but the retry.
-func (t *Transport) attempt(req *http.Request, info *attemptInfo) (*http.Response, error) {
+//
+// What became of the attempt is returned by value, not written through a
+// pointer: the retrier's copy then lives on its stack, without the garbage
+// collector's write barriers.
+func (t *Transport) attempt(req *http.Request) (*http.Response, attemptInfo, error) {
 	c, err := t.newCall(req) // steps 1 and 2: route and workload
 	if err != nil {
-		return nil, closeRequestBody(req, err)
+		return nil, attemptInfo{}, closeRequestBody(req, err)
 	}
-	if err := c.spendBudget(); err != nil {
+	ctx := req.Context()
+	if err := c.spendBudget(ctx); err != nil {
 		c.finish()
-		return nil, closeRequestBody(req, err)
+		return nil, attemptInfo{}, closeRequestBody(req, err)
 	}
-	if err := c.admit(); err != nil {
+	if err := c.admit(ctx); err != nil {
 		c.emitRefusal(err)
-		c.refundBudget()
+		c.refundBudget(ctx)
 		c.finish()
-		return nil, closeRequestBody(req, err)
+		return nil, attemptInfo{}, closeRequestBody(req, err)
 	}
-	if info == nil {
-		info = &attemptInfo{}
-	}
-	info.sent = true
-	info.scope = t.defaultClass
+	info := attemptInfo{sent: true, scope: t.defaultClass}
 	if len(c.charges) > 0 {
 		info.scope = c.charges[0].state.class
 	}
-	return c.send(req, info)
+	resp, verdict, err := c.send(req)
+	info.verdict = verdict
+	return resp, info, err
 }
 
 // send passes the admitted request to the base RoundTripper and hands the
 // call's release over to the response body. If the base RoundTripper fails,
 // or panics, the call is finished here.
-func (c *call) send(req *http.Request, info *attemptInfo) (resp *http.Response, err error) {
+func (c *call) send(req *http.Request) (resp *http.Response, verdict Verdict, err error) {
 	handedOver := false
 	defer func() {
 		if !handedOver {
@@ -228,26 +232,26 @@ func (c *call) send(req *http.Request, info *attemptInfo) (resp *http.Response, 
 	}()
 	resp, err = c.t.base.RoundTrip(req)
 	if err != nil {
-		return nil, err
+		return nil, Verdict{}, err
 	}
 	if resp == nil {
-		return nil, errors.New("pacer: the base RoundTripper returned neither a response nor an error")
+		return nil, Verdict{}, errors.New("pacer: the base RoundTripper returned neither a response nor an error")
 	}
 	if resp.StatusCode >= 400 {
-		info.verdict = c.t.classify(resp)
+		verdict = c.t.classify(resp)
 	}
-	c.learn(resp, info.verdict) // step 6
+	c.learn(req.Context(), resp, verdict) // step 6
 	// Step 8 follows; a spent quota ends the call here instead.
-	if reason := info.verdict.Exhausted; reason != "" {
+	if reason := verdict.Exhausted; reason != "" {
 		discard(resp)
 		c.t.emit(Event{Kind: EventBudgetExhausted, Workload: c.workload.name, Status: resp.StatusCode})
-		return nil, &QuotaError{Status: resp.StatusCode, Reason: reason}
+		return nil, verdict, &QuotaError{Status: resp.StatusCode, Reason: reason}
 	}
 	if resp.Body != nil && c.holdsResources() {
 		resp.Body = wrapBody(resp.Body, c)
 		handedOver = true
 	}
-	return resp, nil
+	return resp, verdict, nil
 }
 
 // closeRequestBody closes the body of a request that will not be sent, as
