@@ -236,8 +236,10 @@ func (c *call) refundBudget(ctx context.Context) {
 	if c.budgetSpent {
 		c.budgetSpent = false
 		c.workload.meter.refund(c.budget[0].Cost)
-		// Best effort: a failed refund leaves the budget spent, the safe side.
-		_ = c.t.store.Refund(ctx, c.t.clock.Now(), c.budget[:])
+		// The call was often refused because its context ended: the refund
+		// must not go out on that context. Best effort: a failed refund
+		// leaves the budget spent, the safe side.
+		_ = c.t.store.Refund(context.WithoutCancel(ctx), c.t.clock.Now(), c.budget[:])
 	}
 }
 

@@ -211,6 +211,38 @@ func TestBudgetIsRefundedWhenTheCallIsNotSent(t *testing.T) {
 	})
 }
 
+// contextStore is a memory store that refuses a call whose context is done,
+// as a network store does before it sends anything.
+type contextStore struct{ *MemoryStore }
+
+func (s contextStore) Refund(ctx context.Context, now time.Time, ds []Demand) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.MemoryStore.Refund(ctx, now, ds)
+}
+
+// A caller that gives up while its call waits gets the call's budget back,
+// even from a store that honours contexts: the refund must not go out on the
+// context that just ended.
+func TestBudgetIsRefundedWhenTheCallerCancels(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &stubAPI{clock: SystemClock}
+		tr := New(api, WithLimit(Limit{Count: 1, Per: time.Minute, Burst: 1}),
+			WithStore(contextStore{NewMemoryStore()}), WithoutRetry(),
+			WithWorkload("backfill", Workload{Budget: Budget{Limit: 2, Per: time.Hour}}))
+		ctx := ContextWithWorkload(context.Background(), "backfill")
+		mustNotErr(t, get(tr, ctx, "http://api.test/"))
+		waiting, cancel := context.WithCancel(ctx)
+		time.AfterFunc(time.Second, cancel)
+		if err := get(tr, waiting, "http://api.test/"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want the cancellation", err)
+		}
+		time.Sleep(time.Minute)
+		mustNotErr(t, get(tr, ctx, "http://api.test/")) // the second of two
+	})
+}
+
 func TestWorkloadValidation(t *testing.T) {
 	bad := map[string][]Option{
 		"reserve above 1":     {WithWorkload("a", Workload{Reserve: 1.5})},
