@@ -2,6 +2,8 @@ package pacer_test
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -188,5 +190,55 @@ func TestLeaseOptions(t *testing.T) {
 	}
 	if n := remote.takes.Load(); n != 2 {
 		t.Fatalf("6 requests with a lease of 2 made %d round trips, want 2", n)
+	}
+}
+
+// Tokens leased from the shared store were granted by it: they are spent
+// while the store is down, whatever the failure policy, and spending them
+// costs no more than a take from the memory store — no goroutine, no
+// timeout, nothing the store guard needs for a round trip.
+func TestLeasedTokensNeedNoStore(t *testing.T) {
+	byPath := pacer.WithRoute(func(req *http.Request, cs []pacer.Charge) []pacer.Charge {
+		return []pacer.Charge{{Scope: "per-path", Key: req.URL.Path}}
+	})
+	perPath := pacer.WithScope(pacer.Scope{Name: "per-path", Limit: pacer.PerSecond(1000)})
+	remote := newFlakyStore()
+	tr := pacer.New(&okTransport{}, byPath, perPath, pacer.WithStore(remote), pacer.WithLease(8),
+		pacer.WithStoreFailure(pacer.FailClosed()), pacer.WithoutRetry())
+	get := func(path string) error {
+		req, _ := http.NewRequest("GET", "http://api.example"+path, nil)
+		resp, err := tr.RoundTrip(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	if err := get("/leased"); err != nil { // takes 1 and leases 8
+		t.Fatal(err)
+	}
+	remote.down.Store(true)
+	if err := get("/other"); !errors.Is(err, pacer.ErrStoreUnavailable) {
+		t.Fatalf("err = %v, want ErrStoreUnavailable for a bucket with no lease", err)
+	}
+	for i := range 8 {
+		if err := get("/leased"); err != nil {
+			t.Fatalf("leased request %d: %v", i, err)
+		}
+	}
+
+	local := pacer.New(&okTransport{}, byPath, perPath, pacer.WithoutRetry())
+	leased := pacer.New(&okTransport{}, byPath, perPath, pacer.WithStore(newFlakyStore()), pacer.WithLease(64), pacer.WithoutRetry())
+	req, _ := http.NewRequest("GET", "http://api.example/x", nil)
+	allocs := func(tr *pacer.Transport) float64 {
+		return testing.AllocsPerRun(20, func() {
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		})
+	}
+	if l, m := allocs(leased), allocs(local); l > m {
+		t.Fatalf("a leased request allocates %v times, one paced in memory %v", l, m)
 	}
 }

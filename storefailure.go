@@ -23,6 +23,10 @@ var ErrStoreUnavailable = errors.New("pacer: the shared store is unavailable")
 // store is left alone for a short while, then asked again by one request at
 // a time, the wait growing while it stays down; the first answer ends the
 // failure, and every request goes to the store again.
+//
+// Tokens already leased from the store (WithLease) were granted by it: they
+// are spent while it is down, whatever the policy, and the policy applies to
+// the requests that need a round trip.
 type StoreFailure struct {
 	mode      failureMode
 	instances int
@@ -126,7 +130,7 @@ func (g *guardedStore) cover(scope string) {
 	}
 }
 
-func guardStore(s Store, f StoreFailure, timeout time.Duration) Store {
+func guardStore(s Store, f StoreFailure, timeout time.Duration) *guardedStore {
 	if f.mode == fallBackLocal && f.instances < 1 {
 		f.instances = 1
 	}

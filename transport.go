@@ -66,15 +66,20 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 	for _, opt := range opts {
 		opt(&cfg)
 	}
+	var guard *guardedStore
 	if cfg.store == nil {
 		cfg.store = NewMemoryStore()
 	} else if _, ok := cfg.store.(*MemoryStore); !ok {
-		// A shared store: lease from it (lease.go), and survive its
-		// failures (storefailure.go).
+		// A shared store: survive its failures (storefailure.go), and lease
+		// from it (lease.go). The lease is outside the guard: tokens it
+		// holds were granted by the store, so they are spent while the
+		// store is down, and spending them needs none of what the guard
+		// spends on a round trip.
+		guard = guardStore(cfg.store, cfg.storeFailure, cfg.storeTimeout)
+		cfg.store = guard
 		if cfg.lease.Size > 0 {
-			cfg.store = NewLeaseStore(cfg.store, cfg.lease)
+			cfg.store = NewLeaseStore(guard, cfg.lease)
 		}
-		cfg.store = guardStore(cfg.store, cfg.storeFailure, cfg.storeTimeout)
 	}
 	if cfg.log == nil {
 		cfg.log = slog.Default()
@@ -93,10 +98,10 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 		workloads:   make(map[string]*workloadState),
 	}
 	t.calls.New = func() any { return newPooledCall(t) }
-	if g, ok := t.store.(*guardedStore); ok && len(t.observers) > 0 {
+	if guard != nil && len(t.observers) > 0 {
 		// A failure the policy covers returns no error, so no caller
 		// would report it.
-		g.covered = func(scope string, err error) { t.emit(Event{Kind: EventStoreFailure, Scope: scope, Err: err}) }
+		guard.covered = func(scope string, err error) { t.emit(Event{Kind: EventStoreFailure, Scope: scope, Err: err}) }
 	}
 	for _, o := range t.observers {
 		if b, ok := o.(transportObserver); ok {
