@@ -206,11 +206,11 @@ func (t *Transport) attempt(req *http.Request) (*http.Response, attemptInfo, err
 		return nil, attemptInfo{}, closeRequestBody(req, err)
 	}
 	ctx := req.Context()
-	if err := c.spendBudget(ctx); err != nil {
+	if err := c.spendBudget(ctx); err != nil { // step 3
 		c.finish()
 		return nil, attemptInfo{}, closeRequestBody(req, err)
 	}
-	if err := c.admit(ctx); err != nil {
+	if err := c.admit(ctx); err != nil { // step 4
 		c.emitRefusal(err)
 		c.refundBudget(ctx)
 		c.finish()
@@ -220,7 +220,7 @@ func (t *Transport) attempt(req *http.Request) (*http.Response, attemptInfo, err
 	if len(c.charges) > 0 {
 		info.scope = c.charges[0].state.class
 	}
-	resp, verdict, err := c.send(req)
+	resp, verdict, err := c.send(req) // steps 5, 6 and 8
 	info.verdict = verdict
 	return resp, info, err
 }
