@@ -65,7 +65,7 @@ func attrString(s attribute.Set) string {
 		if b.Len() > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(string(kv.Key) + "=" + kv.Value.Emit())
+		b.WriteString(string(kv.Key) + "=" + kv.Value.String())
 	}
 	return b.String()
 }
