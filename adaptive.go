@@ -92,13 +92,20 @@ func (c *call) cooledDown(s *scopeState, now time.Time) (time.Duration, bool) {
 }
 
 // learnLimit takes a limit the provider published as the scope's pace, at
-// the Transport's headroom, unless the configured limit is lower.
+// the Transport's headroom, unless the configured limit is lower and not
+// provisional. A published limit that rises back above the configured one
+// gives the configured pace back.
 func (s *scopeState) learnLimit(count int64, per time.Duration, headroom float64, log *slog.Logger) {
 	l := Limit{Count: int(min(count, math.MaxInt32)), Per: per}
 	rate, burst := l.pace(headroom)
-	if c := s.class; c.rate > 0 {
-		if c.rate <= rate {
-			return // the configured limit is already below what the provider allows
+	c := s.class
+	if c.rate > 0 {
+		if c.rate <= rate && !c.Provisional {
+			// The configured limit is below what the provider allows.
+			if s.learned.Load() != nil {
+				s.learned.Store(nil)
+			}
+			return
 		}
 		// Keep the configured bucket's shape: one that holds a full minute
 		// of tokens, so that any request within the limit fits, still does.
@@ -108,9 +115,13 @@ func (s *scopeState) learnLimit(count int64, per time.Duration, headroom float64
 		return
 	}
 	s.learned.Store(&pace{rate, burst})
-	if s.class.rate > 0 {
+	switch {
+	case c.Provisional:
+		log.Info("pacer: pacing by the limit the provider publishes, in place of the provisional one",
+			"scope", c.Name, "provisional", c.Limit.String(), "published", l.String())
+	case c.rate > 0:
 		log.Warn("pacer: the provider publishes a lower limit than configured; pacing by the provider's",
-			"scope", s.class.Name, "configured", s.class.Limit.String(), "published", l.String())
+			"scope", c.Name, "configured", c.Limit.String(), "published", l.String())
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -259,6 +260,45 @@ func TestConfiguredLimitBelowThePublishedOneStays(t *testing.T) {
 			t.Errorf("%d sent in 10 s, want 91: the configured 10/s at 90%%", n)
 		}
 	})
+}
+
+// policyHeaders publish a limit of n requests a minute, as OpenAI's
+// x-ratelimit-limit-requests does.
+func policyHeaders(n int) map[string]string {
+	return map[string]string{"X-Ratelimit-Limit-Requests": strconv.Itoa(n), "X-Ratelimit-Remaining-Requests": strconv.Itoa(n - 1)}
+}
+
+// A provider that lowers its published limit and then raises it again (a
+// tier upgrade, an incident over) is followed back up to the configured
+// limit: a lower figure learned once does not stay for good.
+func TestPublishedLimitThatRisesAgainGivesBackTheConfiguredOne(t *testing.T) {
+	api := &scriptedAPI{steps: []scripted{{http.StatusOK, policyHeaders(600)}, {http.StatusOK, policyHeaders(6000)}}}
+	tr := New(api, WithLimit(PerMinute(3000)), WithLogger(slogTo(io.Discard)))
+	mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+	if rate, _ := tr.defaultClass.shared.pace(); rate != 9 {
+		t.Fatalf("pace %v/s after 600 a minute was published, want 9/s", rate)
+	}
+	mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+	if rate, _ := tr.defaultClass.shared.pace(); rate != 45 {
+		t.Fatalf("pace %v/s after 6,000 a minute was published, want the configured 3,000 a minute at 90%%: 45/s", rate)
+	}
+}
+
+// A provisional limit is a stand-in until the provider publishes its own,
+// which then replaces it higher as well as lower.
+func TestProvisionalLimitFollowsThePublishedOne(t *testing.T) {
+	api := &scriptedAPI{steps: []scripted{{http.StatusOK, policyHeaders(6000)}, {http.StatusOK, policyHeaders(600)}}}
+	tr := New(api, WithLogger(slogTo(io.Discard)),
+		WithScope(Scope{Name: DefaultScope, Limit: PerMinute(3000), Provisional: true}))
+	mustNotErr(t, tr.Err())
+	mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+	if rate, burst := tr.defaultClass.shared.pace(); rate != 90 || burst != 600 {
+		t.Fatalf("pace %v/s, burst %v, after 6,000 a minute was published; want 90/s and the configured shape, 600", rate, burst)
+	}
+	mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+	if rate, _ := tr.defaultClass.shared.pace(); rate != 9 {
+		t.Fatalf("pace %v/s after 600 a minute was published, want 9/s", rate)
+	}
 }
 
 func TestLearnedLimitKeepsTheConfiguredBurstShape(t *testing.T) {

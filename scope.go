@@ -42,6 +42,14 @@ type Scope struct {
 	// (a Quota's Name, as ParseQuotas gives it). Empty means: the quotas
 	// counted in the scope's Unit.
 	Policy string
+	// Provisional marks Limit as a stand-in until the provider publishes a
+	// limit of its own (in RateLimit-Policy, X-RateLimit-Limit and the
+	// like): the published limit then replaces it, higher or lower. Without
+	// it, a published limit only ever lowers the pace, since a configured
+	// limit may be low on purpose (a key shared with another service).
+	// Presets set it for the figures they guess, such as those of a model
+	// their tables do not list.
+	Provisional bool
 }
 
 // A Charge says that a request is charged to a scope.
