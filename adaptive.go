@@ -115,13 +115,17 @@ func (s *scopeState) learnLimit(count int64, per time.Duration, headroom float64
 		return
 	}
 	s.learned.Store(&pace{rate, burst})
-	switch {
-	case c.Provisional:
-		log.Info("pacer: pacing by the limit the provider publishes, in place of the provisional one",
-			"scope", c.Name, "provisional", c.Limit.String(), "published", l.String())
-	case c.rate > 0:
-		log.Warn("pacer: the provider publishes a lower limit than configured; pacing by the provider's",
-			"scope", c.Name, "configured", c.Limit.String(), "published", l.String())
+	if c.rate == 0 {
+		return // nothing configured to say it replaces
+	}
+	attrs := []any{"scope", c.Name, "configured", c.Limit.String(), "published", l.String()}
+	if s.key != "" {
+		attrs = append(attrs, "key", s.key)
+	}
+	if c.Provisional {
+		log.Info("pacer: pacing by the limit the provider publishes, in place of the provisional one", attrs...)
+	} else {
+		log.Warn("pacer: the provider publishes a lower limit than configured; pacing by the provider's", attrs...)
 	}
 }
 

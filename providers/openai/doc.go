@@ -15,6 +15,14 @@
 // per model, at the Default figures. A dated snapshot ("gpt-4o-2024-08-06")
 // is paced as its model ("gpt-4o"), with which it shares its limits.
 //
+// The table lists few models, and a tier's Default is only a guess (the
+// smallest figures of its table), so under Preset those shared scopes are
+// provisional: from the first response on, each model is paced by the
+// limits OpenAI publishes for it in x-ratelimit-limit-requests and
+// x-ratelimit-limit-tokens, higher or lower than the guess. Figures you give
+// (WithModel, WithDefault, PresetLimits) are paced as given, and a
+// published limit only ever lowers them.
+//
 // The figures of Tier1 … Tier5 were read on 2026-11-30 from the model pages
 // (https://platform.openai.com/docs/models/gpt-4o and the like) and the
 // rate-limits guide (https://platform.openai.com/docs/guides/rate-limits);

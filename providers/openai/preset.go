@@ -52,6 +52,9 @@ type settings struct {
 	limits               Limits
 	defaultOutputTokens  int64
 	defaultRequestTokens int64
+	// guessedDefault: Limits.Default is the tier's guess for the models its
+	// table does not list, not a published figure (see Preset).
+	guessedDefault bool
 }
 
 // WithModel sets one model's limits, as the organization's limits page
@@ -60,9 +63,11 @@ func WithModel(name string, l ModelLimits) Option {
 	return func(s *settings) { s.limits.Models[name] = l }
 }
 
-// WithDefault sets the limits of every model the table does not list.
+// WithDefault sets the limits of every model the table does not list, as
+// the organization's limits page shows them. They are paced as given, and
+// a published limit only ever lowers them.
 func WithDefault(l ModelLimits) Option {
-	return func(s *settings) { s.limits.Default = l }
+	return func(s *settings) { s.limits.Default, s.guessedDefault = l, false }
 }
 
 // WithConcurrency caps the calls in flight per model at n.
@@ -85,15 +90,26 @@ func WithDefaultRequestTokens(n int64) Option {
 // Preset returns the options that pace calls to the OpenAI API at the
 // published limits of the tier, changed by opts. Options given to pacer.New
 // after it override what it sets.
+//
+// A model the tier's table does not list starts at the tier's Default,
+// which is a guess (the smallest figures the table holds), so its scopes are
+// provisional (pacer.Scope.Provisional): the limits OpenAI publishes for
+// the model in x-ratelimit-limit-requests and x-ratelimit-limit-tokens
+// replace it from the first response on, higher or lower.
 func Preset(tier Tier, opts ...Option) pacer.Option {
-	return PresetLimits(tier.Limits(), opts...)
+	return presetLimits(tier.Limits(), true, opts)
 }
 
 // PresetLimits is Preset with figures of your own, such as those of your
-// organization's limits page.
+// organization's limits page. They are paced as given, Default included,
+// and a published limit only ever lowers them.
 func PresetLimits(l Limits, opts ...Option) pacer.Option {
+	return presetLimits(l, false, opts)
+}
+
+func presetLimits(l Limits, guessedDefault bool, opts []Option) pacer.Option {
 	s := &settings{limits: l.clone(), defaultOutputTokens: DefaultOutputTokens,
-		defaultRequestTokens: DefaultRequestTokens}
+		defaultRequestTokens: DefaultRequestTokens, guessedDefault: guessedDefault}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(s)
@@ -103,9 +119,9 @@ func PresetLimits(l Limits, opts ...Option) pacer.Option {
 	var o []pacer.Option
 	for name, m := range s.limits.Models {
 		models[name] = true
-		o = append(o, s.scopes(requestsScope(name), tokensScope(name), m)...)
+		o = append(o, s.scopes(requestsScope(name), tokensScope(name), m, false)...)
 	}
-	o = append(o, s.scopes(ScopeRequests, ScopeTokens, s.limits.Default)...)
+	o = append(o, s.scopes(ScopeRequests, ScopeTokens, s.limits.Default, s.guessedDefault)...)
 	r := &router{settings: s, models: models}
 	o = append(o, pacer.WithRoute(r.route), pacer.WithClassifier(classify))
 	return pacer.Options(o...)
@@ -117,14 +133,15 @@ func tokensScope(model string) string   { return "openai/" + model + "/tokens" }
 // scopes declares a model's pair of scopes. The tokens bucket holds a full
 // minute of TPM, as OpenAI's own bucket does, so that any request within the
 // published limit can be admitted; the requests bucket keeps pacer's default
-// burst.
-func (s *settings) scopes(requests, tokens string, m ModelLimits) []pacer.Option {
+// burst. Provisional scopes follow the limits OpenAI publishes, up or down.
+func (s *settings) scopes(requests, tokens string, m ModelLimits, provisional bool) []pacer.Option {
 	tpm := perMinute(m.TPM)
 	tpm.Burst = max(m.TPM, 0)
 	return []pacer.Option{
 		pacer.WithScope(pacer.Scope{Name: requests, Limit: perMinute(m.RPM), Unit: pacer.UnitRequests,
-			Policy: policyRequests, Concurrency: s.limits.Concurrency}),
-		pacer.WithScope(pacer.Scope{Name: tokens, Limit: tpm, Unit: UnitTokens, Policy: policyTokens}),
+			Policy: policyRequests, Concurrency: s.limits.Concurrency, Provisional: provisional}),
+		pacer.WithScope(pacer.Scope{Name: tokens, Limit: tpm, Unit: UnitTokens, Policy: policyTokens,
+			Provisional: provisional}),
 	}
 }
 

@@ -331,3 +331,55 @@ func TestPresetHonoursDeadlines(t *testing.T) {
 		}
 	})
 }
+
+// A model the tier's table does not list starts at the tier's guessed
+// Default and then follows what OpenAI publishes for it, up as well as down;
+// a Default set with WithDefault is paced as given.
+func TestPresetUnlistedModelFollowsThePublishedLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		preset   pacer.Option
+		min, max int // accepted in the first minute
+	}{
+		// Tier 1 guesses 500 requests and 30,000 tokens a minute; OpenAI
+		// publishes 5,000 and 2,000,000: paced at 90%, 4,500 a minute.
+		{"guessed default", openai.Preset(openai.Tier1), 4_000, 5_000},
+		// The organization's own figure, 60 a minute: 54 and a burst of 6.
+		{"WithDefault", openai.Preset(openai.Tier1, openai.WithDefault(openai.ModelLimits{RPM: 60, TPM: 1_000_000})), 55, 60},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fake := newFakeOpenAI(5_000, 2_000_000)
+				tr := pacer.New(fake, tc.preset)
+				if err := tr.Err(); err != nil {
+					t.Fatal(err)
+				}
+				c := tr.Client()
+				body := []byte(`{"model":"gpt-5.4-mini","messages":[{"role":"user","content":"hi"}],"max_completion_tokens":100}`)
+				start := time.Now()
+				var wg sync.WaitGroup
+				for range 8 {
+					wg.Go(func() {
+						for time.Since(start) < time.Minute {
+							if _, err := post(t, c, "/v1/chat/completions", body); err != nil {
+								t.Error(err)
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+				accepted, rejected, _ := fake.snapshot()
+				n := 0
+				for _, a := range accepted {
+					if a.at.Sub(start) < time.Minute {
+						n++
+					}
+				}
+				if rejected > 0 || n < tc.min || n > tc.max {
+					t.Errorf("%d accepted in the first minute and %d refused; want %d to %d and none refused", n, rejected, tc.min, tc.max)
+				}
+			})
+		})
+	}
+}
