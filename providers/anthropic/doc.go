@@ -21,9 +21,17 @@
 // tiers were consolidated on 2026-06-26 (release notes:
 // https://platform.claude.com/docs/en/release-notes/overview) lists the
 // Start, Build and Scale tiers, with Sonnet and Haiku aligned to Opus. The
-// preset carries Start and Scale; for Build, Custom, or any figure that
-// differs, pass what the Limits page of your Claude Console shows — it is
-// the source of truth — with PresetLimits or WithModel.
+// preset carries Start and Scale.
+//
+// Under Preset those figures are provisional (pacer.Scope.Provisional):
+// every response carries the organization's own limits in
+// anthropic-ratelimit-requests-limit and its input and output token
+// counterparts, and from the first response on each model class is paced
+// by them, higher or lower than the tier's. An organization on Build,
+// Custom, or with an increase granted, is thus paced by its own limits
+// after one call. Figures you give — what the Limits page of your Claude
+// Console shows, with PresetLimits, WithModel or WithDefault — are paced as
+// given, and a published limit only ever lowers them.
 //
 // # Token cost
 //

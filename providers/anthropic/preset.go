@@ -62,34 +62,59 @@ func WithConcurrency(n int) Option { return func(s *Limits) { s.Concurrency = n 
 // Preset returns the options that pace calls to the Claude API at the
 // published limits of the tier, changed by opts. Options given to pacer.New
 // after it override what it sets.
+//
+// The tier's figures are Anthropic's for the tier, and an organization's own
+// limits may differ (a Build or Custom tier, an increase granted). So they
+// are provisional (pacer.Scope.Provisional): the limits Anthropic publishes
+// for the organization in anthropic-ratelimit-*-limit replace them from the
+// first response on, higher or lower. Figures set WithModel or WithDefault
+// are not.
 func Preset(tier Tier, opts ...Option) pacer.Option {
-	return PresetLimits(tier.Limits(), opts...)
+	return presetLimits(tier.Limits(), true, opts)
 }
 
 // PresetLimits is Preset with figures of your own, such as those of your
-// Console's Limits page.
+// Console's Limits page. They are paced as given, and a published limit
+// only ever lowers them.
 func PresetLimits(l Limits, opts ...Option) pacer.Option {
+	return presetLimits(l, false, opts)
+}
+
+func presetLimits(l Limits, tierFigures bool, opts []Option) pacer.Option {
 	l = l.clone()
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&l)
-		}
-	}
+	apply(&l, opts)
+	// What opts set is the caller's own; under Preset, the rest is the
+	// tier's. Running them on an empty Limits tells the two apart.
+	given := Limits{Models: map[string]ModelLimits{}, Default: notGiven}
+	apply(&given, opts)
 	own := map[string]bool{}
 	var o []pacer.Option
 	for class, m := range l.Models {
 		own[class] = true
-		o = append(o, scopes(l.Concurrency, "anthropic/"+class+"/", m)...)
+		_, set := given.Models[class]
+		o = append(o, scopes(l.Concurrency, "anthropic/"+class+"/", m, tierFigures && !set)...)
 	}
-	o = append(o, scopes(l.Concurrency, "anthropic/", l.Default)...)
+	o = append(o, scopes(l.Concurrency, "anthropic/", l.Default, tierFigures && given.Default == notGiven)...)
 	o = append(o, pacer.WithRoute(router{own}.route), pacer.WithClassifier(classify))
 	return pacer.Options(o...)
 }
 
+// notGiven marks a Default that no option set.
+var notGiven = ModelLimits{RPM: -1, ITPM: -1, OTPM: -1}
+
+func apply(l *Limits, opts []Option) {
+	for _, opt := range opts {
+		if opt != nil {
+			opt(l)
+		}
+	}
+}
+
 // scopes declares a class's three scopes. The token buckets hold a full
 // minute, as Anthropic's do, so any request within the published limits
-// can be admitted.
-func scopes(concurrency int, prefix string, m ModelLimits) []pacer.Option {
+// can be admitted. Provisional scopes follow the limits Anthropic
+// publishes, up or down.
+func scopes(concurrency int, prefix string, m ModelLimits, provisional bool) []pacer.Option {
 	tokens := func(n int) pacer.Limit {
 		l := perMinute(n)
 		l.Burst = max(n, 0)
@@ -97,11 +122,11 @@ func scopes(concurrency int, prefix string, m ModelLimits) []pacer.Option {
 	}
 	return []pacer.Option{
 		pacer.WithScope(pacer.Scope{Name: prefix + "requests", Limit: perMinute(m.RPM),
-			Unit: pacer.UnitRequests, Policy: "requests", Concurrency: concurrency}),
+			Unit: pacer.UnitRequests, Policy: "requests", Concurrency: concurrency, Provisional: provisional}),
 		pacer.WithScope(pacer.Scope{Name: prefix + UnitInputTokens, Limit: tokens(m.ITPM),
-			Unit: UnitInputTokens, Policy: UnitInputTokens}),
+			Unit: UnitInputTokens, Policy: UnitInputTokens, Provisional: provisional}),
 		pacer.WithScope(pacer.Scope{Name: prefix + UnitOutputTokens, Limit: tokens(m.OTPM),
-			Unit: UnitOutputTokens, Policy: UnitOutputTokens}),
+			Unit: UnitOutputTokens, Policy: UnitOutputTokens, Provisional: provisional}),
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -310,5 +311,54 @@ func TestTiers(t *testing.T) {
 	}
 	if got := anthropic.Tier(7).Limits(); got.Default != (anthropic.ModelLimits{}) {
 		t.Errorf("unknown tier: %+v", got)
+	}
+}
+
+// Under Preset the tier's figures give way to what Anthropic publishes for
+// the organization, up as well as down; figures set WithDefault or
+// PresetLimits are paced as given.
+func TestPresetFollowsThePublishedLimits(t *testing.T) {
+	own := anthropic.ModelLimits{RPM: 60, ITPM: 1_000_000, OTPM: 1_000_000}
+	for _, tc := range []struct {
+		name     string
+		preset   pacer.Option
+		min, max int // accepted in the first minute
+	}{
+		// Start is 1,000 requests and 100,000 output tokens a minute: about
+		// 630 calls of 300 output tokens in the first minute. Anthropic
+		// publishes 4,000 and 800,000: output binds at about 2,700.
+		{"tier figures", anthropic.Preset(anthropic.Start), 2_000, 4_000},
+		// The organization's own figure, 60 a minute: 54 and a burst of 6.
+		{"WithDefault", anthropic.Preset(anthropic.Start, anthropic.WithDefault(own)), 55, 60},
+		{"PresetLimits", anthropic.PresetLimits(anthropic.Limits{Default: own}), 55, 60},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fake := newFakeClaude(4_000, 4_000_000, 800_000)
+				c := pacer.New(fake, tc.preset, pacer.WithLogger(slog.New(slog.DiscardHandler))).Client()
+				start := time.Now()
+				var wg sync.WaitGroup
+				for range 8 {
+					wg.Go(func() {
+						for time.Since(start) < time.Minute {
+							if _, err := send(t, c, question); err != nil {
+								t.Error(err)
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+				n := 0
+				for _, a := range fake.accepted {
+					if a.Sub(start) < time.Minute {
+						n++
+					}
+				}
+				if fake.rejected > 0 || n < tc.min || n > tc.max {
+					t.Errorf("%d accepted in the first minute and %d refused; want %d to %d and none refused", n, fake.rejected, tc.min, tc.max)
+				}
+			})
+		})
 	}
 }

@@ -15,12 +15,13 @@
 // per model, at the Default figures. A dated snapshot ("gpt-4o-2024-08-06")
 // is paced as its model ("gpt-4o"), with which it shares its limits.
 //
-// The table lists few models, and a tier's Default is only a guess (the
-// smallest figures of its table), so under Preset those shared scopes are
-// provisional: from the first response on, each model is paced by the
-// limits OpenAI publishes for it in x-ratelimit-limit-requests and
-// x-ratelimit-limit-tokens, higher or lower than the guess. Figures you give
-// (WithModel, WithDefault, PresetLimits) are paced as given, and a
+// A tier's figures are OpenAI's defaults for the tier, its Default only a
+// guess (the smallest figures of its table), and an organization's own
+// limits may differ from both. So under Preset every scope is provisional:
+// from the first response on, each model is paced by the limits OpenAI
+// publishes for it, and for the organization, in x-ratelimit-limit-requests
+// and x-ratelimit-limit-tokens, higher or lower than the tier's. Figures you
+// give (WithModel, WithDefault, PresetLimits) are paced as given, and a
 // published limit only ever lowers them.
 //
 // The figures of Tier1 … Tier5 were read on 2026-11-30 from the model pages

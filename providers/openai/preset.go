@@ -52,22 +52,24 @@ type settings struct {
 	limits               Limits
 	defaultOutputTokens  int64
 	defaultRequestTokens int64
-	// guessedDefault: Limits.Default is the tier's guess for the models its
-	// table does not list, not a published figure (see Preset).
-	guessedDefault bool
+	// tierFigures: the limits are a tier's, from OpenAI's docs, not the
+	// organization's own (see Preset); given names what the caller set.
+	tierFigures  bool
+	given        map[string]bool // models set WithModel
+	givenDefault bool            // Default set WithDefault
 }
 
 // WithModel sets one model's limits, as the organization's limits page
 // shows them. name is the model without a snapshot date.
 func WithModel(name string, l ModelLimits) Option {
-	return func(s *settings) { s.limits.Models[name] = l }
+	return func(s *settings) { s.limits.Models[name], s.given[name] = l, true }
 }
 
 // WithDefault sets the limits of every model the table does not list, as
 // the organization's limits page shows them. They are paced as given, and
 // a published limit only ever lowers them.
 func WithDefault(l ModelLimits) Option {
-	return func(s *settings) { s.limits.Default, s.guessedDefault = l, false }
+	return func(s *settings) { s.limits.Default, s.givenDefault = l, true }
 }
 
 // WithConcurrency caps the calls in flight per model at n.
@@ -91,11 +93,13 @@ func WithDefaultRequestTokens(n int64) Option {
 // published limits of the tier, changed by opts. Options given to pacer.New
 // after it override what it sets.
 //
-// A model the tier's table does not list starts at the tier's Default,
-// which is a guess (the smallest figures the table holds), so its scopes are
+// The tier's figures are OpenAI's defaults for the tier, and a model the
+// table does not list starts at a guess (the smallest figures the table
+// holds); an organization's own limits may differ from both. So they are
 // provisional (pacer.Scope.Provisional): the limits OpenAI publishes for
-// the model in x-ratelimit-limit-requests and x-ratelimit-limit-tokens
-// replace it from the first response on, higher or lower.
+// each model in x-ratelimit-limit-requests and x-ratelimit-limit-tokens,
+// which are the organization's, replace them from the first response on,
+// higher or lower. Figures set WithModel or WithDefault are not.
 func Preset(tier Tier, opts ...Option) pacer.Option {
 	return presetLimits(tier.Limits(), true, opts)
 }
@@ -107,9 +111,9 @@ func PresetLimits(l Limits, opts ...Option) pacer.Option {
 	return presetLimits(l, false, opts)
 }
 
-func presetLimits(l Limits, guessedDefault bool, opts []Option) pacer.Option {
+func presetLimits(l Limits, tierFigures bool, opts []Option) pacer.Option {
 	s := &settings{limits: l.clone(), defaultOutputTokens: DefaultOutputTokens,
-		defaultRequestTokens: DefaultRequestTokens, guessedDefault: guessedDefault}
+		defaultRequestTokens: DefaultRequestTokens, tierFigures: tierFigures, given: map[string]bool{}}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(s)
@@ -119,9 +123,9 @@ func presetLimits(l Limits, guessedDefault bool, opts []Option) pacer.Option {
 	var o []pacer.Option
 	for name, m := range s.limits.Models {
 		models[name] = true
-		o = append(o, s.scopes(requestsScope(name), tokensScope(name), m, false)...)
+		o = append(o, s.scopes(requestsScope(name), tokensScope(name), m, s.tierFigures && !s.given[name])...)
 	}
-	o = append(o, s.scopes(ScopeRequests, ScopeTokens, s.limits.Default, s.guessedDefault)...)
+	o = append(o, s.scopes(ScopeRequests, ScopeTokens, s.limits.Default, s.tierFigures && !s.givenDefault)...)
 	r := &router{settings: s, models: models}
 	o = append(o, pacer.WithRoute(r.route), pacer.WithClassifier(classify))
 	return pacer.Options(o...)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -332,30 +333,38 @@ func TestPresetHonoursDeadlines(t *testing.T) {
 	})
 }
 
-// A model the tier's table does not list starts at the tier's guessed
-// Default and then follows what OpenAI publishes for it, up as well as down;
-// a Default set with WithDefault is paced as given.
-func TestPresetUnlistedModelFollowsThePublishedLimits(t *testing.T) {
+// Under Preset the tier's figures give way to what OpenAI publishes for the
+// organization, up as well as down: for a model the table lists and for one
+// it does not (which starts at the tier's guessed Default). Figures set
+// WithModel or WithDefault are paced as given.
+func TestPresetFollowsThePublishedLimits(t *testing.T) {
+	const unlisted = "gpt-5.4-mini"
+	own := openai.ModelLimits{RPM: 60, TPM: 1_000_000}
 	for _, tc := range []struct {
 		name     string
 		preset   pacer.Option
+		model    string
 		min, max int // accepted in the first minute
 	}{
-		// Tier 1 guesses 500 requests and 30,000 tokens a minute; OpenAI
-		// publishes 5,000 and 2,000,000: paced at 90%, 4,500 a minute.
-		{"guessed default", openai.Preset(openai.Tier1), 4_000, 5_000},
+		// Tier 1 lists gpt-4o at 500 requests and 30,000 tokens a minute,
+		// and guesses the same for other models; OpenAI publishes 5,000 and
+		// 2,000,000: paced at 90%, 4,500 a minute.
+		{"listed model", openai.Preset(openai.Tier1), "gpt-4o", 4_000, 5_000},
+		{"unlisted model", openai.Preset(openai.Tier1), unlisted, 4_000, 5_000},
 		// The organization's own figure, 60 a minute: 54 and a burst of 6.
-		{"WithDefault", openai.Preset(openai.Tier1, openai.WithDefault(openai.ModelLimits{RPM: 60, TPM: 1_000_000})), 55, 60},
+		{"WithModel", openai.Preset(openai.Tier1, openai.WithModel(unlisted, own)), unlisted, 55, 60},
+		{"WithDefault", openai.Preset(openai.Tier1, openai.WithDefault(own)), unlisted, 55, 60},
+		{"PresetLimits", openai.PresetLimits(openai.Limits{Default: own}), unlisted, 55, 60},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				fake := newFakeOpenAI(5_000, 2_000_000)
-				tr := pacer.New(fake, tc.preset)
+				tr := pacer.New(fake, tc.preset, pacer.WithLogger(slog.New(slog.DiscardHandler)))
 				if err := tr.Err(); err != nil {
 					t.Fatal(err)
 				}
 				c := tr.Client()
-				body := []byte(`{"model":"gpt-5.4-mini","messages":[{"role":"user","content":"hi"}],"max_completion_tokens":100}`)
+				body := []byte(`{"model":"` + tc.model + `","messages":[{"role":"user","content":"hi"}],"max_completion_tokens":100}`)
 				start := time.Now()
 				var wg sync.WaitGroup
 				for range 8 {
