@@ -93,6 +93,9 @@ type scopeClass struct {
 	mu    sync.Mutex
 	keyed map[string]*scopeState
 	looks int
+	// forgotten counts the calls admitted on keyed states since forgotten,
+	// so that Stats counts every call, at no cost to the hot path.
+	forgotten int64
 }
 
 func newScopeClass(s Scope, headroom float64, workloads []*workloadState, clock Clock) *scopeClass {
@@ -182,6 +185,7 @@ func (c *scopeClass) sweep() {
 		// for a fleet, but the reason is worth keeping here too.
 		if s.holders.Load() == 0 && s.cooldown.Load() < c.clock.Now().UnixNano() {
 			delete(c.keyed, k)
+			c.forgotten += s.admitted.Load()
 		}
 		if looked++; looked == registrySweepBatch {
 			return

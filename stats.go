@@ -33,7 +33,7 @@ type ScopeStats struct {
 	TokensKnown bool
 
 	Cooldown time.Duration // what is left of a pause the provider asked for
-	Admitted int64         // calls admitted since the Transport was made
+	Admitted int64         // calls admitted since the Transport was made, on every key
 
 	InFlight int
 	Waiting  int
@@ -86,6 +86,7 @@ func (t *Transport) Stats() Stats {
 		for _, ks := range class.keyed {
 			keyed = append(keyed, ks)
 		}
+		sc.Admitted += class.forgotten
 		class.mu.Unlock()
 		for _, ks := range keyed {
 			t.count(&sc, ks)
@@ -144,10 +145,14 @@ func (m *budgetMeter) read(per time.Duration, now time.Time) (spent float64, res
 	return m.spent, per - now.Sub(m.start)
 }
 
-// count adds a bucket's calls in flight and waiting to sc.
+// count adds a bucket's calls in flight and waiting, and a keyed bucket's
+// admissions, to sc.
 func (t *Transport) count(sc *ScopeStats, s *scopeState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.key != "" {
+		sc.Admitted += s.admitted.Load() // the shared state's is counted already
+	}
 	sc.InFlight += int(s.inFlight.Load())
 	sc.Waiting += len(s.queue)
 	for _, w := range t.workloads {

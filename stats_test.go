@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -89,3 +90,26 @@ func TestStatsDoNotAskASharedStoreForTokens(t *testing.T) {
 
 // countingStore is a store that is not the in-memory one.
 type countingStore struct{ Store }
+
+// A keyed scope counts the calls admitted on every key, those of keys the
+// registry has since forgotten included.
+func TestStatsCountEveryKeysAdmissions(t *testing.T) {
+	api := &stubAPI{clock: SystemClock}
+	tr := New(api, WithoutRetry(), WithScope(Scope{Name: "per-user", Limit: PerSecond(100)}),
+		WithRoute(func(req *http.Request, c []Charge) []Charge {
+			return []Charge{{Scope: "per-user", Key: req.URL.Query().Get("user")}}
+		}))
+	const users = 3 * sweepFloor // enough for the registry to forget some
+	for i := range users {
+		mustNotErr(t, get(tr, context.Background(), "http://api.test/?user="+strconv.Itoa(i)))
+	}
+	mustNotErr(t, get(tr, context.Background(), "http://api.test/")) // the key "": the shared bucket
+	for _, s := range tr.Stats().Scopes {
+		if s.Name != "per-user" {
+			continue
+		}
+		if s.Admitted != users+1 || s.Keys >= users {
+			t.Errorf("admitted %d with %d keys held, want %d admitted and fewer keys held", s.Admitted, s.Keys, users+1)
+		}
+	}
+}

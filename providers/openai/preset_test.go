@@ -276,8 +276,8 @@ func TestPresetRoutes(t *testing.T) {
 	}{
 		{"openai/gpt-4o/requests", 1, 0}, {"openai/gpt-4o/tokens", 1, 0}, // the snapshot, as its model
 		{"openai/gpt-4o-mini/tokens", 0, 0}, // its body could not be read: model unknown
-		{openai.ScopeTokens, 1, 2},          // the unread body; o3-mini and the embedding model, keyed
-		{openai.ScopeRequests, 1, 2},
+		{openai.ScopeTokens, 3, 2},          // the unread body, and o3-mini and the embedding model, keyed
+		{openai.ScopeRequests, 3, 2},
 		{pacer.DefaultScope, 0, 0},
 	} {
 		if s := got[tc.scope]; s.Admitted != int64(tc.admitted) || s.Keys != tc.keys {
