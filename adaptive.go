@@ -100,8 +100,8 @@ func (s *scopeState) learnLimit(count int64, per time.Duration, headroom float64
 	rate, burst := l.pace(headroom)
 	c := s.class
 	if c.rate > 0 {
-		if c.rate <= rate && !c.Provisional {
-			// The configured limit is below what the provider allows.
+		if c.rate == rate || c.rate < rate && !c.Provisional {
+			// The configured limit is what the provider allows, or below it.
 			if s.learned.Load() != nil {
 				s.learned.Store(nil)
 			}

@@ -287,7 +287,7 @@ func TestPublishedLimitThatRisesAgainGivesBackTheConfiguredOne(t *testing.T) {
 // A provisional limit is a stand-in until the provider publishes its own,
 // which then replaces it higher as well as lower.
 func TestProvisionalLimitFollowsThePublishedOne(t *testing.T) {
-	api := &scriptedAPI{steps: []scripted{{http.StatusOK, policyHeaders(6000)}, {http.StatusOK, policyHeaders(600)}}}
+	api := &scriptedAPI{steps: []scripted{{http.StatusOK, policyHeaders(6000)}, {http.StatusOK, policyHeaders(600)}, {http.StatusOK, policyHeaders(3000)}}}
 	tr := New(api, WithLogger(slogTo(io.Discard)),
 		WithScope(Scope{Name: DefaultScope, Limit: PerMinute(3000), Provisional: true}))
 	mustNotErr(t, tr.Err())
@@ -298,6 +298,10 @@ func TestProvisionalLimitFollowsThePublishedOne(t *testing.T) {
 	mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
 	if rate, _ := tr.defaultClass.shared.pace(); rate != 9 {
 		t.Fatalf("pace %v/s after 600 a minute was published, want 9/s", rate)
+	}
+	mustNotErr(t, get(tr, context.Background(), "http://api.test/")) // the provisional figure itself
+	if rate, _ := tr.defaultClass.shared.pace(); rate != 45 || tr.defaultClass.shared.learned.Load() != nil {
+		t.Fatalf("pace %v/s, learned %v, after the provisional 3,000 a minute was published; want the configured 45/s", rate, tr.defaultClass.shared.learned.Load())
 	}
 }
 

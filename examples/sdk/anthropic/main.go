@@ -48,7 +48,7 @@ func run(ctx context.Context, baseURL, key string, out io.Writer) error {
 		option.WithMaxRetries(0), // pacer retries, paced; the SDK must not multiply them
 	)
 	msg, err := client.Messages.New(ctx, anthropic.MessageNewParams{
-		Model:     anthropic.ModelClaudeSonnet4_5,
+		Model:     anthropic.ModelClaudeSonnet5_5,
 		MaxTokens: 300,
 		Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("What does a 529 mean?"))},
 	})

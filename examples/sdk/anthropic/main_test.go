@@ -38,7 +38,7 @@ func TestRunAgainstFakeClaude(t *testing.T) {
 			fmt.Fprint(w, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_1"}`)
 			return
 		}
-		fmt.Fprint(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"The API is overloaded."}],"stop_reason":"end_turn","usage":{"input_tokens":14,"output_tokens":6}}`)
+		fmt.Fprint(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-5-5","content":[{"type":"text","text":"The API is overloaded."}],"stop_reason":"end_turn","usage":{"input_tokens":14,"output_tokens":6}}`)
 	}))
 	defer srv.Close()
 

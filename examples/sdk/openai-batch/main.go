@@ -57,9 +57,9 @@ func run(ctx context.Context, baseURL, key string, limits openaipreset.Limits, b
 		option.WithHTTPClient(t.Client()), option.WithMaxRetries(0))
 	ask := func(ctx context.Context, q string) error {
 		_, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
-			Model:     openai.ChatModelGPT4oMini,
-			Messages:  []openai.ChatCompletionMessageParamUnion{openai.UserMessage(q)},
-			MaxTokens: openai.Int(100),
+			Model:               openai.ChatModelGPT5_4Mini,
+			Messages:            []openai.ChatCompletionMessageParamUnion{openai.UserMessage(q)},
+			MaxCompletionTokens: openai.Int(100),
 		})
 		return err
 	}

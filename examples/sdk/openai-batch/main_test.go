@@ -16,10 +16,10 @@ import (
 func TestBackfillDoesNotStarveInteractive(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":1,"total_tokens":11}}`)
+		fmt.Fprint(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-5.4-mini","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":1,"total_tokens":11}}`)
 	}))
 	defer srv.Close()
-	limits := openaipreset.Limits{Models: map[string]openaipreset.ModelLimits{"gpt-4o-mini": {RPM: 600, TPM: 1_000_000}}}
+	limits := openaipreset.Limits{Models: map[string]openaipreset.ModelLimits{"gpt-5.4-mini": {RPM: 600, TPM: 1_000_000}}}
 	var out strings.Builder
 	r, err := run(t.Context(), srv.URL+"/v1/", "sk-test", limits, 40, 5, &out)
 	if err != nil {

@@ -49,9 +49,9 @@ func run(ctx context.Context, baseURL, key string, out io.Writer) error {
 	)
 	for _, q := range []string{"What is a token bucket?", "What does HTTP 429 mean?", "Why pace API calls?"} {
 		resp, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
-			Model:     openai.ChatModelGPT4oMini,
-			Messages:  []openai.ChatCompletionMessageParamUnion{openai.UserMessage(q)},
-			MaxTokens: openai.Int(200),
+			Model:               openai.ChatModelGPT5_4Mini,
+			Messages:            []openai.ChatCompletionMessageParamUnion{openai.UserMessage(q)},
+			MaxCompletionTokens: openai.Int(200),
 		})
 		if err != nil {
 			return fmt.Errorf("%q: %w", q, err)

@@ -34,12 +34,12 @@ func TestRunAgainstFakeOpenAI(t *testing.T) {
 			h.Set("x-ratelimit-remaining-requests", "0")
 			h.Set("x-ratelimit-reset-requests", "150ms")
 			w.WriteHeader(http.StatusTooManyRequests)
-			fmt.Fprint(w, `{"error":{"message":"Rate limit reached for gpt-4o-mini on requests per min (RPM): Limit 500, Used 500, Requested 1.","type":"requests","param":null,"code":"rate_limit_exceeded"}}`)
+			fmt.Fprint(w, `{"error":{"message":"Rate limit reached for gpt-5.4-mini on requests per min (RPM): Limit 500, Used 500, Requested 1.","type":"requests","param":null,"code":"rate_limit_exceeded"}}`)
 			return
 		}
 		h.Set("x-ratelimit-remaining-requests", "499")
 		h.Set("x-ratelimit-reset-requests", "120ms")
-		fmt.Fprintf(w, `{"id":"chatcmpl-%d","object":"chat.completion","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"fine"},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":1,"total_tokens":13}}`, n)
+		fmt.Fprintf(w, `{"id":"chatcmpl-%d","object":"chat.completion","created":1,"model":"gpt-5.4-mini","choices":[{"index":0,"message":{"role":"assistant","content":"fine"},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":1,"total_tokens":13}}`, n)
 	}))
 	defer srv.Close()
 
@@ -58,7 +58,7 @@ func TestRunAgainstFakeOpenAI(t *testing.T) {
 			t.Errorf("call %d: X-Stainless-Retry-Count %q: the SDK retried by itself", i+1, c)
 		}
 	}
-	if !strings.Contains(out.String(), "scope openai/gpt-4o-mini/tokens: 4 admitted") {
+	if !strings.Contains(out.String(), "scope openai/tokens: 4 admitted") {
 		t.Errorf("the calls were not charged to the model's tokens scope:\n%s", out.String())
 	}
 }
