@@ -95,12 +95,17 @@ func (c *call) cooledDown(s *scopeState, now time.Time) (time.Duration, bool) {
 // the Transport's headroom, unless the configured limit is lower and not
 // provisional. A published limit that rises back above the configured one
 // gives the configured pace back.
-func (s *scopeState) learnLimit(count int64, per time.Duration, headroom float64, log *slog.Logger) {
-	l := Limit{Count: int(min(count, math.MaxInt32)), Per: per}
+//
+// A quota whose reset is further off than its window counts a longer
+// period than the window says (a day's requests reported beside a
+// per-minute limit, say): it may lower the pace, never raise it.
+func (s *scopeState) learnLimit(q Quota, headroom float64, log *slog.Logger) {
+	l := Limit{Count: int(min(q.Limit, math.MaxInt32)), Per: q.Window}
 	rate, burst := l.pace(headroom)
 	c := s.class
 	if c.rate > 0 {
-		if c.rate == rate || c.rate < rate && !c.Provisional {
+		mayRaise := c.Provisional && q.Reset <= q.Window
+		if c.rate == rate || c.rate < rate && !mayRaise {
 			// The configured limit is what the provider allows, or below it.
 			if s.learned.Load() != nil {
 				s.learned.Store(nil)
@@ -207,7 +212,7 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 		}
 		s := c.charges[i].state
 		if q.Limit > 0 && q.Window > 0 {
-			s.learnLimit(q.Limit, q.Window, t.headroom, t.log)
+			s.learnLimit(q, t.headroom, t.log)
 			taught = true
 		}
 		if q.Remaining < 0 {

@@ -284,6 +284,21 @@ func TestPublishedLimitThatRisesAgainGivesBackTheConfiguredOne(t *testing.T) {
 	}
 }
 
+// A published limit whose reset is further off than its window does not
+// count that window (a day's figure beside a per-minute limit): it does not
+// raise a provisional limit.
+func TestProvisionalLimitIgnoresALongerPeriodsFigure(t *testing.T) {
+	day := policyHeaders(10_000)
+	day["X-Ratelimit-Reset-Requests"] = "13h20m0s"
+	api := &scriptedAPI{steps: []scripted{{http.StatusOK, day}}}
+	tr := New(api, WithLogger(slogTo(io.Discard)),
+		WithScope(Scope{Name: DefaultScope, Limit: PerMinute(3000), Provisional: true}))
+	mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+	if rate, _ := tr.defaultClass.shared.pace(); rate != 45 {
+		t.Fatalf("pace %v/s after 10,000 with a reset 13 hours off, want the provisional 45/s", rate)
+	}
+}
+
 // A provisional limit is a stand-in until the provider publishes its own,
 // which then replaces it higher as well as lower.
 func TestProvisionalLimitFollowsThePublishedOne(t *testing.T) {

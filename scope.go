@@ -47,8 +47,10 @@ type Scope struct {
 	// like): the published limit then replaces it, higher or lower. Without
 	// it, a published limit only ever lowers the pace, since a configured
 	// limit may be low on purpose (a key shared with another service).
-	// Presets set it for the figures they guess, such as those of a model
-	// their tables do not list.
+	// Presets set it for the figures they take from the provider's docs,
+	// which an organization's own limits may exceed. A published limit
+	// whose reset is further off than its window (a day's count beside a
+	// per-minute limit) only ever lowers the pace.
 	Provisional bool
 }
 
