@@ -179,7 +179,9 @@ func (s *scopeState) succeeded() {
 //     scope of the call until then; the bucket is emptied as well, so the
 //     restart is paced, not a stampede;
 //   - a 429 that teaches nothing else empties the bucket and cuts the rate
-//     (AIMD), and successes raise it back.
+//     (AIMD), and successes raise it back;
+//   - a classifier that names the scopes a response concerns
+//     (Verdict.Scopes) confines the last two to them.
 //
 // Waits the headers ask for are clamped to the Transport's maximum wait.
 func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) {
@@ -232,13 +234,19 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 	}
 	switch status {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		// Only the scopes the response concerns: those the classifier
+		// named, else all of the call's.
 		for _, ch := range c.charges {
-			t.emit(Event{Kind: EventRejected, Scope: ch.state.class.Name, Workload: c.workload.name, Status: resp.StatusCode})
+			if verdict.concerns(ch.state.class.Name) {
+				t.emit(Event{Kind: EventRejected, Scope: ch.state.class.Name, Workload: c.workload.name, Status: resp.StatusCode})
+			}
 		}
 		if status == http.StatusTooManyRequests && !taught {
 			for i, ch := range c.charges {
-				ch.state.cut(ch.admittedAt)
-				c.clamp(ctx, now, i, 0) // the provider has nothing left
+				if verdict.concerns(ch.state.class.Name) {
+					ch.state.cut(ch.admittedAt)
+					c.clamp(ctx, now, i, 0) // the provider has nothing left
+				}
 			}
 		}
 		wait, ok := RetryAfter(resp.Header, now)
@@ -248,6 +256,9 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 		if ok {
 			wait = min(wait, t.maxWait)
 			for i, ch := range c.charges {
+				if !verdict.concerns(ch.state.class.Name) {
+					continue
+				}
 				c.coolDown(ch.state, now, wait)
 				// At the pace after any cut, the bucket is back to empty —
 				// not full — when the pause ends.

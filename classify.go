@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -31,9 +32,21 @@ type Verdict struct {
 	// and it delays a retry; a Retry-After header wins over it. The
 	// Transport's maximum wait caps it.
 	Wait time.Duration
+	// Scopes, when not empty, names the scopes a rate-limit response
+	// concerns, when the provider says which of its limits was hit
+	// (WhatsApp's pair rate limit, say): only they are slowed and paused,
+	// and the call's other scopes keep their pace. Empty means every scope
+	// the call was charged to.
+	Scopes []string
 }
 
 func (v Verdict) merge(o Verdict) Verdict {
+	// A verdict that concerns every scope wins over one that names some.
+	if v.concernsAll() || o.concernsAll() {
+		v.Scopes = nil
+	} else {
+		v.Scopes = append(slices.Clip(v.Scopes), o.Scopes...)
+	}
 	v.BackPressure = v.BackPressure || o.BackPressure
 	v.NeverProcessed = v.NeverProcessed || o.NeverProcessed
 	v.Wait = max(v.Wait, o.Wait)
@@ -41,6 +54,18 @@ func (v Verdict) merge(o Verdict) Verdict {
 		v.Exhausted = o.Exhausted
 	}
 	return v
+}
+
+// concernsAll reports whether v slows every scope of the call: it asks to
+// slow down or wait, and names no scopes.
+func (v Verdict) concernsAll() bool {
+	return (v.BackPressure || v.Wait > 0) && len(v.Scopes) == 0
+}
+
+// concerns reports whether a rate-limit response with this verdict slows
+// the named scope.
+func (v Verdict) concerns(scope string) bool {
+	return len(v.Scopes) == 0 || slices.Contains(v.Scopes, scope)
 }
 
 // A Classifier reads an error response — its status, headers and the first

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -189,5 +190,34 @@ func TestVerdictWaitPausesWhenTheHeadersNameNoTime(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// Verdicts that name the scopes they concern combine into the union of the
+// names; one that slows every scope wins over them.
+func TestVerdictScopesCombine(t *testing.T) {
+	pair := Verdict{BackPressure: true, Scopes: []string{"pair"}}
+	number := Verdict{BackPressure: true, Scopes: []string{"number"}}
+	for _, tc := range []struct {
+		name string
+		in   []Verdict
+		want []string
+	}{
+		{"one names a scope", []Verdict{{}, pair, {}}, []string{"pair"}},
+		{"two name theirs", []Verdict{pair, number}, []string{"pair", "number"}},
+		{"one slows every scope", []Verdict{pair, {BackPressure: true}}, nil},
+		{"a wait for every scope", []Verdict{{Wait: time.Minute}, pair}, nil},
+		{"nothing to slow", []Verdict{{}, {NeverProcessed: true}}, nil},
+	} {
+		var v Verdict
+		for _, o := range tc.in {
+			v = v.merge(o)
+		}
+		if !slices.Equal(v.Scopes, tc.want) {
+			t.Errorf("%s: scopes %q, want %q", tc.name, v.Scopes, tc.want)
+		}
+	}
+	if len(pair.Scopes) != 1 {
+		t.Errorf("merging changed a classifier's own slice: %q", pair.Scopes)
 	}
 }

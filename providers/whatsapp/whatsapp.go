@@ -153,15 +153,25 @@ type graphError struct {
 }
 
 // Classify reads a Cloud API error response: 130429 and 131056 are
-// back-pressure, and were never processed. Preset installs it.
+// back-pressure, and were never processed. Each concerns its own limit
+// only: a pair rate error slows the pair, not the number's messages to
+// everyone else, and a throughput error the number, not the pair.
+// Preset installs it.
 func Classify(_ *http.Response, body []byte) pacer.Verdict {
 	var e graphError
 	if json.Unmarshal(body, &e) != nil {
 		return pacer.Verdict{}
 	}
 	switch e.Error.Code {
-	case codeThroughput, codePairRate:
-		return pacer.Verdict{BackPressure: true, NeverProcessed: true}
+	case codeThroughput:
+		return pacer.Verdict{BackPressure: true, NeverProcessed: true, Scopes: throughputScopes}
+	case codePairRate:
+		return pacer.Verdict{BackPressure: true, NeverProcessed: true, Scopes: pairScopes}
 	}
 	return pacer.Verdict{}
 }
+
+var (
+	throughputScopes = []string{ScopeThroughput}
+	pairScopes       = []string{ScopePair}
+)

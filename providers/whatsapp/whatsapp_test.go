@@ -145,3 +145,42 @@ func TestRoute(t *testing.T) {
 		}
 	}
 }
+
+// A pair rate error concerns one recipient: the number's other messages
+// keep the number's full throughput (Standard: 80 a second, paced at 72
+// with a burst of 8).
+func TestPairRateErrorSlowsOnlyThePair(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const pairRate = `{"error":{"message":"(#131056) (Business Account, Consumer Account) pair rate limit hit","type":"OAuthException","code":131056}}`
+		var calls atomic.Int32
+		fake := &providertest.Fake{Respond: func(req *http.Request, _ []byte) *http.Response {
+			if calls.Add(1) == 1 {
+				return providertest.Response(req, http.StatusBadRequest, []string{"Content-Type", "application/json"}, pairRate)
+			}
+			return providertest.Response(req, 200, nil, `{"messages":[{"id":"wamid.1"}]}`)
+		}}
+		c := pacer.New(fake, whatsapp.Preset(whatsapp.Standard)).Client()
+		var pair sync.WaitGroup
+		pair.Go(func() { sendText(t, c, "+15550100") }) // refused once, then retried after the pair's six seconds
+		synctest.Wait()
+		defer pair.Wait()
+		start := time.Now()
+		var wg sync.WaitGroup
+		for g := range 20 {
+			wg.Go(func() {
+				for i := 0; time.Since(start) < time.Second; i++ {
+					sendText(t, c, fmt.Sprintf("+1666%03d%04d", g, i))
+				}
+			})
+		}
+		wg.Wait()
+		others := providertest.Times(fake.Requests(), func(s providertest.Sent) bool {
+			return recipient(s) != "+15550100" && s.At.Sub(start) < time.Second
+		})
+		// 7 tokens left of the burst and 72 a second: 79. A cut and emptied
+		// bucket would give about 61.
+		if len(others) < 75 {
+			t.Errorf("%d messages to other recipients in the second after a pair error, want about 79", len(others))
+		}
+	})
+}
