@@ -14,7 +14,8 @@ import (
 // must not park a goroutine for 31 years.
 const DefaultMaxWait = 10 * time.Minute
 
-// The AIMD constants. A 429 that teaches nothing cuts a scope's rate to
+// The AIMD constants. A 429 that teaches nothing cuts a scope's rate (or,
+// for a scope that limits only concurrency, its cap on calls in flight) to
 // cutFactor of what it was — once for the calls admitted before a cut, whose
 // 429s carry old news, the way TCP cuts once a round trip. Every success then
 // adds back raiseShare of the rate the cut left, so climbing back takes about
@@ -178,8 +179,9 @@ func (s *scopeState) succeeded() {
 //   - a 429 or 503 with Retry-After (or a classifier's Verdict.Wait) stops every
 //     scope of the call until then; the bucket is emptied as well, so the
 //     restart is paced, not a stampede;
-//   - a 429 that teaches nothing else empties the bucket and cuts the rate
-//     (AIMD), and successes raise it back;
+//   - a 429 that teaches nothing else empties the bucket and cuts the rate,
+//     or a scope's cap on calls in flight when it has no rate (AIMD), and
+//     successes raise it back;
 //   - a classifier that names the scopes a response concerns
 //     (Verdict.Scopes) confines the last two to them.
 //

@@ -16,13 +16,14 @@ import (
 // again, and the release, which looks for a queue after it counts, wakes it.
 func (s *scopeState) acquireSlot(w int) bool {
 	c := s.class
-	switch {
-	case c.Concurrency == 0:
+	if c.Concurrency == 0 {
 		return true
-	case !c.sharesSlots:
+	}
+	limit, share := s.slots()
+	if !c.sharesSlots {
 		for {
 			n := s.inFlight.Load()
-			if n >= int32(c.Concurrency) {
+			if n >= int32(limit) {
 				return false
 			}
 			if s.inFlight.CompareAndSwap(n, n+1) {
@@ -34,21 +35,44 @@ func (s *scopeState) acquireSlot(w int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	mine := int(s.inFlightBy[w].Load())
-	if c.maxSlots[w] > 0 && mine >= c.maxSlots[w] {
+	if c.maxSlots[w] > 0 && mine >= scaled(c.maxSlots[w], share) {
 		return false
 	}
 	reservedByOthers := 0
 	for v, r := range c.reservedSlots {
+		r = int(float64(r) * share) // a lowered cap lowers the reserves alike
 		if used := int(s.inFlightBy[v].Load()); v != w && r > used {
 			reservedByOthers += r - used
 		}
 	}
-	if int(s.inFlight.Load())+reservedByOthers >= c.Concurrency {
+	if int(s.inFlight.Load())+reservedByOthers >= limit {
 		return false
 	}
 	s.inFlight.Add(1)
 	s.inFlightBy[w].Add(1)
 	return true
+}
+
+// slots returns the cap on calls in flight now, and its share of the
+// configured cap. A scope that limits only concurrency takes the AIMD
+// factor that 429s lower and successes raise (adaptive.go) as the share of
+// its slots it may use: the provider's real cap may be below the
+// configured one. A scope with a rate takes it on the rate alone.
+func (s *scopeState) slots() (limit int, share float64) {
+	c := s.class
+	if c.rate > 0 {
+		return c.Concurrency, 1
+	}
+	share = s.rateFactor()
+	return scaled(c.Concurrency, share), share
+}
+
+// scaled returns share of n slots, rounded down, and at least one.
+func scaled(n int, share float64) int {
+	if share >= 1 {
+		return n
+	}
+	return max(1, int(float64(n)*share))
 }
 
 // releaseSlot gives back a slot taken by acquireSlot, and wakes the call at

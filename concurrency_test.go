@@ -283,3 +283,63 @@ type onClose struct {
 
 func (b *onClose) Read([]byte) (int, error) { b.once.Do(b.f); return 0, io.EOF }
 func (b *onClose) Close() error             { b.once.Do(b.f); return nil }
+
+// slotsOnly charges every call to one scope that caps concurrency and has
+// no rate, and fails fast when it is full.
+func slotsOnly(n int) []Option {
+	return []Option{WithoutRetry(), WithScope(Scope{Name: "slots", Concurrency: n, FailFast: true}),
+		WithRoute(func(*http.Request, []Charge) []Charge { return []Charge{{Scope: "slots"}} })}
+}
+
+// openCalls sends n calls and keeps their bodies open.
+func openCalls(t *testing.T, tr *Transport, ctx context.Context, n int) []*http.Response {
+	t.Helper()
+	var open []*http.Response
+	for range n {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/", nil)
+		resp, err := tr.RoundTrip(req)
+		mustNotErr(t, err)
+		open = append(open, resp)
+	}
+	return open
+}
+
+func closeAll(open []*http.Response) {
+	for _, r := range open {
+		r.Body.Close()
+	}
+}
+
+// A 429 that teaches nothing lowers the cap of a scope that limits only
+// concurrency, as it lowers a rate — the provider's real cap may be below
+// the configured one (Twilio and Stripe publish none) — and successes give
+// the slots back.
+func TestA429LowersAConcurrencyCap(t *testing.T) {
+	api := &scriptedAPI{steps: []scripted{{status: http.StatusTooManyRequests}}}
+	tr := New(api, slotsOnly(10)...)
+	roundTrip(t, tr).Body.Close() // the 429
+	open := openCalls(t, tr, context.Background(), 8)
+	if err := get(tr, context.Background(), "http://api.test/"); !errors.Is(err, ErrThrottled) {
+		t.Fatalf("a ninth call: err = %v, want throttled: 85%% of 10 slots is 8", err)
+	}
+	closeAll(open)
+	for range 1000 { // about 800 successes climb back from one cut
+		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+	}
+	closeAll(openCalls(t, tr, context.Background(), 10))
+}
+
+// A lowered cap lowers the reserved slots in proportion, so a workload
+// without a reserve is never left with none.
+func TestALoweredCapLeavesRoomForEveryWorkload(t *testing.T) {
+	api := &scriptedAPI{steps: []scripted{{status: http.StatusTooManyRequests}, {status: http.StatusTooManyRequests}, {status: http.StatusTooManyRequests}}}
+	tr := New(api, append(slotsOnly(4), WithWorkload("interactive", Workload{Reserve: 0.5}))...)
+	for range 3 { // three cuts: 4 slots at 0.85³ = 0.61 is 2, of which 1 reserved
+		roundTrip(t, tr).Body.Close()
+	}
+	open := openCalls(t, tr, context.Background(), 1)
+	if err := get(tr, context.Background(), "http://api.test/"); !errors.Is(err, ErrThrottled) {
+		t.Fatalf("a second call of the default workload: err = %v, want throttled", err)
+	}
+	closeAll(append(open, openCalls(t, tr, ContextWithWorkload(context.Background(), "interactive"), 1)...))
+}

@@ -23,7 +23,7 @@ type ScopeStats struct {
 	Rate    float64 // the pace now, in units a second, after learning and AIMD
 	Burst   float64
 	Learned bool    // the pace comes from a limit the provider published
-	Factor  float64 // the AIMD share of the rate in use, 1 when not cut
+	Factor  float64 // the AIMD share of the rate in use (of the slots, for a scope without a rate), 1 when not cut
 
 	// Tokens is what the scope's bucket holds now, when TokensKnown: the
 	// store is in this process's memory, the scope is paced by rate, and it

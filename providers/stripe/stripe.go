@@ -110,8 +110,8 @@ func Concurrency(m Mode) int {
 // RetryPolicy reads it).
 //
 // Stripe sends no rate-limit headers besides a 429: pacer learns from the
-// 429s themselves (each one empties the charged buckets and cuts their rate
-// until calls succeed again).
+// 429s themselves (each one empties the charged buckets and cuts their rate,
+// and ScopeConcurrency's cap on calls in flight, until calls succeed again).
 //
 // If you use stripe-go, turn its own retries off (MaxNetworkRetries: 0) so
 // that attempts are not multiplied; see examples/sdk/stripe.

@@ -45,7 +45,8 @@ const UnitSegments = "segments"
 // to Twilio's REST API", and does not publish the cap
 // (https://www.twilio.com/docs/api/errors/20429). 100 is the default that
 // third-party guides report and that Twilio raises on request; set yours with
-// WithScope(pacer.Scope{Name: ScopeAccount, Concurrency: n}).
+// WithScope(pacer.Scope{Name: ScopeAccount, Concurrency: n}). A 20429 lowers
+// it for a while, as a 429 lowers a rate, in case yours is lower still.
 const accountConcurrency = 100
 
 // Outbound messages per second (message segments), by sender, from
@@ -209,14 +210,18 @@ type errorBody struct {
 
 // Classify reads a Twilio error response. A 429 with error code 20429 was
 // never processed (https://www.twilio.com/docs/api/errors/20429), so it may
-// be retried whatever its method. Preset installs it.
+// be retried whatever its method; it says the account has too many requests
+// in flight, so it concerns ScopeAccount alone, whose cap on calls in flight
+// it lowers (the sender's pace is not at fault). Preset installs it.
 func Classify(resp *http.Response, body []byte) pacer.Verdict {
 	if resp.StatusCode != http.StatusTooManyRequests {
 		return pacer.Verdict{}
 	}
 	var e errorBody
 	if json.Unmarshal(body, &e) == nil && e.Code == 20429 {
-		return pacer.Verdict{NeverProcessed: true}
+		return pacer.Verdict{NeverProcessed: true, Scopes: accountScopes}
 	}
 	return pacer.Verdict{}
 }
+
+var accountScopes = []string{ScopeAccount}

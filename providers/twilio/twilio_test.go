@@ -240,3 +240,38 @@ func TestRouteIgnoresWhatIsNotAMessagesPost(t *testing.T) {
 		t.Errorf("a Messaging Service message: charges %v, want the account scope only", got)
 	}
 }
+
+// A 20429 says the account has too many requests in flight: it lowers the
+// account's cap on calls in flight, and leaves the sender's pace alone.
+func TestA20429LowersTheAccountsConcurrency(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const tooMany = `{"code": 20429, "message": "Too Many Requests", "more_info": "https://www.twilio.com/docs/errors/20429", "status": 429}`
+		var calls atomic.Int32
+		fake := &providertest.Fake{Respond: func(req *http.Request, _ []byte) *http.Response {
+			if calls.Add(1) == 1 {
+				return providertest.Response(req, http.StatusTooManyRequests, []string{"Content-Type", "application/json"}, tooMany)
+			}
+			return providertest.Response(req, http.StatusCreated, nil, `{"sid":"SM1"}`)
+		}}
+		var mu sync.Mutex
+		rejected := map[string]int{}
+		tr := pacer.New(fake, twilio.Preset(), pacer.WithObserver(pacer.ObserverFunc(func(e pacer.Event) {
+			if e.Kind == pacer.EventRejected {
+				mu.Lock()
+				rejected[e.Scope]++
+				mu.Unlock()
+			}
+		})))
+		if _, err := sendSMS(t, tr.Client(), "+15551234567", "hi"); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range tr.Stats().Scopes {
+			if s.Name == twilio.ScopeAccount && (s.Factor < 0.85 || s.Factor > 0.86) {
+				t.Errorf("the account's share of its slots is %v after a 20429 and a success, want just above 0.85", s.Factor)
+			}
+		}
+		if len(rejected) != 1 || rejected[twilio.ScopeAccount] != 1 {
+			t.Errorf("refusals reported for %v, want the account's alone", rejected)
+		}
+	})
+}
