@@ -149,6 +149,10 @@ func (c *scopeClass) validate() error {
 	if c.Concurrency < 0 {
 		return fmt.Errorf("scope %q: Concurrency %d must not be negative", c.Name, c.Concurrency)
 	}
+	if c.Concurrency > math.MaxInt32 {
+		// Calls in flight are counted in 32 bits.
+		return fmt.Errorf("scope %q: Concurrency %d is more than pacer counts (%d); use 0 for no cap", c.Name, c.Concurrency, math.MaxInt32)
+	}
 	return nil
 }
 

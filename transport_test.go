@@ -3,6 +3,7 @@ package pacer
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -334,9 +335,9 @@ func TestRequestBodyIsClosedWhenNotSent(t *testing.T) {
 
 func TestConfigurationErrorsAreClear(t *testing.T) {
 	tr := New(nil, WithHeadroom(0), WithLimit(Limit{Count: 10}), WithScope(Scope{Name: "x", Concurrency: -1}),
-		WithScope(Scope{Name: "pacer:budget"}))
+		WithScope(Scope{Name: "pacer:budget"}), WithScope(Scope{Name: "huge", Concurrency: math.MaxInt32 + 1}))
 	err := tr.Err()
-	for _, want := range []string{"WithHeadroom(0)", "Count and Per", `scope "x"`, `"pacer:budget"`} {
+	for _, want := range []string{"WithHeadroom(0)", "Count and Per", `scope "x"`, `"pacer:budget"`, `scope "huge": Concurrency 2147483648`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Err() = %v, want it to mention %s", err, want)
 		}
