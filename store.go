@@ -33,6 +33,18 @@ type Store interface {
 	Clamp(ctx context.Context, now time.Time, d Demand, tokens float64) error
 }
 
+// A ContextStore is a Store that says whether its calls return promptly
+// once their context ends. A Transport bounds each call to a shared store
+// by the store timeout (WithStoreTimeout). A store that honours its context
+// is bounded by the context's deadline alone, and called on the request's
+// own goroutine. Any other is called in a goroutine of its own, which is
+// abandoned at the deadline: a client that ignores its context (go-redis
+// without ContextTimeoutEnabled) must not hold a request past it.
+type ContextStore interface {
+	Store
+	HonoursContext() bool
+}
+
 // A Demand is what one request asks of one bucket. The bucket's shape (Rate,
 // Burst, Window) travels with each demand, so a store needs no configuration
 // of its own and a limit learned from a provider takes effect at once.

@@ -106,6 +106,7 @@ const (
 // a remote store.
 type guardedStore struct {
 	remote  Store
+	inline  bool // remote honours its context: call it on the caller's goroutine
 	policy  StoreFailure
 	timeout time.Duration
 	local   *MemoryStore // for FallBackLocal
@@ -134,7 +135,9 @@ func guardStore(s Store, f StoreFailure, timeout time.Duration) *guardedStore {
 	if f.mode == fallBackLocal && f.instances < 1 {
 		f.instances = 1
 	}
-	return &guardedStore{remote: s, policy: f, timeout: timeout, local: NewMemoryStore(), backoff: minRetry}
+	cs, ok := s.(ContextStore)
+	return &guardedStore{remote: s, inline: ok && cs.HonoursContext(), policy: f, timeout: timeout,
+		local: NewMemoryStore(), backoff: minRetry}
 }
 
 // ask reports whether a call should go to the remote store; a call that is
@@ -170,33 +173,55 @@ func (g *guardedStore) report(now time.Time, err error) {
 // It returns the caller's own context error if that ended first, and
 // otherwise reports whether the store failed.
 //
-// f runs in a goroutine of its own, which is abandoned if ctx or the timeout
-// ends first: a store client need not honour its context (go-redis, unless
-// ContextTimeoutEnabled, waits for its own socket timeouts), and a hung
-// server must not hold the request. f must not write anything the caller
-// reads unless it returned in time: results go through done.
+// A store that honours its context (ContextStore) is called here. Any other
+// is called in a goroutine of its own, which is abandoned if ctx or the
+// timeout ends first: a store client need not honour its context (go-redis,
+// unless ContextTimeoutEnabled, waits for its own socket timeouts), and a
+// hung server must not hold the request. f must not write anything the
+// caller reads unless it returned in time: results go through channels,
+// and the demands it is given are its own (see demandsFor).
 func (g *guardedStore) call(ctx context.Context, now time.Time, f func(ctx context.Context) error) (failed bool, err error) {
 	if !g.ask(now) {
 		return true, nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- f(cctx) }()
-	select {
-	case err = <-done:
-	case <-cctx.Done():
-		err = cctx.Err()
+	if g.inline {
+		err = f(cctx)
+	} else {
+		done := make(chan error, 1)
+		go func() { done <- f(cctx) }()
+		select {
+		case err = <-done:
+		case <-cctx.Done():
+			err = cctx.Err()
+		}
 	}
-	if err != nil && ctx.Err() != nil {
-		// The request gave up; that says nothing about the store.
-		g.mu.Lock()
-		g.probing = false
-		g.mu.Unlock()
-		return false, ctx.Err()
+	if err != nil {
+		if cerr := ended(ctx); cerr != nil {
+			// The request gave up; that says nothing about the store.
+			g.mu.Lock()
+			g.probing = false
+			g.mu.Unlock()
+			return false, cerr
+		}
 	}
 	g.report(now, err)
 	return err != nil, nil
+}
+
+// ended returns ctx's error if it has ended. A deadline that has passed
+// counts even before the context's own timer marks it: a store client that
+// honours its context sets its socket deadline to the context's, and may
+// fail a moment before the context reports it.
+func ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if deadline, ok := ctx.Deadline(); ok && !time.Now().Before(deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 func (g *guardedStore) unavailable() error {
@@ -219,11 +244,20 @@ func (g *guardedStore) share(demands []Demand) []Demand {
 	return out
 }
 
+// demandsFor returns the demands to hand the remote store: a copy when the
+// call may outlive this one, which runs in a goroutine the caller may
+// abandon while reusing its demands.
+func (g *guardedStore) demandsFor(demands []Demand) []Demand {
+	if g.inline {
+		return demands
+	}
+	return slices.Clone(demands)
+}
+
 // Take implements Store.
 func (g *guardedStore) Take(ctx context.Context, now time.Time, demands []Demand) (Decision, error) {
 	result := make(chan Decision, 1)
-	// A copy: the call may outlive this one, and the caller reuses demands.
-	ds := slices.Clone(demands)
+	ds := g.demandsFor(demands)
 	failed, err := g.call(ctx, now, func(ctx context.Context) error {
 		d, err := g.remote.Take(ctx, now, ds)
 		result <- d
@@ -250,7 +284,7 @@ func (g *guardedStore) Take(ctx context.Context, now time.Time, demands []Demand
 // Refund implements Store. While the store is down, a fallback refund goes
 // to the local bucket that granted it.
 func (g *guardedStore) Refund(ctx context.Context, now time.Time, demands []Demand) error {
-	ds := slices.Clone(demands) // the call may outlive this one
+	ds := g.demandsFor(demands)
 	failed, err := g.call(ctx, now, func(ctx context.Context) error {
 		return g.remote.Refund(ctx, now, ds)
 	})

@@ -210,3 +210,70 @@ func TestStoreFailureInvalid(t *testing.T) {
 		t.Error("WithStoreTimeout(0) was accepted")
 	}
 }
+
+// honouringStore is a flaky store that says its calls return once their
+// context ends, as pgx's do.
+type honouringStore struct{ *flakyStore }
+
+func (honouringStore) HonoursContext() bool { return true }
+
+// A store that honours its context is called on the request's goroutine,
+// bounded by the context alone: the store timeout still holds, and the
+// goroutine, channel and copies the guard needs for any other store are
+// spared.
+func TestStoreThatHonoursItsContextIsCalledInline(t *testing.T) {
+	honouring := honouringStore{newFlakyStore()}
+	tr := pacer.New(&okTransport{}, pacer.WithLimit(pacer.PerSecond(1000)), pacer.WithStore(honouring),
+		pacer.WithStoreFailure(pacer.FailOpen()), pacer.WithStoreTimeout(50*time.Millisecond), pacer.WithoutRetry())
+	honouring.hang.Store(true)
+	start := time.Now()
+	if err := send(context.Background(), tr); err != nil {
+		t.Fatalf("failing open after a store timeout returned %v", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("the store timeout is 50 ms, the request took %v", d)
+	}
+
+	allocs := func(s pacer.Store) float64 {
+		tr := pacer.New(&okTransport{}, pacer.WithLimit(pacer.PerSecond(1e9)), pacer.WithStore(s), pacer.WithoutRetry())
+		return testing.AllocsPerRun(100, func() {
+			if err := send(context.Background(), tr); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	if inline, spawned := allocs(honouringStore{newFlakyStore()}), allocs(newFlakyStore()); inline >= spawned {
+		t.Errorf("a call to a store that honours its context allocates %v times, to one that does not %v", inline, spawned)
+	}
+}
+
+// lateContext's deadline has passed, but its timer has not yet fired: Err
+// is still nil, as it is for a moment after any deadline.
+type lateContext struct{ context.Context }
+
+func (lateContext) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+// deadlineStore fails as a client that honours its context does once the
+// deadline has passed: at once, with its own timeout error.
+type deadlineStore struct{ *pacer.MemoryStore }
+
+func (deadlineStore) HonoursContext() bool { return true }
+func (deadlineStore) Take(ctx context.Context, _ time.Time, _ []pacer.Demand) (pacer.Decision, error) {
+	return pacer.Decision{}, errors.New("read tcp 127.0.0.1:6379: i/o timeout")
+}
+
+// A store that fails because the request's deadline passed says nothing
+// about the store: the request gets its deadline's error, and is not sent
+// as the store failure policy would send it, even when the context has not
+// marked itself done yet.
+func TestStoreFailureAtTheRequestsDeadlineIsTheRequests(t *testing.T) {
+	base := &okTransport{}
+	tr := pacer.New(base, pacer.WithLimit(pacer.PerSecond(100)), pacer.WithStore(deadlineStore{pacer.NewMemoryStore()}),
+		pacer.WithStoreFailure(pacer.FailOpen()), pacer.WithoutRetry())
+	if err := send(lateContext{context.Background()}, tr); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v, want the request's deadline", err)
+	}
+	if n := base.sent.Load(); n != 0 {
+		t.Errorf("%d requests sent, want none", n)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pacer-go/pacer"
@@ -23,4 +24,27 @@ func TestOutage(t *testing.T) {
 		t.Cleanup(p.Close)
 		return newStore(t, p)
 	}, srv.Stop, srv.Start)
+}
+
+// A bucket table locked by another session hangs every call to the store;
+// pgx gives up at the context's deadline, so the Transport, which calls the
+// store on the request's own goroutine (pacer.ContextStore), holds no
+// request past the store timeout, nor past the request's own context.
+func TestLockedTable(t *testing.T) {
+	p := pool(t, 4)
+	s := newStore(t, p)
+	if !s.HonoursContext() {
+		t.Fatal("pgstore does not say it honours its context")
+	}
+	var tx pgx.Tx
+	lock := func() {
+		var err error
+		if tx, err = p.Begin(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(context.Background(), "LOCK TABLE "+s.Table()+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	storetest.Hang(t, s, lock, func() { tx.Rollback(context.Background()) })
 }

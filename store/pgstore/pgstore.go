@@ -108,7 +108,12 @@ type Store struct {
 	takeSQL, refundSQL, clampSQL, sweepSQL string
 }
 
-var _ pacer.Store = (*Store)(nil)
+var _ pacer.ContextStore = (*Store)(nil)
+
+// HonoursContext implements pacer.ContextStore: pgx gives up when a call's
+// context ends, so the Transport calls the store on the request's own
+// goroutine.
+func (s *Store) HonoursContext() bool { return true }
 
 // An Option configures a Store.
 type Option func(*Store)

@@ -1,12 +1,8 @@
 package redisstore_test
 
 import (
-	"context"
-	"errors"
-	"net/http"
-	"sync/atomic"
+	"fmt"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -28,48 +24,21 @@ func TestOutage(t *testing.T) {
 }
 
 // A Redis that hangs (SIGSTOP) holds no request past the store timeout, nor
-// past the request's own context; the requests fail open as configured.
+// past the request's own context. Both ways the Transport calls the store:
+// on the request's goroutine, for a client that gives up at its context's
+// deadline (ContextTimeoutEnabled), and in a goroutine it abandons, for one
+// that does not.
 func TestHangingServer(t *testing.T) {
-	srv := testservers.StartRedis(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
-	t.Cleanup(func() { rdb.Close() })
-	var sent atomic.Int64
-	base := roundTripper(func(req *http.Request) (*http.Response, error) {
-		sent.Add(1)
-		return &http.Response{StatusCode: 200, Body: http.NoBody, Request: req}, nil
-	})
-	tr := pacer.New(base, pacer.WithLimit(pacer.PerSecond(100)),
-		pacer.WithStore(redisstore.New(rdb, redisstore.WithPrefix(storetest.Scope(t)))),
-		pacer.WithStoreFailure(pacer.FailOpen()), pacer.WithStoreTimeout(100*time.Millisecond))
-	get := func(timeout time.Duration) (time.Duration, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, "GET", "http://api.example/", nil)
-		start := time.Now()
-		resp, err := tr.RoundTrip(req)
-		if err == nil {
-			resp.Body.Close()
-		}
-		return time.Since(start), err
-	}
-	if _, err := get(time.Second); err != nil {
-		t.Fatal(err)
-	}
-	srv.Pause()
-	defer srv.Resume()
-	// The request's context ends first: its error, at its deadline.
-	if took, err := get(30 * time.Millisecond); !errors.Is(err, context.DeadlineExceeded) || took > 500*time.Millisecond {
-		t.Fatalf("with Redis hung, a request with a 30 ms deadline returned %v after %v", err, took)
-	}
-	// The store timeout ends first: the request fails open.
-	if took, err := get(5 * time.Second); err != nil || took > time.Second {
-		t.Fatalf("with Redis hung, a request returned %v after %v; want sent after the 100 ms store timeout", err, took)
-	}
-	if sent.Load() != 2 {
-		t.Fatalf("sent %d requests, want 2", sent.Load())
+	for _, contextTimeout := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", contextTimeout), func(t *testing.T) {
+			srv := testservers.StartRedis(t)
+			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: contextTimeout})
+			t.Cleanup(func() { rdb.Close() })
+			s := redisstore.New(rdb, redisstore.WithPrefix(storetest.Scope(t)))
+			if s.HonoursContext() != contextTimeout {
+				t.Fatalf("HonoursContext() = %v with ContextTimeoutEnabled %v", s.HonoursContext(), contextTimeout)
+			}
+			storetest.Hang(t, s, srv.Pause, srv.Resume)
+		})
 	}
 }
-
-type roundTripper func(*http.Request) (*http.Response, error)
-
-func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

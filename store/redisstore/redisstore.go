@@ -36,7 +36,9 @@
 // ContextTimeoutEnabled: a hung server then holds a call for the client's
 // own timeouts (3 s reads by default). The Transport does not wait for it
 // (see pacer.WithStoreTimeout), but set ContextTimeoutEnabled anyway so that
-// the client gives up too and frees its connection.
+// the client gives up too and frees its connection: the Transport then also
+// calls the store on the request's goroutine (see pacer.ContextStore)
+// rather than in one of its own.
 //
 // # Expiry
 //
@@ -70,7 +72,23 @@ type Store struct {
 	callerClock bool
 }
 
-var _ pacer.Store = (*Store)(nil)
+var _ pacer.ContextStore = (*Store)(nil)
+
+// HonoursContext implements pacer.ContextStore. A client built with
+// ContextTimeoutEnabled gives up when a call's context ends, so the
+// Transport calls the store on the request's own goroutine; any other is
+// called in a goroutine that the Transport abandons at the store timeout.
+func (s *Store) HonoursContext() bool {
+	switch c := s.client.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
+}
 
 // An Option configures a Store.
 type Option func(*Store)
