@@ -2,10 +2,10 @@ package retryableinterop
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -116,31 +116,37 @@ func TestBackoffHonoursAndCapsTheServer(t *testing.T) {
 }
 
 func TestStackPacesEveryAttempt(t *testing.T) {
-	var sent []time.Time
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sent = append(sent, time.Now())
-		w.WriteHeader(http.StatusBadGateway)
-	})}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	defer srv.Close()
-	c := newClient(true, pacer.WithLimit(pacer.Limit{Count: 1, Per: 50 * time.Millisecond, Burst: 1}), pacer.WithHeadroom(1))
-	c.ErrorHandler = retryablehttp.PassthroughErrorHandler
-	resp, err := c.Get("http://" + ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if len(sent) != 3 {
-		t.Fatalf("%d attempts, want 3", len(sent))
-	}
-	for i := 1; i < len(sent); i++ {
-		// The backoff alone is 1–2 ms; pacer spaces attempts 50 ms apart.
-		if gap := sent[i].Sub(sent[i-1]); gap < 45*time.Millisecond {
-			t.Errorf("attempt %d went out %v after the one before; pacer allows one per 50 ms", i+1, gap)
+	// In virtual time, over an in-memory API, so that the gaps are exact:
+	// wall-clock gaps seen by a server move with the scheduler.
+	synctest.Test(t, func(t *testing.T) {
+		var sent []time.Time
+		c := retryablehttp.NewClient()
+		c.Logger = nil
+		c.RetryMax = 2
+		c.RetryWaitMin, c.RetryWaitMax = time.Millisecond, 2*time.Millisecond
+		c.HTTPClient = &http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			sent = append(sent, time.Now())
+			return &http.Response{StatusCode: http.StatusBadGateway, Body: http.NoBody, Request: req}, nil
+		})}
+		Stack(c, pacer.RetryPolicy{}, pacer.WithLimit(pacer.Limit{Count: 1, Per: 50 * time.Millisecond, Burst: 1}), pacer.WithHeadroom(1))
+		c.ErrorHandler = retryablehttp.PassthroughErrorHandler
+		resp, err := c.Get("http://api.test/")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		resp.Body.Close()
+		if len(sent) != 3 {
+			t.Fatalf("%d attempts, want 3", len(sent))
+		}
+		for i := 1; i < len(sent); i++ {
+			// The backoff alone is 1–2 ms; pacer spaces attempts 50 ms apart.
+			if gap := sent[i].Sub(sent[i-1]); gap < 50*time.Millisecond {
+				t.Errorf("attempt %d went out %v after the one before; pacer allows one per 50 ms", i+1, gap)
+			}
+		}
+	})
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
