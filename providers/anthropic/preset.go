@@ -2,7 +2,6 @@ package anthropic
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/providers/internal/reqbody"
 )
 
 // The scopes of model classes the Limits do not list, one bucket per class.
@@ -166,16 +166,8 @@ type Estimate struct {
 
 func estimateRequest(req *http.Request) Estimate {
 	fallback := Estimate{Input: DefaultRequestTokens, Output: DefaultOutputTokens}
-	if req.Body == nil || req.Body == http.NoBody || req.GetBody == nil {
-		return fallback
-	}
-	body, err := req.GetBody()
-	if err != nil {
-		return fallback
-	}
-	defer body.Close()
-	b, err := io.ReadAll(io.LimitReader(body, maxEstimated+1))
-	if err != nil || len(b) > maxEstimated {
+	b, ok := reqbody.Read(req, maxEstimated+1)
+	if !ok || len(b) > maxEstimated {
 		return fallback
 	}
 	e, err := EstimateTokens(b)

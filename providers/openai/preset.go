@@ -2,13 +2,13 @@ package openai
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/providers/internal/reqbody"
 )
 
 // The scopes of models the Limits do not list, one bucket per model.
@@ -188,19 +188,8 @@ func (r *router) route(req *http.Request, charges []pacer.Charge) []pacer.Charge
 // estimate reads the request's body through GetBody, never req.Body.
 func (r *router) estimate(kind endpoint, req *http.Request) Estimate {
 	fallback := Estimate{Input: r.defaultRequestTokens}
-	if req.Body == nil || req.Body == http.NoBody {
-		return fallback
-	}
-	if req.GetBody == nil {
-		return fallback
-	}
-	body, err := req.GetBody()
-	if err != nil {
-		return fallback
-	}
-	defer body.Close()
-	b, err := io.ReadAll(io.LimitReader(body, maxEstimatedBody+1))
-	if err != nil {
+	b, ok := reqbody.Read(req, maxEstimatedBody+1)
+	if !ok {
 		return fallback
 	}
 	if len(b) > maxEstimatedBody {

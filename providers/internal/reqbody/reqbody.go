@@ -15,21 +15,28 @@ import (
 // bodies these APIs take; a larger body is read only this far.
 const MaxPeek = 64 << 10
 
-// Peek returns the first MaxPeek bytes of req's body, read from a fresh copy
-// through req.GetBody, so that the body to be sent is left untouched. It
-// returns nil when the request has no body or no GetBody (a body that cannot
-// be replayed is never read by a route), or when reading fails.
-func Peek(req *http.Request) []byte {
+// Read returns at most limit bytes of req's body, read from a fresh copy
+// through req.GetBody, so that the body to be sent is left untouched. ok is
+// false when the request has no body or no GetBody (a body that cannot be
+// replayed is never read by a route), or when reading fails. A caller that
+// must tell a body longer than n reads n+1.
+func Read(req *http.Request, limit int64) (b []byte, ok bool) {
 	if req.Body == nil || req.Body == http.NoBody || req.GetBody == nil {
-		return nil
+		return nil, false
 	}
 	body, err := req.GetBody()
 	if err != nil || body == nil {
-		return nil
+		return nil, false
 	}
 	defer body.Close()
-	b, err := io.ReadAll(io.LimitReader(body, MaxPeek))
-	if err != nil {
+	b, err = io.ReadAll(io.LimitReader(body, limit))
+	return b, err == nil
+}
+
+// Peek returns the first MaxPeek bytes of req's body (see Read), or nil.
+func Peek(req *http.Request) []byte {
+	b, ok := Read(req, MaxPeek)
+	if !ok {
 		return nil
 	}
 	return b
