@@ -109,15 +109,9 @@ func (c *call) addCharge(class *scopeClass, ch Charge, vals *callValues) {
 			return
 		}
 	}
-	// As in addDemand: names and states left from the call's last use are
-	// kept when they are the same, sparing the write barriers.
-	n := len(c.charges)
-	if n == cap(c.charges) {
-		c.charges = append(c.charges, charge{})
-	} else {
-		c.charges = c.charges[:n+1]
-	}
-	e := &c.charges[n]
+	// Names and states left from the call's last use are kept when they are
+	// the same, sparing the write barriers (see extend).
+	e := extend(&c.charges)
 	if e.state != state {
 		e.state = state
 	}
@@ -151,6 +145,19 @@ func (c *call) pace() {
 	}
 }
 
+// extend lengthens *s by one element and returns it, as the element was left
+// by the pooled call's last use when the buffer has room: the caller sets
+// only what changed, sparing the garbage collector's write barriers.
+func extend[T any](s *[]T) *T {
+	n := len(*s)
+	if n == cap(*s) {
+		*s = append(*s, *new(T))
+	} else {
+		*s = (*s)[:n+1]
+	}
+	return &(*s)[n]
+}
+
 // setNames sets d's scope and key, leaving each as it is when it is the
 // same: a pooled call mostly paces the bucket it paced last time, and
 // leaving its names spares the garbage collector's write barriers.
@@ -165,13 +172,7 @@ func (d *Demand) setNames(scope, key string) {
 
 // addDemand appends a demand.
 func (c *call) addDemand(scope, key string, rate, burst, cost, floor float64, owner int) {
-	n := len(c.demands)
-	if n == cap(c.demands) {
-		c.demands = append(c.demands, Demand{})
-	} else {
-		c.demands = c.demands[:n+1]
-	}
-	d := &c.demands[n]
+	d := extend(&c.demands)
 	d.setNames(scope, key)
 	d.Rate, d.Burst, d.Window, d.Cost, d.Floor = rate, burst, 0, cost, floor
 	c.owners = append(c.owners, owner)
