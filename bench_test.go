@@ -17,28 +17,16 @@ type stubTransport = baseline.Stub
 
 const unlimited = baseline.Unlimited
 
-func benchRoundTrip(b *testing.B, rt http.RoundTripper) {
-	req, _ := http.NewRequest(http.MethodGet, "http://api.test/", nil)
-	b.ReportAllocs()
-	for b.Loop() {
-		resp, err := rt.RoundTrip(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		resp.Body.Close()
-	}
-}
-
 // BenchmarkRoundTrip measures the hot path: tokens and a slot are free, so
 // nothing waits. Subtract "stub" from the others for each one's overhead.
 func BenchmarkRoundTrip(b *testing.B) {
-	b.Run("stub", func(b *testing.B) { benchRoundTrip(b, stubTransport{}) })
+	b.Run("stub", func(b *testing.B) { baseline.RoundTrips(b, stubTransport{}) })
 	b.Run("rate+semaphore", func(b *testing.B) {
-		benchRoundTrip(b, baseline.NewRateSemaphore(stubTransport{}))
+		baseline.RoundTrips(b, baseline.NewRateSemaphore(stubTransport{}))
 	})
 	b.Run("rate", func(b *testing.B) {
 		lim := rate.NewLimiter(unlimited, unlimited)
-		benchRoundTrip(b, roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		baseline.RoundTrips(b, roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			if err := lim.Wait(req.Context()); err != nil {
 				return nil, err
 			}
@@ -46,15 +34,15 @@ func BenchmarkRoundTrip(b *testing.B) {
 		}))
 	})
 	b.Run("pacer", func(b *testing.B) {
-		benchRoundTrip(b, New(stubTransport{}, WithLimit(PerSecond(unlimited)), WithConcurrency(unlimited>>10)))
+		baseline.RoundTrips(b, New(stubTransport{}, WithLimit(PerSecond(unlimited)), WithConcurrency(unlimited>>10)))
 	})
 	b.Run("pacer-rate-only", func(b *testing.B) {
-		benchRoundTrip(b, New(stubTransport{}, WithLimit(PerSecond(unlimited))))
+		baseline.RoundTrips(b, New(stubTransport{}, WithLimit(PerSecond(unlimited))))
 	})
 	// Without the retrier: how much of pacer's overhead is the retry
 	// bookkeeping that every call pays even when nothing is retried.
 	b.Run("pacer-no-retry", func(b *testing.B) {
-		benchRoundTrip(b, New(stubTransport{}, WithLimit(PerSecond(unlimited)), WithConcurrency(unlimited>>10), WithoutRetry()))
+		baseline.RoundTrips(b, New(stubTransport{}, WithLimit(PerSecond(unlimited)), WithConcurrency(unlimited>>10), WithoutRetry()))
 	})
 }
 

@@ -22,40 +22,28 @@ type stub = baseline.Stub
 
 const unlimited = baseline.Unlimited
 
-func benchRoundTrip(b *testing.B, rt http.RoundTripper) {
-	req, _ := http.NewRequest(http.MethodGet, "http://api.test/", nil)
-	b.ReportAllocs()
-	for b.Loop() {
-		resp, err := rt.RoundTrip(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		resp.Body.Close()
-	}
-}
-
 // BenchmarkPeers measures the hot path of the peers as the harness configures
 // them — limits that never make a call wait, nothing to retry — over the
 // same stub, beside x/time/rate + a semaphore. Subtract "stub" for each
 // one's overhead.
 func BenchmarkPeers(b *testing.B) {
-	b.Run("stub", func(b *testing.B) { benchRoundTrip(b, stub{}) })
+	b.Run("stub", func(b *testing.B) { baseline.RoundTrips(b, stub{}) })
 	b.Run("rate+semaphore", func(b *testing.B) {
-		benchRoundTrip(b, baseline.NewRateSemaphore(stub{}))
+		baseline.RoundTrips(b, baseline.NewRateSemaphore(stub{}))
 	})
 	b.Run("retryablehttp", func(b *testing.B) {
 		c := retryablehttp.NewClient()
 		c.HTTPClient.Transport = stub{}
 		c.Logger = nil
-		benchRoundTrip(b, &retryablehttp.RoundTripper{Client: c})
+		baseline.RoundTrips(b, &retryablehttp.RoundTripper{Client: c})
 	})
 	b.Run("failsafe-go", func(b *testing.B) {
-		benchRoundTrip(b, failsafehttp.NewRoundTripper(stub{},
+		baseline.RoundTrips(b, failsafehttp.NewRoundTripper(stub{},
 			failsafehttp.NewRetryPolicyBuilder().Build(),
 			bulkhead.NewBuilder[*http.Response](unlimited).Build(),
 			ratelimiter.NewSmoothBuilderWithMaxRate[*http.Response](time.Nanosecond).WithMaxWaitTime(time.Second).Build()))
 	})
 	b.Run("pacer", func(b *testing.B) {
-		benchRoundTrip(b, pacer.New(stub{}, pacer.WithLimit(pacer.PerSecond(unlimited)), pacer.WithConcurrency(unlimited>>10)))
+		baseline.RoundTrips(b, pacer.New(stub{}, pacer.WithLimit(pacer.PerSecond(unlimited)), pacer.WithConcurrency(unlimited>>10)))
 	})
 }

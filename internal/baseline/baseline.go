@@ -1,4 +1,5 @@
-// Package baseline holds what pacer's hot path is measured against: a stub
+// Package baseline holds what pacer's hot path is measured against, and how:
+// the benchmark loop (RoundTrips), a stub
 // transport that answers at once, and x/time/rate plus a channel semaphore
 // written the obvious way. The root package's benchmarks and the bench
 // module's use the same code, so their figures compare.
@@ -8,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"sync/atomic"
+	"testing"
 
 	"golang.org/x/time/rate"
 )
@@ -68,4 +70,18 @@ func (b *semaphoreBody) Close() error {
 		<-b.slots
 	}
 	return b.ReadCloser.Close()
+}
+
+// RoundTrips benchmarks rt: one GET a loop, its body closed, allocations
+// reported.
+func RoundTrips(b *testing.B, rt http.RoundTripper) {
+	req, _ := http.NewRequest(http.MethodGet, "http://api.test/", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp.Body.Close()
+	}
 }
