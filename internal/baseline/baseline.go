@@ -1,8 +1,8 @@
 // Package baseline holds what pacer's hot path is measured against, and how:
-// the benchmark loop (RoundTrips), a stub
-// transport that answers at once, and x/time/rate plus a channel semaphore
-// written the obvious way. The root package's benchmarks and the bench
-// module's use the same code, so their figures compare.
+// the benchmark loop (RoundTrips), a stub transport that answers at once,
+// and x/time/rate plus a channel semaphore written the obvious way. The root
+// package's benchmarks and the bench module's use the same code, so their
+// figures compare.
 package baseline
 
 import (
