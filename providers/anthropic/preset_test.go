@@ -16,6 +16,7 @@ import (
 
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/providers/anthropic"
+	"github.com/pacer-go/pacer/providers/internal/providertest"
 )
 
 // fakeClaude is an in-memory Claude API in virtual time: three continuously
@@ -113,12 +114,7 @@ var small = anthropic.Limits{Default: anthropic.ModelLimits{RPM: 50, ITPM: 4_000
 func send(t *testing.T, c *http.Client, body string) (*http.Response, error) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, "https://api.anthropic.com/v1/messages", bytes.NewReader([]byte(body)))
-	resp, err := c.Do(req)
-	if err == nil {
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-	}
-	return resp, err
+	return providertest.Do(c, req)
 }
 
 const question = `{"model":"claude-sonnet-4-5-20250929","max_tokens":300,"system":"You answer briefly.","messages":[{"role":"user","content":"How should a client react to a 529 overloaded error from an API, and how is it different from a 429?"}]}`

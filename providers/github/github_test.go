@@ -38,12 +38,10 @@ func do(t *testing.T, c *http.Client, method, path, body string) *http.Response 
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := c.Do(req)
+	resp, err := providertest.Do(c, req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
 	return resp
 }
 
@@ -85,13 +83,11 @@ func TestPresetNeverExceedsTheSecondaryLimits(t *testing.T) {
 
 func TestPresetCapsConcurrentRequests(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var inFlight, most atomic.Int64
+		var peak providertest.Peak
 		fake := &providertest.Fake{Respond: func(req *http.Request, _ []byte) *http.Response {
-			n := inFlight.Add(1)
-			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-			}
+			peak.Enter()
 			time.Sleep(10 * time.Second)
-			inFlight.Add(-1)
+			peak.Leave()
 			return providertest.Response(req, 200, nil, "{}")
 		}}
 		c := pacer.New(fake, github.Preset(github.EnterpriseCloudApp)).Client()
@@ -100,7 +96,7 @@ func TestPresetCapsConcurrentRequests(t *testing.T) {
 			wg.Go(func() { do(t, c, http.MethodGet, "/repos/o/r", "") })
 		}
 		wg.Wait()
-		if got := most.Load(); got > 100 || got < 50 {
+		if got := peak.Most(); got > 100 || got < 50 {
 			t.Fatalf("%d requests in flight at most, want at most 100 (and many)", got)
 		}
 	})

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/providers/internal/providertest"
 	"github.com/pacer-go/pacer/providers/openai"
 )
 
@@ -31,12 +32,7 @@ func post(t *testing.T, c *http.Client, path string, body []byte) (*http.Respons
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.Do(req)
-	if err == nil {
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-	}
-	return resp, err
+	return providertest.Do(c, req)
 }
 
 // Many callers sending realistic requests as fast as they can for three

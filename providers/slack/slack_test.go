@@ -1,7 +1,6 @@
 package slack_test
 
 import (
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -23,12 +22,10 @@ func call(t *testing.T, c *http.Client, method, contentType, body string) *http.
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", contentType)
-	resp, err := c.Do(req)
+	resp, err := providertest.Do(c, req)
 	if err != nil {
 		t.Fatalf("%s: %v", method, err)
 	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
 	return resp
 }
 

@@ -31,12 +31,7 @@ func send(t *testing.T, c *http.Client, method, path, body string) (*http.Respon
 	if body != "" {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
-	resp, err := c.Do(req)
-	if err == nil {
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-	}
-	return resp, err
+	return providertest.Do(c, req)
 }
 
 // The published limit holds in every one-second window, for reads and
@@ -81,13 +76,11 @@ func TestPresetNeverExceedsThePublishedLimits(t *testing.T) {
 
 func TestPresetCapsCallsInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var inFlight, most atomic.Int64
+		var peak providertest.Peak
 		fake := &providertest.Fake{Respond: func(req *http.Request, _ []byte) *http.Response {
-			n := inFlight.Add(1)
-			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-			}
+			peak.Enter()
 			time.Sleep(3 * time.Second) // a long list call with expansions
-			inFlight.Add(-1)
+			peak.Leave()
 			return providertest.Response(req, 200, nil, "{}")
 		}}
 		c := pacer.New(fake, stripe.Preset(stripe.Test)).Client()
@@ -96,7 +89,7 @@ func TestPresetCapsCallsInFlight(t *testing.T) {
 			wg.Go(func() { send(t, c, http.MethodGet, "/v1/charges", "") })
 		}
 		wg.Wait()
-		if got := most.Load(); got > int64(stripe.Concurrency(stripe.Test)) || got < 2 {
+		if got := peak.Most(); got > int64(stripe.Concurrency(stripe.Test)) || got < 2 {
 			t.Fatalf("%d calls in flight at most, want at most %d (and some parallelism)", got, stripe.Concurrency(stripe.Test))
 		}
 	})

@@ -1,7 +1,6 @@
 package twilio_test
 
 import (
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -26,12 +25,7 @@ func sendSMS(t *testing.T, c *http.Client, from, body string) (*http.Response, e
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	resp, err := c.Do(req)
-	if err == nil {
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-	}
-	return resp, err
+	return providertest.Do(c, req)
 }
 
 // Each sender's throughput holds in every one-second window, counted in
@@ -108,13 +102,11 @@ func longestQueued(times []time.Time, costs []int64, limit pacer.Limit) time.Dur
 
 func TestPresetCapsTheAccountsConcurrentRequests(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var inFlight, most atomic.Int64
+		var peak providertest.Peak
 		fake := &providertest.Fake{Respond: func(req *http.Request, _ []byte) *http.Response {
-			n := inFlight.Add(1)
-			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-			}
+			peak.Enter()
 			time.Sleep(time.Second)
-			inFlight.Add(-1)
+			peak.Leave()
 			return providertest.Response(req, 200, nil, "{}")
 		}}
 		c := pacer.New(fake, twilio.Preset(pacer.WithScope(pacer.Scope{Name: twilio.ScopeAccount, Concurrency: 5}))).Client()
@@ -128,7 +120,7 @@ func TestPresetCapsTheAccountsConcurrentRequests(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		if got := most.Load(); got != 5 {
+		if got := peak.Most(); got != 5 {
 			t.Fatalf("%d requests in flight at most, want the cap, 5", got)
 		}
 	})

@@ -27,12 +27,10 @@ func sendText(t *testing.T, c *http.Client, to string) *http.Response {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.Do(req)
+	resp, err := providertest.Do(c, req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
 	return resp
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -107,3 +108,32 @@ func Times(sent []Sent, keep func(Sent) bool) []time.Time {
 	}
 	return ts
 }
+
+// Do sends req through c and, when it succeeds, reads the response's body to
+// its end and closes it, as a caller done with the response does: that is
+// what gives back a concurrency slot.
+func Do(c *http.Client, req *http.Request) (*http.Response, error) {
+	resp, err := c.Do(req)
+	if err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	return resp, err
+}
+
+// A Peak counts the calls in flight at a fake provider, and keeps the most
+// there were at once.
+type Peak struct{ now, most atomic.Int64 }
+
+// Enter counts a call arriving.
+func (p *Peak) Enter() {
+	n := p.now.Add(1)
+	for m := p.most.Load(); n > m && !p.most.CompareAndSwap(m, n); m = p.most.Load() {
+	}
+}
+
+// Leave counts a call answered.
+func (p *Peak) Leave() { p.now.Add(-1) }
+
+// Most returns the most calls that were in flight at once.
+func (p *Peak) Most() int64 { return p.most.Load() }
