@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/pacer-go/pacer"
@@ -179,27 +180,30 @@ func TestStoreFailureBacksOff(t *testing.T) {
 // A store that hangs holds a request no longer than the store timeout, and
 // never past the request's own context.
 func TestStoreFailureHangingStore(t *testing.T) {
-	tr, store, _, _ := failureSetup(t, pacer.WithStoreFailure(pacer.FailOpen()), pacer.WithStoreTimeout(50*time.Millisecond))
-	store.hang.Store(true)
+	// In virtual time: the store timeout and the deadlines are timers.
+	synctest.Test(t, func(t *testing.T) {
+		tr, store, _, _ := failureSetup(t, pacer.WithStoreFailure(pacer.FailOpen()), pacer.WithStoreTimeout(50*time.Millisecond))
+		store.hang.Store(true)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	err := send(ctx, tr)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("a request whose context ended during the store call returned %v, want DeadlineExceeded", err)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Fatalf("the request returned %v after its 10 ms deadline", d)
-	}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		err := send(ctx, tr)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("a request whose context ended during the store call returned %v, want DeadlineExceeded", err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("the request returned %v after its 10 ms deadline", d)
+		}
 
-	start = time.Now()
-	if err := send(context.Background(), tr); err != nil {
-		t.Fatalf("failing open after a store timeout returned %v", err)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Fatalf("the store timeout is 50 ms, the request took %v", d)
-	}
+		start = time.Now()
+		if err := send(context.Background(), tr); err != nil {
+			t.Fatalf("failing open after a store timeout returned %v", err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("the store timeout is 50 ms, the request took %v", d)
+		}
+	})
 }
 
 func TestStoreFailureInvalid(t *testing.T) {
@@ -222,29 +226,32 @@ func (honouringStore) HonoursContext() bool { return true }
 // goroutine, channel and copies the guard needs for any other store are
 // spared.
 func TestStoreThatHonoursItsContextIsCalledInline(t *testing.T) {
-	honouring := honouringStore{newFlakyStore()}
-	tr := pacer.New(&okTransport{}, pacer.WithLimit(pacer.PerSecond(1000)), pacer.WithStore(honouring),
-		pacer.WithStoreFailure(pacer.FailOpen()), pacer.WithStoreTimeout(50*time.Millisecond), pacer.WithoutRetry())
-	honouring.hang.Store(true)
-	start := time.Now()
-	if err := send(context.Background(), tr); err != nil {
-		t.Fatalf("failing open after a store timeout returned %v", err)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Fatalf("the store timeout is 50 ms, the request took %v", d)
-	}
+	// In virtual time: the store timeout and the deadlines are timers.
+	synctest.Test(t, func(t *testing.T) {
+		honouring := honouringStore{newFlakyStore()}
+		tr := pacer.New(&okTransport{}, pacer.WithLimit(pacer.PerSecond(1000)), pacer.WithStore(honouring),
+			pacer.WithStoreFailure(pacer.FailOpen()), pacer.WithStoreTimeout(50*time.Millisecond), pacer.WithoutRetry())
+		honouring.hang.Store(true)
+		start := time.Now()
+		if err := send(context.Background(), tr); err != nil {
+			t.Fatalf("failing open after a store timeout returned %v", err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("the store timeout is 50 ms, the request took %v", d)
+		}
 
-	allocs := func(s pacer.Store) float64 {
-		tr := pacer.New(&okTransport{}, pacer.WithLimit(pacer.PerSecond(1e9)), pacer.WithStore(s), pacer.WithoutRetry())
-		return testing.AllocsPerRun(100, func() {
-			if err := send(context.Background(), tr); err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
-	if inline, spawned := allocs(honouringStore{newFlakyStore()}), allocs(newFlakyStore()); inline >= spawned {
-		t.Errorf("a call to a store that honours its context allocates %v times, to one that does not %v", inline, spawned)
-	}
+		allocs := func(s pacer.Store) float64 {
+			tr := pacer.New(&okTransport{}, pacer.WithLimit(pacer.PerSecond(1e9)), pacer.WithStore(s), pacer.WithoutRetry())
+			return testing.AllocsPerRun(100, func() {
+				if err := send(context.Background(), tr); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+		if inline, spawned := allocs(honouringStore{newFlakyStore()}), allocs(newFlakyStore()); inline >= spawned {
+			t.Errorf("a call to a store that honours its context allocates %v times, to one that does not %v", inline, spawned)
+		}
+	})
 }
 
 // lateContext's deadline has passed, but its timer has not yet fired: Err
