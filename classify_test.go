@@ -224,3 +224,57 @@ func TestVerdictScopesCombine(t *testing.T) {
 		t.Errorf("merging wrote into a classifier's own slice: %q", pair.Scopes[:cap(pair.Scopes)])
 	}
 }
+
+// stalledBody is a response body that sends its first bytes only after a
+// stall.
+type stalledBody struct {
+	stall time.Duration
+	rest  io.Reader
+	once  sync.Once
+}
+
+func (b *stalledBody) Read(p []byte) (int, error) {
+	b.once.Do(func() { time.Sleep(b.stall) })
+	return b.rest.Read(p)
+}
+
+func (b *stalledBody) Close() error { return nil }
+
+// A classifier reads an error body inside RoundTrip, where a plain
+// transport would have returned at the headers: a body that stalls must not
+// hold the call past its deadline, nor, without one, past classifyWait. The
+// caller still reads every byte.
+func TestClassifyingAStalledBodyHonoursTheDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		deadline time.Duration // 0: none
+		want     time.Duration
+	}{{"deadline", 200 * time.Millisecond, 200 * time.Millisecond}, {"no deadline", 0, classifyWait}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				classified := false
+				tr := New(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+					body := &stalledBody{stall: 3 * time.Second, rest: strings.NewReader(`{"error":"bad request"}`)}
+					return &http.Response{StatusCode: 400, Body: body, Request: req, Header: http.Header{}}, nil
+				}), WithClassifier(func(_ *http.Response, body []byte) Verdict { classified = true; return Verdict{} }))
+				ctx := context.Background()
+				if tc.deadline > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, tc.deadline)
+					defer cancel()
+				}
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/", nil)
+				start := time.Now()
+				resp, err := tr.RoundTrip(req)
+				if took := time.Since(start); took != tc.want || err != nil {
+					t.Fatalf("RoundTrip returned %v after %v, want the response at %v", err, took, tc.want)
+				}
+				got, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if string(got) != `{"error":"bad request"}` || !classified {
+					t.Errorf("the caller read %q, classified %v; want the whole body, classified", got, classified)
+				}
+			})
+		})
+	}
+}

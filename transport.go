@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +50,11 @@ type Transport struct {
 	arrivals atomic.Uint64 // numbers waiters in arrival order
 	calls    sync.Pool     // of *call
 	err      error         // a configuration error, returned by every RoundTrip
+
+	// What the Transport has said once in its log (workload.go, retry.go).
+	unknownWorkloads sync.Map     // of names said to be undeclared
+	unknownCount     atomic.Int32 // len(unknownWorkloads)
+	bodyTooLargeSaid atomic.Bool
 }
 
 // New returns a Transport that sends through base (http.DefaultTransport if
@@ -57,13 +63,20 @@ type Transport struct {
 // A configuration error does not panic: every RoundTrip returns it, and Err
 // reports it, so a program can check its configuration when it starts.
 func New(base http.RoundTripper, opts ...Option) *Transport {
-	if base == nil {
-		base = http.DefaultTransport
-	}
 	cfg := config{headroom: DefaultHeadroom, clock: SystemClock, maxWait: DefaultMaxWait,
 		storeFailure: FallBackLocal(1), storeTimeout: DefaultStoreTimeout}
+	if base == nil {
+		base = http.DefaultTransport
+	} else if isNil(base) {
+		// A nil *http.Transport would panic inside net/http on the first call.
+		cfg.errs = append(cfg.errs, fmt.Errorf("New: the base RoundTripper is a nil %T; pass nil itself for http.DefaultTransport", base))
+	}
 	cfg.scope(DefaultScope)
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			cfg.errs = append(cfg.errs, fmt.Errorf("New: Option %d of %d is a nil Option; leave it out", i+1, len(opts)))
+			continue
+		}
 		opt(&cfg)
 	}
 	var guard *guardedStore
@@ -152,7 +165,24 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 	if err := errors.Join(errs...); err != nil {
 		t.err = fmt.Errorf("pacer: invalid configuration: %w", err)
 	}
+	for _, w := range cfg.warnings() {
+		t.log.Warn("pacer: " + w)
+	}
+	if cfg.concurrencyZero {
+		t.log.Info("pacer: WithConcurrency(0) sets no cap on the calls in flight on DefaultScope; 0 means no cap")
+	}
 	return t
+}
+
+// isNil reports whether rt is an interface holding a nil pointer, func, map
+// or the like, which cannot be called.
+func isNil(rt http.RoundTripper) bool {
+	v := reflect.ValueOf(rt)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Slice, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
 }
 
 func findWorkload(ws []namedWorkload, name string) (Workload, bool) {
@@ -237,13 +267,17 @@ func (c *call) send(req *http.Request) (resp *http.Response, verdict Verdict, er
 	}()
 	resp, err = c.t.base.RoundTrip(req)
 	if err != nil {
+		if neverLeft(err) {
+			// The provider never saw it, so it spent nothing there.
+			c.refundBudget(req.Context())
+		}
 		return nil, Verdict{}, err
 	}
 	if resp == nil {
 		return nil, Verdict{}, errors.New("pacer: the base RoundTripper returned neither a response nor an error")
 	}
 	if resp.StatusCode >= 400 {
-		verdict = c.t.classify(resp)
+		verdict = c.t.classify(req.Context(), resp)
 	}
 	c.learn(req.Context(), resp, verdict) // step 6
 	// Step 8 follows; a spent quota ends the call here instead.

@@ -3,6 +3,9 @@ package pacer
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -94,7 +97,10 @@ func valuesFrom(ctx context.Context) *callValues {
 
 // ContextWithWorkload returns a context whose requests belong to the named
 // workload. A name the Transport does not know means DefaultWorkload, so that
-// one context can flow through Transports configured for different APIs.
+// one context can flow through Transports configured for different APIs;
+// since it is more often a typo, the Transport says so once per name in its
+// log, with the names it knows. Declare the workload, even as Workload{}, on
+// a Transport where the name is expected.
 func ContextWithWorkload(ctx context.Context, name string) context.Context {
 	v := &callValues{workload: name}
 	if parent := valuesFrom(ctx); parent != nil {
@@ -149,4 +155,32 @@ type workloadState struct {
 	// budget is the demand that spends the budget; Cost is set per call.
 	budget Demand
 	meter  budgetMeter // this process's spend, for Stats
+}
+
+// maxUnknownWorkloads bounds the names a Transport remembers having said are
+// undeclared, however many a caller makes up.
+const maxUnknownWorkloads = 64
+
+// unknownWorkload says, once per name, that a request's context named a
+// workload no WithWorkload declared. It is off the hot path: only a call
+// whose workload is missing reaches it.
+func (t *Transport) unknownWorkload(name string) {
+	if _, said := t.unknownWorkloads.Load(name); said || t.unknownCount.Load() >= maxUnknownWorkloads {
+		return
+	}
+	if _, said := t.unknownWorkloads.LoadOrStore(name, struct{}{}); said {
+		return
+	}
+	n := t.unknownCount.Add(1)
+	declared := make([]string, 0, len(t.workloads))
+	for w := range t.workloads {
+		declared = append(declared, strconv.Quote(w))
+	}
+	slices.Sort(declared)
+	msg := fmt.Sprintf("pacer: workload %q is not declared on this Transport, so its calls count as %q; declared: %s. "+
+		"Declare it with WithWorkload, even as Workload{}, if the name is right (said once per name)", name, DefaultWorkload, strings.Join(declared, ", "))
+	if n == maxUnknownWorkloads {
+		msg += fmt.Sprintf("; after %d names, further ones are not said", maxUnknownWorkloads)
+	}
+	t.log.Warn(msg)
 }
