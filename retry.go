@@ -28,7 +28,22 @@ import (
 // idempotency key, or the failure proves the request never reached the
 // server (the dial failed, the connection was refused, or the provider
 // documents the status as never processed). Each retry goes back through
-// admission, so retries are paced like first attempts.
+// admission, so retries are paced like first attempts, and spends the
+// workload's budget like one.
+//
+// It is retried only when its body can be sent again, too: a request
+// without a body, one with GetBody (http.NewRequest gives one to bytes and
+// strings readers), or one whose body pacer buffered before the first
+// attempt — a body without GetBody of at most MaxBufferedBody bytes, read
+// while the request's context allows. A larger one is streamed once and
+// never retried, even when the failure proves it never left: the base
+// RoundTripper closes the body it was given on every path, so nothing is
+// left to send.
+//
+// When the last attempt gets a response, the call returns it with a nil
+// error, whatever its status, as net/http does: a 429 after the last retry
+// is a response to read, not an error. A *RetryError is returned only when
+// there is no response to hand back.
 type RetryPolicy struct {
 	// MaxAttempts is the number of attempts in all, the first included.
 	// Default 3, as the providers' official SDKs do.
@@ -53,7 +68,8 @@ type RetryPolicy struct {
 	RetryableError func(error) bool
 	// MaxBufferedBody is the largest request body without GetBody that pacer
 	// reads into memory to be able to send it again. A larger one is sent
-	// once and not retried. Default 1 MiB.
+	// once and not retried, with an EventBodyNotReplayable each time and a
+	// line in the log the first time. Default 1 MiB.
 	MaxBufferedBody int64
 	// Budget caps retries as a share of traffic per scope.
 	Budget RetryBudget
@@ -145,9 +161,13 @@ func WithIdempotencyKey() Option {
 	return func(c *config) { c.idempotencyKey = true }
 }
 
-// A RetryError says how a call that pacer may have retried ended: the
-// attempts made, the last status seen (0 if the last attempt got no
-// response), and why no further attempt was made. It wraps the last error.
+// A RetryError says how a call that pacer may have retried ended without a
+// response to hand back: the attempts sent, the last status seen (0 if no
+// attempt got a response), and why no further attempt was made. It wraps the
+// last attempt's error or, when pacer did not send an attempt it had decided
+// to make, the reason: a *BudgetError, a *ThrottledError, the context's
+// error. A call that ends on a response returns that response and a nil
+// error instead, whatever its status.
 type RetryError struct {
 	Attempts   int
 	LastStatus int

@@ -207,6 +207,12 @@ func (t *Transport) Client() *http.Client { return &http.Client{Transport: t} }
 // It never modifies the request. It closes the request's body on every path
 // where it does not reach the base RoundTripper. The response's body must be
 // closed, as always: that is what releases the call's concurrency slots.
+//
+// As with net/http, a response is not an error: when retries end on a
+// response — a 429 or a 503 after the last attempt — it is returned with a
+// nil error, and the caller reads its status. An error is returned only when
+// there is no response: a *RetryError once an attempt was sent (see
+// RetryPolicy), else pacer's own refusal of the first attempt.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.err != nil {
 		return nil, closeRequestBody(req, t.err)

@@ -32,22 +32,31 @@ type Workload struct {
 	// concurrency this workload may use. Zero means no cap beyond what
 	// others reserve.
 	Max float64
-	// Budget is a hard spend cap. Past it, calls fail at once with an error
-	// matching ErrBudgetExhausted and nothing is sent. The zero Budget means
-	// no cap.
+	// Budget is a hard spend cap, charged per attempt sent (see Budget).
+	// Past it, an attempt is not sent: a call fails at once with an error
+	// matching ErrBudgetExhausted. The zero Budget means no cap.
 	Budget Budget
 }
 
 // A Budget caps what a workload may spend in a period: Limit units per Per.
-// The period starts with the first call after the previous one ended, so a
-// budget of 50,000 requests per 24h allows 50,000 requests, then none until
-// 24 hours after the first of them.
+// The period starts with the first attempt after the previous one ended, so
+// a budget of 50,000 requests per 24h allows 50,000 requests, then none
+// until 24 hours after the first of them.
+//
+// A budget counts attempts that reach the provider, since the provider sees
+// and may bill each of them: a GET retried twice spends 3. An attempt pacer
+// does not send (throttled, cancelled while waiting) is given back, and so
+// is one whose connection could not be made. When the budget refuses a
+// retry, the call returns a *RetryError saying how many attempts were sent
+// and the last status, wrapping the *BudgetError.
 type Budget struct {
 	Limit int64
 	Per   time.Duration
 	// Unit is what the budget counts: "requests" (the default) counts one per
-	// call; any other unit counts the request's cost in that unit, as stated
-	// with ContextWithCost or estimated by a route.
+	// attempt; any other unit counts the request's cost in that unit, as
+	// stated with ContextWithCost or estimated by a route for a scope
+	// counted in it. A unit that no scope counts is spent only by calls
+	// that state a cost in it, which New says once in the log.
 	Unit string
 }
 
