@@ -111,19 +111,20 @@ func WithBackPressure(statuses ...int) Option {
 
 // classify runs the Transport's classifiers over an error response. The
 // body's first bytes are read for them and put back in front of the rest.
-func (t *Transport) classify(ctx context.Context, resp *http.Response) Verdict {
+// It reports whether the body stalled: then it is worth closing, not
+// draining, if the response is not handed back.
+func (t *Transport) classify(ctx context.Context, resp *http.Response) (v Verdict, stalled bool) {
 	if len(t.classifiers) == 0 || resp.StatusCode < 400 {
-		return Verdict{}
+		return Verdict{}, false
 	}
 	var head []byte
 	if resp.Body != nil && resp.Body != http.NoBody {
-		head, resp.Body = t.peek(ctx, resp.Body)
+		head, resp.Body, stalled = t.peek(ctx, resp.Body)
 	}
-	var v Verdict
 	for _, c := range t.classifiers {
 		v = v.merge(c(resp, bytes.Clone(head)))
 	}
-	return v
+	return v, stalled
 }
 
 // classifyWait is how long a call waits, at most, for the first bytes of
@@ -135,12 +136,12 @@ const classifyWait = time.Second
 // peek reads the first MaxClassifiedBody bytes of body for the classifiers.
 // It waits for them until the request's context ends or classifyWait has
 // passed, whichever is first; then the classifiers see no body. It returns
-// what it read and the body to hand back, which gives the caller every
-// byte: the head, then the rest.
+// what it read, the body to hand back, which gives the caller every byte
+// (the head, then the rest), and whether it stopped waiting.
 //
 // A Reader cannot be interrupted, so the read runs on a goroutine of its
 // own: only for an error response, with classifiers set.
-func (t *Transport) peek(ctx context.Context, body io.ReadCloser) ([]byte, io.ReadCloser) {
+func (t *Transport) peek(ctx context.Context, body io.ReadCloser) (head []byte, rest io.ReadCloser, stalled bool) {
 	p := &peeking{rest: body, done: make(chan struct{})}
 	go p.read()
 	timer := t.clock.NewTimer(classifyWait)
@@ -148,13 +149,13 @@ func (t *Transport) peek(ctx context.Context, body io.ReadCloser) ([]byte, io.Re
 	select {
 	case <-p.done:
 		if p.err != nil {
-			return p.head, p
+			return p.head, p, false
 		}
-		return p.head, peekedBody{io.MultiReader(bytes.NewReader(p.head), body), body}
+		return p.head, peekedBody{io.MultiReader(bytes.NewReader(p.head), body), body}, false
 	case <-ctx.Done():
 	case <-timer.C():
 	}
-	return nil, p
+	return nil, p, true
 }
 
 // peeking is a body whose first bytes are being read ahead on another

@@ -275,7 +275,7 @@ func (r *retrier) retry(c *retryCall) (*http.Response, error) {
 			t.emit(Event{Kind: EventThrottled, Scope: c.info.scope.Name, Workload: workloadName(t, ctx), Wait: wait, Err: throttled})
 			return nil, c.stopped(fmt.Sprintf("the next attempt, in %v, would be past the deadline", wait), throttled)
 		}
-		discard(c.resp)
+		drop(c.resp, c.info.stalled)
 		if err := sleep(ctx, t.clock, wait); err != nil {
 			return nil, c.stopped("the context ended while waiting to retry", err)
 		}
@@ -567,6 +567,17 @@ func discard(resp *http.Response) {
 	}
 	io.CopyN(io.Discard, resp.Body, 64<<10)
 	resp.Body.Close()
+}
+
+// drop lets go of a response that will not be handed back: drained and
+// closed, or only closed when its body stalled, since draining would wait
+// out the stall.
+func drop(resp *http.Response, stalled bool) {
+	if stalled && resp != nil && resp.Body != nil {
+		resp.Body.Close()
+		return
+	}
+	discard(resp)
 }
 
 // sleep waits for d on clock, or until ctx ends.

@@ -229,6 +229,7 @@ type attemptInfo struct {
 	sent    bool        // the request reached the base RoundTripper
 	scope   *scopeClass // the first scope it was charged to, for the retry budget
 	verdict Verdict     // what the classifiers said of an error response
+	stalled bool        // the response's body stalled for the classifiers: close it, do not drain it
 }
 
 // attempt takes req once through every step but the retry.
@@ -256,15 +257,15 @@ func (t *Transport) attempt(req *http.Request) (*http.Response, attemptInfo, err
 	if len(c.charges) > 0 {
 		info.scope = c.charges[0].state.class
 	}
-	resp, verdict, err := c.send(req) // steps 5, 6 and 8
-	info.verdict = verdict
+	var resp *http.Response
+	resp, info.verdict, info.stalled, err = c.send(req) // steps 5, 6 and 8
 	return resp, info, err
 }
 
 // send passes the admitted request to the base RoundTripper and hands the
 // call's release over to the response body. If the base RoundTripper fails,
 // or panics, the call is finished here.
-func (c *call) send(req *http.Request) (resp *http.Response, verdict Verdict, err error) {
+func (c *call) send(req *http.Request) (resp *http.Response, verdict Verdict, stalled bool, err error) {
 	handedOver := false
 	defer func() {
 		if !handedOver {
@@ -277,26 +278,26 @@ func (c *call) send(req *http.Request) (resp *http.Response, verdict Verdict, er
 			// The provider never saw it, so it spent nothing there.
 			c.refundBudget(req.Context())
 		}
-		return nil, Verdict{}, err
+		return nil, Verdict{}, false, err
 	}
 	if resp == nil {
-		return nil, Verdict{}, errors.New("pacer: the base RoundTripper returned neither a response nor an error")
+		return nil, Verdict{}, false, errors.New("pacer: the base RoundTripper returned neither a response nor an error")
 	}
 	if resp.StatusCode >= 400 {
-		verdict = c.t.classify(req.Context(), resp)
+		verdict, stalled = c.t.classify(req.Context(), resp)
 	}
 	c.learn(req.Context(), resp, verdict) // step 6
 	// Step 8 follows; a spent quota ends the call here instead.
 	if reason := verdict.Exhausted; reason != "" {
-		discard(resp)
+		drop(resp, stalled)
 		c.t.emit(Event{Kind: EventBudgetExhausted, Workload: c.workload.name, Status: resp.StatusCode})
-		return nil, verdict, &QuotaError{Status: resp.StatusCode, Reason: reason}
+		return nil, verdict, stalled, &QuotaError{Status: resp.StatusCode, Reason: reason}
 	}
 	if resp.Body != nil && c.holdsResources() {
 		resp.Body = wrapBody(resp.Body, c)
 		handedOver = true
 	}
-	return resp, verdict, nil
+	return resp, verdict, stalled, nil
 }
 
 // closeRequestBody closes the body of a request that will not be sent, as
