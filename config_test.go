@@ -145,10 +145,7 @@ func TestBodyTooLargeToReplayIsSaid(t *testing.T) {
 	tr := New(api, WithLogger(slogTo(&log)), WithObserver(rec),
 		WithRetry(RetryPolicy{InitialBackoff: time.Millisecond, MaxBufferedBody: 8}))
 	for range 2 {
-		req, _ := http.NewRequest(http.MethodPut, "http://api.test/", streamBody{strings.NewReader("more than eight bytes")})
-		resp, err := tr.RoundTrip(req)
-		mustNotErr(t, err)
-		resp.Body.Close()
+		putStreamed(t, tr, "more than eight bytes")
 	}
 	if api.calls != 2 {
 		t.Errorf("attempted %d times, want each call once", api.calls)

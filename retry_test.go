@@ -180,11 +180,7 @@ func TestStreamedBodyLargerThanTheBufferIsSentOnce(t *testing.T) {
 
 func TestSmallStreamedBodyIsReplayed(t *testing.T) {
 	api := &failingAPI{status: http.StatusBadGateway}
-	tr := New(api, fastRetries)
-	req, _ := http.NewRequest(http.MethodPut, "http://api.test/", streamBody{strings.NewReader("the same bytes")})
-	resp, err := tr.RoundTrip(req)
-	mustNotErr(t, err)
-	resp.Body.Close()
+	putStreamed(t, New(api, fastRetries), "the same bytes")
 	if api.calls != 3 {
 		t.Fatalf("attempted %d times, want 3", api.calls)
 	}
@@ -193,6 +189,16 @@ func TestSmallStreamedBodyIsReplayed(t *testing.T) {
 			t.Errorf("attempt %d sent %q", i+1, b)
 		}
 	}
+}
+
+// putStreamed sends a PUT through tr whose body has no GetBody, and closes
+// the response.
+func putStreamed(t *testing.T, tr http.RoundTripper, body string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPut, "http://api.test/", streamBody{strings.NewReader(body)})
+	resp, err := tr.RoundTrip(req)
+	mustNotErr(t, err)
+	resp.Body.Close()
 }
 
 func TestInjectedIdempotencyKeyIsTheSameOnEveryAttempt(t *testing.T) {
