@@ -57,6 +57,8 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 	if vals != nil {
 		if w := t.workloads[vals.workload]; w != nil {
 			workload = w
+		} else if vals.workload != "" {
+			t.unknownWorkload(vals.workload)
 		}
 	}
 	if c.workload != workload {

@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -72,6 +73,11 @@ func (v Verdict) concerns(scope string) bool {
 // bytes of its body (at most MaxClassifiedBody) — and says what it means. It
 // must not read resp.Body; the body it is given is a copy, and the response
 // keeps every byte for the caller.
+//
+// Pacer waits for those bytes no longer than the request's context allows,
+// and at most a second: a server that stalls an error body must not hold
+// the call past the point where a plain transport would have returned it.
+// A classifier then sees no body (nil) and must judge by status and headers.
 type Classifier func(resp *http.Response, body []byte) Verdict
 
 // MaxClassifiedBody is how much of an error response's body classifiers see.
@@ -105,21 +111,86 @@ func WithBackPressure(statuses ...int) Option {
 
 // classify runs the Transport's classifiers over an error response. The
 // body's first bytes are read for them and put back in front of the rest.
-func (t *Transport) classify(resp *http.Response) Verdict {
+// It reports whether the body stalled: then it is worth closing, not
+// draining, if the response is not handed back.
+func (t *Transport) classify(ctx context.Context, resp *http.Response) (v Verdict, stalled bool) {
 	if len(t.classifiers) == 0 || resp.StatusCode < 400 {
-		return Verdict{}
+		return Verdict{}, false
 	}
 	var head []byte
 	if resp.Body != nil && resp.Body != http.NoBody {
-		head, _ = io.ReadAll(io.LimitReader(resp.Body, MaxClassifiedBody))
-		resp.Body = peekedBody{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+		head, resp.Body, stalled = t.peek(ctx, resp.Body)
 	}
-	var v Verdict
 	for _, c := range t.classifiers {
 		v = v.merge(c(resp, bytes.Clone(head)))
 	}
-	return v
+	return v, stalled
 }
+
+// classifyWait is how long a call waits, at most, for the first bytes of
+// an error response's body for its classifiers, when its context allows
+// longer. A plain transport hands the response back at its headers; a
+// server that stalls the body must not hold the call much past that.
+const classifyWait = time.Second
+
+// peek reads the first MaxClassifiedBody bytes of body for the classifiers.
+// It waits for them until the request's context ends or classifyWait has
+// passed, whichever is first; then the classifiers see no body. It returns
+// what it read, the body to hand back, which gives the caller every byte
+// (the head, then the rest), and whether it stopped waiting.
+//
+// A Reader cannot be interrupted, so the read runs on a goroutine of its
+// own: only for an error response, with classifiers set.
+func (t *Transport) peek(ctx context.Context, body io.ReadCloser) (head []byte, rest io.ReadCloser, stalled bool) {
+	p := &peeking{rest: body, done: make(chan struct{})}
+	go p.read()
+	timer := t.clock.NewTimer(classifyWait)
+	defer timer.Stop()
+	select {
+	case <-p.done:
+		if p.err != nil {
+			return p.head, p, false
+		}
+		return p.head, peekedBody{io.MultiReader(bytes.NewReader(p.head), body), body}, false
+	case <-ctx.Done():
+	case <-timer.C():
+	}
+	return nil, p, true
+}
+
+// peeking is a body whose first bytes are being read ahead on another
+// goroutine: a Read waits for them, then reads them again, then the rest.
+type peeking struct {
+	rest io.ReadCloser
+	done chan struct{} // closed when head and err are set
+	head []byte
+	err  error // the read-ahead's error, handed back after the head
+	r    io.Reader
+}
+
+func (p *peeking) read() {
+	p.head, p.err = io.ReadAll(io.LimitReader(p.rest, MaxClassifiedBody))
+	close(p.done)
+}
+
+func (p *peeking) Read(b []byte) (int, error) {
+	if p.r == nil {
+		<-p.done
+		rest := p.rest.(io.Reader)
+		if p.err != nil {
+			rest = errReader{p.err}
+		}
+		p.r = io.MultiReader(bytes.NewReader(p.head), rest)
+	}
+	return p.r.Read(b)
+}
+
+// Close closes the body, which ends the read ahead of a connection's body.
+func (p *peeking) Close() error { return p.rest.Close() }
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 // peekedBody is a body whose first bytes were read ahead: it reads them
 // again, then the rest, and closes the original.

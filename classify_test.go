@@ -5,9 +5,11 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -223,4 +225,107 @@ func TestVerdictScopesCombine(t *testing.T) {
 	if spare := pair.Scopes[1:cap(pair.Scopes)]; !slices.Equal(spare, make([]string, len(spare))) {
 		t.Errorf("merging wrote into a classifier's own slice: %q", pair.Scopes[:cap(pair.Scopes)])
 	}
+}
+
+// stalledBody is a response body that sends its first bytes only after a
+// stall, and ends at once when closed, as a connection's body does.
+type stalledBody struct {
+	stall     time.Duration
+	rest      io.Reader
+	once      sync.Once
+	done      chan struct{}
+	closeOnce sync.Once
+	closes    atomic.Int32
+}
+
+func newStalledBody(stall time.Duration, text string) *stalledBody {
+	return &stalledBody{stall: stall, rest: strings.NewReader(text), done: make(chan struct{})}
+}
+
+func (b *stalledBody) Read(p []byte) (int, error) {
+	b.once.Do(func() {
+		select {
+		case <-time.After(b.stall):
+		case <-b.done:
+		}
+	})
+	select {
+	case <-b.done:
+		return 0, os.ErrClosed
+	default:
+		return b.rest.Read(p)
+	}
+}
+
+func (b *stalledBody) Close() error {
+	b.closes.Add(1)
+	b.closeOnce.Do(func() { close(b.done) })
+	return nil
+}
+
+// A classifier reads an error body inside RoundTrip, where a plain
+// transport would have returned at the headers: a body that stalls must not
+// hold the call past its deadline, nor, without one, past classifyWait. The
+// caller still reads every byte.
+func TestClassifyingAStalledBodyHonoursTheDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		deadline time.Duration // 0: none
+		want     time.Duration
+	}{{"deadline", 200 * time.Millisecond, 200 * time.Millisecond}, {"no deadline", 0, classifyWait}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				classified := false
+				tr := New(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+					body := newStalledBody(3*time.Second, `{"error":"bad request"}`)
+					return &http.Response{StatusCode: 400, Body: body, Request: req, Header: http.Header{}}, nil
+				}), WithClassifier(func(_ *http.Response, body []byte) Verdict { classified = true; return Verdict{} }))
+				ctx := context.Background()
+				if tc.deadline > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, tc.deadline)
+					defer cancel()
+				}
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/", nil)
+				start := time.Now()
+				resp, err := tr.RoundTrip(req)
+				if took := time.Since(start); took != tc.want || err != nil {
+					t.Fatalf("RoundTrip returned %v after %v, want the response at %v", err, took, tc.want)
+				}
+				got, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if string(got) != `{"error":"bad request"}` || !classified {
+					t.Errorf("the caller read %q, classified %v; want the whole body, classified", got, classified)
+				}
+			})
+		})
+	}
+}
+
+// A response whose body stalled for the classifiers is closed, not drained,
+// before a retry: draining it would wait out the stall.
+func TestStalledErrorBodyDoesNotHoldTheRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var sent []time.Time
+		var bodies []*stalledBody
+		tr := New(roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			sent = append(sent, time.Now())
+			body := newStalledBody(3*time.Second, "overloaded")
+			bodies = append(bodies, body)
+			return &http.Response{StatusCode: 503, Body: body, Request: req, Header: http.Header{}}, nil
+		}), WithClassifier(func(*http.Response, []byte) Verdict { return Verdict{} }),
+			WithRetry(RetryPolicy{MaxAttempts: 2, InitialBackoff: 100 * time.Millisecond}))
+		start := time.Now()
+		resp, err := tr.RoundTrip(mustRequest(t))
+		mustNotErr(t, err)
+		resp.Body.Close()
+		if len(sent) != 2 || sent[1].Sub(start) > classifyWait+200*time.Millisecond {
+			t.Errorf("attempts sent at %v after the start, want the second about %v after the first", sent, classifyWait+100*time.Millisecond)
+		}
+		for i, b := range bodies {
+			if b.closes.Load() == 0 {
+				t.Errorf("body %d was not closed", i+1)
+			}
+		}
+	})
 }

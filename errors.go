@@ -11,7 +11,9 @@ import (
 var ErrThrottled = errors.New("pacer: throttled")
 
 // ErrBudgetExhausted matches every *BudgetError: the workload has spent its
-// budget for the period, and nothing was sent.
+// budget for the period, and the attempt it refused was not sent. When the
+// budget stops a call between retries, the *BudgetError comes wrapped in a
+// *RetryError that says how many attempts were sent.
 var ErrBudgetExhausted = errors.New("pacer: spend budget exhausted")
 
 // ErrExceedsCapacity is the cause of a *ThrottledError for a request that
@@ -60,7 +62,10 @@ func (e *ThrottledError) Is(target error) bool { return target == ErrThrottled }
 func (e *ThrottledError) Unwrap() error { return e.Err }
 
 // A BudgetError says that a workload's spend budget is exhausted. It matches
-// ErrBudgetExhausted with errors.Is. Nothing was sent.
+// ErrBudgetExhausted with errors.Is. The attempt it refused was not sent:
+// returned on its own, it refused the call's first attempt and nothing was
+// sent; it refused a retry when it comes wrapped in a *RetryError, whose
+// Attempts were sent and spent the budget.
 type BudgetError struct {
 	Workload string
 	Budget   Budget

@@ -18,7 +18,9 @@ type Limit struct {
 	// length Per pacer sends at most the burst plus what refills in that
 	// window, (1 − headroom) × Count + headroom × Count = Count. The
 	// provider's limit holds whether it counts in fixed windows, sliding
-	// windows or a token bucket, without pacer having to know which.
+	// windows or a token bucket, without pacer having to know which. A
+	// Burst above Count over a period longer than a second lets one period
+	// carry more than Count; New says so once in the log.
 	Burst int
 }
 

@@ -36,9 +36,13 @@ const (
 	EventRetried                          // a call is about to be sent again
 	EventBudgetExhausted                  // a workload's budget refused a call
 	EventStoreFailure                     // the store failed to answer
+
+	// A request body too large for RetryPolicy.MaxBufferedBody: the call is sent once.
+	EventBodyNotReplayable
 )
 
-var eventNames = [...]string{"admitted", "waited", "throttled", "rejected", "cooldown_started", "cooldown_ended", "retried", "budget_exhausted", "store_failure"}
+var eventNames = [...]string{"admitted", "waited", "throttled", "rejected", "cooldown_started", "cooldown_ended", "retried", "budget_exhausted", "store_failure",
+	"body_not_replayable"}
 
 // String returns the kind's name in snake case, fit for a metric label.
 func (k EventKind) String() string {

@@ -1,8 +1,13 @@
 package pacer
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -25,6 +30,9 @@ type config struct {
 	observers      []Observer
 	log            *slog.Logger
 	errs           []error
+	// concurrencyZero records a WithConcurrency(0) not overridden since,
+	// to say once what it means.
+	concurrencyZero bool
 
 	// What to do when a shared store fails (storefailure.go).
 	storeFailure StoreFailure
@@ -76,8 +84,15 @@ func WithHeadroom(f float64) Option {
 
 // WithConcurrency caps the calls in flight on DefaultScope at n. A call
 // holds its slot until its response body is closed or read to its end.
+//
+// WithConcurrency(0) means no cap, as the zero Scope.Concurrency does, not
+// "admit nothing"; New says so once in the log, in case 0 was a count that
+// came out empty. A negative n is a configuration error.
 func WithConcurrency(n int) Option {
-	return func(c *config) { c.scope(DefaultScope).Concurrency = n }
+	return func(c *config) {
+		c.scope(DefaultScope).Concurrency = n
+		c.concurrencyZero = n == 0
+	}
 }
 
 // WithFailFast makes DefaultScope fail a call that cannot be admitted at once
@@ -176,4 +191,39 @@ func Options(opts ...Option) Option {
 			}
 		}
 	}
+}
+
+// warnings returns what New says once in the log about a configuration that
+// is valid but probably not what was meant. What is certainly wrong is an
+// error instead.
+func (c *config) warnings() []string {
+	var out []string
+	units := map[string]bool{UnitRequests: true}
+	var unitList []string
+	for _, s := range c.scopes {
+		unit := cmp.Or(s.Unit, UnitRequests)
+		if !units[unit] {
+			units[unit] = true
+			unitList = append(unitList, strconv.Quote(unit))
+		}
+		// A per-second count with a larger bucket is how token buckets are
+		// published (Shopify's 2/s with 40 at once, Twilio's queue of ten);
+		// over a longer period, a burst above the count lets one period
+		// carry more than the count, which no window-counting provider
+		// allows.
+		if l := s.Limit; l.Burst > l.Count && l.Per > time.Second {
+			rate, burst := l.pace(c.headroom)
+			out = append(out, fmt.Sprintf("scope %q: Limit %v has Burst %d above Count %d: in one period of %v pacer may send %v at once and %v more as the bucket refills, above the %d the provider publishes; "+
+				"keep Burst at most Count unless the provider keeps a bucket of %d", s.Name, l, l.Burst, l.Count, l.Per, burst, math.Floor(rate*l.Per.Seconds()), l.Count, l.Burst))
+		}
+	}
+	slices.Sort(unitList)
+	for _, w := range c.workloads {
+		if unit := w.Budget.unit(); w.Budget.Limit > 0 && !units[unit] {
+			out = append(out, fmt.Sprintf("workload %q: its Budget counts %q, which no scope counts (the scopes count %q%s); "+
+				"only calls whose context states a cost in %q with ContextWithCost spend it, and every other call passes it free",
+				w.name, unit, UnitRequests, strings.Join(append([]string{""}, unitList...), ", "), unit))
+		}
+	}
+	return out
 }

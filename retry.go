@@ -28,7 +28,22 @@ import (
 // idempotency key, or the failure proves the request never reached the
 // server (the dial failed, the connection was refused, or the provider
 // documents the status as never processed). Each retry goes back through
-// admission, so retries are paced like first attempts.
+// admission, so retries are paced like first attempts, and spends the
+// workload's budget like one.
+//
+// It is retried only when its body can be sent again, too: a request
+// without a body, one with GetBody (http.NewRequest gives one to bytes and
+// strings readers), or one whose body pacer buffered before the first
+// attempt — a body without GetBody of at most MaxBufferedBody bytes, read
+// while the request's context allows. A larger one is streamed once and
+// never retried, even when the failure proves it never left: the base
+// RoundTripper closes the body it was given on every path, so nothing is
+// left to send.
+//
+// When the last attempt gets a response, the call returns it with a nil
+// error, whatever its status, as net/http does: a 429 after the last retry
+// is a response to read, not an error. A *RetryError is returned only when
+// there is no response to hand back.
 type RetryPolicy struct {
 	// MaxAttempts is the number of attempts in all, the first included.
 	// Default 3, as the providers' official SDKs do.
@@ -53,7 +68,8 @@ type RetryPolicy struct {
 	RetryableError func(error) bool
 	// MaxBufferedBody is the largest request body without GetBody that pacer
 	// reads into memory to be able to send it again. A larger one is sent
-	// once and not retried. Default 1 MiB.
+	// once and not retried, with an EventBodyNotReplayable each time and a
+	// line in the log the first time. Default 1 MiB.
 	MaxBufferedBody int64
 	// Budget caps retries as a share of traffic per scope.
 	Budget RetryBudget
@@ -145,9 +161,13 @@ func WithIdempotencyKey() Option {
 	return func(c *config) { c.idempotencyKey = true }
 }
 
-// A RetryError says how a call that pacer may have retried ended: the
-// attempts made, the last status seen (0 if the last attempt got no
-// response), and why no further attempt was made. It wraps the last error.
+// A RetryError says how a call that pacer may have retried ended without a
+// response to hand back: the attempts sent, the last status seen (0 if no
+// attempt got a response), and why no further attempt was made. It wraps the
+// last attempt's error or, when pacer did not send an attempt it had decided
+// to make, the reason: a *BudgetError, a *ThrottledError, the context's
+// error. A call that ends on a response returns that response and a nil
+// error instead, whatever its status.
 type RetryError struct {
 	Attempts   int
 	LastStatus int
@@ -178,9 +198,39 @@ type retrier struct {
 	injectKey bool
 }
 
+// A replay is how a call's request body is sent again, settled once before
+// the first attempt: a way to make a fresh copy of the body, or why there is
+// none. The only way to a next attempt is retrier.next, which consults it,
+// so no attempt is ever made without a body to send.
+type replay struct {
+	body func() (io.ReadCloser, error) // a fresh copy of the body; nil when there is none
+	why  string                        // why the body cannot be sent again, when body is nil
+}
+
+func replayWith(body func() (io.ReadCloser, error)) replay { return replay{body: body} }
+
+func notReplayable(why string) replay { return replay{why: why} }
+
+// noBody is the replay of a request without a body.
+func noBody() (io.ReadCloser, error) { return http.NoBody, nil }
+
+// A retryCall is one call on its way through the retrier: the request of its
+// latest attempt, how to send its body again, and what that attempt brought.
+type retryCall struct {
+	t          *Transport
+	send       *http.Request
+	replay     replay
+	attempts   int // attempts sent so far
+	lastStatus int // the status of the latest attempt that got a response
+	resp       *http.Response
+	info       attemptInfo
+	err        error
+	bo         *backoff.ExponentialBackOff
+}
+
 // roundTrip sends req through t, once or more as the policy allows.
 func (r *retrier) roundTrip(t *Transport, req *http.Request) (*http.Response, error) {
-	send, replay, notReplayable, err := r.prepare(req)
+	send, rp, err := r.prepare(t, req)
 	if err != nil {
 		return nil, err
 	}
@@ -192,90 +242,137 @@ func (r *retrier) roundTrip(t *Transport, req *http.Request) (*http.Response, er
 	if err == nil && resp.StatusCode < 400 {
 		return resp, nil // the common case, without the retry loop's frame
 	}
-	return r.retry(t, send, replay, notReplayable, resp, info, err)
+	c := retryCall{t: t, send: send, replay: rp, attempts: 1, resp: resp, info: info, err: err}
+	return r.retry(&c)
 }
 
 // retry goes on from a first attempt that failed: it decides whether to
 // make another, waits, and makes it, until an attempt is final.
-func (r *retrier) retry(t *Transport, send *http.Request, replay func() (io.ReadCloser, error), notReplayable string,
-	resp *http.Response, info attemptInfo, err error) (*http.Response, error) {
-	ctx := send.Context()
-	var bo *backoff.ExponentialBackOff
-	for attempts := 1; ; attempts++ {
-		if attempts > 1 {
-			if resp, info, err = t.attempt(send); !info.sent {
-				return resp, err // pacer's own refusal: throttled, over budget
-			}
+//
+// What the caller gets follows net/http: when the last attempt got a
+// response, that response with a nil error, whatever its status; when it
+// got none, or pacer did not send a further attempt it had decided to make
+// (its budget, its limits, the deadline), a *RetryError that says how many
+// attempts were sent and the last status.
+func (r *retrier) retry(c *retryCall) (*http.Response, error) {
+	t, ctx := c.t, c.send.Context()
+	for {
+		if c.resp != nil {
+			c.lastStatus = c.resp.StatusCode
 		}
-		why := r.whyNotRetry(send, resp, err, attempts, info.verdict)
-		switch {
-		case why == "" && notReplayable != "":
-			why = notReplayable
-		case why == "" && !info.scope.spendRetry():
-			why = "the scope's retry budget is spent (too many retries of late)"
-		}
+		body, why := r.next(c)
 		if why != "" {
-			return resp, r.finalError(attempts, resp, err, why)
+			return c.resp, c.final(why)
 		}
-		now := t.clock.Now()
-		wait, fromServer := time.Duration(0), false
-		if resp != nil {
-			wait, fromServer = RetryAfter(resp.Header, now)
-			if !fromServer && info.verdict.Wait > 0 {
-				wait, fromServer = info.verdict.Wait, true
-			}
-			wait = min(wait, t.maxWait)
-		}
-		if !fromServer {
-			if bo == nil {
-				bo = backoff.NewExponentialBackOff(backoff.WithInitialInterval(r.InitialBackoff),
-					backoff.WithMaxInterval(r.MaxBackoff), backoff.WithMaxElapsedTime(0))
-			}
-			wait = bo.NextBackOff()
-		}
-		if deadline, ok := ctx.Deadline(); ok && now.Add(wait).After(deadline) {
+		wait := r.backoff(c)
+		if deadline, ok := ctx.Deadline(); ok && t.clock.Now().Add(wait).After(deadline) {
 			// Return now, not at the deadline: the caller learns at once
 			// that the next attempt could not be made in time.
-			if resp != nil {
-				return resp, nil
+			if c.resp != nil {
+				return c.resp, nil
 			}
-			throttled := &ThrottledError{Scope: info.scope.Name, Reason: ReasonRetry, RetryAfter: wait, Err: errors.Join(context.DeadlineExceeded, err)}
-			t.emit(Event{Kind: EventThrottled, Scope: info.scope.Name, Workload: workloadName(t, ctx), Wait: wait, Err: throttled})
-			return nil, &RetryError{Attempts: attempts, Reason: fmt.Sprintf("the next attempt, in %v, would be past the deadline", wait), Err: throttled}
+			throttled := &ThrottledError{Scope: c.info.scope.Name, Reason: ReasonRetry, RetryAfter: wait, Err: errors.Join(context.DeadlineExceeded, c.err)}
+			t.emit(Event{Kind: EventThrottled, Scope: c.info.scope.Name, Workload: workloadName(t, ctx), Wait: wait, Err: throttled})
+			return nil, c.stopped(fmt.Sprintf("the next attempt, in %v, would be past the deadline", wait), throttled)
 		}
-		discard(resp)
+		drop(c.resp, c.info.stalled)
 		if err := sleep(ctx, t.clock, wait); err != nil {
-			return nil, &RetryError{Attempts: attempts, Reason: "the context ended while waiting to retry", Err: err}
+			return nil, c.stopped("the context ended while waiting to retry", err)
 		}
-		t.emit(Event{Kind: EventRetried, Scope: info.scope.Name, Workload: workloadName(t, ctx), Attempt: attempts + 1})
-		if send, err = again(send, replay); err != nil {
-			return nil, &RetryError{Attempts: attempts, Reason: "the request body could not be replayed", Err: err}
+		t.emit(Event{Kind: EventRetried, Scope: c.info.scope.Name, Workload: workloadName(t, ctx), Attempt: c.attempts + 1})
+		next, err := again(c.send, body)
+		if err != nil {
+			return nil, c.stopped("the request body could not be replayed", err)
 		}
+		resp, info, err := t.attempt(next)
+		if !info.sent {
+			// Pacer's own refusal: the budget, the limits, the deadline.
+			return nil, c.stopped("pacer did not send the next attempt", err)
+		}
+		c.send, c.attempts, c.resp, c.info, c.err = next, c.attempts+1, resp, info, err
 	}
 }
 
-// prepare returns the request to send first, a way to replay its body, and
-// why it cannot be replayed when it cannot. It never modifies req: a request
-// that needs a key or a buffered body is cloned.
-func (r *retrier) prepare(req *http.Request) (send *http.Request, replay func() (io.ReadCloser, error), notReplayable string, err error) {
-	send = req
+// next decides whether c makes another attempt. It returns the way to make
+// that attempt's body, never nil, or why there is no further attempt.
+func (r *retrier) next(c *retryCall) (func() (io.ReadCloser, error), string) {
+	if why := r.whyNotRetry(c.send, c.resp, c.err, c.attempts, c.info.verdict); why != "" {
+		return nil, why
+	}
+	if c.replay.body == nil {
+		if c.replay.why == "" {
+			return nil, "the request body cannot be sent again"
+		}
+		return nil, c.replay.why
+	}
+	if !c.info.scope.spendRetry() {
+		return nil, "the scope's retry budget is spent (too many retries of late)"
+	}
+	return c.replay.body, ""
+}
+
+// backoff returns how long c waits before its next attempt: what the server
+// said, capped by the Transport's maximum wait, or else the policy's backoff.
+func (r *retrier) backoff(c *retryCall) time.Duration {
+	if c.resp != nil {
+		wait, fromServer := RetryAfter(c.resp.Header, c.t.clock.Now())
+		if !fromServer && c.info.verdict.Wait > 0 {
+			wait, fromServer = c.info.verdict.Wait, true
+		}
+		if fromServer {
+			return min(wait, c.t.maxWait)
+		}
+	}
+	if c.bo == nil {
+		c.bo = backoff.NewExponentialBackOff(backoff.WithInitialInterval(r.InitialBackoff),
+			backoff.WithMaxInterval(r.MaxBackoff), backoff.WithMaxElapsedTime(0))
+	}
+	return c.bo.NextBackOff()
+}
+
+// final is what the caller gets when no further attempt is made: nil when
+// there is a response to hand back, else the error, with what happened.
+func (c *retryCall) final(why string) error {
+	if c.err == nil {
+		return nil
+	}
+	return &RetryError{Attempts: c.attempts, LastStatus: c.lastStatus, Reason: why, Err: c.err}
+}
+
+// stopped is the error of a call that did not make an attempt it had
+// decided to make.
+func (c *retryCall) stopped(why string, err error) error {
+	return &RetryError{Attempts: c.attempts, LastStatus: c.lastStatus, Reason: why, Err: err}
+}
+
+// prepare returns the request to send first and how its body can be sent
+// again. It never modifies req: a request that needs a key or a buffered
+// body is cloned.
+//
+// A body without GetBody is read ahead, up to MaxBufferedBody, whatever the
+// method: a POST without a key may be sent again when the failure proves it
+// never left (a refused connection, a classifier's NeverProcessed), and only
+// a buffered copy can be, since the base RoundTripper closes the body it was
+// given on every path, errors included. A larger body is sent once.
+func (r *retrier) prepare(t *Transport, req *http.Request) (*http.Request, replay, error) {
+	send := req
 	if r.injectKey && (req.Method == http.MethodPost || req.Method == http.MethodPatch) && !r.hasIdempotencyKey(req) {
 		send = req.Clone(req.Context())
 		send.Header.Set("Idempotency-Key", newIdempotencyKey())
 	}
 	switch {
 	case send.Body == nil || send.Body == http.NoBody:
-		return send, func() (io.ReadCloser, error) { return http.NoBody, nil }, "", nil
+		return send, replayWith(noBody), nil
 	case send.GetBody != nil:
-		return send, send.GetBody, "", nil
-	case !r.mayRetry(send):
-		return send, nil, "", nil // never retried: no need to keep the body
+		return send, replayWith(send.GetBody), nil
+	case r.MaxAttempts <= 1:
+		return send, notReplayable("retries are off"), nil
 	}
 	// Read at most one byte past the limit: enough to tell a body that fits.
-	buf, err := io.ReadAll(io.LimitReader(send.Body, r.MaxBufferedBody+1))
+	buf, err := readBody(send.Context(), send.Body, r.MaxBufferedBody+1)
 	if err != nil {
 		send.Body.Close()
-		return nil, nil, "", fmt.Errorf("pacer: reading the request body: %w", err)
+		return nil, replay{}, fmt.Errorf("pacer: reading the request body to be able to send it again: %w", err)
 	}
 	original := send.Body
 	if send == req {
@@ -286,23 +383,63 @@ func (r *retrier) prepare(req *http.Request) (send *http.Request, replay func() 
 			io.Reader
 			io.Closer
 		}{io.MultiReader(bytes.NewReader(buf), original), original}
-		return send, nil, fmt.Sprintf("the body has no GetBody and is larger than the %d-byte replay buffer (RetryPolicy.MaxBufferedBody), so it was sent once", r.MaxBufferedBody), nil
+		t.bodyNotReplayable(send.Context(), r.MaxBufferedBody)
+		return send, notReplayable(fmt.Sprintf("the body has no GetBody and is larger than the %d-byte replay buffer (RetryPolicy.MaxBufferedBody), so it was sent once", r.MaxBufferedBody)), nil
 	}
 	original.Close()
-	replay = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
-	send.Body, _ = replay()
-	send.GetBody = replay
-	return send, replay, "", nil
+	body := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
+	send.Body, _ = body()
+	send.GetBody = body
+	return send, replayWith(body), nil
+}
+
+// bodyNotReplayable says that a call's body is too large to buffer, so it
+// is sent once: an event each time, and a line in the log the first time,
+// since a retry policy that cannot apply is a setting to change.
+func (t *Transport) bodyNotReplayable(ctx context.Context, limit int64) {
+	t.emit(Event{Kind: EventBodyNotReplayable, Workload: workloadName(t, ctx)})
+	if t.bodyTooLargeSaid.CompareAndSwap(false, true) {
+		t.log.Warn(fmt.Sprintf("pacer: a request body without GetBody was larger than the %d-byte replay buffer, so it was sent once and cannot be retried; "+
+			"raise RetryPolicy.MaxBufferedBody, or give such requests a GetBody (said once)", limit))
+	}
+}
+
+// readBody reads up to n bytes of body, or returns the context's error when
+// ctx ends first, as a plain transport sending the body would. A Reader
+// cannot be interrupted, so the read runs on a goroutine of its own — only
+// for a body without GetBody, off the hot path — and when ctx ends first,
+// the caller closes the body, which ends the read of a pipe, a file or a
+// connection, as net/http does with a body it was sending when the request
+// is cancelled.
+func readBody(ctx context.Context, body io.Reader, n int64) ([]byte, error) {
+	if ctx.Done() == nil {
+		return io.ReadAll(io.LimitReader(body, n)) // nothing can cancel it
+	}
+	type read struct {
+		buf []byte
+		err error
+	}
+	done := make(chan read, 1)
+	go func() {
+		buf, err := io.ReadAll(io.LimitReader(body, n))
+		done <- read{buf, err}
+	}()
+	select {
+	case r := <-done:
+		return r.buf, r.err
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
 }
 
 // again returns a copy of req for the next attempt, with a fresh body.
-func again(req *http.Request, replay func() (io.ReadCloser, error)) (*http.Request, error) {
-	body, err := replay()
+func again(req *http.Request, body func() (io.ReadCloser, error)) (*http.Request, error) {
+	b, err := body()
 	if err != nil {
 		return nil, err
 	}
 	next := req.Clone(req.Context())
-	next.Body, next.GetBody = body, replay
+	next.Body, next.GetBody = b, body
 	return next, nil
 }
 
@@ -353,19 +490,6 @@ func (p RetryPolicy) whyNotRetry(req *http.Request, resp *http.Response, err err
 		return ""
 	}
 	return fmt.Sprintf("a %s without an idempotency key may have been processed, so it is not sent twice", req.Method)
-}
-
-// finalError is what the caller gets when no further attempt is made: nil
-// when there is a response to hand back, else the error, with what happened.
-func (r *retrier) finalError(attempts int, resp *http.Response, err error, why string) error {
-	if err == nil {
-		return nil
-	}
-	e := &RetryError{Attempts: attempts, Reason: why, Err: err}
-	if resp != nil {
-		e.LastStatus = resp.StatusCode
-	}
-	return e
 }
 
 // mayRetry reports whether sending req twice is safe whatever happened.
@@ -443,6 +567,17 @@ func discard(resp *http.Response) {
 	}
 	io.CopyN(io.Discard, resp.Body, 64<<10)
 	resp.Body.Close()
+}
+
+// drop lets go of a response that will not be handed back: drained and
+// closed, or only closed when its body stalled, since draining would wait
+// out the stall.
+func drop(resp *http.Response, stalled bool) {
+	if stalled && resp != nil && resp.Body != nil {
+		resp.Body.Close()
+		return
+	}
+	discard(resp)
 }
 
 // sleep waits for d on clock, or until ctx ends.

@@ -5,10 +5,14 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -176,11 +180,7 @@ func TestStreamedBodyLargerThanTheBufferIsSentOnce(t *testing.T) {
 
 func TestSmallStreamedBodyIsReplayed(t *testing.T) {
 	api := &failingAPI{status: http.StatusBadGateway}
-	tr := New(api, fastRetries)
-	req, _ := http.NewRequest(http.MethodPut, "http://api.test/", streamBody{strings.NewReader("the same bytes")})
-	resp, err := tr.RoundTrip(req)
-	mustNotErr(t, err)
-	resp.Body.Close()
+	putStreamed(t, New(api, fastRetries), "the same bytes")
 	if api.calls != 3 {
 		t.Fatalf("attempted %d times, want 3", api.calls)
 	}
@@ -189,6 +189,16 @@ func TestSmallStreamedBodyIsReplayed(t *testing.T) {
 			t.Errorf("attempt %d sent %q", i+1, b)
 		}
 	}
+}
+
+// putStreamed sends a PUT through tr whose body has no GetBody, and closes
+// the response.
+func putStreamed(t *testing.T, tr http.RoundTripper, body string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPut, "http://api.test/", streamBody{strings.NewReader(body)})
+	resp, err := tr.RoundTrip(req)
+	mustNotErr(t, err)
+	resp.Body.Close()
 }
 
 func TestInjectedIdempotencyKeyIsTheSameOnEveryAttempt(t *testing.T) {
@@ -325,3 +335,246 @@ func TestRetryPolicyValidation(t *testing.T) {
 		}
 	}
 }
+
+// refusedAddr returns the address of a port nothing listens on: every dial
+// to it is refused.
+func refusedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	mustNotErr(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// countingDials is a base transport that counts its dials.
+func countingDials(dials *atomic.Int32) *http.Transport {
+	return &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
+		dials.Add(1)
+		return (&net.Dialer{}).DialContext(ctx, network, a)
+	}}
+}
+
+// pipeBody returns the read end of an os.Pipe that carries payload, then
+// ends: a body with no GetBody, which net/http cannot replay.
+func pipeBody(t *testing.T, payload string) *os.File {
+	t.Helper()
+	r, w, err := os.Pipe()
+	mustNotErr(t, err)
+	go func() {
+		w.Write([]byte(payload)) // fails once the reader is closed: fine
+		w.Close()
+	}()
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// fileBody returns an *os.File holding payload, at its start.
+func fileBody(t *testing.T, payload string) *os.File {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "body")
+	mustNotErr(t, err)
+	_, err = f.WriteString(payload)
+	mustNotErr(t, err)
+	_, err = f.Seek(0, io.SeekStart)
+	mustNotErr(t, err)
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// A POST whose body net/http cannot replay (a pipe, a file), to a port that
+// refuses the connection, must not crash: once pacer has buffered the body
+// it is sent again, as a request that never left may be; a body too large
+// to buffer is sent once, with an error that says why.
+func TestPostWithStreamedBodyToARefusedPort(t *testing.T) {
+	addr := refusedAddr(t)
+	bodies := map[string]func(t *testing.T, payload string) *os.File{"pipe": pipeBody, "file": fileBody}
+	for name, body := range bodies {
+		t.Run(name+", buffered", func(t *testing.T) {
+			var dials atomic.Int32
+			tr := New(countingDials(&dials), fastRetries, quiet)
+			req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/messages", body(t, "to=1&body=hi"))
+			_, err := tr.RoundTrip(req)
+			var re *RetryError
+			if !errors.As(err, &re) || re.Attempts != 3 || dials.Load() != 3 {
+				t.Errorf("err = %v after %d dials, want three refused attempts", err, dials.Load())
+			}
+		})
+		t.Run(name+", too large to buffer", func(t *testing.T) {
+			var dials atomic.Int32
+			tr := New(countingDials(&dials), WithRetry(RetryPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxBufferedBody: 4}), quiet)
+			req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/messages", body(t, "to=1&body=hi"))
+			_, err := tr.RoundTrip(req)
+			var re *RetryError
+			if !errors.As(err, &re) || re.Attempts != 1 || dials.Load() != 1 || !strings.Contains(re.Reason, "MaxBufferedBody") {
+				t.Errorf("err = %v after %d dials, want one attempt and a reason naming MaxBufferedBody", err, dials.Load())
+			}
+			if !errors.Is(err, syscall.ECONNREFUSED) {
+				t.Errorf("err = %v, want it to wrap the refusal", err)
+			}
+		})
+	}
+}
+
+// never20429 classifies every 429 as never processed, as Twilio's 20429 is.
+var never20429 = WithClassifier(func(resp *http.Response, body []byte) Verdict {
+	return Verdict{NeverProcessed: resp.StatusCode == http.StatusTooManyRequests}
+})
+
+// The classifier's NeverProcessed verdict allows a POST without a key to be
+// sent again, but only with a body that can be.
+func TestNeverProcessedPostWithStreamedBody(t *testing.T) {
+	api := &failingAPI{status: http.StatusTooManyRequests}
+	tr := New(api, fastRetries, never20429)
+	req, _ := http.NewRequest(http.MethodPost, "http://api.test/Messages.json", fileBody(t, "To=1&Body=hi"))
+	resp, err := tr.RoundTrip(req)
+	mustNotErr(t, err)
+	resp.Body.Close()
+	if api.calls != 3 || api.bodies[1] != "To=1&Body=hi" || api.bodies[2] != "To=1&Body=hi" {
+		t.Errorf("attempted %d times with bodies %q, want 3 with the same body", api.calls, api.bodies)
+	}
+
+	api = &failingAPI{status: http.StatusTooManyRequests}
+	tr = New(api, WithRetry(RetryPolicy{InitialBackoff: time.Millisecond, MaxBufferedBody: 4}), never20429, quiet)
+	req, _ = http.NewRequest(http.MethodPost, "http://api.test/Messages.json", pipeBody(t, "To=1&Body=hi"))
+	resp, err = tr.RoundTrip(req)
+	mustNotErr(t, err)
+	resp.Body.Close()
+	if api.calls != 1 || api.bodies[0] != "To=1&Body=hi" || resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("attempted %d times with bodies %q, want the 429 after one attempt with the whole body", api.calls, api.bodies)
+	}
+}
+
+// slowBody is a request body that yields one byte every 100 ms, for ten
+// seconds, and stops at once when closed, as a pipe does; it has no GetBody.
+type slowBody struct {
+	left      int
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func newSlowBody() *slowBody { return &slowBody{left: 100, closed: make(chan struct{})} }
+
+func (b *slowBody) Read(p []byte) (int, error) {
+	if b.left == 0 {
+		return 0, io.EOF
+	}
+	select {
+	case <-b.closed:
+		return 0, os.ErrClosed
+	case <-time.After(100 * time.Millisecond):
+	}
+	b.left--
+	p[0] = 'x'
+	return 1, nil
+}
+
+func (b *slowBody) Close() error { b.closeOnce.Do(func() { close(b.closed) }); return nil }
+
+func (b *slowBody) isClosed() bool {
+	select {
+	case <-b.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Buffering a body for replay honours the request's deadline, as a plain
+// transport sending it would.
+func TestBufferingTheBodyHonoursTheDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &stubAPI{clock: SystemClock}
+		tr := New(api)
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		body := newSlowBody()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPut, "http://api.test/", body)
+		start := time.Now()
+		_, err := tr.RoundTrip(req)
+		if took := time.Since(start); took != 200*time.Millisecond || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("RoundTrip returned %v after %v, want the deadline at 200ms", err, took)
+		}
+		if !body.isClosed() || api.count() != 0 {
+			t.Errorf("body closed %v, sent %d times; want closed and never sent", body.isClosed(), api.count())
+		}
+	})
+}
+
+// Budgets count attempts sent: a retry spends like a first attempt, and a
+// call stopped by its budget between attempts says how many were sent and
+// what the last one got.
+func TestBudgetCountsEveryAttemptSent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &failingAPI{status: http.StatusServiceUnavailable}
+		tr := New(api, WithWorkload("backfill", Workload{Budget: Budget{Limit: 5, Per: time.Hour}}))
+		ctx := ContextWithWorkload(context.Background(), "backfill")
+		mustNotErr(t, get(tr, ctx, "http://api.test/")) // three attempts, the last 503 handed back
+		if spent := tr.Stats().Workloads[0].Spent; api.calls != 3 || spent != 3 {
+			t.Fatalf("%d attempts spent %v of the budget; want 3 and 3", api.calls, spent)
+		}
+		err := get(tr, ctx, "http://api.test/")
+		var re *RetryError
+		if !errors.As(err, &re) || re.Attempts != 2 || re.LastStatus != http.StatusServiceUnavailable || !errors.Is(err, ErrBudgetExhausted) {
+			t.Fatalf("err = %v, want a RetryError after 2 attempts, last status 503, matching ErrBudgetExhausted", err)
+		}
+		if msg := err.Error(); !strings.Contains(msg, "2 attempts") || !strings.Contains(msg, "503") || strings.Contains(msg, "nothing was sent") {
+			t.Errorf("err = %q, want it to say 2 attempts were sent and the last status", msg)
+		}
+		if spent := tr.Stats().Workloads[0].Spent; api.calls != 5 || spent != 5 {
+			t.Errorf("%d attempts in all spent %v; want 5 and 5", api.calls, spent)
+		}
+	})
+}
+
+// An attempt whose connection was refused never reached the provider: it
+// does not spend the budget.
+func TestRefusedConnectionDoesNotSpendTheBudget(t *testing.T) {
+	addr := refusedAddr(t)
+	var dials atomic.Int32
+	tr := New(countingDials(&dials), fastRetries, WithWorkload("backfill", Workload{Budget: Budget{Limit: 1, Per: time.Hour}}))
+	ctx := ContextWithWorkload(context.Background(), "backfill")
+	err := get(tr, ctx, "http://"+addr+"/")
+	var re *RetryError
+	if !errors.As(err, &re) || re.Attempts != 3 || dials.Load() != 3 || errors.Is(err, ErrBudgetExhausted) {
+		t.Errorf("err = %v after %d dials, want three refused attempts", err, dials.Load())
+	}
+	if spent := tr.Stats().Workloads[0].Spent; spent != 0 {
+		t.Errorf("refused attempts spent %v of the budget", spent)
+	}
+}
+
+// The net/http convention: a response is not an error. A call whose
+// retries end on a response hands that response back with a nil error; a
+// call that ends without one returns a *RetryError, also when pacer itself
+// refused a later attempt.
+func TestRetriesEndOnTheLastResponseOrARetryError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &failingAPI{status: http.StatusTooManyRequests}
+		resp, err := New(api).RoundTrip(mustRequest(t))
+		if err != nil || resp.StatusCode != http.StatusTooManyRequests || api.calls != 3 {
+			t.Fatalf("got %v, %v after %d attempts; want the third 429 and no error", resp, err, api.calls)
+		}
+		resp.Body.Close()
+
+		failing := &failingAPI{err: errors.New("connection reset by peer")}
+		_, err = New(failing).RoundTrip(mustRequest(t))
+		var re *RetryError
+		if !errors.As(err, &re) || re.Attempts != 3 || re.LastStatus != 0 {
+			t.Errorf("err = %v, want a RetryError after 3 attempts", err)
+		}
+
+		// The second attempt cannot be admitted before the deadline.
+		api = &failingAPI{status: http.StatusServiceUnavailable}
+		tr := New(api, WithLimit(Limit{Count: 1, Per: time.Minute, Burst: 1}))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		err = get(tr, ctx, "http://api.test/")
+		if !errors.As(err, &re) || re.Attempts != 1 || re.LastStatus != http.StatusServiceUnavailable || !errors.Is(err, ErrThrottled) {
+			t.Errorf("err = %v, want a RetryError after 1 attempt, last status 503, matching ErrThrottled", err)
+		}
+	})
+}
+
+// quiet keeps what a Transport says once out of the test's output.
+var quiet = WithLogger(slog.New(slog.DiscardHandler))

@@ -48,8 +48,9 @@ type WorkloadStats struct {
 	Name   string
 	Budget Budget // the configured cap; the zero Budget when there is none
 	// Spent is what this process spent of the budget in the current period,
-	// in the budget's unit, counting each call once it is admitted to spend
-	// and giving back what was refunded. Processes sharing a store share the
+	// in the budget's unit: each attempt once it is admitted to spend (a
+	// retry as much as a first attempt), less what was given back for
+	// attempts that never reached the provider. Processes sharing a store share the
 	// budget, but each counts only its own spend.
 	Spent float64
 	// ResetIn is how long until the current period ends; 0 when no period

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +50,11 @@ type Transport struct {
 	arrivals atomic.Uint64 // numbers waiters in arrival order
 	calls    sync.Pool     // of *call
 	err      error         // a configuration error, returned by every RoundTrip
+
+	// What the Transport has said once in its log (workload.go, retry.go).
+	unknownWorkloads sync.Map     // of names said to be undeclared
+	unknownCount     atomic.Int32 // len(unknownWorkloads)
+	bodyTooLargeSaid atomic.Bool
 }
 
 // New returns a Transport that sends through base (http.DefaultTransport if
@@ -57,13 +63,20 @@ type Transport struct {
 // A configuration error does not panic: every RoundTrip returns it, and Err
 // reports it, so a program can check its configuration when it starts.
 func New(base http.RoundTripper, opts ...Option) *Transport {
-	if base == nil {
-		base = http.DefaultTransport
-	}
 	cfg := config{headroom: DefaultHeadroom, clock: SystemClock, maxWait: DefaultMaxWait,
 		storeFailure: FallBackLocal(1), storeTimeout: DefaultStoreTimeout}
+	if base == nil {
+		base = http.DefaultTransport
+	} else if isNil(base) {
+		// A nil *http.Transport would panic inside net/http on the first call.
+		cfg.errs = append(cfg.errs, fmt.Errorf("New: the base RoundTripper is a nil %T; pass nil itself for http.DefaultTransport", base))
+	}
 	cfg.scope(DefaultScope)
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			cfg.errs = append(cfg.errs, fmt.Errorf("New: Option %d of %d is a nil Option; leave it out", i+1, len(opts)))
+			continue
+		}
 		opt(&cfg)
 	}
 	var guard *guardedStore
@@ -152,7 +165,24 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 	if err := errors.Join(errs...); err != nil {
 		t.err = fmt.Errorf("pacer: invalid configuration: %w", err)
 	}
+	for _, w := range cfg.warnings() {
+		t.log.Warn("pacer: " + w)
+	}
+	if cfg.concurrencyZero {
+		t.log.Info("pacer: WithConcurrency(0) sets no cap on the calls in flight on DefaultScope; 0 means no cap")
+	}
 	return t
+}
+
+// isNil reports whether rt is an interface holding a nil pointer, func, map
+// or the like, which cannot be called.
+func isNil(rt http.RoundTripper) bool {
+	v := reflect.ValueOf(rt)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Slice, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
 }
 
 func findWorkload(ws []namedWorkload, name string) (Workload, bool) {
@@ -177,6 +207,12 @@ func (t *Transport) Client() *http.Client { return &http.Client{Transport: t} }
 // It never modifies the request. It closes the request's body on every path
 // where it does not reach the base RoundTripper. The response's body must be
 // closed, as always: that is what releases the call's concurrency slots.
+//
+// As with net/http, a response is not an error: when retries end on a
+// response — a 429 or a 503 after the last attempt — it is returned with a
+// nil error, and the caller reads its status. An error is returned only when
+// there is no response: a *RetryError once an attempt was sent (see
+// RetryPolicy), else pacer's own refusal of the first attempt.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.err != nil {
 		return nil, closeRequestBody(req, t.err)
@@ -193,6 +229,7 @@ type attemptInfo struct {
 	sent    bool        // the request reached the base RoundTripper
 	scope   *scopeClass // the first scope it was charged to, for the retry budget
 	verdict Verdict     // what the classifiers said of an error response
+	stalled bool        // the response's body stalled for the classifiers: close it, do not drain it
 }
 
 // attempt takes req once through every step but the retry.
@@ -220,15 +257,15 @@ func (t *Transport) attempt(req *http.Request) (*http.Response, attemptInfo, err
 	if len(c.charges) > 0 {
 		info.scope = c.charges[0].state.class
 	}
-	resp, verdict, err := c.send(req) // steps 5, 6 and 8
-	info.verdict = verdict
+	var resp *http.Response
+	resp, info.verdict, info.stalled, err = c.send(req) // steps 5, 6 and 8
 	return resp, info, err
 }
 
 // send passes the admitted request to the base RoundTripper and hands the
 // call's release over to the response body. If the base RoundTripper fails,
 // or panics, the call is finished here.
-func (c *call) send(req *http.Request) (resp *http.Response, verdict Verdict, err error) {
+func (c *call) send(req *http.Request) (resp *http.Response, verdict Verdict, stalled bool, err error) {
 	handedOver := false
 	defer func() {
 		if !handedOver {
@@ -237,26 +274,30 @@ func (c *call) send(req *http.Request) (resp *http.Response, verdict Verdict, er
 	}()
 	resp, err = c.t.base.RoundTrip(req)
 	if err != nil {
-		return nil, Verdict{}, err
+		if neverLeft(err) {
+			// The provider never saw it, so it spent nothing there.
+			c.refundBudget(req.Context())
+		}
+		return nil, Verdict{}, false, err
 	}
 	if resp == nil {
-		return nil, Verdict{}, errors.New("pacer: the base RoundTripper returned neither a response nor an error")
+		return nil, Verdict{}, false, errors.New("pacer: the base RoundTripper returned neither a response nor an error")
 	}
 	if resp.StatusCode >= 400 {
-		verdict = c.t.classify(resp)
+		verdict, stalled = c.t.classify(req.Context(), resp)
 	}
 	c.learn(req.Context(), resp, verdict) // step 6
 	// Step 8 follows; a spent quota ends the call here instead.
 	if reason := verdict.Exhausted; reason != "" {
-		discard(resp)
+		drop(resp, stalled)
 		c.t.emit(Event{Kind: EventBudgetExhausted, Workload: c.workload.name, Status: resp.StatusCode})
-		return nil, verdict, &QuotaError{Status: resp.StatusCode, Reason: reason}
+		return nil, verdict, stalled, &QuotaError{Status: resp.StatusCode, Reason: reason}
 	}
 	if resp.Body != nil && c.holdsResources() {
 		resp.Body = wrapBody(resp.Body, c)
 		handedOver = true
 	}
-	return resp, verdict, nil
+	return resp, verdict, stalled, nil
 }
 
 // closeRequestBody closes the body of a request that will not be sent, as

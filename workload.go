@@ -3,6 +3,9 @@ package pacer
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -29,22 +32,31 @@ type Workload struct {
 	// concurrency this workload may use. Zero means no cap beyond what
 	// others reserve.
 	Max float64
-	// Budget is a hard spend cap. Past it, calls fail at once with an error
-	// matching ErrBudgetExhausted and nothing is sent. The zero Budget means
-	// no cap.
+	// Budget is a hard spend cap, charged per attempt sent (see Budget).
+	// Past it, an attempt is not sent: a call fails at once with an error
+	// matching ErrBudgetExhausted. The zero Budget means no cap.
 	Budget Budget
 }
 
 // A Budget caps what a workload may spend in a period: Limit units per Per.
-// The period starts with the first call after the previous one ended, so a
-// budget of 50,000 requests per 24h allows 50,000 requests, then none until
-// 24 hours after the first of them.
+// The period starts with the first attempt after the previous one ended, so
+// a budget of 50,000 requests per 24h allows 50,000 requests, then none
+// until 24 hours after the first of them.
+//
+// A budget counts attempts that reach the provider, since the provider sees
+// and may bill each of them: a GET retried twice spends 3. An attempt pacer
+// does not send (throttled, cancelled while waiting) is given back, and so
+// is one whose connection could not be made. When the budget refuses a
+// retry, the call returns a *RetryError saying how many attempts were sent
+// and the last status, wrapping the *BudgetError.
 type Budget struct {
 	Limit int64
 	Per   time.Duration
 	// Unit is what the budget counts: "requests" (the default) counts one per
-	// call; any other unit counts the request's cost in that unit, as stated
-	// with ContextWithCost or estimated by a route.
+	// attempt; any other unit counts the request's cost in that unit, as
+	// stated with ContextWithCost or estimated by a route for a scope
+	// counted in it. A unit that no scope counts is spent only by calls
+	// that state a cost in it, which New says once in the log.
 	Unit string
 }
 
@@ -94,7 +106,10 @@ func valuesFrom(ctx context.Context) *callValues {
 
 // ContextWithWorkload returns a context whose requests belong to the named
 // workload. A name the Transport does not know means DefaultWorkload, so that
-// one context can flow through Transports configured for different APIs.
+// one context can flow through Transports configured for different APIs;
+// since it is more often a typo, the Transport says so once per name in its
+// log, with the names it knows. Declare the workload, even as Workload{}, on
+// a Transport where the name is expected.
 func ContextWithWorkload(ctx context.Context, name string) context.Context {
 	v := &callValues{workload: name}
 	if parent := valuesFrom(ctx); parent != nil {
@@ -149,4 +164,32 @@ type workloadState struct {
 	// budget is the demand that spends the budget; Cost is set per call.
 	budget Demand
 	meter  budgetMeter // this process's spend, for Stats
+}
+
+// maxUnknownWorkloads bounds the names a Transport remembers having said are
+// undeclared, however many a caller makes up.
+const maxUnknownWorkloads = 64
+
+// unknownWorkload says, once per name, that a request's context named a
+// workload no WithWorkload declared. It is off the hot path: only a call
+// whose workload is missing reaches it.
+func (t *Transport) unknownWorkload(name string) {
+	if _, said := t.unknownWorkloads.Load(name); said || t.unknownCount.Load() >= maxUnknownWorkloads {
+		return
+	}
+	if _, said := t.unknownWorkloads.LoadOrStore(name, struct{}{}); said {
+		return
+	}
+	n := t.unknownCount.Add(1)
+	declared := make([]string, 0, len(t.workloads))
+	for w := range t.workloads {
+		declared = append(declared, strconv.Quote(w))
+	}
+	slices.Sort(declared)
+	msg := fmt.Sprintf("pacer: workload %q is not declared on this Transport, so its calls count as %q; declared: %s. "+
+		"Declare it with WithWorkload, even as Workload{}, if the name is right (said once per name)", name, DefaultWorkload, strings.Join(declared, ", "))
+	if n == maxUnknownWorkloads {
+		msg += fmt.Sprintf("; after %d names, further ones are not said", maxUnknownWorkloads)
+	}
+	t.log.Warn(msg)
 }

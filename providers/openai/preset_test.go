@@ -242,9 +242,9 @@ func TestPresetRequestLargerThanTPMFailsAtOnce(t *testing.T) {
 	})
 }
 
-// A body without GetBody is sent intact, charged the default estimate; a
-// snapshot is charged to its model; an unknown model to the default scopes,
-// a bucket of its own.
+// A body without GetBody is sent intact and, buffered by pacer so that it
+// can be retried, routed by its model like any other; a snapshot is charged
+// to its model; an unknown model to the default scopes, a bucket of its own.
 func TestPresetRoutes(t *testing.T) {
 	fake := newFakeOpenAI(120, 20_000)
 	tr := pacer.New(fake, openai.PresetLimits(small))
@@ -271,9 +271,9 @@ func TestPresetRoutes(t *testing.T) {
 		admitted, keys int
 	}{
 		{"openai/gpt-4o/requests", 1, 0}, {"openai/gpt-4o/tokens", 1, 0}, // the snapshot, as its model
-		{"openai/gpt-4o-mini/tokens", 0, 0}, // its body could not be read: model unknown
-		{openai.ScopeTokens, 3, 2},          // the unread body, and o3-mini and the embedding model, keyed
-		{openai.ScopeRequests, 3, 2},
+		{"openai/gpt-4o-mini/tokens", 1, 0}, // the body without GetBody, read once buffered
+		{openai.ScopeTokens, 2, 2},          // o3-mini and the embedding model, keyed
+		{openai.ScopeRequests, 2, 2},
 		{pacer.DefaultScope, 0, 0},
 	} {
 		if s := got[tc.scope]; s.Admitted != int64(tc.admitted) || s.Keys != tc.keys {
