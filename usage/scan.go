@@ -98,12 +98,7 @@ func (s *scanner) step(c byte, v *values) {
 			// An escaped key is none of the plain keys the tree holds.
 			s.state, s.keyLen = jKeyEscape, maxKey+1
 		default:
-			if s.keyLen < maxKey {
-				s.key[s.keyLen] = c
-				s.keyLen++
-			} else {
-				s.keyLen = maxKey + 1
-			}
+			s.keep(c)
 		}
 	case jKeyEscape:
 		s.state = jKeyString
@@ -124,13 +119,10 @@ func (s *scanner) step(c byte, v *values) {
 		case '\\':
 			s.state, s.keyLen = jStringEscape, maxKey+1
 		default:
-			// Only a string under a leaf is compared, so only its first
-			// maxKey bytes are kept; any other is skipped unread.
-			if s.member >= 0 && s.keyLen < maxKey {
-				s.key[s.keyLen] = c
-				s.keyLen++
-			} else {
-				s.keyLen = maxKey + 1
+			// Only a string under a leaf is compared; any other is
+			// skipped unread.
+			if s.member >= 0 {
+				s.keep(c)
 			}
 		}
 	case jStringEscape:
@@ -163,6 +155,16 @@ func (s *scanner) step(c byte, v *values) {
 			s.state = jBad
 		}
 	case jBad:
+	}
+}
+
+// keep adds c to the key buffer, or marks the buffer too long to match.
+func (s *scanner) keep(c byte) {
+	if s.keyLen < maxKey {
+		s.key[s.keyLen] = c
+		s.keyLen++
+	} else {
+		s.keyLen = maxKey + 1
 	}
 }
 
