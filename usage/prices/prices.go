@@ -1,0 +1,193 @@
+// Package prices turns a call's usage into what it cost, in integer
+// micro-units of the currency (1 micro-USD = 0.000001 USD), so that the
+// spend of a fleet adds up exactly, whatever the order of its calls.
+//
+// Every price in this package's tables was read from the provider's own
+// pricing page, and carries that page's address and the date it was read.
+// A price that could not be read from a primary source is not in the
+// tables: a model without a price has no cost, and Lookup says so, so that
+// the caller can refuse a money budget for it rather than count it free.
+// Prices change; give your own with a Table of your own, or by adding to a
+// copy of Anthropic() or OpenAI().
+package prices
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"strings"
+
+	"github.com/pacer-go/pacer/usage"
+)
+
+// MicrosPerUnit is how many micro-units make one unit of the currency.
+const MicrosPerUnit = 1_000_000
+
+// A Price is what a model charges, in micro-units of the currency per
+// million tokens — which is also units per token: a price of $3 per million
+// tokens is 3_000_000 micro-USD per million tokens, and 3 micro-USD a token.
+//
+// A zero price for a cache category means that category is billed at the
+// Input rate: no provider gives cache reads or writes away, and a budget
+// errs on the side of spending.
+type Price struct {
+	Input        int64 // per million uncached input tokens
+	CacheRead    int64 // per million input tokens read from the prompt cache
+	CacheWrite   int64 // per million input tokens written to the cache (Anthropic: 5-minute)
+	CacheWrite1h int64 // per million input tokens written to Anthropic's 1-hour cache
+	Output       int64 // per million output tokens
+
+	// Source is the address of the page the price was read from, and Read
+	// the date it was read (YYYY-MM-DD).
+	Source, Read string
+}
+
+// Cost returns what u costs at p, in micro-units, rounded up to a whole
+// micro-unit: a budget never counts a call as cheaper than it was. A cost
+// too large for an int64 is math.MaxInt64.
+func (p Price) Cost(u usage.Usage) int64 {
+	orInput := func(price int64) int64 {
+		if price == 0 {
+			return p.Input
+		}
+		return price
+	}
+	var hi, lo uint64
+	add := func(tokens, price int64) {
+		if tokens <= 0 || price <= 0 {
+			return
+		}
+		h, l := bits.Mul64(uint64(tokens), uint64(price))
+		var carry uint64
+		lo, carry = bits.Add64(lo, l, 0)
+		hi += h + carry
+	}
+	add(u.Input, p.Input)
+	add(u.CacheRead, orInput(p.CacheRead))
+	add(u.CacheWrite, orInput(p.CacheWrite))
+	add(u.CacheWrite1h, orInput(p.CacheWrite1h))
+	add(u.Output, p.Output)
+	// Divide the micro-units-times-a-million by a million, rounding up.
+	if hi >= 1_000_000 {
+		return math.MaxInt64
+	}
+	q, r := bits.Div64(hi, lo, 1_000_000)
+	if r > 0 {
+		q++
+	}
+	if q > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(q)
+}
+
+// Validate reports what is wrong with p: a negative price, or a price
+// without its source.
+func (p Price) Validate() error {
+	if p.Input < 0 || p.CacheRead < 0 || p.CacheWrite < 0 || p.CacheWrite1h < 0 || p.Output < 0 {
+		return fmt.Errorf("prices: %+v has a negative price", p)
+	}
+	if p.Source == "" || p.Read == "" {
+		return fmt.Errorf("prices: a price needs its Source (the page it was read from) and the date it was Read")
+	}
+	return nil
+}
+
+// A Table holds the prices of a provider's models, by model ID.
+type Table map[string]Price
+
+// Lookup returns the price of model: the price of its ID, or of its ID
+// without a trailing snapshot date — "-20251101" (Anthropic) or
+// "-2024-08-06" (OpenAI) — with which a snapshot shares its price.
+func (t Table) Lookup(model string) (Price, bool) {
+	if p, ok := t[model]; ok {
+		return p, true
+	}
+	p, ok := t[withoutDate(model)]
+	return p, ok
+}
+
+// Cost returns what u cost on model, and whether the model has a price.
+func (t Table) Cost(model string, u usage.Usage) (int64, bool) {
+	p, ok := t.Lookup(model)
+	if !ok {
+		return 0, false
+	}
+	return p.Cost(u), true
+}
+
+// Validate reports the first price of t that does not Validate.
+func (t Table) Validate() error {
+	for model, p := range t {
+		if err := p.Validate(); err != nil {
+			return fmt.Errorf("model %q: %w", model, err)
+		}
+	}
+	return nil
+}
+
+// withoutDate returns model without a trailing "-YYYYMMDD" or
+// "-YYYY-MM-DD".
+func withoutDate(model string) string {
+	for _, layout := range []string{"-20060102", "-2006-01-02"} {
+		n := len(model) - len(layout)
+		if n <= 0 || model[n] != '-' {
+			continue
+		}
+		date := model[n+1:]
+		if strings.Trim(date, "0123456789-") == "" && strings.Count(date, "-") == strings.Count(layout, "-")-1 {
+			return model[:n]
+		}
+	}
+	return model
+}
+
+// USD returns dollars as micro-USD: USD(3) is 3_000_000, USD(0.3) 300_000.
+// It rounds to the nearest micro-unit.
+func USD(dollars float64) int64 { return int64(math.Round(dollars * MicrosPerUnit)) }
+
+// Anthropic returns the prices of Claude models on the Claude API, a copy
+// the caller may change.
+//
+// Read on 2026-12-01 from https://platform.claude.com/docs/en/about-claude/pricing
+// ("Model pricing": base input tokens, 5m cache writes, 1h cache writes,
+// cache hits and refreshes, output tokens), and for Claude Sonnet 5 from its
+// model page https://platform.claude.com/docs/zh-CN/models/sonnet-5/overview
+// ("Pricing": input, output, 5m cache write, 1h cache write, cache read).
+// Model IDs as github.com/anthropics/anthropic-sdk-go message.go names them.
+//
+// Left out, for want of a primary source read in full: Claude Opus 5.5,
+// Sonnet 5.5 (its model page says cache reads cost $0.20 / MTok, reports of
+// a cut to $0.10 from 2026-10-07 could not be checked on Anthropic's pages),
+// Haiku 4.5 and 5.5 (cache prices not found on a stored Anthropic page),
+// Fable 5.1 and Mythos 5.1 (a footnote on their cache price could not be
+// read), Opus 5 (no model ID in the SDK), and models the page marks retired.
+// The long-context and batch prices are not modelled.
+func Anthropic() Table {
+	const pricing = "https://platform.claude.com/docs/en/about-claude/pricing"
+	const read = "2026-12-01"
+	opus := Price{Input: USD(5), CacheWrite: USD(6.25), CacheWrite1h: USD(10), CacheRead: USD(0.50), Output: USD(25), Source: pricing, Read: read}
+	fable := Price{Input: USD(10), CacheWrite: USD(12.50), CacheWrite1h: USD(20), CacheRead: USD(1), Output: USD(50), Source: pricing, Read: read}
+	return Table{
+		"claude-fable-5":  fable,
+		"claude-mythos-5": fable,
+		"claude-opus-4-8": opus,
+		"claude-opus-4-7": opus,
+		"claude-opus-4-6": opus,
+		"claude-opus-4-5": opus,
+		"claude-sonnet-5": {Input: USD(2), CacheWrite: USD(2.50), CacheWrite1h: USD(4), CacheRead: USD(0.20), Output: USD(10),
+			Source: "https://platform.claude.com/docs/zh-CN/models/sonnet-5/overview", Read: read},
+	}
+}
+
+// OpenAI returns the prices of OpenAI models, a copy the caller may change.
+//
+// It is empty. OpenAI's pricing page (https://developers.openai.com/api/docs/pricing,
+// formerly https://platform.openai.com/docs/pricing) could not be read on
+// 2026-12-01; the figures found were second-hand, and a budget in money must
+// not rest on them. Give the prices of the models you use, from that page:
+//
+//	t := prices.OpenAI()
+//	t["gpt-5.4"] = prices.Price{Input: prices.USD(…), CacheRead: …, Output: …,
+//		Source: "https://developers.openai.com/api/docs/pricing", Read: "2026-12-01"}
+func OpenAI() Table { return Table{} }
