@@ -2,6 +2,7 @@
 //
 //	pacer simulate [flags]   run limiters side by side on synthetic traffic
 //	pacer probe [flags] URL  send one request and say what pacer understands of the response
+//	pacer presets [name]     print the presets' figures with their sources
 //	pacer help [command]     print usage
 //
 // Exit codes: 0 on success, 1 when the command failed while running, 2 for
@@ -30,6 +31,7 @@ func init() {
 	commands = []command{
 		{"simulate", "run limiters side by side on the same synthetic traffic", runSimulate},
 		{"probe", "send one request and print what pacer understands of the response's limits", runProbe},
+		{"presets", "print each provider preset's figures, sources and dates read", runPresets},
 		{"help", "print this help, or a command's: pacer help simulate", runHelp},
 	}
 }

@@ -6,11 +6,13 @@
 // per hour); and GitHub's rules for what to do after a rate-limited
 // response.
 //
-// The figures were read on 2026-11-30 from "Rate limits for the REST API"
+// Last verified: 2026-12-01, against "Rate limits for the REST API"
 // (https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api)
-// and the pages it links; each is cited beside its constant. GitHub says
-// secondary limits may change without notice; override any scope with a
-// WithScope of the same name after Preset.
+// and the pages it links, read in GitHub's docs repository
+// (github.com/github/docs, which the site is built from). Figures lists
+// every figure with its source and quote; "pacer presets github" prints
+// them. GitHub says secondary limits may change without notice; override
+// any scope with a WithScope of the same name after Preset.
 //
 // One Transport per token (or per GitHub App installation): the primary
 // limit is per user or installation.
@@ -36,7 +38,26 @@ const (
 	EnterpriseCloudApp
 	// Unauthenticated: requests without credentials, limited per IP.
 	Unauthenticated
+	// Installation: a GitHub App's installation access token, on an
+	// organization that is not on GitHub Enterprise Cloud. Its limit
+	// starts at 5,000 an hour and grows with the installation's
+	// repositories and users, up to 12,500.
+	Installation
 )
+
+// String returns the auth's name: "token", "enterprise cloud app",
+// "unauthenticated" or "installation".
+func (a Auth) String() string {
+	switch a {
+	case EnterpriseCloudApp:
+		return "enterprise cloud app"
+	case Unauthenticated:
+		return "unauthenticated"
+	case Installation:
+		return "installation"
+	}
+	return "token"
+}
 
 // The scopes the preset declares. The primary scopes take the name GitHub
 // gives the resource in x-ratelimit-resource as their Policy, so that its
@@ -68,13 +89,22 @@ const (
 	enterpriseCloudPerHour = 15_000
 )
 
+// An installation's limit: "the installation's minimum rate limit of 5,000
+// requests per hour", plus 50 per repository and per user beyond 20 of
+// each; "The rate limit cannot increase beyond 12,500 requests per hour."
+const (
+	installationMinPerHour = 5_000
+	installationMaxPerHour = 12_500
+)
+
 // The search resources, "REST API endpoints for search"
 // (https://docs.github.com/en/rest/search/search#rate-limit): 30 requests a
-// minute authenticated and 10 unauthenticated; code search 10 a minute.
+// minute authenticated and 10 unauthenticated; code search 9 a minute (the
+// page's endpoint section still says 10: the lower is kept).
 const (
 	searchPerMinute                = 30
 	searchUnauthenticatedPerMinute = 10
-	codeSearchPerMinute            = 10
+	codeSearchPerMinute            = 9
 )
 
 // The GraphQL API's primary limit, "Rate limits and query limits for the
@@ -127,12 +157,21 @@ func PrimaryLimit(auth Auth) pacer.Limit {
 		return pacer.PerHour(enterpriseCloudPerHour)
 	case Unauthenticated:
 		return pacer.PerHour(unauthenticatedPerHour)
+	case Installation:
+		return pacer.PerHour(installationMinPerHour)
 	}
 	return pacer.PerHour(tokenPerHour)
 }
 
 // Preset returns the options for calling GitHub with auth, followed by
 // opts, which override it.
+//
+// Under Installation the core and GraphQL scopes start at the minimum an
+// installation has, 5,000 an hour, and are provisional
+// (pacer.Scope.Provisional): a larger installation's own limit, up to
+// 12,500, is what x-ratelimit-limit reports. Pacer learns a published
+// limit only when the headers give its window, which GitHub's do not;
+// until it can, an installation is paced at the minimum, which is safe.
 //
 // Each request is charged to its primary scope (ScopeCore, ScopeSearch,
 // ScopeCodeSearch or ScopeGraphQL) and to the secondary scopes: in flight
@@ -154,11 +193,15 @@ func Preset(auth Auth, opts ...pacer.Option) pacer.Option {
 	case EnterpriseCloudApp:
 		graphql = graphQLEnterpriseCloudPointsPerHour
 	}
+	provisional := auth == Installation
+	if provisional {
+		graphql = installationMinPerHour
+	}
 	preset := []pacer.Option{
-		pacer.WithScope(pacer.Scope{Name: ScopeCore, Limit: PrimaryLimit(auth), Policy: "core"}),
+		pacer.WithScope(pacer.Scope{Name: ScopeCore, Limit: PrimaryLimit(auth), Policy: "core", Provisional: provisional}),
 		pacer.WithScope(pacer.Scope{Name: ScopeSearch, Limit: pacer.PerMinute(search), Policy: "search"}),
 		pacer.WithScope(pacer.Scope{Name: ScopeCodeSearch, Limit: pacer.PerMinute(codeSearchPerMinute), Policy: "code_search"}),
-		pacer.WithScope(pacer.Scope{Name: ScopeGraphQL, Limit: pacer.PerHour(graphql), Policy: "graphql"}),
+		pacer.WithScope(pacer.Scope{Name: ScopeGraphQL, Limit: pacer.PerHour(graphql), Policy: "graphql", Provisional: provisional}),
 		pacer.WithScope(pacer.Scope{Name: ScopeConcurrency, Concurrency: concurrentRequests, Policy: secondary}),
 		pacer.WithScope(pacer.Scope{Name: ScopeRESTPoints, Limit: pacer.PerMinute(restPointsPerMinute), Unit: UnitPoints, Policy: secondary}),
 		pacer.WithScope(pacer.Scope{Name: ScopeGraphQLPoints, Limit: pacer.PerMinute(graphQLPointsPerMinute), Unit: UnitPoints, Policy: secondary}),

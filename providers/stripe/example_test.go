@@ -10,8 +10,8 @@ import (
 func Example() {
 	// One Transport per Stripe account and mode, shared by every caller.
 	t := pacer.New(nil, stripe.Preset(stripe.Live,
-		// An account with a raised write limit overrides the preset's.
-		pacer.WithScope(pacer.Scope{Name: stripe.ScopeWrite, Limit: pacer.PerSecond(200)}),
+		// An account with a raised global limit overrides the preset's.
+		pacer.WithScope(pacer.Scope{Name: stripe.ScopeGlobal, Limit: pacer.PerSecond(200)}),
 	))
 	if err := t.Err(); err != nil {
 		panic(err)
@@ -19,7 +19,7 @@ func Example() {
 	client := t.Client() // pass to stripe.NewBackends(client) with stripe-go
 	_ = client
 
-	read, write := stripe.Limits(stripe.Test)
-	fmt.Println("test mode:", read, "reads,", write, "writes,", stripe.Concurrency(stripe.Test), "in flight")
-	// Output: test mode: 25/1s reads, 25/1s writes, 25 in flight
+	global, endpoint := stripe.Limits(stripe.Live)
+	fmt.Println("live mode:", global, "in all,", endpoint, "per endpoint")
+	// Output: live mode: 100/1s in all, 25/1s per endpoint
 }

@@ -1,15 +1,17 @@
-// Package stripe is pacer's preset for the Stripe API: its published limits
-// in live and test mode, reads and writes in separate buckets, a cap on
-// calls in flight, an Idempotency-Key on every POST so that writes can be
+// Package stripe is pacer's preset for the Stripe API: the global limit of
+// an account in live mode and in a sandbox, the default limit of each
+// endpoint (a scope keyed by endpoint), the stricter limits of the Files
+// and Search APIs, an Idempotency-Key on every POST so that writes can be
 // retried, and Stripe-Should-Retry honoured.
 //
-// The figures were read on 2026-11-30 from Stripe's documentation; each is
-// cited beside its constant. Stripe says it may lower them for abuse and
-// raise them on request, so every one can be overridden: a WithScope given
-// after Preset with the same scope name replaces the preset's.
+// Last verified: 2026-12-01, against https://docs.stripe.com/rate-limits.
+// Figures lists every figure with its source and quote; "pacer presets
+// stripe" prints them. Stripe says it may lower them for abuse and raise
+// them on request, so every one can be overridden: a WithScope given after
+// Preset with the same scope name replaces the preset's.
 //
 //	t := pacer.New(nil, stripe.Preset(stripe.Live,
-//		pacer.WithScope(pacer.Scope{Name: stripe.ScopeWrite, Limit: pacer.PerSecond(50)})))
+//		pacer.WithScope(pacer.Scope{Name: stripe.ScopeGlobal, Limit: pacer.PerSecond(200)})))
 //
 // A key has one limit for all its callers: share one Transport (or a shared
 // Store) among everything that uses the same Stripe account and mode.
@@ -20,14 +22,16 @@ import (
 	"strings"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/providers/figures"
 )
 
-// Mode is a Stripe account's mode; live and test mode have separate limits.
+// Mode is a Stripe account's mode; live mode and sandboxes have separate
+// limits.
 type Mode int
 
 const (
 	Live Mode = iota // live mode: real payments
-	Test             // test mode and sandboxes
+	Test             // sandboxes and test mode
 )
 
 func (m Mode) String() string {
@@ -39,91 +43,97 @@ func (m Mode) String() string {
 
 // The scopes the preset declares.
 const (
-	ScopeRead        = "stripe/read"        // GET and HEAD: the basic rate limiter's read operations
-	ScopeWrite       = "stripe/write"       // every other method: its write operations
-	ScopeFilesRead   = "stripe/files/read"  // reads of the Files API, on top of ScopeRead
-	ScopeFilesWrite  = "stripe/files/write" // writes of the Files API, on top of ScopeWrite
-	ScopeSearch      = "stripe/search"      // the Search API, on top of ScopeRead
-	ScopeConcurrency = "stripe/concurrency" // calls in flight
+	ScopeGlobal     = "stripe/global"      // every request of the account
+	ScopeEndpoint   = "stripe/endpoint"    // one bucket per endpoint, keyed by EndpointKey
+	ScopeFilesRead  = "stripe/files/read"  // reads of the Files API
+	ScopeFilesWrite = "stripe/files/write" // writes of the Files API
+	ScopeSearch     = "stripe/search"      // the Search API
 )
 
-// Stripe's basic rate limiter: "Live mode: 100 read operations and 100 write
-// operations" and "Test mode: 25 read operations and 25 write operations",
-// per second. https://docs.stripe.com/rate-limits ("Rate limiter").
+// The figures, from https://docs.stripe.com/rate-limits, read 2026-12-01.
+// Figures quotes each.
 const (
-	liveReadsPerSecond  = 100
-	liveWritesPerSecond = 100
-	testReadsPerSecond  = 25
-	testWritesPerSecond = 25
+	liveGlobalPerSecond    = 100
+	sandboxGlobalPerSecond = 25
+	endpointPerSecond      = 25
+	filesReadsPerSecond    = 20
+	filesWritesPerSecond   = 20
+	searchReadsPerSecond   = 20
 )
 
-// Stricter limits that "also count against the basic limits" and apply to
-// each mode alike: "Files API: 20 read operations and 20 write operations per
-// second", "Search API: 20 read operations per second".
-// https://docs.stripe.com/rate-limits ("Rate limiter").
 const (
-	filesReadsPerSecond  = 20
-	filesWritesPerSecond = 20
-	searchReadsPerSecond = 20
+	ratePage = "https://docs.stripe.com/rate-limits"
+	readOn   = "2026-12-01"
 )
 
-// Stripe has a concurrency limiter but publishes no number for it
-// (https://docs.stripe.com/rate-limits, "Concurrency limiter"). Its support
-// article speaks of "100 parallel requests per second for live mode
-// transactions, and 25 parallel requests per second for test mode"
-// (https://support.stripe.com/questions/rate-limit-error-when-creating-bulk-api-requests);
-// pacer takes those as the caps on calls in flight. Lower them if your calls
-// are long (list calls with expansions are the ones Stripe names).
-const (
-	liveConcurrency = 100
-	testConcurrency = 25
-)
-
-// Limits returns Stripe's published basic limits for reads and writes in
-// mode m.
-func Limits(m Mode) (read, write pacer.Limit) {
-	if m == Test {
-		return pacer.PerSecond(testReadsPerSecond), pacer.PerSecond(testWritesPerSecond)
+// Figures returns every figure the preset uses, with its source.
+func Figures() []figures.Figure {
+	return []figures.Figure{
+		{Preset: "stripe live", Name: "global requests", Scope: ScopeGlobal, Value: liveGlobalPerSecond, Unit: "requests/s",
+			Source: ratePage + "?locale=en-GB", Read: readOn,
+			Quote: "Global API rate limit: Live mode: 100 requests per second",
+			Note:  "the page before its rewrite said \"100 read operations and 100 write operations\"; the current page counts all requests together, which the preset follows"},
+		{Preset: "stripe test", Name: "global requests", Scope: ScopeGlobal, Value: sandboxGlobalPerSecond, Unit: "requests/s",
+			Source: ratePage + "?locale=en-GB", Read: readOn,
+			Quote: "Global API rate limit: Sandbox: 25 requests per second"},
+		{Preset: "stripe", Name: "requests per endpoint", Scope: ScopeEndpoint, Value: endpointPerSecond, Unit: "requests/s",
+			Source: ratePage, Read: readOn,
+			Quote: "API endpoints have a default limit of 25 requests per second.",
+			Note:  "\"Stripe treats each named API operation as a separate endpoint (for example, POST /v1/payment_intents and GET /v1/payment_intents/{id} are separate endpoints). Requests to GET /v1/payment_intents/{id} for different PaymentIntent IDs count towards the same endpoint limit.\" (read in the de-DE and ja-JP copies of the page)"},
+		{Preset: "stripe", Name: "Files API reads", Scope: ScopeFilesRead, Value: filesReadsPerSecond, Unit: "requests/s",
+			Source: ratePage + "?locale=ja-JP", Read: readOn,
+			Quote: "Files API: 20 read operations and 20 write operations per second (stripe.com/docs/rate-limits); the current table: 1 秒あたり 20 件の読み取りリクエスト"},
+		{Preset: "stripe", Name: "Files API writes", Scope: ScopeFilesWrite, Value: filesWritesPerSecond, Unit: "requests/s",
+			Source: ratePage + "?locale=ja-JP", Read: readOn,
+			Quote: "Files API: 20 read operations and 20 write operations per second (stripe.com/docs/rate-limits); the current table: 1 秒あたり 20 件の書き込みリクエスト"},
+		{Preset: "stripe", Name: "Search API reads", Scope: ScopeSearch, Value: searchReadsPerSecond, Unit: "requests/s",
+			Source: "https://stripe.com/docs/rate-limits", Read: readOn,
+			Quote: "Search API: 20 read operations per second",
+			Note:  "the stored copies of the current page cut off before the Search row; the figure is the earlier English page's"},
+		{Preset: "stripe", Name: "calls in flight", Unit: "calls",
+			Read:       readOn,
+			Unverified: "Stripe has a concurrency limiter but publishes no number for it (docs.stripe.com/rate-limits). The support article's \"100 parallel requests per second for live mode\" is a rate, not a cap on calls in flight: the preset sets no cap",
+			Source:     "https://support.stripe.com/questions/rate-limit-error-when-creating-bulk-api-requests"},
 	}
-	return pacer.PerSecond(liveReadsPerSecond), pacer.PerSecond(liveWritesPerSecond)
 }
 
-// Concurrency returns the cap on calls in flight the preset uses in mode m.
-func Concurrency(m Mode) int {
+// Limits returns Stripe's published limits in mode m: the account's global
+// limit and the default limit of each endpoint.
+func Limits(m Mode) (global, endpoint pacer.Limit) {
 	if m == Test {
-		return testConcurrency
+		return pacer.PerSecond(sandboxGlobalPerSecond), pacer.PerSecond(endpointPerSecond)
 	}
-	return liveConcurrency
+	return pacer.PerSecond(liveGlobalPerSecond), pacer.PerSecond(endpointPerSecond)
 }
 
 // Preset returns the options for calling Stripe in mode m, followed by
 // opts, which override it.
 //
-// It declares the scopes above and routes every request to them: a GET or
-// HEAD to ScopeRead, any other method to ScopeWrite, both also to
-// ScopeConcurrency, and calls under /v1/files (or to files.stripe.com) and
-// to a /search endpoint also to their stricter scopes. It adds an
-// Idempotency-Key to every POST that has none, the same on every attempt,
-// as Stripe recommends, so that a POST can be retried; Stripe honours the
-// key for 24 hours. Stripe-Should-Retry, which Stripe sends to say whether
-// a failed call may be retried, wins over the status (pacer's default
-// RetryPolicy reads it).
+// It declares the scopes above and routes every request to ScopeGlobal and
+// to ScopeEndpoint keyed by its endpoint (see EndpointKey); calls under
+// /v1/files (or to files.stripe.com) and to a /search endpoint also to
+// their stricter scopes. It adds an Idempotency-Key to every POST that has
+// none, the same on every attempt, as Stripe recommends, so that a POST can
+// be retried; Stripe honours the key for 24 hours. Stripe-Should-Retry,
+// which Stripe sends to say whether a failed call may be retried, wins over
+// the status (pacer's default RetryPolicy reads it).
 //
 // Stripe sends no rate-limit headers besides a 429: pacer learns from the
-// 429s themselves (each one empties the charged buckets and cuts their rate,
-// and ScopeConcurrency's cap on calls in flight, until calls succeed again).
+// 429s themselves (each one empties the charged buckets and cuts their
+// rate until calls succeed again). Stripe publishes no cap on calls in
+// flight; add one with pacer.WithScope if your calls are long (list calls
+// with expansions are the ones Stripe names).
 //
 // If you use stripe-go, turn its own retries off (MaxNetworkRetries: 0) so
 // that attempts are not multiplied; see examples/sdk/stripe.
 func Preset(m Mode, opts ...pacer.Option) pacer.Option {
-	read, write := Limits(m)
+	global, endpoint := Limits(m)
 	preset := []pacer.Option{
-		pacer.WithScope(pacer.Scope{Name: ScopeRead, Limit: read}),
-		pacer.WithScope(pacer.Scope{Name: ScopeWrite, Limit: write}),
+		pacer.WithScope(pacer.Scope{Name: ScopeGlobal, Limit: global}),
+		pacer.WithScope(pacer.Scope{Name: ScopeEndpoint, Limit: endpoint}),
 		pacer.WithScope(pacer.Scope{Name: ScopeFilesRead, Limit: pacer.PerSecond(filesReadsPerSecond)}),
 		pacer.WithScope(pacer.Scope{Name: ScopeFilesWrite, Limit: pacer.PerSecond(filesWritesPerSecond)}),
 		pacer.WithScope(pacer.Scope{Name: ScopeSearch, Limit: pacer.PerSecond(searchReadsPerSecond)}),
-		pacer.WithScope(pacer.Scope{Name: ScopeConcurrency, Concurrency: Concurrency(m)}),
 		pacer.WithRoute(Route),
 		pacer.WithIdempotencyKey(),
 	}
@@ -133,13 +143,10 @@ func Preset(m Mode, opts ...pacer.Option) pacer.Option {
 // Route charges a request to the Stripe scopes it counts against, in place
 // of the charges before it. Preset installs it.
 func Route(req *http.Request, charges []pacer.Charge) []pacer.Charge {
-	charges = charges[:0]
+	charges = append(charges[:0],
+		pacer.Charge{Scope: ScopeGlobal},
+		pacer.Charge{Scope: ScopeEndpoint, Key: EndpointKey(req.Method, req.URL.Path)})
 	reading := req.Method == http.MethodGet || req.Method == http.MethodHead
-	if reading {
-		charges = append(charges, pacer.Charge{Scope: ScopeRead})
-	} else {
-		charges = append(charges, pacer.Charge{Scope: ScopeWrite})
-	}
 	path := req.URL.Path
 	switch {
 	case req.URL.Hostname() == "files.stripe.com" || path == "/v1/files" || strings.HasPrefix(path, "/v1/files/"):
@@ -151,5 +158,44 @@ func Route(req *http.Request, charges []pacer.Charge) []pacer.Charge {
 	case reading && strings.HasSuffix(path, "/search"):
 		charges = append(charges, pacer.Charge{Scope: ScopeSearch})
 	}
-	return append(charges, pacer.Charge{Scope: ScopeConcurrency})
+	return charges
+}
+
+// EndpointKey names the endpoint a request counts against: its method and
+// its path with every object ID replaced by "{id}", so that
+// GET /v1/customers/cus_A and GET /v1/customers/cus_B share a bucket, as
+// Stripe counts them, and POST /v1/customers has one of its own.
+//
+// A path segment is taken for an ID when it holds anything but lowercase
+// letters and underscores, as Stripe's generated IDs ("cus_NffrFeUfNV2Hib")
+// and most IDs chosen by users ("gold-plan", "25OFF") do. An ID of
+// lowercase letters alone (a coupon named "summer") is taken for a
+// resource name, and so gets a bucket of its own: the global limit still
+// holds for it.
+func EndpointKey(method, path string) string {
+	var b strings.Builder
+	b.Grow(len(method) + 1 + len(path))
+	b.WriteString(method)
+	b.WriteByte(' ')
+	for i, seg := range strings.Split(strings.Trim(path, "/"), "/") {
+		b.WriteByte('/')
+		if i > 0 && isID(seg) {
+			b.WriteString("{id}")
+		} else {
+			b.WriteString(seg)
+		}
+	}
+	return b.String()
+}
+
+func isID(seg string) bool {
+	if seg == "" {
+		return false
+	}
+	for i := 0; i < len(seg); i++ {
+		if c := seg[i]; c != '_' && (c < 'a' || c > 'z') {
+			return true
+		}
+	}
+	return false
 }

@@ -25,8 +25,8 @@ func Example() {
 	}
 	fmt.Println(twilio.Segments(strings.Repeat("x", 161)), "segments")
 	// Output:
-	// +15551234567 twilio/messages/long-code 1/1s burst 10
-	// +18005550100 twilio/messages/toll-free 3/1s burst 10
-	// 12345 twilio/messages/short-code 100/1s burst 10
+	// +15551234567 twilio/messages/long-code 1/1s burst 24
+	// +18005550100 twilio/messages/toll-free 3/1s burst 24
+	// 12345 twilio/messages/short-code 100/1s burst 24
 	// 2 segments
 }

@@ -4,8 +4,9 @@
 // and counted in message segments, and Twilio's rule that a request refused
 // with error 20429 was never processed, so that even a POST can be retried.
 //
-// The figures were read on 2026-11-30 from Twilio's documentation; each is
-// cited beside its constant. Override any of them with a WithScope of the
+// Last verified: 2026-12-01. Figures lists every figure with its source and
+// quote, and the ones that stay unverified; "pacer presets twilio" prints
+// them. Override any of them with a WithScope of the
 // same name after Preset: a short code with purchased throughput, say,
 //
 //	pacer.New(nil, twilio.Preset(
@@ -63,15 +64,30 @@ const (
 	shortCodeMPS     = 100
 )
 
+// MaxBodyChars is the longest Body Twilio accepts: "The Body parameter for
+// an outgoing message can be up to 1,600 characters"
+// (https://www.twilio.com/docs/api/errors/21617). Twilio recommends at most
+// 320 characters for SMS, but sends up to this.
+const MaxBodyChars = 1600
+
 // SenderBurst is how many segments a sender's bucket holds. A bucket must
-// hold the longest message to let it through at all, and Twilio recommends
-// keeping messages to at most 10 segments
-// (https://www.twilio.com/docs/glossary/what-sms-character-limit). Twilio
-// queues what arrives faster than the sender's rate and releases it at that
-// rate, so at most SenderBurst segments wait in its queue: ten seconds on a
-// long code. A message of more segments than this fails with
-// pacer.ErrExceedsCapacity; raise the burst with WithScope to send one.
-const SenderBurst = 10
+// hold the longest message Twilio accepts to let it through at all: 1,600
+// UCS-2 characters make 24 segments of 67 (1,600 GSM-7 characters, 11 of
+// 153). Twilio queues what arrives faster than the sender's rate and
+// releases it at that rate, so at most SenderBurst segments wait in its
+// queue: 24 seconds on a long code, far below the 10 hours after which
+// Twilio fails queued messages (https://www.twilio.com/docs/api/errors/21611).
+// Only a body over MaxBodyChars, which Twilio refuses too (error 21617),
+// fails with pacer.ErrExceedsCapacity.
+const SenderBurst = (MaxBodyChars + ucs2MultiSegment - 1) / ucs2MultiSegment
+
+// Characters per segment, https://www.twilio.com/docs/glossary/what-sms-character-limit.
+const (
+	gsmSingleSegment  = 160
+	gsmMultiSegment   = 153
+	ucs2SingleSegment = 70
+	ucs2MultiSegment  = 67
+)
 
 // Throughput returns the published throughput of a sender scope, in message
 // segments per second, with SenderBurst, and false for a name that is not
@@ -174,7 +190,7 @@ func allDigits(s string) bool {
 // (https://www.twilio.com/docs/glossary/what-sms-character-limit). An empty
 // body (a media-only message) counts as one.
 func Segments(body string) int {
-	units, single, multi := 0, 160, 153
+	units, single, multi := 0, gsmSingleSegment, gsmMultiSegment
 	for _, r := range body {
 		switch {
 		case strings.ContainsRune(gsm7Basic, r):
@@ -182,10 +198,10 @@ func Segments(body string) int {
 		case strings.ContainsRune(gsm7Extension, r):
 			units += 2 // an escape, then the character
 		default:
-			single, multi = 70, 67
+			single, multi = ucs2SingleSegment, ucs2MultiSegment
 		}
 	}
-	if single == 70 {
+	if single == ucs2SingleSegment {
 		units = len(utf16.Encode([]rune(body)))
 	}
 	if units <= single {

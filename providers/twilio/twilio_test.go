@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/providers/figures"
 	"github.com/pacer-go/pacer/providers/internal/providertest"
 	"github.com/pacer-go/pacer/providers/twilio"
 )
@@ -266,4 +267,35 @@ func TestA20429LowersTheAccountsConcurrency(t *testing.T) {
 			t.Errorf("refusals reported for %v, want the account's alone", rejected)
 		}
 	})
+}
+
+// Twilio accepts a body of up to 1,600 characters: a long message, GSM-7
+// or UCS-2, is sent (paced by its segments), not refused with
+// ErrExceedsCapacity, as it was when a sender's bucket held 10 segments.
+func TestALongMessageIsSent(t *testing.T) {
+	for name, body := range map[string]string{
+		"GSM-7 of 1,600 characters": strings.Repeat("a", twilio.MaxBodyChars),
+		"UCS-2 of 1,600 characters": strings.Repeat("я", twilio.MaxBodyChars),
+		"UCS-2 of 700 characters":   strings.Repeat("é€я", 700/3),
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fake := &providertest.Fake{}
+				c := pacer.New(fake, twilio.Preset()).Client()
+				form := url.Values{"From": {"+15005550006"}, "To": {"+15005550001"}, "Body": {body}}.Encode()
+				req, _ := http.NewRequest(http.MethodPost, "https://api.twilio.com/2010-04-01/Accounts/AC1/Messages.json", strings.NewReader(form))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				resp, err := providertest.Do(c, req)
+				if err != nil || resp.StatusCode != http.StatusOK {
+					t.Fatalf("a %d-segment message: resp %v, err %v", twilio.Segments(body), resp, err)
+				}
+			})
+		})
+	}
+}
+
+func TestFiguresHaveSources(t *testing.T) {
+	if err := figures.Check(twilio.Figures()); err != nil {
+		t.Fatal(err)
+	}
 }

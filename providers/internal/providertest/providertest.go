@@ -3,6 +3,7 @@
 package providertest
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"slices"
@@ -137,3 +138,49 @@ func (p *Peak) Leave() { p.now.Add(-1) }
 
 // Most returns the most calls that were in flight at once.
 func (p *Peak) Most() int64 { return p.most.Load() }
+
+// Drive runs workers goroutines against c for d of (virtual) time, each
+// sending the requests next makes, one after another, until d has passed;
+// a call still waiting then is abandoned through its context. A worker
+// whose call fails without a response (pacer refuses a wait that would
+// outlast the context, say) counts it under status 0 and stops, rather
+// than spin without time passing. It returns the statuses the callers saw,
+// by code.
+func Drive(c *http.Client, workers int, d time.Duration, next func(worker, n int) *http.Request) map[int]int {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for n := 0; ctx.Err() == nil; n++ {
+				req := next(w, n).WithContext(ctx)
+				resp, err := Do(c, req)
+				if ctx.Err() != nil {
+					return
+				}
+				code := 0
+				if err == nil {
+					code = resp.StatusCode
+				}
+				mu.Lock()
+				statuses[code]++
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return statuses
+}
+
+// Today moves a synctest bubble's clock, which starts at midnight UTC on
+// 2000-01-01, to 2026-12-01: a provider's reset given in Unix seconds of
+// the year 2000 is below what pacer takes for a timestamp (it would read
+// it as a delay of 30 years), and real resets are of today.
+func Today() {
+	time.Sleep(time.Until(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)))
+}
