@@ -36,9 +36,10 @@ const (
 	EventRetried                          // a call is about to be sent again
 	EventBudgetExhausted                  // a workload's budget refused a call
 	EventStoreFailure                     // the store failed to answer
+	EventSlotHeld                         // a slot was held longer than WithSlotAgeAlert allows; Wait: how long, to the second
 )
 
-var eventNames = [...]string{"admitted", "waited", "throttled", "rejected", "cooldown_started", "cooldown_ended", "retried", "budget_exhausted", "store_failure"}
+var eventNames = [...]string{"admitted", "waited", "throttled", "rejected", "cooldown_started", "cooldown_ended", "retried", "budget_exhausted", "store_failure", "slot_held"}
 
 // String returns the kind's name in snake case, fit for a metric label.
 func (k EventKind) String() string {

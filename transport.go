@@ -49,6 +49,9 @@ type Transport struct {
 	arrivals atomic.Uint64 // numbers waiters in arrival order
 	calls    sync.Pool     // of *call
 	err      error         // a configuration error, returned by every RoundTrip
+
+	slotAlert     time.Duration // slotage.go
+	nextSlotCheck atomic.Int64  // when checkAllSlots looks next, in Unix nanoseconds
 }
 
 // New returns a Transport that sends through base (http.DefaultTransport if
@@ -96,6 +99,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 		scopes:      make(map[string]*scopeClass, len(cfg.scopes)),
 		routes:      cfg.routes,
 		workloads:   make(map[string]*workloadState),
+		slotAlert:   cfg.slotAgeAlert,
 	}
 	t.calls.New = func() any { return newPooledCall(t) }
 	if guard != nil && len(t.observers) > 0 {
