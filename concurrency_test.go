@@ -271,12 +271,13 @@ func TestALargerReserveDoesNotKeepALentSlot(t *testing.T) {
 			open[i].Body.Close()
 			synctest.Wait()
 		}
+		var got []*http.Response
 		served := func(calls []<-chan callResult) (n int) {
 			for _, c := range calls {
 				select {
 				case r := <-c:
 					mustNotErr(t, r.err)
-					r.resp.Body.Close()
+					got = append(got, r.resp)
 					n++
 				default:
 				}
@@ -286,10 +287,11 @@ func TestALargerReserveDoesNotKeepALentSlot(t *testing.T) {
 		if na, nb := served(as), served(bs); na != 1 || nb != 3 {
 			t.Errorf("four slots came back: a was served %d, b %d; want b its 3 reserved, then a 1", na, nb)
 		}
-		closeAll(open[4:])
+		closeAll(append(open[4:], got...))
 		synctest.Wait()
 		served(as) // the other four of a, and the last of b
 		served(bs)
+		closeAll(got)
 	})
 }
 
