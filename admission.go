@@ -37,6 +37,7 @@ type charge struct {
 	cost       float64
 	admittedAt int64 // the scope's admitted count when this call was admitted
 	spentAt    int64 // the scope's spent units, this call's included, then
+	slotEpoch  int64 // when the call took its slot (slotage.go)
 }
 
 var defaultCharges = []Charge{{Scope: DefaultScope}}
@@ -263,7 +264,7 @@ func (c *call) holdsResources() bool {
 func (c *call) finish() {
 	for _, ch := range c.charges {
 		if c.holdsSlots {
-			ch.state.releaseSlot(c.workload.index, nil)
+			ch.state.releaseSlot(c.workload.index, ch.slotEpoch, nil)
 		}
 		ch.state.release()
 	}
@@ -303,7 +304,7 @@ func (c *call) admit(ctx context.Context) error {
 	}
 	for i := range c.charges {
 		// Calls that were here first, or that matter more, go first.
-		if s := c.charges[i].state; s.servesBefore(c.workload.Reserve) {
+		if s := c.charges[i].state; s.servesBefore(c.workload.index, c.workload.Reserve) {
 			return c.wait(ctx, blocked{state: s, reason: ReasonRate})
 		}
 	}
@@ -348,10 +349,15 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 		}
 	}
 	if c.needsSlots {
+		epoch := slotEpoch(now)
 		for i := range c.charges {
-			if !c.charges[i].state.acquireSlot(c.workload.index) {
+			ch := &c.charges[i]
+			ch.slotEpoch = epoch
+			if !ch.state.acquireSlot(c.workload.index, epoch) {
 				c.releaseSlots(i)
-				return blocked{state: c.charges[i].state, reason: ReasonConcurrency}, nil
+				// A full scope may be full of slots never given back.
+				c.t.checkSlotsSometimes(ch.state, now)
+				return blocked{state: ch.state, reason: ReasonConcurrency}, nil
 			}
 		}
 		c.holdsSlots = true
@@ -362,6 +368,9 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 		d, err = c.t.store.Take(ctx, now, c.demands)
 	}
 	if err == nil && d.OK {
+		if c.holdsSlots {
+			c.t.checkAllSlots(now)
+		}
 		for i := range c.charges {
 			ch := &c.charges[i]
 			ch.admittedAt = ch.state.admitted.Add(1)
@@ -386,7 +395,7 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 // releaseSlots gives back the slots of the first n charges.
 func (c *call) releaseSlots(n int) {
 	for _, ch := range c.charges[:n] {
-		ch.state.releaseSlot(c.workload.index, c.waiter)
+		ch.state.releaseSlot(c.workload.index, ch.slotEpoch, c.waiter)
 	}
 	c.holdsSlots = false
 }
@@ -407,7 +416,7 @@ func (c *call) costOn(s *scopeState) float64 {
 // another scope, the call moves to that scope's queue, keeping its place in
 // arrival order.
 func (c *call) wait(ctx context.Context, b blocked) error {
-	w := &waiter{priority: c.workload.Reserve, seq: c.t.arrivals.Add(1), wake: make(chan struct{}, 1)}
+	w := &waiter{workload: c.workload.index, priority: c.workload.Reserve, seq: c.t.arrivals.Add(1), wake: make(chan struct{}, 1)}
 	c.waiter = w
 	defer func() { c.waiter = nil }()
 	start := c.t.clock.Now()
@@ -433,8 +442,14 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 				return err
 			}
 		}
-		for moved := false; !moved; {
-			head := s.isHead(w)
+		for moved, woken := false, false; !moved; {
+			h := s.headOf()
+			head := h == w
+			if !head && woken {
+				// The head can change with no call leaving (a workload
+				// took or gave back its reserved slots): pass the wake on.
+				h.signal()
+			}
 			if head {
 				next, err := c.tryAdmit(ctx)
 				switch {
@@ -475,6 +490,7 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 			case <-w.wake:
 			case <-fire:
 			}
+			woken = true
 		}
 	}
 }

@@ -2,19 +2,27 @@ package pacer
 
 import (
 	"io"
+	"math"
 	"sync/atomic"
 )
 
 // acquireSlot takes one of the scope's concurrency slots for workload w, if
-// one is free to w: w stays within its Max, and leaves the slots that other
-// workloads reserved and are not using.
+// one is free to w, and counts it as taken in the given epoch (slotage.go).
+//
+// A workload's reserved slots are its own: while it holds fewer, it takes
+// any free slot. Beyond them it borrows: it takes a free slot only if that
+// leaves free the unused reserved slots of every other workload that has a
+// call waiting on the scope, and only within its Max. So a reserve is lent
+// while its owner is idle, and a lent slot comes back to the owner when the
+// borrower's call ends: the owner's waiters are first in line (waitqueue.go).
 //
 // Without reserves or caps a slot is a compare-and-swap; with them, the
-// decision reads every workload's count, under the lock. Either way a slot
-// is given back without the lock (releaseSlot), so a decision may see a
-// count a moment old and refuse: the refused call then queues and tries
-// again, and the release, which looks for a queue after it counts, wakes it.
-func (s *scopeState) acquireSlot(w int) bool {
+// decision reads the workloads' counts and the queue, under the lock.
+// Either way a slot is given back without the lock (releaseSlot), so a
+// decision may see a count a moment old and refuse: the refused call then
+// queues and tries again, and the release, which looks for a queue after it
+// counts, wakes it.
+func (s *scopeState) acquireSlot(w int, epoch int64) bool {
 	c := s.class
 	if c.Concurrency == 0 {
 		return true
@@ -28,6 +36,7 @@ func (s *scopeState) acquireSlot(w int) bool {
 			}
 			if s.inFlight.CompareAndSwap(n, n+1) {
 				s.inFlightBy[w].Add(1)
+				s.ages.add(epoch)
 				return true
 			}
 		}
@@ -38,19 +47,44 @@ func (s *scopeState) acquireSlot(w int) bool {
 	if c.maxSlots[w] > 0 && mine >= scaled(c.maxSlots[w], share) {
 		return false
 	}
-	reservedByOthers := 0
-	for v, r := range c.reservedSlots {
-		r = int(float64(r) * share) // a lowered cap lowers the reserves alike
-		if used := int(s.inFlightBy[v].Load()); v != w && r > used {
-			reservedByOthers += r - used
-		}
-	}
-	if int(s.inFlight.Load())+reservedByOthers >= limit {
+	n := int(s.inFlight.Load())
+	if n >= limit {
 		return false
+	}
+	if mine >= scaledReserve(c.reservedSlots[w], share) {
+		// Borrowing: leave the unused reserves of the waiting owners.
+		heldBack := 0
+		for v, line := range s.queue.lines {
+			if v != w && line.n > 0 {
+				heldBack += max(0, scaledReserve(c.reservedSlots[v], share)-int(s.inFlightBy[v].Load()))
+			}
+		}
+		if n+heldBack >= limit {
+			return false
+		}
 	}
 	s.inFlight.Add(1)
 	s.inFlightBy[w].Add(1)
+	s.ages.add(epoch)
 	return true
+}
+
+// reservedSlots returns the slots that a reserve holds of a scope of n:
+// reserve × n rounded down, so that reserves adding up to at most 1 never
+// hold more slots than there are. A reserve worth less than one slot holds
+// none (its workload is still served first).
+func reservedSlots(reserve float64, n int) int {
+	return int(math.Floor(reserve*float64(n) + 1e-9))
+}
+
+// scaledReserve returns the reserved slots left of r when the scope may use
+// only share of its slots (a 429 lowered its cap): they shrink alike,
+// rounded down.
+func scaledReserve(r int, share float64) int {
+	if share >= 1 {
+		return r
+	}
+	return int(float64(r) * share)
 }
 
 // slots returns the cap on calls in flight now, and its share of the
@@ -75,14 +109,15 @@ func scaled(n int, share float64) int {
 	return max(1, int(float64(n)*share))
 }
 
-// releaseSlot gives back a slot taken by acquireSlot, and wakes the call at
-// the head of the queue so that it can try for it — unless that call is
-// self, the one giving the slot back after a failed attempt, which would
-// only wake itself and spin.
-func (s *scopeState) releaseSlot(w int, self *waiter) {
+// releaseSlot gives back a slot taken by acquireSlot in the given epoch,
+// and wakes the call at the head of the queue so that it can try for it —
+// unless that call is self, the one giving the slot back after a failed
+// attempt, which would only wake itself and spin.
+func (s *scopeState) releaseSlot(w int, epoch int64, self *waiter) {
 	if s.class.Concurrency == 0 {
 		return
 	}
+	s.ages.remove(epoch)
 	s.inFlightBy[w].Add(-1)
 	s.inFlight.Add(-1)
 	// Counted first, looked for second: a call that queued after failing
@@ -90,10 +125,7 @@ func (s *scopeState) releaseSlot(w int, self *waiter) {
 	if s.waiting.Load() == 0 {
 		return
 	}
-	s.mu.Lock()
-	head := s.queue.head()
-	s.mu.Unlock()
-	if head != self {
+	if head := s.headOf(); head != self {
 		head.signal()
 	}
 }

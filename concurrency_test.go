@@ -177,36 +177,147 @@ func TestWaitersAreServedByReserveThenArrival(t *testing.T) {
 	})
 }
 
-func TestReservedSlotsStayFreeForTheirWorkload(t *testing.T) {
+// A reserve is work-conserving: while its owner has nothing waiting, other
+// workloads borrow its slots, so a scope's slots never sit idle while calls
+// wait for them. (They once did: with Concurrency 2 and a reserve of 0.3,
+// batch never had more than one call in flight.)
+func TestReservedSlotsAreLentWhileTheirOwnerIsIdle(t *testing.T) {
+	for _, tc := range []struct {
+		slots   int
+		reserve float64
+	}{{10, 0.3}, {2, 0.3}, {2, 0.5}, {1, 1}} {
+		synctest.Test(t, func(t *testing.T) {
+			tr := New(&stubAPI{clock: SystemClock}, WithConcurrency(tc.slots), WithoutRetry(), WithFailFast(),
+				WithWorkload("interactive", Workload{Reserve: tc.reserve}))
+			mustNotErr(t, tr.Err())
+			open := openCalls(t, tr, ContextWithWorkload(context.Background(), "batch"), tc.slots)
+			if err := get(tr, context.Background(), "http://api.test/"); !errors.Is(err, ErrThrottled) {
+				t.Errorf("%d slots, reserve %v: a call past the cap: err = %v, want throttled", tc.slots, tc.reserve, err)
+			}
+			closeAll(open)
+		})
+	}
+}
+
+// A lent slot comes back to its owner when the borrower's call ends: the
+// owner is first in line, before a borrower that queued earlier.
+func TestAnOwnerIsFirstInLineForItsLentSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := &stubAPI{clock: SystemClock}
-		tr := New(api, WithConcurrency(10), WithWorkload("interactive", Workload{Reserve: 0.3}))
-		batch := ContextWithWorkload(context.Background(), "batch") // unknown: the default workload
-		var open []*http.Response
-		for range 7 {
-			req, _ := http.NewRequestWithContext(batch, http.MethodGet, "http://api.test/", nil)
-			resp, err := tr.RoundTrip(req)
-			mustNotErr(t, err)
-			open = append(open, resp)
-		}
-		ctx, cancel := context.WithTimeout(batch, time.Minute)
-		defer cancel()
-		if err := get(tr, ctx, "http://api.test/"); !errors.Is(err, ErrThrottled) {
-			t.Fatalf("an eighth batch call: err = %v, want throttled (3 slots are reserved)", err)
-		}
-		interactive := ContextWithWorkload(context.Background(), "interactive")
+		tr := New(api, WithConcurrency(10), WithoutRetry(), WithWorkload("interactive", Workload{Reserve: 0.3}))
+		batch := ContextWithWorkload(context.Background(), "batch")
+		open := openCalls(t, tr, batch, 10)
+		batchCall := startCall(tr, batch)
+		time.Sleep(time.Second)
 		start := time.Now()
-		for range 3 {
-			req, _ := http.NewRequestWithContext(interactive, http.MethodGet, "http://api.test/", nil)
-			resp, err := tr.RoundTrip(req)
-			mustNotErr(t, err)
-			open = append(open, resp)
+		interactiveCall := startCall(tr, ContextWithWorkload(context.Background(), "interactive"))
+		time.Sleep(time.Second)
+		open[0].Body.Close() // the borrower's call ends
+		interactive := <-interactiveCall
+		mustNotErr(t, interactive.err)
+		if waited := time.Since(start); waited != time.Second {
+			t.Errorf("interactive waited %v, want the second until a slot came back", waited)
 		}
-		if time.Since(start) != 0 {
-			t.Errorf("interactive waited %v for its reserved slots", time.Since(start))
+		synctest.Wait()
+		select {
+		case <-batchCall:
+			t.Fatal("the batch call that queued first took the slot")
+		default:
 		}
-		for _, r := range open {
-			r.Body.Close()
+		open[1].Body.Close() // now batch's turn
+		b := <-batchCall
+		mustNotErr(t, b.err)
+		closeAll(append(open[2:], interactive.resp, b.resp))
+	})
+}
+
+type callResult struct {
+	resp *http.Response
+	err  error
+}
+
+// startCall sends a GET in the background; its result, body open, comes on
+// the channel returned.
+func startCall(tr *Transport, ctx context.Context) <-chan callResult {
+	done := make(chan callResult, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/", nil)
+		resp, err := tr.RoundTrip(req)
+		done <- callResult{resp, err}
+	}()
+	return done
+}
+
+// With two reserving workloads, the one with the larger Reserve — served
+// first in general — does not keep the other's lent slots: a workload using
+// fewer slots than it reserves comes first.
+func TestALargerReserveDoesNotKeepALentSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &stubAPI{clock: SystemClock}
+		tr := New(api, WithConcurrency(10), WithoutRetry(),
+			WithWorkload("a", Workload{Reserve: 0.5}), WithWorkload("b", Workload{Reserve: 0.3}))
+		a, b := ContextWithWorkload(context.Background(), "a"), ContextWithWorkload(context.Background(), "b")
+		open := openCalls(t, tr, a, 10) // b is idle: a borrows its 3 slots and the 2 free
+		var as, bs []<-chan callResult
+		for range 5 {
+			as = append(as, startCall(tr, a))
+		}
+		synctest.Wait()
+		for range 4 {
+			bs = append(bs, startCall(tr, b))
+			synctest.Wait()
+		}
+		for i := range 4 { // four slots come back: b's three reserved, then a's turn
+			open[i].Body.Close()
+			synctest.Wait()
+		}
+		var got []*http.Response
+		served := func(calls []<-chan callResult) (n int) {
+			for _, c := range calls {
+				select {
+				case r := <-c:
+					mustNotErr(t, r.err)
+					got = append(got, r.resp)
+					n++
+				default:
+				}
+			}
+			return n
+		}
+		if na, nb := served(as), served(bs); na != 1 || nb != 3 {
+			t.Errorf("four slots came back: a was served %d, b %d; want b its 3 reserved, then a 1", na, nb)
+		}
+		closeAll(append(open[4:], got...))
+		synctest.Wait()
+		served(as) // the other four of a, and the last of b
+		served(bs)
+		closeAll(got)
+	})
+}
+
+// Reserves of 0.5 and 0.5 on one slot once each rounded to the one slot, and
+// no call was ever admitted. Reserves round down: here they hold none, and
+// every workload is admitted in turn.
+func TestReservesRoundDownAndNeverDeadlock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(&stubAPI{clock: SystemClock}, WithConcurrency(1),
+			WithWorkload("a", Workload{Reserve: 0.5}), WithWorkload("b", Workload{Reserve: 0.5}))
+		mustNotErr(t, tr.Err())
+		for _, w := range []string{"a", "b", DefaultWorkload} {
+			ctx, cancel := context.WithTimeout(ContextWithWorkload(context.Background(), w), time.Minute)
+			if err := get(tr, ctx, "http://api.test/"); err != nil {
+				t.Errorf("workload %s: %v", w, err)
+			}
+			cancel()
+		}
+		for _, tc := range []struct {
+			reserve float64
+			slots   int
+			want    int
+		}{{0.5, 1, 0}, {0.3, 2, 0}, {0.5, 2, 1}, {0.3, 10, 3}, {0.25, 10, 2}, {0.7, 10, 7}, {1, 3, 3}} {
+			if got := reservedSlots(tc.reserve, tc.slots); got != tc.want {
+				t.Errorf("a reserve of %v of %d slots holds %d, want %d", tc.reserve, tc.slots, got, tc.want)
+			}
 		}
 	})
 }
@@ -329,17 +440,22 @@ func TestA429LowersAConcurrencyCap(t *testing.T) {
 	closeAll(openCalls(t, tr, context.Background(), 10))
 }
 
-// A lowered cap lowers the reserved slots in proportion, so a workload
-// without a reserve is never left with none.
-func TestALoweredCapLeavesRoomForEveryWorkload(t *testing.T) {
+// A lowered cap lowers the reserved slots in proportion; a workload without
+// a reserve borrows the idle ones, up to the lowered cap.
+func TestALoweredCapLowersTheReserves(t *testing.T) {
 	api := &scriptedAPI{steps: []scripted{{status: http.StatusTooManyRequests}, {status: http.StatusTooManyRequests}, {status: http.StatusTooManyRequests}}}
 	tr := New(api, append(slotsOnly(4), WithWorkload("interactive", Workload{Reserve: 0.5}))...)
 	for range 3 { // three cuts: 4 slots at 0.85³ = 0.61 is 2, of which 1 reserved
 		roundTrip(t, tr).Body.Close()
 	}
-	open := openCalls(t, tr, context.Background(), 1)
+	open := openCalls(t, tr, context.Background(), 2)
 	if err := get(tr, context.Background(), "http://api.test/"); !errors.Is(err, ErrThrottled) {
-		t.Fatalf("a second call of the default workload: err = %v, want throttled", err)
+		t.Fatalf("a third call: err = %v, want throttled at the lowered cap", err)
 	}
-	closeAll(append(open, openCalls(t, tr, ContextWithWorkload(context.Background(), "interactive"), 1)...))
+	closeAll(open[1:])
+	interactive := openCalls(t, tr, ContextWithWorkload(context.Background(), "interactive"), 1)
+	if err := get(tr, context.Background(), "http://api.test/"); !errors.Is(err, ErrThrottled) {
+		t.Fatalf("a call past the lowered cap: err = %v, want throttled", err)
+	}
+	closeAll(append(open[:1], interactive...))
 }

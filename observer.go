@@ -27,22 +27,21 @@ type Event struct {
 type EventKind int
 
 const (
-	EventAdmitted        EventKind = iota // a call was admitted and is about to be sent
-	EventWaited                           // a call was admitted after waiting
-	EventThrottled                        // a call was refused locally: its wait could not be made
-	EventRejected                         // the provider rejected a call (429, 503 or back-pressure)
-	EventCooldownStarted                  // the provider paused a scope
-	EventCooldownEnded                    // a paused scope admitted its first call again
-	EventRetried                          // a call is about to be sent again
-	EventBudgetExhausted                  // a workload's budget refused a call
-	EventStoreFailure                     // the store failed to answer
-
-	// A request body too large for RetryPolicy.MaxBufferedBody: the call is sent once.
-	EventBodyNotReplayable
+	EventAdmitted          EventKind = iota // a call was admitted and is about to be sent
+	EventWaited                             // a call was admitted after waiting
+	EventThrottled                          // a call was refused locally: its wait could not be made
+	EventRejected                           // the provider rejected a call (429, 503 or back-pressure)
+	EventCooldownStarted                    // the provider paused a scope
+	EventCooldownEnded                      // a paused scope admitted its first call again
+	EventRetried                            // a call is about to be sent again
+	EventBudgetExhausted                    // a workload's budget refused a call
+	EventStoreFailure                       // the store failed to answer
+	EventBodyNotReplayable                  // a request body too large for RetryPolicy.MaxBufferedBody: the call is sent once
+	EventSlotHeld                           // a slot was held longer than WithSlotAgeAlert allows; Wait: how long, to the second
 )
 
 var eventNames = [...]string{"admitted", "waited", "throttled", "rejected", "cooldown_started", "cooldown_ended", "retried", "budget_exhausted", "store_failure",
-	"body_not_replayable"}
+	"body_not_replayable", "slot_held"}
 
 // String returns the kind's name in snake case, fit for a metric label.
 func (k EventKind) String() string {

@@ -38,6 +38,8 @@ type config struct {
 	storeFailure StoreFailure
 	storeTimeout time.Duration
 	lease        LeaseConfig // lease.go; Size 0: no lease
+
+	slotAgeAlert time.Duration // slotage.go; 0: DefaultSlotAgeAlert
 }
 
 type namedWorkload struct {

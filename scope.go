@@ -121,7 +121,7 @@ func newScopeClass(s Scope, headroom float64, workloads []*workloadState, clock 
 	for i, w := range workloads {
 		c.sharesSlots = c.sharesSlots || w.Reserve > 0 || w.Max > 0
 		c.othersReserve[i] = totalReserve - w.Reserve
-		c.reservedSlots[i] = int(math.Round(w.Reserve * float64(s.Concurrency)))
+		c.reservedSlots[i] = reservedSlots(w.Reserve, s.Concurrency)
 		if w.Max > 0 {
 			c.maxSlots[i] = max(1, int(math.Floor(w.Max*float64(s.Concurrency)+1e-9)))
 			c.maxScope[i] = reservedPrefix + "max:" + w.name + ":" + s.Name
@@ -215,6 +215,8 @@ type scopeState struct {
 
 	mu    sync.Mutex
 	queue waitQueue
+
+	ages slotAges // the slots in flight by when they were taken
 }
 
 func newScopeState(c *scopeClass, key string) *scopeState {

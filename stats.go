@@ -41,6 +41,11 @@ type ScopeStats struct {
 	InFlightBy map[string]int
 	// RetryCredit is the number of retries the scope's budget allows now.
 	RetryCredit float64
+	// OldestSlot is how long the longest-held slot in flight has been
+	// held, on any key, to within a second; 0 when no slot is. One older
+	// than any response should take is most likely a response body that was
+	// never closed: see WithSlotAgeAlert.
+	OldestSlot time.Duration
 }
 
 // WorkloadStats describes one workload's spend budget.
@@ -77,7 +82,7 @@ func (t *Transport) Stats() Stats {
 		if until := s.cooldown.Load(); until > now.UnixNano() {
 			sc.Cooldown = time.Duration(until - now.UnixNano())
 		}
-		t.count(&sc, s)
+		t.count(&sc, s, now)
 		class.mu.Lock()
 		sc.Keys = len(class.keyed)
 		if sc.Keys == 0 {
@@ -90,7 +95,7 @@ func (t *Transport) Stats() Stats {
 		sc.Admitted += class.forgotten
 		class.mu.Unlock()
 		for _, ks := range keyed {
-			t.count(&sc, ks)
+			t.count(&sc, ks, now)
 		}
 		st.Scopes = append(st.Scopes, sc)
 	}
@@ -147,15 +152,16 @@ func (m *budgetMeter) read(per time.Duration, now time.Time) (spent float64, res
 }
 
 // count adds a bucket's calls in flight and waiting, and a keyed bucket's
-// admissions, to sc.
-func (t *Transport) count(sc *ScopeStats, s *scopeState) {
+// admissions, to sc, and reports its slots held too long.
+func (t *Transport) count(sc *ScopeStats, s *scopeState, now time.Time) {
+	sc.OldestSlot = max(sc.OldestSlot, t.checkSlots(s, now))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.key != "" {
 		sc.Admitted += s.admitted.Load() // the shared state's is counted already
 	}
 	sc.InFlight += int(s.inFlight.Load())
-	sc.Waiting += len(s.queue)
+	sc.Waiting += s.queue.n
 	for _, w := range t.workloads {
 		if n := int(s.inFlightBy[w.index].Load()); n > 0 {
 			sc.InFlightBy[w.name] += n

@@ -55,6 +55,9 @@ type Transport struct {
 	unknownWorkloads sync.Map     // of names said to be undeclared
 	unknownCount     atomic.Int32 // len(unknownWorkloads)
 	bodyTooLargeSaid atomic.Bool
+
+	slotAlert     time.Duration // slotage.go
+	nextSlotCheck atomic.Int64  // when checkAllSlots looks next, in Unix nanoseconds
 }
 
 // New returns a Transport that sends through base (http.DefaultTransport if
@@ -109,6 +112,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 		scopes:      make(map[string]*scopeClass, len(cfg.scopes)),
 		routes:      cfg.routes,
 		workloads:   make(map[string]*workloadState),
+		slotAlert:   cfg.slotAgeAlert,
 	}
 	t.calls.New = func() any { return newPooledCall(t) }
 	if guard != nil && len(t.observers) > 0 {

@@ -2,10 +2,17 @@ package pacer
 
 // A waiter is a call waiting on a scope.
 type waiter struct {
+	workload int     // the workload's index
 	priority float64 // the workload's Reserve: larger is served first
 	seq      uint64  // arrival order, kept when the call moves between scopes
 	cost     float64 // what the call takes from the scope it waits on
 	wake     chan struct{}
+
+	// The waiter's node in its workload's line (see line), while queued.
+	queued      bool
+	left, right *waiter
+	heap        uint64  // the treap's priority, a hash of seq
+	sum         float64 // the cost of the subtree
 }
 
 // signal wakes the waiter if it sleeps; a signal sent while it is awake is
@@ -30,49 +37,221 @@ func (w *waiter) before(o *waiter) bool {
 // A waitQueue holds a scope's waiters in the order they will be served.
 // Only its head tries for admission; the others sleep until they reach it,
 // so a scope has at most one timer running however many calls wait.
-type waitQueue []*waiter
-
-func (q waitQueue) head() *waiter {
-	if len(q) == 0 {
-		return nil
-	}
-	return q[0]
+//
+// Each workload has a line of its own, in arrival order. The head is the
+// first of one of the lines: that of a workload using fewer slots than it
+// reserved, if one waits (its reserved slots come back to it before anyone
+// borrows them again); else that of the largest Reserve, and among equal
+// reserves the earliest arrival. Queueing, leaving and finding the head
+// cost O(log n) in the calls waiting and O(workloads), so a scope can hold
+// a hundred thousand waiters without its lock becoming the bottleneck.
+type waitQueue struct {
+	lines []line // by workload index; nil until a call first waits
+	n     int
 }
 
-// insert puts w in its place and returns the cost of the waiters ahead of it.
-func (q *waitQueue) insert(w *waiter) (ahead float64) {
-	i := len(*q)
-	for i > 0 && w.before((*q)[i-1]) {
-		i--
+// A line is one workload's waiters ordered by seq: a treap whose nodes
+// carry their subtree's cost, so that the cost queued ahead of a waiter is
+// a walk from the root. A call that moves between scopes keeps its seq and
+// takes its place by it, not at the back.
+type line struct {
+	root, first *waiter
+	n           int
+}
+
+func (w *waiter) subtreeCost() float64 {
+	if w == nil {
+		return 0
 	}
-	*q = append(*q, nil)
-	copy((*q)[i+1:], (*q)[i:])
-	(*q)[i] = w
-	for _, o := range (*q)[:i] {
-		ahead += o.cost
+	return w.sum
+}
+
+func (w *waiter) update() { w.sum = w.cost + w.left.subtreeCost() + w.right.subtreeCost() }
+
+// split cuts t into the waiters before seq and the rest.
+func split(t *waiter, seq uint64) (before, rest *waiter) {
+	if t == nil {
+		return nil, nil
 	}
+	if t.seq < seq {
+		t.right, rest = split(t.right, seq)
+		t.update()
+		return t, rest
+	}
+	before, t.left = split(t.left, seq)
+	t.update()
+	return before, t
+}
+
+// merge joins a and b, every waiter of a being before every waiter of b.
+func merge(a, b *waiter) *waiter {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	case a.heap > b.heap:
+		a.right = merge(a.right, b)
+		a.update()
+		return a
+	default:
+		b.left = merge(a, b.left)
+		b.update()
+		return b
+	}
+}
+
+// treapHeap hashes a seq (splitmix64) into a treap priority: seqs come in
+// order, and a treap keyed by them stays balanced only if its priorities
+// look random.
+func treapHeap(seq uint64) uint64 {
+	z := seq + 0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// insert puts w in its place and returns the cost of the line ahead of it.
+func (l *line) insert(w *waiter) (ahead float64) {
+	w.left, w.right, w.heap, w.sum = nil, nil, treapHeap(w.seq), w.cost
+	l.root, ahead = insertAt(l.root, w)
+	if l.first == nil || w.seq < l.first.seq {
+		l.first = w
+	}
+	l.n++
 	return ahead
 }
 
-// remove takes w out of the queue and reports whether it was the head.
-func (q *waitQueue) remove(w *waiter) (wasHead bool) {
-	for i, o := range *q {
-		if o == w {
-			copy((*q)[i:], (*q)[i+1:])
-			(*q)[len(*q)-1] = nil
-			*q = (*q)[:len(*q)-1]
-			return i == 0
-		}
+// insertAt inserts w in the treap t in one descent: down to where w's heap
+// puts it, where it takes the subtree below, split around it.
+func insertAt(t, w *waiter) (root *waiter, ahead float64) {
+	if t == nil {
+		return w, 0
 	}
-	return false
+	if w.heap > t.heap {
+		w.left, w.right = split(t, w.seq)
+		w.update()
+		return w, w.left.subtreeCost()
+	}
+	t.sum += w.cost // costs are whole units: sums are exact
+	if w.seq < t.seq {
+		t.left, ahead = insertAt(t.left, w)
+		return t, ahead
+	}
+	t.right, ahead = insertAt(t.right, w)
+	return t, ahead + t.left.subtreeCost() + t.cost
 }
 
-// enqueue adds w to the scope's queue and returns the cost ahead of it.
+func (l *line) remove(w *waiter) {
+	l.root = removeFrom(l.root, w)
+	w.left, w.right = nil, nil
+	l.n--
+	if l.first == w {
+		l.first = l.root
+		for l.first != nil && l.first.left != nil {
+			l.first = l.first.left
+		}
+	}
+}
+
+// removeFrom takes w out of the treap t, which holds it.
+func removeFrom(t, w *waiter) *waiter {
+	if t == w {
+		return merge(t.left, t.right)
+	}
+	t.sum -= w.cost
+	if w.seq < t.seq {
+		t.left = removeFrom(t.left, w)
+	} else {
+		t.right = removeFrom(t.right, w)
+	}
+	return t
+}
+
+// costBefore returns the cost of the line's waiters that arrived before seq.
+func (l *line) costBefore(seq uint64) (c float64) {
+	for t := l.root; t != nil; {
+		if t.seq < seq {
+			c += t.left.subtreeCost() + t.cost
+			t = t.right
+		} else {
+			t = t.left
+		}
+	}
+	return c
+}
+
+// owns reports whether workload v holds fewer of the scope's slots than it
+// reserves: its waiters are then first in line for a slot.
+func (s *scopeState) owns(v int, share float64) bool {
+	c := s.class
+	if !c.sharesSlots || c.reservedSlots[v] == 0 {
+		return false
+	}
+	return int(s.inFlightBy[v].Load()) < scaledReserve(c.reservedSlots[v], share)
+}
+
+// ranksBefore reports whether workload a's calls are served before workload
+// b's: owners of unused reserved slots first, then by Reserve. Equal ranks
+// are served in arrival order.
+func (s *scopeState) ranksBefore(a int, pa float64, b int, pb float64, share float64) (before, equal bool) {
+	oa, ob := s.owns(a, share), s.owns(b, share)
+	if oa != ob {
+		return oa, false
+	}
+	return pa > pb, pa == pb
+}
+
+// head returns the waiter to be served next, or nil. s.mu must be held.
+func (s *scopeState) head() *waiter {
+	q := &s.queue
+	if q.n == 0 {
+		return nil
+	}
+	_, share := s.slots()
+	var best *waiter
+	for v := range q.lines {
+		w := q.lines[v].first
+		if w == nil {
+			continue
+		}
+		if best == nil {
+			best = w
+			continue
+		}
+		if before, equal := s.ranksBefore(v, w.priority, best.workload, best.priority, share); before || equal && w.seq < best.seq {
+			best = w
+		}
+	}
+	return best
+}
+
+// enqueue adds w to the scope's queue and returns the cost queued ahead of
+// it, as things stand: a lower bound on what must be paid before w.
 func (s *scopeState) enqueue(w *waiter) float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ahead := s.queue.insert(w)
-	s.waiting.Store(int32(len(s.queue)))
+	q := &s.queue
+	if q.lines == nil {
+		q.lines = make([]line, len(s.inFlightBy))
+	}
+	ahead := q.lines[w.workload].insert(w)
+	w.queued = true
+	q.n++
+	s.waiting.Store(int32(q.n))
+	_, share := s.slots()
+	for v := range q.lines {
+		l := &q.lines[v]
+		if v == w.workload || l.first == nil {
+			continue
+		}
+		switch before, equal := s.ranksBefore(v, l.first.priority, w.workload, w.priority, share); {
+		case before:
+			ahead += l.root.subtreeCost()
+		case equal:
+			ahead += l.costBefore(w.seq)
+		}
+	}
 	return ahead
 }
 
@@ -81,28 +260,44 @@ func (s *scopeState) enqueue(w *waiter) float64 {
 func (s *scopeState) leave(w *waiter) {
 	s.mu.Lock()
 	var next *waiter
-	if s.queue.remove(w) {
-		next = s.queue.head()
+	if w.queued {
+		wasHead := s.head() == w
+		s.queue.lines[w.workload].remove(w)
+		w.queued = false
+		s.queue.n--
+		if wasHead {
+			next = s.head()
+		}
 	}
-	s.waiting.Store(int32(len(s.queue)))
+	s.waiting.Store(int32(s.queue.n))
 	s.mu.Unlock()
 	next.signal()
 }
 
-func (s *scopeState) isHead(w *waiter) bool {
+// headOf returns the scope's head, which is w or another waiter that w
+// should wake, having been woken itself: the head can change with no call
+// leaving, when a workload takes or gives back its reserved slots.
+func (s *scopeState) headOf() *waiter {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.queue.head() == w
+	return s.head()
 }
 
+func (s *scopeState) isHead(w *waiter) bool { return s.headOf() == w }
+
 // servesBefore reports whether a waiter of the scope comes before a new call
-// of the given priority, which must then queue behind it.
-func (s *scopeState) servesBefore(priority float64) bool {
+// of workload w, which must then queue behind it.
+func (s *scopeState) servesBefore(w int, priority float64) bool {
 	if s.waiting.Load() == 0 {
 		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h := s.queue.head()
-	return h != nil && h.priority >= priority
+	h := s.head()
+	if h == nil {
+		return false
+	}
+	_, share := s.slots()
+	before, equal := s.ranksBefore(h.workload, h.priority, w, priority, share)
+	return before || equal
 }

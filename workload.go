@@ -19,18 +19,34 @@ const DefaultWorkload = "default"
 //
 // While several workloads wait on a scope, the one with the larger Reserve
 // is served first; within a workload, calls are served in arrival order.
-// The scheduler is work-conserving: a workload may use the whole rate while
-// the others are idle, but never the part of the burst and of the concurrency
-// that others reserved, so it is there the instant they come back.
+// The scheduler is work-conserving: a workload may use the whole rate and
+// every slot while the others are idle. What a workload reserves is kept for
+// it in two ways:
+//
+//   - The reserved part of a scope's burst is never spent by others, so it
+//     is there the instant its workload comes back.
+//   - Reserved concurrency slots are lent: others may take them while the
+//     workload has no call waiting on the scope. A lent slot comes back when
+//     the borrower's call ends (no call is cut short): a workload holding
+//     fewer slots than it reserves is first in line for the next slot freed,
+//     before every other workload whatever its Reserve, and while it waits
+//     no other workload takes a slot it reserved.
 type Workload struct {
 	// Reserve is the share (0 to 1) of every scope's burst and concurrency
-	// that no other workload may take, so this workload is admitted at once
-	// when it arrives. The workload itself may use everything. Reserves of
-	// all workloads add up to at most 1.
+	// kept for this workload (see above), and its priority in queues. The
+	// workload itself may use everything. Reserves of all workloads add up
+	// to at most 1.
+	//
+	// On a scope of n slots, a reserve holds Reserve × n slots rounded down,
+	// so reserves never add up to more slots than there are: of 10 slots a
+	// Reserve of 0.25 holds 2 and 0.3 holds 3; of 2 slots, 0.3 holds none
+	// and 0.5 holds one; of 1 slot, two reserves of 0.5 hold none. A reserve
+	// that holds no slot still serves its workload first. When a 429 lowers
+	// a scope's cap (Scope.Concurrency), the reserved slots shrink alike.
 	Reserve float64
 	// Max is the largest share (0 to 1) of every scope's rate, burst and
-	// concurrency this workload may use. Zero means no cap beyond what
-	// others reserve.
+	// concurrency this workload may use; of n slots, Max × n rounded down,
+	// and at least one. Zero means no cap beyond what others reserve.
 	Max float64
 	// Budget is a hard spend cap, charged per attempt sent (see Budget).
 	// Past it, an attempt is not sent: a call fails at once with an error

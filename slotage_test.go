@@ -1,0 +1,168 @@
+package pacer
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// heldSlots is an Observer that keeps the EventSlotHeld it hears.
+type heldSlots struct {
+	mu   sync.Mutex
+	list []Event
+}
+
+func (h *heldSlots) Observe(e Event) {
+	if e.Kind == EventSlotHeld {
+		h.mu.Lock()
+		h.list = append(h.list, e)
+		h.mu.Unlock()
+	}
+}
+
+func (h *heldSlots) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.list)
+}
+
+// A body never closed holds its slot for ever: that is the caller's to fix,
+// as with net/http, but pacer makes it visible. Stats shows the age of the
+// oldest slot, and one event per slot says when one has been held longer
+// than the alert's age — heard from Stats, from a call that finds the scope
+// full, and from any admission at most every half of the age.
+func TestASlotHeldTooLongIsReportedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		held := &heldSlots{}
+		tr := New(&stubAPI{clock: SystemClock}, WithConcurrency(2), WithoutRetry(), WithObserver(held))
+		leaked := roundTrip(t, tr) // never closed
+		time.Sleep(5 * time.Minute)
+		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+		if d := tr.Stats().Scopes[0]; d.OldestSlot != 5*time.Minute || d.InFlight != 1 {
+			t.Errorf("after 5 minutes: oldest slot %v with %d in flight, want 5m0s and 1", d.OldestSlot, d.InFlight)
+		}
+		if held.count() != 0 {
+			t.Fatalf("%d slots reported held too long after 5 minutes", held.count())
+		}
+		time.Sleep(5*time.Minute + time.Second)
+		if d := tr.Stats().Scopes[0]; d.OldestSlot != 10*time.Minute+time.Second {
+			t.Errorf("oldest slot %v, want 10m1s", d.OldestSlot)
+		}
+		tr.Stats()
+		if held.count() != 1 || held.list[0].Scope != DefaultScope || held.list[0].Wait < DefaultSlotAgeAlert {
+			t.Fatalf("events %+v, want one for the default scope, held 10 minutes or more", held.list)
+		}
+
+		// A second leak is heard by a call that finds the scope full.
+		leaked2 := roundTrip(t, tr)
+		time.Sleep(DefaultSlotAgeAlert + time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := get(tr, ctx, "http://api.test/"); !errors.Is(err, ErrThrottled) {
+			t.Fatalf("a third call with two slots held: err = %v, want throttled", err)
+		}
+		if held.count() != 2 {
+			t.Errorf("%d events after the second slot was held too long, want 2", held.count())
+		}
+		leaked.Body.Close()
+		leaked2.Body.Close()
+		if d := tr.Stats().Scopes[0]; d.OldestSlot != 0 || held.count() != 2 {
+			t.Errorf("after both were closed: oldest slot %v, %d events; want none and still 2", d.OldestSlot, held.count())
+		}
+	})
+}
+
+// A leak on a scope that is never full is heard from admissions, with no
+// Stats: at most every half of the alert's age, at the cost of one atomic
+// load a call.
+func TestASlotHeldTooLongIsHeardWithoutStats(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		held := &heldSlots{}
+		tr := New(&stubAPI{clock: SystemClock}, WithConcurrency(100), WithSlotAgeAlert(time.Minute), WithObserver(held),
+			WithScope(Scope{Name: "per-user", Concurrency: 5}),
+			WithRoute(func(req *http.Request, c []Charge) []Charge {
+				return append(c, Charge{Scope: "per-user", Key: req.URL.Query().Get("user")})
+			}))
+		mustNotErr(t, tr.Err())
+		req, _ := http.NewRequest(http.MethodGet, "http://api.test/?user=ann", nil)
+		leaked, err := tr.RoundTrip(req)
+		mustNotErr(t, err)
+		for range 4 * 60 { // a call a second for 4 minutes
+			time.Sleep(time.Second)
+			mustNotErr(t, get(tr, context.Background(), "http://api.test/?user=bob"))
+		}
+		// Held for 4 minutes: reported once on each scope, the keyed one too.
+		if held.count() != 2 {
+			t.Errorf("events %+v, want one for each of the two scopes", held.list)
+		}
+		leaked.Body.Close()
+	})
+}
+
+func TestSlotAgeAlertValidation(t *testing.T) {
+	if err := New(nil, WithSlotAgeAlert(time.Millisecond)).Err(); err == nil {
+		t.Error("an alert of a millisecond: no configuration error; ages are counted in seconds")
+	}
+	if err := New(nil, WithSlotAgeAlert(time.Minute)).Err(); err != nil {
+		t.Error(err)
+	}
+}
+
+// slotAges keeps its count through slots older than its ring: taken and
+// given back in any order, across seconds, the count ends at zero.
+func TestSlotAgesCountAcrossTheRing(t *testing.T) {
+	var a slotAges
+	var epochs []int64
+	for e := int64(1_000); e < 1_000+3*ageRing; e++ {
+		for range 3 {
+			a.add(e)
+			epochs = append(epochs, e)
+		}
+	}
+	oldest, ok, overdue := a.check(1_000+3*ageRing, 5*time.Second)
+	if !ok || oldest != 1_000 {
+		t.Errorf("oldest %d (%v), want 1000", oldest, ok)
+	}
+	n := 0
+	for _, o := range overdue {
+		n += o.n
+	}
+	if want := 3 * (3*ageRing - 5); n != want {
+		t.Errorf("%d slots overdue, want %d", n, want)
+	}
+	for i := len(epochs) - 1; i >= 0; i -= 2 {
+		a.remove(epochs[i])
+	}
+	for i := len(epochs) - 2; i >= 0; i -= 2 {
+		a.remove(epochs[i])
+	}
+	if _, ok, _ := a.check(2_000, time.Second); ok {
+		t.Errorf("slots still counted after every one was given back: old %v", a.old)
+	}
+}
+
+// BenchmarkSlotAges measures what counting slots by age adds to a call that
+// takes and gives back a slot: one compare-and-swap each way, on one word
+// that every core shares in the parallel case.
+func BenchmarkSlotAges(b *testing.B) {
+	b.Run("serial", func(b *testing.B) {
+		var a slotAges
+		for b.Loop() {
+			a.add(1_000)
+			a.remove(1_000)
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		var a slotAges
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				a.add(1_000)
+				a.remove(1_000)
+			}
+		})
+	})
+}
