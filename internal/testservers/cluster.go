@@ -46,8 +46,9 @@ func (c *RedisCluster) Addrs() []string {
 
 // NodeTimeout is the cluster-node-timeout of a private cluster: a primary
 // that misses pings this long is failed, and its replica promoted about a
-// second later.
-const NodeTimeout = time.Second
+// second later. Shorter would fail over sooner, but a busy machine could then
+// starve a healthy node that long and fail it over by mistake.
+const NodeTimeout = 2 * time.Second
 
 // StartRedisCluster starts a private Redis Cluster of primaries primaries,
 // each with one replica, on free loopback ports, and waits until every node

@@ -194,9 +194,23 @@ func (s *Store) run(ctx context.Context, mode string, now time.Time, demands []p
 	}
 	reply, err := script.Run(ctx, s.client, keys, args...).StringSlice()
 	if err != nil {
+		s.reloadSlots()
 		return nil, fmt.Errorf("redisstore: %s: %w", mode, err)
 	}
 	return reply, nil
+}
+
+// reloadSlots asks a Cluster client to learn again which node serves which
+// slot, after a call failed. go-redis learns it when a node redirects it
+// (MOVED), and otherwise only every ClusterStateReloadInterval (a minute by
+// default): a primary that died cannot redirect, so without this the store
+// would keep calling it for up to a minute after its replica took over. The
+// reload runs in the background, one at a time; the Transport asks a failed
+// store again only after a pause, so failures do not make a storm of them.
+func (s *Store) reloadSlots() {
+	if c, ok := s.client.(*redis.ClusterClient); ok {
+		c.ReloadState(context.Background())
+	}
 }
 
 // formatFloat formats f so that Lua's tonumber reads back the same double.
