@@ -48,11 +48,14 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -70,6 +73,8 @@ type Store struct {
 	client      redis.UniversalClient
 	prefix      string
 	callerClock bool
+	singleSlot  bool // WithSingleSlot
+	spread      bool // each bucket in a slot of its own (see Keys)
 }
 
 var _ pacer.ContextStore = (*Store)(nil)
@@ -100,6 +105,16 @@ func WithPrefix(prefix string) Option {
 	return func(s *Store) { s.prefix = prefix }
 }
 
+// WithSingleSlot keeps every bucket of the store in one Cluster slot, as
+// on a single node: every Take, over any number of buckets, is then one
+// script on one node, at the price of one shard doing all of the store's
+// work. It is for a Cluster fleet that wants that, and for one upgrading
+// from a version of this package that put every bucket in one slot (see
+// the package doc's Upgrading). It changes nothing on other clients.
+func WithSingleSlot() Option {
+	return func(s *Store) { s.singleSlot = true }
+}
+
 // WithCallerClock makes the store use the now passed to each call instead of
 // Redis's TIME. It is for tests that run in virtual time, and for fleets
 // whose clocks are synchronized well enough to trust; instances whose clocks
@@ -115,69 +130,127 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 	for _, o := range opts {
 		o(s)
 	}
+	_, cluster := client.(*redis.ClusterClient)
+	s.spread = cluster && !s.singleSlot
 	return s
 }
 
-// Key returns the Redis key of the bucket of scope and key.
+// Key returns the Redis key of the bucket of scope and key: see the package
+// doc's Keys.
 func (s *Store) Key(scope, key string) string {
-	return "{" + s.prefix + "}:" + strconv.Itoa(len(scope)) + ":" + scope + ":" + key
+	id := s.prefix + ":" + strconv.Itoa(len(scope)) + ":" + scope + ":" + key
+	if !s.spread {
+		return "{" + s.prefix + "}" + id[len(s.prefix):]
+	}
+	if strings.IndexByte(id, '}') < 0 {
+		return "{" + id + "}"
+	}
+	// A '}' in the name would end the hash tag early, putting every name
+	// that starts alike in one slot: the tag is the name's hash instead.
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return "{" + strconv.FormatUint(h.Sum64(), 16) + "}" + id
 }
 
 // Take implements pacer.Store.
 func (s *Store) Take(ctx context.Context, now time.Time, demands []pacer.Demand) (pacer.Decision, error) {
-	if !anyCost(demands) {
+	n := costly(demands)
+	if n == 0 {
 		return pacer.Decision{OK: true}, nil
 	}
-	reply, err := s.run(ctx, "take", now, demands, nil)
+	if s.spread && n > 1 {
+		return s.takeEach(ctx, now, demands)
+	}
+	reply, err := s.run(ctx, "take", now, demands, nil, "")
 	if err != nil {
 		return pacer.Decision{}, err
 	}
-	if len(reply) == 1 && reply[0] == "1" {
-		return pacer.Decision{OK: true}, nil
+	d, _, err := decision(reply, len(demands))
+	return d, err
+}
+
+// decision reads the reply of a take or a peek of n demands, and for a
+// granted take the server's time of it.
+func decision(reply []string, n int) (d pacer.Decision, took string, err error) {
+	if len(reply) >= 1 && len(reply) <= 2 && reply[0] == "1" {
+		if len(reply) == 2 {
+			took = reply[1]
+		}
+		return pacer.Decision{OK: true}, took, nil
 	}
 	if len(reply) != 3 {
-		return pacer.Decision{}, fmt.Errorf("redisstore: unexpected reply %q", reply)
+		return pacer.Decision{}, "", fmt.Errorf("redisstore: unexpected reply %q", reply)
 	}
 	blocked, err1 := strconv.Atoi(reply[1])
 	wait, err2 := strconv.ParseInt(reply[2], 10, 64)
-	if err := errors.Join(err1, err2); err != nil || blocked < 0 || blocked >= len(demands) {
-		return pacer.Decision{}, fmt.Errorf("redisstore: unexpected reply %q", reply)
+	if err := errors.Join(err1, err2); err != nil || blocked < 0 || blocked >= n {
+		return pacer.Decision{}, "", fmt.Errorf("redisstore: unexpected reply %q", reply)
 	}
-	d := pacer.Decision{Blocked: blocked, Wait: time.Duration(wait)}
+	d = pacer.Decision{Blocked: blocked, Wait: time.Duration(wait)}
 	if wait < 0 {
 		d.Wait = pacer.Never
 	}
-	return d, nil
+	return d, "", nil
 }
 
 // Refund implements pacer.Store.
 func (s *Store) Refund(ctx context.Context, now time.Time, demands []pacer.Demand) error {
-	if !anyCost(demands) {
+	n := costly(demands)
+	if n == 0 {
 		return nil
 	}
-	_, err := s.run(ctx, "refund", now, demands, nil)
+	if s.spread && n > 1 {
+		// Each bucket gets back what it gave, on its own node; a refund
+		// need not be atomic.
+		var jobs []job
+		for i := range demands {
+			if demands[i].Cost > 0 {
+				jobs = append(jobs, job{i: i, mode: "refund"})
+			}
+		}
+		var err error
+		for _, r := range s.each(ctx, now, demands, jobs) {
+			err = cmp.Or(err, r.err)
+		}
+		return err
+	}
+	_, err := s.run(ctx, "refund", now, demands, nil, "")
 	return err
 }
 
 // Clamp implements pacer.Store.
 func (s *Store) Clamp(ctx context.Context, now time.Time, d pacer.Demand, tokens float64) error {
-	_, err := s.run(ctx, "clamp", now, []pacer.Demand{d}, &tokens)
+	_, err := s.run(ctx, "clamp", now, []pacer.Demand{d}, &tokens, "")
 	return err
 }
 
-func anyCost(demands []pacer.Demand) bool {
+// costly returns how many demands cost something.
+func costly(demands []pacer.Demand) int {
+	n := 0
 	for i := range demands {
 		if demands[i].Cost > 0 {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
 }
 
-// run runs the script. For a clamp, level replaces each demand's cost.
-func (s *Store) run(ctx context.Context, mode string, now time.Time, demands []pacer.Demand, level *float64) ([]string, error) {
+// run runs the script. For a clamp, level replaces each demand's cost; for
+// an undo, took is the time the take replied.
+func (s *Store) run(ctx context.Context, mode string, now time.Time, demands []pacer.Demand, level *float64, took string) ([]string, error) {
+	keys, args := s.scriptArgs(mode, now, demands, level, took)
+	reply, err := script.Run(ctx, s.client, keys, args...).StringSlice()
+	if err != nil {
+		s.reloadSlots()
+		return nil, fmt.Errorf("redisstore: %s: %w", mode, err)
+	}
+	return reply, nil
+}
+
+// scriptArgs returns the script's KEYS and ARGV (see take.lua).
+func (s *Store) scriptArgs(mode string, now time.Time, demands []pacer.Demand, level *float64, took string) ([]string, []any) {
 	keys := make([]string, len(demands))
-	args := make([]any, 0, 2+5*len(demands))
+	args := make([]any, 0, 3+5*len(demands))
 	args = append(args, mode, "")
 	if s.callerClock {
 		args[1] = strconv.FormatInt(now.UnixMicro(), 10)
@@ -192,12 +265,10 @@ func (s *Store) run(ctx context.Context, mode string, now time.Time, demands []p
 		args = append(args, formatFloat(d.Rate), formatFloat(d.Burst),
 			strconv.FormatInt(d.Window.Microseconds(), 10), formatFloat(cost), formatFloat(d.Floor))
 	}
-	reply, err := script.Run(ctx, s.client, keys, args...).StringSlice()
-	if err != nil {
-		s.reloadSlots()
-		return nil, fmt.Errorf("redisstore: %s: %w", mode, err)
+	if took != "" {
+		args = append(args, took)
 	}
-	return reply, nil
+	return keys, args
 }
 
 // reloadSlots asks a Cluster client to learn again which node serves which
