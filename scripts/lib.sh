@@ -258,3 +258,90 @@ redis_ping() {
 		[[ $reply == $'+PONG\r' ]]
 	) 2>/dev/null
 }
+
+# start_redis_cluster: a Redis Cluster of three primaries, each with one
+# replica, on free loopback ports, files in $TMP/redis-cluster; sets
+# REDIS_CLUSTER_PIDS (every node, for cleanup: stop_redis_cluster) and exports
+# PACER_REDIS_CLUSTER_ADDRS (every node's host:port, comma-separated). Built
+# by `redis-cli --cluster create` (redis-tools, which redis-server depends
+# on), and ready once every node says cluster_state:ok.
+REDIS_CLUSTER_PIDS=()
+start_redis_cluster() {
+	local dir=$TMP/redis-cluster addrs=() i node port bus pid
+	command -v redis-cli >/dev/null || {
+		log "redis-cli is not installed (Debian's redis-tools)"
+		return 1
+	}
+	mkdir -p "$dir"
+	for i in 0 1 2 3 4 5; do
+		node=$dir/$i
+		mkdir -p "$node"
+		for _ in 1 2 3; do
+			free_port || return 1
+			port=$PORT
+			# The cluster bus gets a port of its own: the default, port+10000,
+			# may be in the ephemeral range or taken.
+			free_port || return 1
+			bus=$PORT
+			: >"$node/redis.log"
+			rm -f "$node/nodes.conf"
+			# A node that misses pings for 5 s is failed over. The tests never
+			# stop a node of this cluster (it is shared; a test that fails one
+			# over starts its own), so the timeout only has to be long enough
+			# that a busy machine never trips it.
+			setsid redis-server --bind 127.0.0.1 --port "$port" --cluster-port "$bus" \
+				--cluster-enabled yes --cluster-config-file "$node/nodes.conf" \
+				--cluster-node-timeout 5000 --save '' --appendonly no \
+				--dir "$node" --logfile "$node/redis.log" --daemonize no </dev/null &
+			pid=$!
+			if wait_for "$pid" 10 redis_ping "$port"; then
+				REDIS_CLUSTER_PIDS+=("$pid")
+				addrs+=("127.0.0.1:$port")
+				continue 2
+			fi
+			startup_failed "redis cluster node $i" "$pid"
+			stop_pid "redis cluster node $i" "$pid"
+			grep -q 'Address already in use' "$node/redis.log" || break
+			log "redis cluster: port $port or $bus was taken meanwhile; trying others"
+		done
+		tail -n 20 "$node/redis.log" >&2
+		return 1
+	done
+	# --cluster-yes accepts the proposed layout: the first three nodes are
+	# primaries, each of the others a replica of one of them.
+	if ! redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes \
+		</dev/null >"$dir/create.log" 2>&1; then
+		tail -n 20 "$dir/create.log" >&2
+		return 1
+	fi
+	# create returns once the nodes agree on the configuration; each node
+	# says ok once it sees every slot served.
+	for i in "${!addrs[@]}"; do
+		if ! wait_for "${REDIS_CLUSTER_PIDS[$i]}" 30 cluster_ok "${addrs[$i]##*:}"; then
+			log "redis cluster node ${addrs[$i]} is not ok:"
+			redis-cli -p "${addrs[$i]##*:}" cluster info 2>&1 | head -n 3 >&2
+			return 1
+		fi
+	done
+	export PACER_REDIS_CLUSTER_ADDRS
+	PACER_REDIS_CLUSTER_ADDRS=$(
+		IFS=,
+		echo "${addrs[*]}"
+	)
+}
+
+# cluster_ok PORT: the node on PORT says cluster_state:ok.
+cluster_ok() { redis-cli -p "$1" cluster info 2>/dev/null | grep -q '^cluster_state:ok'; }
+
+# stop_redis_cluster: stop every node start_redis_cluster started.
+stop_redis_cluster() {
+	local pid
+	# All at once, then wait for each: six nodes stop in the time of one.
+	for pid in "${REDIS_CLUSTER_PIDS[@]}"; do
+		kill -TERM -- "$pid" 2>/dev/null
+	done
+	for pid in "${REDIS_CLUSTER_PIDS[@]}"; do
+		stop_pid "redis cluster node" "$pid"
+	done
+	REDIS_CLUSTER_PIDS=()
+}

@@ -16,7 +16,8 @@ import (
 // open, fail closed, fall back to a quarter of the limit), each on its own
 // store from newStore, all sending to one counting server on loopback. Mid
 // run it calls stop, which must stop the stores' server, and later start,
-// which must start it again. It checks that no request outlives its context,
+// which must start it again and return once it serves (a cluster's nodes
+// agree). It checks that no request outlives its context,
 // that each policy holds while the server is down, and that the stores are
 // used again once it is back.
 //
@@ -57,7 +58,11 @@ func Outage(t *testing.T, newStore func(t *testing.T) pacer.Store, stop, start f
 		start, end time.Time
 		err        error
 	}
-	results := make(chan result, 4096)
+	// Every result is kept: a store that fails fast for seconds (a cluster
+	// that is not writable until its nodes agree again) produces thousands,
+	// and the last ones, after it is back, are the ones that matter.
+	var rmu sync.Mutex
+	var results []result
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for _, p := range policies {
@@ -86,10 +91,9 @@ func Outage(t *testing.T, newStore func(t *testing.T) pacer.Store, stop, start f
 						resp.Body.Close()
 					}
 					rcancel()
-					select {
-					case results <- r:
-					default: // enough collected
-					}
+					rmu.Lock()
+					results = append(results, r)
+					rmu.Unlock()
 				}
 			})
 		}
@@ -104,7 +108,6 @@ func Outage(t *testing.T, newStore func(t *testing.T) pacer.Store, stop, start f
 	time.Sleep(after)
 	cancel()
 	wg.Wait()
-	close(results)
 
 	// Requests admitted just before the stop may land just after it.
 	downFrom, downTo := stopped.Add(20*time.Millisecond), restarting
@@ -116,7 +119,7 @@ func Outage(t *testing.T, newStore func(t *testing.T) pacer.Store, stop, start f
 	for _, p := range policies {
 		stats[p.path] = &tally{}
 	}
-	for r := range results {
+	for _, r := range results {
 		if d := r.end.Sub(r.start); d > longest {
 			longest = d
 		}

@@ -40,9 +40,9 @@ const (
 
 // The child's configuration, from its environment.
 const (
-	envChild  = "PACER_FLEET_CHILD" // "redis" or "postgres"
-	envServer = "PACER_FLEET_SERVER"
-	envName   = "PACER_FLEET_NAME" // Redis key prefix, or Postgres table
+	envChild  = "PACER_FLEET_CHILD"  // "redis", "redis-cluster" or "postgres"
+	envServer = "PACER_FLEET_SERVER" // a cluster's nodes are comma-separated
+	envName   = "PACER_FLEET_NAME"   // Redis key prefix, or Postgres table
 	envTarget = "PACER_FLEET_TARGET"
 	envUntil  = "PACER_FLEET_UNTIL" // Unix nanoseconds
 )
@@ -70,6 +70,10 @@ func child(kind string) (int64, error) {
 		rdb := redis.NewClient(&redis.Options{Addr: os.Getenv(envServer), PoolSize: senders})
 		defer rdb.Close()
 		store = redisstore.New(rdb, redisstore.WithPrefix(os.Getenv(envName)))
+	case "redis-cluster":
+		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(os.Getenv(envServer), ","), PoolSize: senders})
+		defer cc.Close()
+		store = redisstore.New(cc, redisstore.WithPrefix(os.Getenv(envName)))
 	case "postgres":
 		pool, err := pgxpool.New(ctx, os.Getenv(envServer))
 		if err != nil {
@@ -124,6 +128,12 @@ func TestFleetRedis(t *testing.T) {
 	t.Parallel()
 	addr := testservers.RedisAddr(t)
 	runFleet(t, "redis", addr, "fleet-"+randomName())
+}
+
+func TestFleetRedisCluster(t *testing.T) {
+	t.Parallel()
+	addrs := testservers.RedisClusterAddrs(t)
+	runFleet(t, "redis-cluster", strings.Join(addrs, ","), "fleet-"+randomName())
 }
 
 func TestFleetPostgres(t *testing.T) {

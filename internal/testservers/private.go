@@ -21,6 +21,7 @@ import (
 type Private struct {
 	t     testing.TB
 	Port  int
+	dir   string // its files and log
 	start func() (*exec.Cmd, error)
 	stop  func(*exec.Cmd)
 	cmd   *exec.Cmd
@@ -76,7 +77,7 @@ func StartRedis(t testing.TB, args ...string) *Private {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Private{t: t, Port: port}
+	p := &Private{t: t, Port: port, dir: dir}
 	p.start = func() (*exec.Cmd, error) {
 		cmd := exec.Command(bin, append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "",
 			"--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log")}, args...)...)

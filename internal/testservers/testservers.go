@@ -6,6 +6,7 @@
 // tests that need a server:
 //
 //	PACER_REDIS_ADDR    127.0.0.1:PORT                                    RedisAddr
+//	PACER_REDIS_CLUSTER_ADDRS  six 127.0.0.1:PORT, comma-separated        RedisClusterAddrs
 //	PACER_POSTGRES_URL  postgres://postgres@127.0.0.1:PORT/pacer?sslmode=disable  PostgresURL
 //	PACER_NGINX_URL     http://127.0.0.1:PORT (the shared fake API)       NginxURL
 //	PACER_NGINX_BIN     path of the nginx binary                          StartNginx

@@ -73,6 +73,10 @@ func run(b *testing.B, rt *roundTrips, decide func(ctx context.Context) error) {
 
 func benchStore(b *testing.B, wrap func(pacer.Store) pacer.Store) {
 	rdb, rt := benchClient(b)
+	benchStoreOn(b, rdb, rt, wrap)
+}
+
+func benchStoreOn(b *testing.B, rdb redis.UniversalClient, rt *roundTrips, wrap func(pacer.Store) pacer.Store) {
 	s := wrap(redisstore.New(rdb, redisstore.WithPrefix("pacer-bench")))
 	d := []pacer.Demand{{Scope: storetest.Scope(b), Rate: 1e9, Burst: 1e9, Cost: 1}}
 	run(b, rt, func(ctx context.Context) error {
@@ -101,6 +105,10 @@ func BenchmarkRedisstoreAdaptiveLease64(b *testing.B) {
 // Two scopes in one decision: one script over two keys.
 func BenchmarkRedisstoreTwoScopes(b *testing.B) {
 	rdb, rt := benchClient(b)
+	benchTwoScopes(b, rdb, rt)
+}
+
+func benchTwoScopes(b *testing.B, rdb redis.UniversalClient, rt *roundTrips) {
 	s := redisstore.New(rdb, redisstore.WithPrefix("pacer-bench"))
 	scope := storetest.Scope(b)
 	d := []pacer.Demand{{Scope: scope + "/a", Rate: 1e9, Burst: 1e9, Cost: 1}, {Scope: scope + "/b", Rate: 1e9, Burst: 1e9, Cost: 1}}
@@ -113,6 +121,10 @@ func BenchmarkRedisstoreTwoScopes(b *testing.B) {
 // The reference: go-redis/redis_rate's GCRA on the same Redis.
 func BenchmarkRedisRate(b *testing.B) {
 	rdb, rt := benchClient(b)
+	benchRedisRate(b, rdb, rt)
+}
+
+func benchRedisRate(b *testing.B, rdb redis.UniversalClient, rt *roundTrips) {
 	limiter := redis_rate.NewLimiter(rdb)
 	key := "pacer-bench:" + storetest.Scope(b)
 	limit := redis_rate.Limit{Rate: 1e9, Burst: 1e9, Period: time.Second}

@@ -2,7 +2,10 @@ package redisstore_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,46 +17,108 @@ import (
 	"github.com/pacer-go/pacer/storetest"
 )
 
-// A one-node Redis Cluster enforces what a real one does: every key of a
-// script must hash to one slot. A multi-scope take works there, because all
-// of a store's keys share its hash tag.
-func TestCluster(t *testing.T) {
-	srv := testservers.StartRedis(t, "--cluster-enabled", "yes",
-		"--cluster-config-file", "nodes-"+strings.ReplaceAll(t.Name(), "/", "_")+".conf")
+// clusterClient returns a client of the shared test cluster, closed when t
+// ends.
+func clusterClient(t testing.TB, poolSize int) *redis.ClusterClient {
+	t.Helper()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: testservers.RedisClusterAddrs(t), PoolSize: poolSize})
+	t.Cleanup(func() { cc.Close() })
+	return cc
+}
+
+func TestClusterConformance(t *testing.T) {
+	conformance(t, clusterClient(t, 0))
+}
+
+func TestClusterNoLostUpdates(t *testing.T) {
+	noLostUpdates(t, clusterClient(t, writers))
+}
+
+// On a Cluster each bucket is its own hash tag, so a scope's keyed buckets
+// spread over every shard: 6000 keys of one scope, each primary within
+// ±10 % of a third. Elsewhere every bucket shares the prefix's tag.
+func TestClusterKeysSpread(t *testing.T) {
+	cc := clusterClient(t, 32)
 	ctx := context.Background()
-	node := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	defer node.Close()
-	if err := node.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err(); err != nil {
+	prefix := "spread-" + strings.ReplaceAll(storetest.Scope(t), "/", "-")
+	s := redisstore.New(cc, redisstore.WithPrefix(prefix))
+	const keys = 6000
+	var next atomic.Int64
+	storetest.Count(t, 32, keys/32+1, func() (bool, error) {
+		i := next.Add(1)
+		if i > keys {
+			return false, nil
+		}
+		// Slow to refill, so that no bucket expires before it is counted.
+		d := pacer.Demand{Scope: "per-user", Key: "user-" + strconv.FormatInt(i, 10), Rate: 0.01, Burst: 10, Cost: 1}
+		dec, err := s.Take(ctx, time.Now(), []pacer.Demand{d})
+		return dec.OK, err
+	})
+	perShard := map[string]int{}
+	var mu sync.Mutex
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		n := 0
+		iter := node.Scan(ctx, 0, "{"+prefix+":*", 1000).Iterator()
+		for iter.Next(ctx) {
+			n++
+		}
+		mu.Lock()
+		perShard[node.Options().Addr] = n
+		mu.Unlock()
+		return iter.Err()
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	// The node takes a moment to see its own slots.
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		info, err := node.ClusterInfo(ctx).Result()
-		if err == nil && strings.Contains(info, "cluster_state:ok") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the cluster did not become ok: %v %s", err, info)
-		}
-		time.Sleep(20 * time.Millisecond)
+	t.Logf("%d keys of one scope per primary: %v", keys, perShard)
+	if len(perShard) != 3 {
+		t.Fatalf("the cluster has %d primaries, want 3", len(perShard))
 	}
-	// Without a common hash tag, two keys in one script fail.
-	if err := node.Eval(ctx, "return 1", []string{"a", "b"}).Err(); err == nil || !strings.Contains(err.Error(), "CROSSSLOT") {
-		t.Fatalf("a script over keys in two slots returned %v; want CROSSSLOT (is cluster mode on?)", err)
+	total := 0
+	for addr, n := range perShard {
+		total += n
+		if even := keys / 3.0; float64(n) < 0.9*even || float64(n) > 1.1*even {
+			t.Errorf("primary %s holds %d of %d keys; want within 10%% of %.0f", addr, n, keys, even)
+		}
+	}
+	if total != keys {
+		t.Errorf("the primaries hold %d keys, want %d", total, keys)
 	}
 
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr()}})
-	defer cc.Close()
-	s := redisstore.New(cc)
-	scope := storetest.Scope(t)
-	ds := []pacer.Demand{
-		{Scope: scope + "/account", Rate: 1, Burst: 2, Cost: 1},
-		{Scope: scope + "/endpoint", Key: "POST /v1/x", Rate: 1, Burst: 1, Cost: 1},
+	single := redisstore.New(nil, redisstore.WithPrefix("svc"))
+	if k := single.Key("a", "b"); k != "{svc}:1:a:b" {
+		t.Errorf("off a Cluster, Key = %q; want the prefix as the hash tag, {svc}:1:a:b", k)
 	}
-	if dec, err := s.Take(ctx, time.Now(), ds); err != nil || !dec.OK {
-		t.Fatalf("a two-scope take on a Cluster = %+v, %v; want granted", dec, err)
+	pinned := redisstore.New(cc, redisstore.WithPrefix("svc"), redisstore.WithSingleSlot())
+	if k := pinned.Key("a", "b"); k != "{svc}:1:a:b" {
+		t.Errorf("WithSingleSlot, Key = %q; want {svc}:1:a:b", k)
 	}
-	if dec, err := s.Take(ctx, time.Now(), ds); err != nil || dec.OK || dec.Blocked != 1 {
-		t.Fatalf("the second two-scope take = %+v, %v; want denied on the endpoint", dec, err)
+}
+
+// A name with a '}' would cut the hash tag short, and every key of that
+// scope would share a slot: such a bucket's tag is its name's hash.
+func TestClusterKeyTags(t *testing.T) {
+	s := redisstore.New(redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}), redisstore.WithPrefix("p"))
+	tag := func(k string) string {
+		open := strings.IndexByte(k, '{')
+		end := strings.IndexByte(k[open+1:], '}')
+		if open != 0 || end <= 0 {
+			t.Fatalf("key %q does not start with a hash tag", k)
+		}
+		return k[1 : 1+end]
+	}
+	if got := tag(s.Key("users", "42")); got != "p:5:users:42" {
+		t.Errorf("the tag of a plain name is %q, want the whole name, p:5:users:42", got)
+	}
+	a, b := tag(s.Key("a}", "1")), tag(s.Key("a}", "2"))
+	if a == b || strings.HasPrefix(a, "p:") {
+		t.Errorf("names with a '}' got tags %q and %q; want each its own hash", a, b)
+	}
+	seen := map[string]bool{}
+	for _, k := range []string{s.Key("a:b", "c"), s.Key("a", "b:c"), s.Key("a}", "1"), s.Key("a}", "2"), s.Key("{x}", "")} {
+		if seen[k] {
+			t.Errorf("two buckets share the key %q", k)
+		}
+		seen[k] = true
 	}
 }

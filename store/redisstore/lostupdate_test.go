@@ -16,11 +16,16 @@ import (
 // 32 writers, 500 decisions each, one bucket of 8000 that does not refill:
 // exactly 8000 are granted, counted, and the bucket is left empty.
 func TestNoLostUpdates(t *testing.T) {
-	const writers, perWriter = 32, 500
-	const burst = writers * perWriter / 2
-	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: testservers.RedisAddr(t), PoolSize: writers})
 	t.Cleanup(func() { rdb.Close() })
+	noLostUpdates(t, rdb)
+}
+
+const writers, perWriter = 32, 500
+
+func noLostUpdates(t *testing.T, rdb redis.UniversalClient) {
+	const burst = writers * perWriter / 2
+	ctx := context.Background()
 	s := redisstore.New(rdb, redisstore.WithPrefix("pacer-test"))
 	d := []pacer.Demand{{Scope: storetest.Scope(t), Burst: burst, Cost: 1}}
 

@@ -8,7 +8,8 @@
 // Every operation is one Lua script (take.lua, embedded), run with EVALSHA
 // and sent again with EVAL when the server answers NOSCRIPT (after a restart
 // or SCRIPT FLUSH): one round trip, atomic across every bucket a request is
-// charged to.
+// charged to — on a Cluster, across the buckets of one call that share a
+// slot (see Atomicity).
 //
 // # Time
 //
@@ -19,16 +20,90 @@
 // # Keys
 //
 // A bucket is a hash of two fields, t (tokens) and s (its stamp, in
-// microseconds), at
+// microseconds). Its name is
 //
-//	{prefix}:<len(scope)>:<scope>:<key>
+//	<prefix>:<len(scope)>:<scope>:<key>
 //
-// The scope's length keeps "a:b"+"c" and "a"+"b:c" apart. The prefix, "pacer"
-// unless set WithPrefix, is the key's hash tag: in Redis Cluster every bucket
-// hashes to the same slot, so a request charged to several scopes is one
-// script on one node and never fails with CROSSSLOT. The price is that all
-// of pacer's buckets of one prefix live on one shard; a fleet that needs more
-// than one shard can give services or tenants prefixes of their own.
+// where the scope's length keeps "a:b"+"c" and "a"+"b:c" apart, and the
+// prefix is "pacer" unless set WithPrefix. Where the name goes in the key
+// depends on the client:
+//
+//   - On a Cluster (a *redis.ClusterClient), each bucket is its own hash
+//     tag: {<prefix>:<len>:<scope>:<key>}. A scope's buckets spread over
+//     every shard by their own names, so a million per-user buckets are a
+//     third each on three primaries. A name holding a '}', which would end
+//     the tag early, is tagged by its 64-bit FNV-1a hash instead:
+//     {<hash in hex>}<name>.
+//   - Anywhere else (one node, Sentinel failover, a Ring), and on a Cluster
+//     WithSingleSlot, the prefix is the tag: {<prefix>}:<len>:<scope>:<key>.
+//     Every bucket of a prefix is in one slot, on one shard (a Ring shards
+//     by the tag too, and could not run a script over two of its shards).
+//
+// # Atomicity
+//
+// One script is atomic over the buckets it is given. Off a Cluster, and on
+// a Cluster for a call that touches one bucket (most: a Transport with one
+// scope, a Clamp, a lease), every call is one script in one round trip.
+//
+// On a Cluster a Take over buckets in several slots cannot be one script.
+// It is an ordered take with undo: the store takes from one bucket at a time
+// (each take atomic, granted only if that bucket can give), from the last
+// demand to the first; at the first bucket that refuses, it gives back what
+// it took from the others and asks the ones it did not reach how long they
+// would wait (one pipeline, the nodes asked at once), so the decision, and
+// which demand it blames, are the ones a single script would give. A
+// granted Take of k buckets costs k round trips, one after another; a
+// refused one, one more. Refunds go to each bucket on its own.
+//
+// Overshoot: none. A bucket gives only what it holds, and a request is sent
+// only if every bucket gave, so no bucket ever grants more than one script
+// would have. Giving back is exact for a refilling bucket; for a window
+// bucket (a spend budget) the undo carries the time of the take and gives
+// nothing back if the window has started again since, so the tokens of one
+// window never reach the next. Two things can under-grant, never over-grant:
+//
+//   - A hold. Between a take and its undo (a round trip or two), the tokens
+//     taken are missing from the bucket, and another caller that needed
+//     them is refused, or told to wait, when a single script would have
+//     granted it. Only a bucket that is nearly empty is affected: by at most
+//     the costs of the takes under way on it that will be undone.
+//   - A lost undo. If the undo fails (the node died, the call's context
+//     ended), its tokens stay taken until the bucket refills.
+//
+// The order is what keeps holds off the bucket that matters. The Transport
+// lists a request's broadest scope first (the account, DefaultScope) and
+// its narrower ones after (an endpoint, a user), so the store takes the
+// narrow buckets first and the shared one last: a request that its own
+// user's bucket refuses never touches the account, and a take of the
+// account, the last step, is never undone. A caller of Take that lists
+// demands itself should do the same. Measured on a three-primary cluster
+// (TestClusterAccountAndUsers): an account of 800 and one bucket per user,
+// 16 users who may send and 16 whose own buckets are empty, 60 takes each at
+// once: listed account first, the users who may send got all 800 and the
+// account was never held; listed account last, the refused users took and
+// gave back the account's tokens about 500 times (the users who may send
+// still got all 800, refused only near the end, in no count that a single
+// script would not also have refused). Nothing was ever over-granted.
+//
+// A failover can lose what the old primary had not yet sent its replica:
+// Redis replicates asynchronously, so the last writes before a crash (a
+// millisecond or less, on a healthy link) may be missing on the promoted
+// replica, which then grants those tokens again. This is Redis's bound,
+// not this package's, on any layout.
+//
+// # Upgrading
+//
+// Off a Cluster, nothing changed: keys are what earlier versions wrote. On
+// a Cluster, earlier versions put every bucket under {<prefix>}; this one
+// spreads them, so the two find different buckets. A fleet that upgrades
+// instance by instance has, until the last old instance stops, two sets of
+// buckets, each enforcing the full limit: the fleet may send up to twice
+// the limit meanwhile (each set's instances at most the limit), and the old
+// keys expire on their own. To avoid that, upgrade WithSingleSlot first
+// (the old keys, unchanged), then drop the option in a later rollout at a
+// quiet time, or give the new version a new prefix and a lower limit
+// until the rollout ends. The script changed too; old and new instances
+// each run their own, side by side in Redis's script cache.
 //
 // # Timeouts
 //
@@ -48,11 +123,14 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -70,6 +148,8 @@ type Store struct {
 	client      redis.UniversalClient
 	prefix      string
 	callerClock bool
+	singleSlot  bool // WithSingleSlot
+	spread      bool // each bucket in a slot of its own (see Keys)
 }
 
 var _ pacer.ContextStore = (*Store)(nil)
@@ -93,11 +173,22 @@ func (s *Store) HonoursContext() bool {
 // An Option configures a Store.
 type Option func(*Store)
 
-// WithPrefix sets the prefix of every key, which is also its Cluster hash
-// tag (see the package doc). The default is "pacer". It must not contain
-// '{' or '}', which would change the hash tag.
+// WithPrefix sets the prefix of every key (see the package doc's Keys);
+// off a Cluster, and WithSingleSlot, it is also the keys' hash tag. The
+// default is "pacer". It must not contain '{' or '}', which would change
+// the hash tag.
 func WithPrefix(prefix string) Option {
 	return func(s *Store) { s.prefix = prefix }
+}
+
+// WithSingleSlot keeps every bucket of the store in one Cluster slot, as
+// on a single node: every Take, over any number of buckets, is then one
+// script on one node, at the price of one shard doing all of the store's
+// work. It is for a Cluster fleet that wants that, and for one upgrading
+// from a version of this package that put every bucket in one slot (see
+// the package doc's Upgrading). It changes nothing on other clients.
+func WithSingleSlot() Option {
+	return func(s *Store) { s.singleSlot = true }
 }
 
 // WithCallerClock makes the store use the now passed to each call instead of
@@ -115,69 +206,127 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 	for _, o := range opts {
 		o(s)
 	}
+	_, cluster := client.(*redis.ClusterClient)
+	s.spread = cluster && !s.singleSlot
 	return s
 }
 
-// Key returns the Redis key of the bucket of scope and key.
+// Key returns the Redis key of the bucket of scope and key: see the package
+// doc's Keys.
 func (s *Store) Key(scope, key string) string {
-	return "{" + s.prefix + "}:" + strconv.Itoa(len(scope)) + ":" + scope + ":" + key
+	id := s.prefix + ":" + strconv.Itoa(len(scope)) + ":" + scope + ":" + key
+	if !s.spread {
+		return "{" + s.prefix + "}" + id[len(s.prefix):]
+	}
+	if strings.IndexByte(id, '}') < 0 {
+		return "{" + id + "}"
+	}
+	// A '}' in the name would end the hash tag early, putting every name
+	// that starts alike in one slot: the tag is the name's hash instead.
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return "{" + strconv.FormatUint(h.Sum64(), 16) + "}" + id
 }
 
 // Take implements pacer.Store.
 func (s *Store) Take(ctx context.Context, now time.Time, demands []pacer.Demand) (pacer.Decision, error) {
-	if !anyCost(demands) {
+	n := costly(demands)
+	if n == 0 {
 		return pacer.Decision{OK: true}, nil
 	}
-	reply, err := s.run(ctx, "take", now, demands, nil)
+	if s.spread && n > 1 {
+		return s.takeEach(ctx, now, demands)
+	}
+	reply, err := s.run(ctx, "take", now, demands, nil, "")
 	if err != nil {
 		return pacer.Decision{}, err
 	}
-	if len(reply) == 1 && reply[0] == "1" {
-		return pacer.Decision{OK: true}, nil
+	d, _, err := decision(reply, len(demands))
+	return d, err
+}
+
+// decision reads the reply of a take or a peek of n demands, and for a
+// granted take the server's time of it.
+func decision(reply []string, n int) (d pacer.Decision, took string, err error) {
+	if len(reply) >= 1 && len(reply) <= 2 && reply[0] == "1" {
+		if len(reply) == 2 {
+			took = reply[1]
+		}
+		return pacer.Decision{OK: true}, took, nil
 	}
 	if len(reply) != 3 {
-		return pacer.Decision{}, fmt.Errorf("redisstore: unexpected reply %q", reply)
+		return pacer.Decision{}, "", fmt.Errorf("redisstore: unexpected reply %q", reply)
 	}
 	blocked, err1 := strconv.Atoi(reply[1])
 	wait, err2 := strconv.ParseInt(reply[2], 10, 64)
-	if err := errors.Join(err1, err2); err != nil || blocked < 0 || blocked >= len(demands) {
-		return pacer.Decision{}, fmt.Errorf("redisstore: unexpected reply %q", reply)
+	if err := errors.Join(err1, err2); err != nil || blocked < 0 || blocked >= n {
+		return pacer.Decision{}, "", fmt.Errorf("redisstore: unexpected reply %q", reply)
 	}
-	d := pacer.Decision{Blocked: blocked, Wait: time.Duration(wait)}
+	d = pacer.Decision{Blocked: blocked, Wait: time.Duration(wait)}
 	if wait < 0 {
 		d.Wait = pacer.Never
 	}
-	return d, nil
+	return d, "", nil
 }
 
 // Refund implements pacer.Store.
 func (s *Store) Refund(ctx context.Context, now time.Time, demands []pacer.Demand) error {
-	if !anyCost(demands) {
+	n := costly(demands)
+	if n == 0 {
 		return nil
 	}
-	_, err := s.run(ctx, "refund", now, demands, nil)
+	if s.spread && n > 1 {
+		// Each bucket gets back what it gave, on its own node; a refund
+		// need not be atomic.
+		var jobs []job
+		for i := range demands {
+			if demands[i].Cost > 0 {
+				jobs = append(jobs, job{i: i, mode: "refund"})
+			}
+		}
+		var err error
+		for _, r := range s.each(ctx, now, demands, jobs) {
+			err = cmp.Or(err, r.err)
+		}
+		return err
+	}
+	_, err := s.run(ctx, "refund", now, demands, nil, "")
 	return err
 }
 
 // Clamp implements pacer.Store.
 func (s *Store) Clamp(ctx context.Context, now time.Time, d pacer.Demand, tokens float64) error {
-	_, err := s.run(ctx, "clamp", now, []pacer.Demand{d}, &tokens)
+	_, err := s.run(ctx, "clamp", now, []pacer.Demand{d}, &tokens, "")
 	return err
 }
 
-func anyCost(demands []pacer.Demand) bool {
+// costly returns how many demands cost something.
+func costly(demands []pacer.Demand) int {
+	n := 0
 	for i := range demands {
 		if demands[i].Cost > 0 {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
 }
 
-// run runs the script. For a clamp, level replaces each demand's cost.
-func (s *Store) run(ctx context.Context, mode string, now time.Time, demands []pacer.Demand, level *float64) ([]string, error) {
+// run runs the script. For a clamp, level replaces each demand's cost; for
+// an undo, took is the time the take replied.
+func (s *Store) run(ctx context.Context, mode string, now time.Time, demands []pacer.Demand, level *float64, took string) ([]string, error) {
+	keys, args := s.scriptArgs(mode, now, demands, level, took)
+	reply, err := script.Run(ctx, s.client, keys, args...).StringSlice()
+	if err != nil {
+		s.reloadSlots()
+		return nil, fmt.Errorf("redisstore: %s: %w", mode, err)
+	}
+	return reply, nil
+}
+
+// scriptArgs returns the script's KEYS and ARGV (see take.lua).
+func (s *Store) scriptArgs(mode string, now time.Time, demands []pacer.Demand, level *float64, took string) ([]string, []any) {
 	keys := make([]string, len(demands))
-	args := make([]any, 0, 2+5*len(demands))
+	args := make([]any, 0, 3+5*len(demands))
 	args = append(args, mode, "")
 	if s.callerClock {
 		args[1] = strconv.FormatInt(now.UnixMicro(), 10)
@@ -192,11 +341,23 @@ func (s *Store) run(ctx context.Context, mode string, now time.Time, demands []p
 		args = append(args, formatFloat(d.Rate), formatFloat(d.Burst),
 			strconv.FormatInt(d.Window.Microseconds(), 10), formatFloat(cost), formatFloat(d.Floor))
 	}
-	reply, err := script.Run(ctx, s.client, keys, args...).StringSlice()
-	if err != nil {
-		return nil, fmt.Errorf("redisstore: %s: %w", mode, err)
+	if took != "" {
+		args = append(args, took)
 	}
-	return reply, nil
+	return keys, args
+}
+
+// reloadSlots asks a Cluster client to learn again which node serves which
+// slot, after a call failed. go-redis learns it when a node redirects it
+// (MOVED), and otherwise only every ClusterStateReloadInterval (a minute by
+// default): a primary that died cannot redirect, so without this the store
+// would keep calling it for up to a minute after its replica took over. The
+// reload runs in the background, one at a time; the Transport asks a failed
+// store again only after a pause, so failures do not make a storm of them.
+func (s *Store) reloadSlots() {
+	if c, ok := s.client.(*redis.ClusterClient); ok {
+		c.ReloadState(context.Background())
+	}
 }
 
 // formatFloat formats f so that Lua's tonumber reads back the same double.

@@ -22,7 +22,10 @@ func client(t testing.TB) *redis.Client {
 }
 
 func TestConformance(t *testing.T) {
-	rdb := client(t)
+	conformance(t, client(t))
+}
+
+func conformance(t *testing.T, rdb redis.UniversalClient) {
 	s := redisstore.New(rdb, redisstore.WithPrefix("pacer-test"), redisstore.WithCallerClock())
 	storetest.Run(t, func(*testing.T) pacer.Store { return s },
 		storetest.WithEviction(func(t *testing.T, _ pacer.Store, d pacer.Demand, took, now time.Time) bool {

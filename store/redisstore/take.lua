@@ -3,17 +3,24 @@
 --
 -- KEYS[i]  the hash of demand i: t = tokens, s = stamp (microseconds; the
 --          last refill, or the start of the current window)
--- ARGV[1]  "take", "refund" or "clamp"
+-- ARGV[1]  "take", "peek", "refund", "undo" or "clamp"
 -- ARGV[2]  now in microseconds, or "" to use the server's TIME
 -- ARGV[3+5(i-1)...]  demand i: rate (units/s), burst, window (µs), cost, floor
 --          (for "clamp", cost is the level to clamp to)
+-- ARGV[3+5n]  for "undo": the time a "take" of these demands replied
+--
+-- "peek" is a take that takes nothing: how long the take would wait. "undo"
+-- is the refund of a take whose other demands, in other slots of a Cluster,
+-- were denied: a window bucket whose window has started again since that
+-- take gets nothing back, since what was taken went with the old window.
 --
 -- The arithmetic is pacer's bucketLevel (store.go): refill is
 -- tokens = min(burst, tokens + elapsed*rate); a window bucket is full again
 -- once its window has passed; a lowered burst applies at once.
 --
 -- Replies are strings, because Redis truncates Lua numbers to integers:
--- take  -> {"1"} granted, or {"0", blocked (0-based), wait in ns or "-1" for never}
+-- take  -> {"1", now in µs} granted, or {"0", blocked (0-based), wait in ns or "-1" for never}
+-- peek  -> as take, without the now
 -- other -> {"1"}
 
 local mode = ARGV[1]
@@ -76,7 +83,7 @@ local function save(i)
   redis.call('PEXPIRE', KEYS[i], ttl)
 end
 
-if mode == 'take' then
+if mode == 'take' or mode == 'peek' then
   local blocked, longest = -1, 0
   for i = 1, n do
     if cost[i] > 0 then
@@ -103,19 +110,25 @@ if mode == 'take' then
   if blocked ~= -1 then
     return {'0', tostring(blocked - 1), string.format('%.0f', longest)}
   end
+  if mode == 'peek' then
+    return {'1'}
+  end
   for i = 1, n do
     if cost[i] > 0 then
       tokens[i] = tokens[i] - cost[i]
       save(i)
     end
   end
-  return {'1'}
-elseif mode == 'refund' then
+  return {'1', string.format('%.0f', now)}
+elseif mode == 'refund' or mode == 'undo' then
+  local took = tonumber(ARGV[3 + 5 * n])
   for i = 1, n do
     if cost[i] > 0 then
       level(i)
-      tokens[i] = math.min(tokens[i] + cost[i], burst[i])
-      save(i)
+      if mode == 'refund' or window[i] <= 0 or stamp[i] <= took then
+        tokens[i] = math.min(tokens[i] + cost[i], burst[i])
+        save(i)
+      end
     end
   end
   return {'1'}
