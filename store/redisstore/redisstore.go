@@ -23,7 +23,15 @@
 //
 //	{prefix}:<len(scope)>:<scope>:<key>
 //
-// The scope's length keeps "a:b"+"c" and "a"+"b:c" apart. The prefix, "pacer"
+// The scope's length keeps "a:b"+"c" and "a"+"b:c" apart. Redis keys are
+// binary-safe, so a scope or key may hold any bytes (NUL, invalid UTF-8);
+// when the two together are longer than 256 bytes the key is
+//
+//	{prefix}:sha256:<hex of SHA-256 of "<len(scope)>:<scope>:<key>">
+//
+// instead, so that a request whose key is a long header value costs Redis
+// no more than any other. The two forms never meet: one has a digit where
+// the other has "s". The prefix, "pacer"
 // unless set WithPrefix, is the key's hash tag: in Redis Cluster every bucket
 // hashes to the same slot, so a request charged to several scopes is one
 // script on one node and never fails with CROSSSLOT. The price is that all
@@ -49,10 +57,14 @@ package redisstore
 
 import (
 	"context"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -118,9 +130,18 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 	return s
 }
 
+// maxPlainKey is the longest scope and key kept as they are in a bucket's
+// Redis key; longer ones are hashed.
+const maxPlainKey = 256
+
 // Key returns the Redis key of the bucket of scope and key.
 func (s *Store) Key(scope, key string) string {
-	return "{" + s.prefix + "}:" + strconv.Itoa(len(scope)) + ":" + scope + ":" + key
+	name := strconv.Itoa(len(scope)) + ":" + scope + ":" + key
+	if len(scope)+len(key) > maxPlainKey {
+		sum := sha256.Sum256([]byte(name))
+		name = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	return "{" + s.prefix + "}:" + name
 }
 
 // Take implements pacer.Store.
@@ -175,7 +196,20 @@ func anyCost(demands []pacer.Demand) bool {
 }
 
 // run runs the script. For a clamp, level replaces each demand's cost.
+//
+// An error of the script itself (a value it could not compute with) is the
+// caller's, not an outage: it matches pacer.ErrInvalidDemand. Every other
+// error reply (LOADING, BUSY, READONLY, OOM, CLUSTERDOWN...) and every
+// network error says the store cannot serve anyone.
 func (s *Store) run(ctx context.Context, mode string, now time.Time, demands []pacer.Demand, level *float64) ([]string, error) {
+	for i := range demands {
+		if err := validate(&demands[i]); err != nil {
+			return nil, fmt.Errorf("redisstore: %s: %w", mode, err)
+		}
+	}
+	if level != nil && math.IsNaN(*level) {
+		return nil, fmt.Errorf("redisstore: %s: %w: the level is NaN", mode, pacer.ErrInvalidDemand)
+	}
 	keys := make([]string, len(demands))
 	args := make([]any, 0, 2+5*len(demands))
 	args = append(args, mode, "")
@@ -194,9 +228,27 @@ func (s *Store) run(ctx context.Context, mode string, now time.Time, demands []p
 	}
 	reply, err := script.Run(ctx, s.client, keys, args...).StringSlice()
 	if err != nil {
+		var rerr redis.Error
+		if errors.As(err, &rerr) && strings.Contains(rerr.Error(), "user_script") {
+			return nil, fmt.Errorf("redisstore: %s: %w: %w", mode, pacer.ErrInvalidDemand, err)
+		}
 		return nil, fmt.Errorf("redisstore: %s: %w", mode, err)
 	}
 	return reply, nil
+}
+
+// validate refuses a demand the script cannot compute with: a number that
+// is not finite.
+func validate(d *pacer.Demand) error {
+	for _, f := range [...]struct {
+		name string
+		v    float64
+	}{{"Rate", d.Rate}, {"Burst", d.Burst}, {"Cost", d.Cost}, {"Floor", d.Floor}} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("%w: %s is %v", pacer.ErrInvalidDemand, f.name, f.v)
+		}
+	}
+	return nil
 }
 
 // formatFloat formats f so that Lua's tonumber reads back the same double.
