@@ -46,6 +46,14 @@ type Budget struct {
 	// call; any other unit counts the request's cost in that unit, as stated
 	// with ContextWithCost or estimated by a route.
 	Unit string
+	// FollowStoreFailure makes the budget follow the Transport's
+	// StoreFailure policy while its shared store is down, instead of
+	// refusing every call: FailOpen spends without the store, and
+	// FallBackLocal(n) lets this process spend Limit/n in the period. Set it
+	// for a workload that must keep working through an outage more than it
+	// must hold its cap. Either way, a process never spends more than Limit
+	// in a period by its own count. See Budgets on StoreFailure.
+	FollowStoreFailure bool
 }
 
 func (b Budget) unit() string {
