@@ -147,7 +147,6 @@ const (
 	maxRetry = 2 * time.Second
 )
 
-
 // guardedStore is a Store decorator that applies a StoreFailure policy to
 // a remote store, bounds every call to it, and sends the writes nobody
 // waits for (clamps, refunds) in the background.
