@@ -3,6 +3,7 @@ package pacer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"time"
 )
@@ -64,6 +65,21 @@ type Demand struct {
 	// Floor is what the take must leave in the bucket: the part of the burst
 	// that other workloads have reserved.
 	Floor float64
+}
+
+// Validate returns an error matching ErrInvalidDemand if d holds a number no
+// store can compute with: a Rate, Burst, Cost or Floor that is NaN or
+// infinite. A remote store calls it before it makes a round trip.
+func (d *Demand) Validate() error {
+	for _, f := range [...]struct {
+		name string
+		v    float64
+	}{{"Rate", d.Rate}, {"Burst", d.Burst}, {"Cost", d.Cost}, {"Floor", d.Floor}} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("%w: its %s is %v", ErrInvalidDemand, f.name, f.v)
+		}
+	}
+	return nil
 }
 
 // A Decision is a store's answer to Take.

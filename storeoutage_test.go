@@ -4,34 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/storetest"
 )
-
-// scriptedAPI answers every request with status and header, after calling
-// before (which may, say, hang the store).
-type scriptedAPI struct {
-	before func()
-	status int
-	header http.Header
-	sent   atomic.Int64
-}
-
-func (a *scriptedAPI) RoundTrip(req *http.Request) (*http.Response, error) {
-	a.sent.Add(1)
-	if a.before != nil {
-		a.before()
-	}
-	return &http.Response{StatusCode: a.status, Header: a.header.Clone(), Body: io.NopCloser(strings.NewReader("")), Request: req}, nil
-}
 
 // Both ways the Transport calls a store: on the request's goroutine (a store
 // that honours its context) and in a goroutine of its own.
@@ -50,71 +32,18 @@ func eachCallMode(t *testing.T, f func(t *testing.T, flaky *flakyStore, s pacer.
 	}
 }
 
-// Learning from a response never delays returning it: a 429 with
-// Retry-After lowers the shared bucket, and with the store hung RoundTrip
-// still returns at once, not at the store timeout, let alone the request's
-// deadline. In virtual time.
+// Learning from a response never delays returning it, and callers whose
+// deadlines are all shorter than the store timeout still let the store
+// failure policy apply: storetest's wall-time checks, in virtual time.
 func TestLearningNeverWaitsForTheStore(t *testing.T) {
 	eachCallMode(t, func(t *testing.T, flaky *flakyStore, s pacer.Store) {
-		api := &scriptedAPI{before: func() { flaky.hang.Store(true) }, status: http.StatusTooManyRequests,
-			header: http.Header{"Retry-After": {"1"}}}
-		tr := pacer.New(api, pacer.WithLimit(pacer.PerSecond(100)), pacer.WithStore(s),
-			pacer.WithStoreTimeout(2*time.Second), pacer.WithoutRetry())
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.example/", nil)
-		start := time.Now()
-		resp, err := tr.RoundTrip(req)
-		took := time.Since(start)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if took != 0 {
-			t.Errorf("with the store hung, RoundTrip returned the 429 after %v; learning from it must not wait for the store", took)
-		}
-		if api.sent.Load() != 1 {
-			t.Fatalf("sent %d, want 1", api.sent.Load())
-		}
-		// The clamp is still on its way; it gives up at the store timeout.
-		time.Sleep(3 * time.Second)
-		flaky.hang.Store(false)
+		storetest.LearnWhileHung(t, s, func() { flaky.hang.Store(true) }, func() { flaky.hang.Store(false) })
 	})
 }
 
-// Callers whose deadlines are all shorter than the store timeout still let
-// the store failure policy apply: a hung store is checked on its own clock,
-// found down, and the requests are sent as FailOpen says. In virtual time.
 func TestStoreFailurePolicyAppliesWhateverTheDeadlines(t *testing.T) {
-	const storeTimeout, deadline = time.Second, 50 * time.Millisecond
 	eachCallMode(t, func(t *testing.T, flaky *flakyStore, s pacer.Store) {
-		base := &okTransport{}
-		tr := pacer.New(base, pacer.WithLimit(pacer.PerSecond(100)), pacer.WithStore(s),
-			pacer.WithStoreFailure(pacer.FailOpen()), pacer.WithStoreTimeout(storeTimeout), pacer.WithoutRetry())
-		flaky.hang.Store(true)
-		defer flaky.hang.Store(false)
-		start := time.Now()
-		for base.sent.Load() == 0 && time.Since(start) < 10*time.Second {
-			ctx, cancel := context.WithTimeout(context.Background(), deadline)
-			err := send(ctx, tr)
-			cancel()
-			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("err = %v, want the deadline's", err)
-			}
-		}
-		applied := time.Since(start)
-		if base.sent.Load() == 0 {
-			t.Fatalf("with the store hung and %v deadlines, FailOpen sent nothing in %v", deadline, applied)
-		}
-		if limit := storeTimeout + 2*deadline; applied > limit {
-			t.Errorf("FailOpen applied after %v, want within the store timeout and a deadline (%v)", applied, limit)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), deadline)
-		defer cancel()
-		start = time.Now()
-		if err := send(ctx, tr); err != nil || time.Since(start) != 0 {
-			t.Errorf("once the store is down, a request returned %v after %v; want sent at once", err, time.Since(start))
-		}
+		storetest.ShortDeadlines(t, s, func() { flaky.hang.Store(true) }, func() { flaky.hang.Store(false) })
 	})
 }
 

@@ -30,16 +30,10 @@ func LearnWhileHung(t *testing.T, s pacer.Store, hang, resume func()) {
 	})
 	tr := pacer.New(base, pacer.WithLimit(pacer.PerSecond(100)), pacer.WithStore(s),
 		pacer.WithStoreTimeout(2*time.Second), pacer.WithoutRetry())
-	ctx, cancel := context.WithTimeout(context.Background(), deadline)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.example/", nil)
-	start := time.Now()
-	resp, err := tr.RoundTrip(req)
-	took := time.Since(start)
+	took, err := timedGet(tr, deadline)
 	if err != nil {
 		t.Fatalf("RoundTrip: %v", err)
 	}
-	resp.Body.Close()
 	if took >= deadline {
 		t.Fatalf("with the store hung, RoundTrip returned the 429 after %v, its deadline %v; learning must not wait for the store", took, deadline)
 	}
@@ -61,17 +55,7 @@ func ShortDeadlines(t *testing.T, s pacer.Store, hang, resume func()) {
 	})
 	tr := pacer.New(base, pacer.WithLimit(pacer.PerSecond(1000)), pacer.WithStore(s),
 		pacer.WithStoreFailure(pacer.FailOpen()), pacer.WithStoreTimeout(storeTimeout), pacer.WithoutRetry())
-	get := func() (time.Duration, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), deadline)
-		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.example/", nil)
-		start := time.Now()
-		resp, err := tr.RoundTrip(req)
-		if err == nil {
-			resp.Body.Close()
-		}
-		return time.Since(start), err
-	}
+	get := func() (time.Duration, error) { return timedGet(tr, deadline) }
 	if _, err := get(); err != nil {
 		t.Fatal(err)
 	}

@@ -17,14 +17,7 @@ import (
 // past its context, each StoreFailure policy holds, and the stores recover.
 func TestOutage(t *testing.T) {
 	srv := testservers.StartPostgres(t)
-	storetest.Outage(t, func(t *testing.T) pacer.Store {
-		p, err := pgxpool.New(context.Background(), testservers.PostgresURLOf(srv))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(p.Close)
-		return newStore(t, p)
-	}, srv.Stop, srv.Start)
+	storetest.Outage(t, privateStore(srv), srv.Stop, srv.Start)
 }
 
 // A bucket table locked by another session hangs every call to the store;
@@ -63,14 +56,20 @@ func TestShortDeadlinesWhileLocked(t *testing.T) {
 // spent through the outage and after it.
 func TestBudgetsThroughAnOutage(t *testing.T) {
 	srv := testservers.StartPostgres(t)
-	storetest.Budgets(t, func(t *testing.T) pacer.Store {
+	storetest.Budgets(t, privateStore(srv), srv.Stop, srv.Start)
+}
+
+// privateStore returns a function that makes a store with a pool and a
+// table of its own on srv.
+func privateStore(srv *testservers.Private) func(t *testing.T) pacer.Store {
+	return func(t *testing.T) pacer.Store {
 		p, err := pgxpool.New(context.Background(), testservers.PostgresURLOf(srv))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(p.Close)
 		return newStore(t, p)
-	}, srv.Stop, srv.Start)
+	}
 }
 
 // tableLock returns functions that lock s's table from another session, so

@@ -320,18 +320,12 @@ func sqlRate(rate float64) float64 {
 	return rate
 }
 
-// validate refuses a demand PostgreSQL cannot compute with: a number that is
-// not finite.
+// validate refuses a demand PostgreSQL cannot compute with (see
+// pacer.Demand.Validate).
 func validate(demands ...pacer.Demand) error {
 	for i := range demands {
-		d := &demands[i]
-		for _, f := range [...]struct {
-			name string
-			v    float64
-		}{{"Rate", d.Rate}, {"Burst", d.Burst}, {"Cost", d.Cost}, {"Floor", d.Floor}} {
-			if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
-				return fmt.Errorf("%w: %s is %v", pacer.ErrInvalidDemand, f.name, f.v)
-			}
+		if err := demands[i].Validate(); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -16,11 +16,7 @@ import (
 // its context, each StoreFailure policy holds, and the stores recover.
 func TestOutage(t *testing.T) {
 	srv := testservers.StartRedis(t)
-	storetest.Outage(t, func(t *testing.T) pacer.Store {
-		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
-		t.Cleanup(func() { rdb.Close() })
-		return redisstore.New(rdb, redisstore.WithPrefix(storetest.Scope(t)))
-	}, srv.Stop, srv.Start)
+	storetest.Outage(t, newRedisStore(srv, false), srv.Stop, srv.Start)
 }
 
 // A Redis that hangs (SIGSTOP) holds no request past the store timeout, nor

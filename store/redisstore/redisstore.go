@@ -203,7 +203,7 @@ func anyCost(demands []pacer.Demand) bool {
 // network error says the store cannot serve anyone.
 func (s *Store) run(ctx context.Context, mode string, now time.Time, demands []pacer.Demand, level *float64) ([]string, error) {
 	for i := range demands {
-		if err := validate(&demands[i]); err != nil {
+		if err := demands[i].Validate(); err != nil {
 			return nil, fmt.Errorf("redisstore: %s: %w", mode, err)
 		}
 	}
@@ -235,20 +235,6 @@ func (s *Store) run(ctx context.Context, mode string, now time.Time, demands []p
 		return nil, fmt.Errorf("redisstore: %s: %w", mode, err)
 	}
 	return reply, nil
-}
-
-// validate refuses a demand the script cannot compute with: a number that
-// is not finite.
-func validate(d *pacer.Demand) error {
-	for _, f := range [...]struct {
-		name string
-		v    float64
-	}{{"Rate", d.Rate}, {"Burst", d.Burst}, {"Cost", d.Cost}, {"Floor", d.Floor}} {
-		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
-			return fmt.Errorf("%w: %s is %v", pacer.ErrInvalidDemand, f.name, f.v)
-		}
-	}
-	return nil
 }
 
 // formatFloat formats f so that Lua's tonumber reads back the same double.
