@@ -34,6 +34,7 @@ func LearnWhileHung(t *testing.T, s pacer.Store, hang, resume func()) {
 	if err != nil {
 		t.Fatalf("RoundTrip: %v", err)
 	}
+	t.Logf("with the store hung, RoundTrip returned the 429 after %v (deadline %v, store timeout 2s)", took, deadline)
 	if took >= deadline {
 		t.Fatalf("with the store hung, RoundTrip returned the 429 after %v, its deadline %v; learning must not wait for the store", took, deadline)
 	}
@@ -69,6 +70,7 @@ func ShortDeadlines(t *testing.T, s pacer.Store, hang, resume func()) {
 		}
 	}
 	applied := time.Since(start)
+	t.Logf("with the store hung and %v deadlines, FailOpen sent the first request %v after the hang (store timeout %v)", deadline, applied, storeTimeout)
 	if sent.Load() == before {
 		t.Fatalf("with the store hung and %v deadlines, FailOpen sent nothing in %v", deadline, applied)
 	}
