@@ -221,7 +221,7 @@ func (c *call) spendBudget(ctx context.Context) error {
 		return nil
 	}
 	now := c.t.clock.Now()
-	d, err := c.t.store.Take(ctx, now, c.budget[:])
+	d, err := c.t.takeBudget(ctx, now, c.budget[:], c.workload.Budget.FollowStoreFailure)
 	if err != nil {
 		c.t.emit(Event{Kind: EventStoreFailure, Workload: c.workload.name, Err: err})
 		return fmt.Errorf("pacer: checking the budget of workload %q: %w", c.workload.name, err)
@@ -242,8 +242,9 @@ func (c *call) refundBudget(ctx context.Context) {
 		c.workload.meter.refund(c.budget[0].Cost)
 		// The call was often refused because its context ended: the refund
 		// must not go out on that context. Best effort: a failed refund
-		// leaves the budget spent, the safe side.
-		_ = c.t.store.Refund(context.WithoutCancel(ctx), c.t.clock.Now(), c.budget[:])
+		// leaves the budget spent, the safe side. A shared store's refund
+		// goes out in the background (refundBudget).
+		_ = c.t.refundBudget(context.WithoutCancel(ctx), c.t.clock.Now(), c.budget[:])
 	}
 }
 

@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -44,7 +45,11 @@ func TestMemoryStoreKeepsBucketsThatAreNotFull(t *testing.T) {
 	}
 }
 
-func TestWaitTooLongForADurationIsNever(t *testing.T) {
+// A limit of one per 290 years is absurd, not impossible: the second
+// request waits, saturated at LongestWait, and is refused as a wait that
+// does not fit its deadline, not as a request too big for its bucket
+// (ErrExceedsCapacity), which would tell the caller to make it smaller.
+func TestAbsurdWaitSaturates(t *testing.T) {
 	m := NewMemoryStore()
 	now := newFakeClock().Now()
 	d := Demand{Scope: "s", Rate: 1e-300, Burst: 1, Cost: 1}
@@ -52,7 +57,18 @@ func TestWaitTooLongForADurationIsNever(t *testing.T) {
 		t.Fatal("the first take of a full bucket was refused")
 	}
 	dec, _ := m.Take(context.Background(), now, []Demand{d})
-	if dec.OK || dec.Wait != Never {
-		t.Errorf("decision = %+v, want a refusal that never ends", dec)
+	if dec.OK || dec.Wait != LongestWait {
+		t.Errorf("decision = %+v, want a refusal for LongestWait", dec)
+	}
+
+	tr := New(&stubAPI{clock: SystemClock}, WithLimit(Limit{Count: 1, Per: 290 * 365 * 24 * time.Hour}), WithoutRetry())
+	mustNotErr(t, tr.Err())
+	mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	err := get(tr, ctx, "http://api.test/")
+	var te *ThrottledError
+	if !errors.As(err, &te) || errors.Is(err, ErrExceedsCapacity) || te.Reason != ReasonRate || te.RetryAfter != LongestWait {
+		t.Fatalf("the second call of one per 290 years returned %v; want a ThrottledError for the rate, RetryAfter LongestWait", err)
 	}
 }

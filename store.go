@@ -2,6 +2,8 @@ package pacer
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"time"
 )
@@ -65,19 +67,52 @@ type Demand struct {
 	Floor float64
 }
 
+// Validate returns an error matching ErrInvalidDemand if d holds a number no
+// store can compute with: a Rate, Burst, Cost or Floor that is NaN or
+// infinite. A remote store calls it before it makes a round trip.
+func (d *Demand) Validate() error {
+	for _, f := range [...]struct {
+		name string
+		v    float64
+	}{{"Rate", d.Rate}, {"Burst", d.Burst}, {"Cost", d.Cost}, {"Floor", d.Floor}} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("%w: its %s is %v", ErrInvalidDemand, f.name, f.v)
+		}
+	}
+	return nil
+}
+
 // A Decision is a store's answer to Take.
 type Decision struct {
 	OK bool // every demand was granted
 	// When OK is false, Blocked is the index of the demand that would wait
 	// longest, and Wait how long until it could be granted if nobody else
 	// takes in the meantime: Never if it cannot be granted at all (its cost
-	// and floor exceed the bucket's capacity).
+	// and floor exceed the bucket's capacity, or the bucket never refills).
+	// A wait that is finite but longer than LongestWait (a limit of one per
+	// 290 years, a rate too small to divide by) is LongestWait: every store
+	// saturates it the same way, and none reports it as Never.
 	Blocked int
 	Wait    time.Duration
 }
 
 // Never is the wait of a demand that no amount of waiting will grant.
 const Never = time.Duration(math.MaxInt64)
+
+// LongestWait is the longest wait a store reports for a demand that waiting
+// will grant: 2^62 ns, about 146 years. Longer waits saturate to it, so that
+// no store's arithmetic overflows a Duration (or, in a remote store, its
+// reply), and a caller can still tell "very long" from Never. It is a power
+// of two so that every store's floating point holds it exactly.
+const LongestWait = time.Duration(1 << 62)
+
+// ErrInvalidDemand is matched by the error of a store call that failed
+// because of what the call asked, not because the store is unavailable: the
+// store answered, and refused a value it cannot hold. A Transport returns
+// such an error to the request that made the call, and does not count it
+// as a failure of the store (see StoreFailure): one request's bad input
+// must not take the store away from every other request.
+var ErrInvalidDemand = errors.New("pacer: the store refused the demand")
 
 // bucketLevel is the arithmetic every store agrees on; the Redis script and
 // the Postgres statement carry the same rules. Times are Durations since an
@@ -114,15 +149,25 @@ func (b *bucketLevel) wait(d *Demand, now time.Duration) time.Duration {
 	if need > d.Burst {
 		return Never
 	}
-	if d.Window > 0 {
-		return d.Window - (now - b.stamp)
-	}
-	if d.Rate <= 0 {
+	if d.Rate <= 0 && d.Window <= 0 {
 		return Never
 	}
-	ns := math.Ceil((need - b.tokens) / d.Rate * float64(time.Second))
-	if ns >= float64(Never) {
-		return Never // a wait of centuries would overflow a Duration
+	return saturate(d.Window, now-b.stamp, need-b.tokens, d.Rate)
+}
+
+// saturate returns the wait of a demand that waiting will grant, at most
+// LongestWait: the rest of the window for a window bucket, else the time to
+// refill missing units at rate. Every store computes it this way (the Redis
+// script in Lua, the Postgres store in Go).
+func saturate(window, elapsed time.Duration, missing, rate float64) time.Duration {
+	if window > 0 {
+		return min(window-elapsed, LongestWait)
+	}
+	// A rate so small that the division overflows gives +Inf, which
+	// saturates like any other wait too long to hold.
+	ns := math.Ceil(missing / rate * float64(time.Second))
+	if ns >= float64(LongestWait) {
+		return LongestWait
 	}
 	return time.Duration(ns)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,15 +19,59 @@ var ErrStoreUnavailable = errors.New("pacer: the shared store is unavailable")
 // default is FallBackLocal(1).
 //
 // A call to the store fails when it returns an error or takes longer than
-// the store timeout (WithStoreTimeout); a request whose own context ends
-// first gets its context's error, whatever the policy. After a failure the
-// store is left alone for a short while, then asked again by one request at
-// a time, the wait growing while it stays down; the first answer ends the
-// failure, and every request goes to the store again.
+// the store timeout (WithStoreTimeout). An error the store raises about the
+// call's own values (ErrInvalidDemand: a value it cannot hold) is not a
+// failure: the request that made the call gets it, and the store serves
+// every other request as before.
+//
+// A request whose own context ends first gets its context's error,
+// whatever the policy. That alone says nothing about the store, but callers
+// whose deadlines are all shorter than the store timeout must not keep the
+// policy from ever applying: when a caller gives up on a call and the store
+// has answered nobody since that call began, the store is checked once, in
+// the background, by a call bounded by the store timeout alone, and a check
+// that fails is a failure like any other. So the policy takes effect within
+// about the store timeout of the store going silent, however short the
+// callers' deadlines; only one check runs at a time.
+//
+// After a failure the store is left alone for a short while, then asked
+// again by one request at a time, the wait growing while it stays down; the
+// first answer ends the failure, and every request goes to the store again.
+//
+// What a request learns from a response (a bucket lowered to what the
+// provider reported) and a budget given back by a call that was not sent go
+// to the store in the background, from one goroutine per Transport that
+// runs while there is something to send: a request never waits for them.
+// One write per bucket waits at a time; a newer clamp replaces an older
+// one, refunds add up, and at most 4096 buckets wait, the rest being
+// dropped (with an EventStoreFailure) while the store does not keep up.
+// While the store is known to be down they go to the local fallback at once.
 //
 // Tokens already leased from the store (WithLease) were granted by it: they
 // are spent while it is down, whatever the policy, and the policy applies to
 // the requests that need a round trip.
+//
+// # Budgets
+//
+// A workload's spend budget (Workload.Budget) is a hard cap, so while the
+// store is down it fails closed whatever the policy: its calls fail with an
+// error matching ErrStoreUnavailable. A workload that prefers to keep
+// working sets Budget.FollowStoreFailure; its budget then follows the
+// policy: FailClosed refuses, FailOpen spends without the store, and
+// FallBackLocal(n) lets this process spend 1/n of the budget's Limit in the
+// period, counting what it spent before the store went down.
+//
+// Whatever the policy and the store, a process never spends more than a
+// budget's Limit in one period by its own count (the period starting with
+// its first spend after the previous one ended). That is what a store that
+// loses its data cannot undo: a Redis restarted without persistence has
+// forgotten what the fleet spent and would grant the whole budget again,
+// but each process still refuses what it alone has spent. What the other
+// processes spent is lost with the store: each restart in a period can
+// grant the fleet up to one budget more between them, though never one
+// process more than one budget. A lone process holds its budget exactly.
+// Run Redis with persistence (AOF) or use Postgres where a fleet's budget
+// must hold across a restart.
 type StoreFailure struct {
 	mode      failureMode
 	instances int
@@ -103,32 +148,38 @@ const (
 )
 
 // guardedStore is a Store decorator that applies a StoreFailure policy to
-// a remote store.
+// a remote store, bounds every call to it, and sends the writes nobody
+// waits for (clamps, refunds) in the background.
 type guardedStore struct {
 	remote  Store
 	inline  bool // remote honours its context: call it on the caller's goroutine
 	policy  StoreFailure
 	timeout time.Duration
+	clock   Clock
 	local   *MemoryStore // for FallBackLocal
+	// ledger is this process's own count of each budget's spend, which no
+	// store's answer overrules (see Budgets on StoreFailure).
+	ledger *MemoryStore
+	writes writeQueue // clamps and refunds on their way to the store
 
-	mu      sync.Mutex
-	down    bool
-	retryAt time.Time     // while down: when the store may be asked again
-	backoff time.Duration // the wait after the next failure
-	probing bool          // a call is asking the store whether it is back
-	lastErr error
+	mu       sync.Mutex
+	down     bool
+	retryAt  time.Time     // while down: when the store may be asked again
+	backoff  time.Duration // the wait after the next failure
+	probing  bool          // a call is asking the store whether it is back
+	checking bool          // a check is asking a silent store whether it answers
+	lastErr  error
+	// answered counts the calls the store answered, so that a caller that
+	// gives up can tell whether anyone heard from it meanwhile.
+	answered atomic.Uint64
 
 	// covered, when set, hears of each call that the store did not answer
 	// and that the policy answered instead; a call that returns the failure
 	// to its caller is reported by the caller.
 	covered func(scope string, err error)
-}
-
-// cover reports a call the policy answered for the store.
-func (g *guardedStore) cover(scope string) {
-	if g.covered != nil {
-		g.covered(scope, g.unavailable())
-	}
+	// warn hears of a write in the background that the store refused or
+	// that had to be dropped: there is no caller to tell.
+	warn func(scope string, err error)
 }
 
 func guardStore(s Store, f StoreFailure, timeout time.Duration) *guardedStore {
@@ -137,7 +188,40 @@ func guardStore(s Store, f StoreFailure, timeout time.Duration) *guardedStore {
 	}
 	cs, ok := s.(ContextStore)
 	return &guardedStore{remote: s, inline: ok && cs.HonoursContext(), policy: f, timeout: timeout,
-		local: NewMemoryStore(), backoff: minRetry}
+		clock: SystemClock, local: NewMemoryStore(), ledger: NewMemoryStore(), backoff: minRetry}
+}
+
+// bind connects the guard to its Transport's clock, observers and log.
+func (g *guardedStore) bind(t *Transport) {
+	g.clock = t.clock
+	if len(t.observers) > 0 {
+		// A failure the policy covers returns no error, so no caller
+		// would report it.
+		g.covered = func(scope string, err error) { t.emit(Event{Kind: EventStoreFailure, Scope: scope, Err: err}) }
+	}
+	g.warn = func(scope string, err error) {
+		t.emit(Event{Kind: EventStoreFailure, Scope: scope, Err: err})
+		t.log.Warn("pacer: a write to the shared store failed", "scope", scope, "err", err)
+	}
+}
+
+// guard returns the Transport's store guard; nil for the in-memory store.
+func (t *Transport) guard() *guardedStore {
+	switch s := t.store.(type) {
+	case *guardedStore:
+		return s
+	case *LeaseStore:
+		g, _ := s.store.(*guardedStore)
+		return g
+	}
+	return nil
+}
+
+// cover reports a call the policy answered for the store.
+func (g *guardedStore) cover(scope string) {
+	if g.covered != nil {
+		g.covered(scope, g.unavailable())
+	}
 }
 
 // ask reports whether a call should go to the remote store; a call that is
@@ -155,12 +239,20 @@ func (g *guardedStore) ask(now time.Time) bool {
 	return true
 }
 
+// isDown reports whether the store is known to be down.
+func (g *guardedStore) isDown() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.down
+}
+
 // report records how a call to the remote store went.
 func (g *guardedStore) report(now time.Time, err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.probing = false
 	if err == nil {
+		g.answered.Add(1)
 		g.down, g.backoff, g.lastErr = false, minRetry, nil
 		return
 	}
@@ -170,8 +262,31 @@ func (g *guardedStore) report(now time.Time, err error) {
 }
 
 // call runs f against the remote store, bounded by the timeout and by ctx.
-// It returns the caller's own context error if that ended first, and
-// otherwise reports whether the store failed.
+// It returns the caller's own context error if that ended first, or an
+// error matching ErrInvalidDemand that the store raised about the call's
+// values, and otherwise reports whether the store failed.
+func (g *guardedStore) call(ctx context.Context, now time.Time, f func(ctx context.Context) error) (failed bool, err error) {
+	if !g.ask(now) {
+		return true, nil
+	}
+	answered := g.answered.Load()
+	err = g.bounded(ctx, f)
+	if err == nil || errors.Is(err, ErrInvalidDemand) {
+		g.report(now, nil) // the store answered
+		return false, err
+	}
+	if cerr := ended(ctx); cerr != nil {
+		// The request gave up: that says nothing about the store, unless
+		// nobody has heard from it since this call began.
+		g.gaveUp(answered)
+		return false, cerr
+	}
+	g.report(now, err)
+	return true, nil
+}
+
+// bounded runs f with a context that ends at the store timeout, or when ctx
+// does.
 //
 // A store that honours its context (ContextStore) is called here. Any other
 // is called in a goroutine of its own, which is abandoned if ctx or the
@@ -180,34 +295,55 @@ func (g *guardedStore) report(now time.Time, err error) {
 // hung server must not hold the request. f must not write anything the
 // caller reads unless it returned in time: results go through channels,
 // and the demands it is given are its own (see demandsFor).
-func (g *guardedStore) call(ctx context.Context, now time.Time, f func(ctx context.Context) error) (failed bool, err error) {
-	if !g.ask(now) {
-		return true, nil
-	}
+func (g *guardedStore) bounded(ctx context.Context, f func(ctx context.Context) error) error {
 	cctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
 	if g.inline {
-		err = f(cctx)
-	} else {
-		done := make(chan error, 1)
-		go func() { done <- f(cctx) }()
-		select {
-		case err = <-done:
-		case <-cctx.Done():
-			err = cctx.Err()
-		}
+		return f(cctx)
 	}
-	if err != nil {
-		if cerr := ended(ctx); cerr != nil {
-			// The request gave up; that says nothing about the store.
-			g.mu.Lock()
-			g.probing = false
-			g.mu.Unlock()
-			return false, cerr
-		}
+	done := make(chan error, 1)
+	go func() { done <- f(cctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-cctx.Done():
+		return cctx.Err()
 	}
-	g.report(now, err)
-	return err != nil, nil
+}
+
+// gaveUp handles a call whose caller gave up before the store answered.
+// If the store answered nobody since the call began (answered is the count
+// then), one check asks it, bounded by the store timeout alone, whether it
+// answers at all.
+func (g *guardedStore) gaveUp(answered uint64) {
+	g.mu.Lock()
+	g.probing = false
+	check := !g.down && !g.checking && g.answered.Load() == answered
+	g.checking = g.checking || check
+	g.mu.Unlock()
+	if check {
+		go g.check()
+	}
+}
+
+// checkDemand is the bucket a check lowers to its capacity: a write that
+// changes nothing, and that every store must make in a round trip.
+var checkDemand = Demand{Scope: reservedPrefix + "check", Rate: 1, Burst: 1}
+
+// check asks the store whether it answers within the store timeout, and
+// records the answer as any call's.
+func (g *guardedStore) check() {
+	now := g.clock.Now()
+	err := g.bounded(context.Background(), func(ctx context.Context) error {
+		return g.remote.Clamp(ctx, now, checkDemand, checkDemand.Burst)
+	})
+	if errors.Is(err, ErrInvalidDemand) {
+		err = nil // it answered
+	}
+	g.report(g.clock.Now(), err)
+	g.mu.Lock()
+	g.checking = false
+	g.mu.Unlock()
 }
 
 // ended returns ctx's error if it has ended. A deadline that has passed
@@ -256,18 +392,9 @@ func (g *guardedStore) demandsFor(demands []Demand) []Demand {
 
 // Take implements Store.
 func (g *guardedStore) Take(ctx context.Context, now time.Time, demands []Demand) (Decision, error) {
-	result := make(chan Decision, 1)
-	ds := g.demandsFor(demands)
-	failed, err := g.call(ctx, now, func(ctx context.Context) error {
-		d, err := g.remote.Take(ctx, now, ds)
-		result <- d
-		return err
-	})
-	if err != nil {
-		return Decision{}, err
-	}
-	if !failed {
-		return <-result, nil
+	d, failed, err := g.takeRemote(ctx, now, demands)
+	if err != nil || !failed {
+		return d, err
 	}
 	if g.policy.mode == failClosed {
 		return Decision{}, g.unavailable()
@@ -281,37 +408,159 @@ func (g *guardedStore) Take(ctx context.Context, now time.Time, demands []Demand
 	return g.local.Take(ctx, now, g.share(demands))
 }
 
-// Refund implements Store. While the store is down, a fallback refund goes
-// to the local bucket that granted it.
-func (g *guardedStore) Refund(ctx context.Context, now time.Time, demands []Demand) error {
+// takeRemote asks the remote store, and reports whether it failed.
+func (g *guardedStore) takeRemote(ctx context.Context, now time.Time, demands []Demand) (Decision, bool, error) {
+	result := make(chan Decision, 1)
 	ds := g.demandsFor(demands)
 	failed, err := g.call(ctx, now, func(ctx context.Context) error {
-		return g.remote.Refund(ctx, now, ds)
-	})
-	if err != nil || !failed {
+		d, err := g.remote.Take(ctx, now, ds)
+		result <- d
 		return err
+	})
+	if err != nil || failed {
+		return Decision{}, failed, err
 	}
-	if len(demands) > 0 {
-		g.cover(demands[0].Scope)
+	return <-result, false, nil
+}
+
+// Refund implements Store. The refund goes to the store in the background
+// (see writeQueue); while the store is known to be down, a fallback refund
+// goes to the local bucket that granted it, at once.
+func (g *guardedStore) Refund(ctx context.Context, now time.Time, demands []Demand) error {
+	if g.isDown() {
+		if len(demands) > 0 {
+			g.cover(demands[0].Scope)
+		}
+		if g.policy.mode == fallBackLocal {
+			return g.local.Refund(ctx, now, g.share(demands))
+		}
+		return nil
 	}
-	if g.policy.mode == fallBackLocal {
-		return g.local.Refund(ctx, now, g.share(demands))
+	for _, d := range demands {
+		if d.Cost > 0 {
+			g.enqueue(refundWrite, now, d, 0)
+		}
 	}
 	return nil
 }
 
-// Clamp implements Store. The local bucket is clamped too, while the store
-// is down, to its share.
+// Clamp implements Store. The clamp goes to the store in the background
+// (see writeQueue): learning from a response never delays returning it.
+// While the store is known to be down, the local bucket is clamped instead,
+// to its share, at once.
 func (g *guardedStore) Clamp(ctx context.Context, now time.Time, d Demand, tokens float64) error {
-	failed, err := g.call(ctx, now, func(ctx context.Context) error {
-		return g.remote.Clamp(ctx, now, d, tokens)
-	})
-	if err != nil || !failed {
-		return err
+	if g.isDown() {
+		g.cover(d.Scope)
+		return g.clampLocal(now, d, tokens)
 	}
-	g.cover(d.Scope)
-	if g.policy.mode == fallBackLocal {
-		return g.local.Clamp(ctx, now, g.share([]Demand{d})[0], tokens/float64(g.policy.instances))
-	}
+	g.enqueue(clampWrite, now, d, tokens)
 	return nil
+}
+
+func (g *guardedStore) clampLocal(now time.Time, d Demand, tokens float64) error {
+	if g.policy.mode != fallBackLocal {
+		return nil
+	}
+	n := float64(g.policy.instances)
+	d.Rate, d.Burst, d.Floor = d.Rate/n, d.Burst/n, d.Floor/n
+	return g.local.Clamp(context.Background(), now, d, tokens/n)
+}
+
+// enqueue queues a write for the store, and starts the goroutine that sends
+// the queue if none is running.
+func (g *guardedStore) enqueue(kind writeKind, now time.Time, d Demand, tokens float64) {
+	start, dropped := g.writes.add(kind, now, d, tokens)
+	if dropped && g.warn != nil {
+		g.warn(d.Scope, fmt.Errorf("%w: %d buckets' writes are waiting for it; dropping more (a %v first)",
+			ErrStoreUnavailable, maxPendingWrites, kind))
+	}
+	if start {
+		go g.sendWrites()
+	}
+}
+
+// sendWrites sends queued writes until there are none.
+func (g *guardedStore) sendWrites() {
+	for {
+		w, ok := g.writes.next()
+		if !ok {
+			return
+		}
+		g.write(w)
+	}
+}
+
+// write sends one write to the store; one it does not answer goes to the
+// local fallback.
+func (g *guardedStore) write(w pendingWrite) {
+	d := w.demand
+	failed, err := g.call(context.Background(), w.now, func(ctx context.Context) error {
+		if w.kind == clampWrite {
+			return g.remote.Clamp(ctx, w.now, d, w.tokens)
+		}
+		return g.remote.Refund(ctx, w.now, []Demand{d})
+	})
+	switch {
+	case err != nil:
+		if g.warn != nil {
+			g.warn(d.Scope, err)
+		}
+	case failed:
+		g.cover(d.Scope)
+		if w.kind == clampWrite {
+			g.clampLocal(w.now, d, w.tokens)
+		} else if g.policy.mode == fallBackLocal {
+			g.local.Refund(context.Background(), w.now, g.share([]Demand{d}))
+		}
+	}
+}
+
+// takeBudget spends a workload's budget: demands is its one budget demand.
+// follow is the workload's Budget.FollowStoreFailure. See Budgets on
+// StoreFailure.
+func (g *guardedStore) takeBudget(ctx context.Context, now time.Time, demands []Demand, follow bool) (Decision, error) {
+	// This process's own count comes first, and no store overrules it.
+	if dec, _ := g.ledger.Take(ctx, now, demands); !dec.OK {
+		return dec, nil
+	}
+	dec, failed, err := g.takeRemote(ctx, now, demands)
+	if err == nil && !failed && dec.OK {
+		return dec, nil
+	}
+	g.ledger.Refund(ctx, now, demands)
+	switch {
+	case err != nil || !failed:
+		return dec, err
+	case !follow || g.policy.mode == failClosed:
+		return Decision{}, fmt.Errorf("%w (a budget fails closed while the store is down, unless its Budget.FollowStoreFailure is set)", g.unavailable())
+	}
+	g.cover(demands[0].Scope)
+	if g.policy.mode == failOpen {
+		return g.ledger.Take(ctx, now, demands)
+	}
+	// FallBackLocal(n): 1/n of the budget in the period, this process's
+	// spend before the outage counted: the take must leave the rest.
+	share := demands[0]
+	share.Floor = share.Burst - share.Burst/float64(g.policy.instances)
+	return g.ledger.Take(ctx, now, []Demand{share})
+}
+
+// takeBudget spends a workload's budget from the Transport's store, through
+// the guard's rules for budgets when the store is shared.
+func (t *Transport) takeBudget(ctx context.Context, now time.Time, demands []Demand, follow bool) (Decision, error) {
+	if g := t.guard(); g != nil {
+		return g.takeBudget(ctx, now, demands, follow)
+	}
+	return t.store.Take(ctx, now, demands)
+}
+
+// refundBudget gives back what takeBudget took for a call that was not
+// sent. It never waits for a shared store: this process's count is
+// refunded at once, the store's in the background.
+func (t *Transport) refundBudget(ctx context.Context, now time.Time, demands []Demand) error {
+	if g := t.guard(); g != nil {
+		g.ledger.Refund(ctx, now, demands)
+		return g.Refund(ctx, now, demands)
+	}
+	return t.store.Refund(ctx, now, demands)
 }

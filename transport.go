@@ -115,10 +115,8 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 		slotAlert:   cfg.slotAgeAlert,
 	}
 	t.calls.New = func() any { return newPooledCall(t) }
-	if guard != nil && len(t.observers) > 0 {
-		// A failure the policy covers returns no error, so no caller
-		// would report it.
-		guard.covered = func(scope string, err error) { t.emit(Event{Kind: EventStoreFailure, Scope: scope, Err: err}) }
+	if guard != nil {
+		guard.bind(t)
 	}
 	for _, o := range t.observers {
 		if b, ok := o.(transportObserver); ok {

@@ -74,6 +74,14 @@ type Budget struct {
 	// counted in it. A unit that no scope counts is spent only by calls
 	// that state a cost in it, which New says once in the log.
 	Unit string
+	// FollowStoreFailure makes the budget follow the Transport's
+	// StoreFailure policy while its shared store is down, instead of
+	// refusing every call: FailOpen spends without the store, and
+	// FallBackLocal(n) lets this process spend Limit/n in the period. Set it
+	// for a workload that must keep working through an outage more than it
+	// must hold its cap. Either way, a process never spends more than Limit
+	// in a period by its own count. See Budgets on StoreFailure.
+	FollowStoreFailure bool
 }
 
 func (b Budget) unit() string {

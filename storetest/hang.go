@@ -28,17 +28,7 @@ func Hang(t *testing.T, s pacer.Store, hang, resume func()) {
 	})
 	tr := pacer.New(base, pacer.WithLimit(pacer.PerSecond(100)), pacer.WithStore(s),
 		pacer.WithStoreFailure(pacer.FailOpen()), pacer.WithStoreTimeout(100*time.Millisecond))
-	get := func(timeout time.Duration) (time.Duration, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.example/", nil)
-		start := time.Now()
-		resp, err := tr.RoundTrip(req)
-		if err == nil {
-			resp.Body.Close()
-		}
-		return time.Since(start), err
-	}
+	get := func(timeout time.Duration) (time.Duration, error) { return timedGet(tr, timeout) }
 	if _, err := get(time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +45,20 @@ func Hang(t *testing.T, s pacer.Store, hang, resume func()) {
 	if sent.Load() != 2 {
 		t.Fatalf("sent %d requests, want 2", sent.Load())
 	}
+}
+
+// timedGet sends a GET through tr on a context that ends after timeout,
+// closes the response, and returns how long the call took.
+func timedGet(tr *pacer.Transport, timeout time.Duration) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.example/", nil)
+	start := time.Now()
+	resp, err := tr.RoundTrip(req)
+	if err == nil {
+		resp.Body.Close()
+	}
+	return time.Since(start), err
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

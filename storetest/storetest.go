@@ -76,6 +76,8 @@ func Run(t *testing.T, newStore func(t *testing.T) pacer.Store, opts ...Option) 
 		{"RefundCancelledWait", testRefund},
 		{"WorkloadFloor", testFloor},
 		{"Clamp", testClamp},
+		{"OddKeys", testOddKeys},
+		{"AbsurdWaits", testAbsurdWaits},
 		{"ConcurrentTakersNeverOverGranted", func(t *testing.T, h *harness) { testConcurrent(t, h, cfg.concurrency) }},
 		{"Eviction", func(t *testing.T, h *harness) { testEviction(t, h, cfg.held) }},
 	}

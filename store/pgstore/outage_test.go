@@ -9,6 +9,7 @@ import (
 
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/testservers"
+	"github.com/pacer-go/pacer/store/pgstore"
 	"github.com/pacer-go/pacer/storetest"
 )
 
@@ -16,14 +17,7 @@ import (
 // past its context, each StoreFailure policy holds, and the stores recover.
 func TestOutage(t *testing.T) {
 	srv := testservers.StartPostgres(t)
-	storetest.Outage(t, func(t *testing.T) pacer.Store {
-		p, err := pgxpool.New(context.Background(), testservers.PostgresURLOf(srv))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(p.Close)
-		return newStore(t, p)
-	}, srv.Stop, srv.Start)
+	storetest.Outage(t, privateStore(srv), srv.Stop, srv.Start)
 }
 
 // A bucket table locked by another session hangs every call to the store;
@@ -36,15 +30,67 @@ func TestLockedTable(t *testing.T) {
 	if !s.HonoursContext() {
 		t.Fatal("pgstore does not say it honours its context")
 	}
+	lock, unlock := tableLock(t, p, s)
+	storetest.Hang(t, s, lock, unlock)
+}
+
+// With the table locked, a response that lowers the bucket is returned at
+// once: the clamp goes to the store in the background.
+func TestLearnWhileLocked(t *testing.T) {
+	p := pool(t, 4)
+	s := newStore(t, p)
+	lock, unlock := tableLock(t, p, s)
+	storetest.LearnWhileHung(t, s, lock, unlock)
+}
+
+// With the table locked and every caller's deadline shorter than the store
+// timeout, the store failure policy still applies.
+func TestShortDeadlinesWhileLocked(t *testing.T) {
+	p := pool(t, 4)
+	s := newStore(t, p)
+	lock, unlock := tableLock(t, p, s)
+	storetest.ShortDeadlines(t, s, lock, unlock)
+}
+
+// A private PostgreSQL, stopped and started again: a spent budget stays
+// spent through the outage and after it.
+func TestBudgetsThroughAnOutage(t *testing.T) {
+	srv := testservers.StartPostgres(t)
+	storetest.Budgets(t, privateStore(srv), srv.Stop, srv.Start)
+}
+
+// privateStore returns a function that makes a store with a pool and a
+// table of its own on srv.
+func privateStore(srv *testservers.Private) func(t *testing.T) pacer.Store {
+	return func(t *testing.T) pacer.Store {
+		p, err := pgxpool.New(context.Background(), testservers.PostgresURLOf(srv))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		return newStore(t, p)
+	}
+}
+
+// tableLock returns functions that lock s's table from another session, so
+// that every call to s waits, and release it.
+func tableLock(t *testing.T, p *pgxpool.Pool, s *pgstore.Store) (lock, unlock func()) {
 	var tx pgx.Tx
-	lock := func() {
+	lock = func() {
 		var err error
 		if tx, err = p.Begin(context.Background()); err != nil {
-			t.Fatal(err)
+			t.Error(err)
+			return
 		}
 		if _, err := tx.Exec(context.Background(), "LOCK TABLE "+s.Table()+" IN ACCESS EXCLUSIVE MODE"); err != nil {
-			t.Fatal(err)
+			t.Error(err)
 		}
 	}
-	storetest.Hang(t, s, lock, func() { tx.Rollback(context.Background()) })
+	unlock = func() {
+		if tx != nil {
+			tx.Rollback(context.Background())
+			tx = nil
+		}
+	}
+	return lock, unlock
 }

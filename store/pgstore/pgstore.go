@@ -19,6 +19,23 @@
 // page, no index write. A row is a fraction of a page, so a hot bucket costs
 // little vacuum.
 //
+// # Names
+//
+// A scope or key is stored as it is when PostgreSQL's text type can hold it
+// and it is at most 256 bytes. Any other (a NUL byte, invalid UTF-8, a long
+// header value) is stored as "sha256:" and the hex of its SHA-256, as is a
+// name that itself starts with "sha256:", so that no two names ever share a
+// row. A request may carry any bytes in its key: none of them can make a
+// statement fail, let alone take the store away from other requests.
+//
+// # Errors
+//
+// An error PostgreSQL raises about a statement's values (SQLSTATE class 22,
+// data exception, or 54, program limit exceeded) is the calling request's:
+// it matches pacer.ErrInvalidDemand, and a Transport does not count it as an
+// outage. A number that is not finite is refused the same way before it is
+// sent.
+//
 // # One statement per decision
 //
 // A take is one statement of the shape
@@ -81,15 +98,21 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pacer-go/pacer"
@@ -198,12 +221,21 @@ var macros = strings.NewReplacer(
 		ELSE greatest(b.refilled_at, excluded.refilled_at) END`,
 )
 
-// expiry(tokens, stamp, now) is when a bucket at tokens would be full again.
+// expiry(tokens, stamp, now) is when a bucket at tokens would be full again,
+// at most maxExpiry away: a bucket that refills slower than that is
+// forgotten then, as the Redis store's TTL saturates. The comparison comes
+// before the division so that no rate makes it overflow.
 func expiry(tokens, stamp, now string) string {
 	return fmt.Sprintf(`CASE WHEN $5::bigint > 0 THEN %[2]s + $5::bigint * interval '1 microsecond'
-		WHEN $3::float8 > 0 THEN %[3]s + greatest(0, $4::float8 - (%[1]s)) / $3::float8 * interval '1 second'
-		ELSE %[3]s + interval '1 day' END`, tokens, stamp, now)
+		WHEN $3::float8 > 0 AND greatest(0, $4::float8 - (%[1]s)) < $3::float8 * %[4]d
+		THEN %[3]s + greatest(0, $4::float8 - (%[1]s)) / $3::float8 * interval '1 second'
+		WHEN $3::float8 > 0 THEN %[3]s + %[4]d * interval '1 second'
+		ELSE %[3]s + interval '1 day' END`, tokens, stamp, now, maxExpiry)
 }
+
+// maxExpiry is the furthest a row's expires_at is set, in seconds: a
+// hundred years.
+const maxExpiry = 3155760000
 
 // expand replaces the macros, three rounds deep, and the table's name.
 func expand(sql, table string) string {
@@ -247,13 +279,66 @@ var sweepSQL = `DELETE FROM @table WHERE expires_at <= coalesce($1::timestamptz,
 
 // args returns the take statement's parameters for d.
 func (s *Store) args(d *pacer.Demand, now time.Time) []any {
-	return []any{d.Scope, d.Key, d.Rate, d.Burst, d.Window.Microseconds(), d.Cost, d.Floor, s.now(now)}
+	return []any{stored(d.Scope), stored(d.Key), sqlRate(d.Rate), d.Burst, d.Window.Microseconds(), d.Cost, d.Floor, s.now(now)}
 }
 
 // argsNoFloor returns the parameters of a refund or clamp: d's, with amount
 // in place of its cost.
 func (s *Store) argsNoFloor(d *pacer.Demand, amount float64, now time.Time) []any {
-	return []any{d.Scope, d.Key, d.Rate, d.Burst, d.Window.Microseconds(), amount, s.now(now)}
+	return []any{stored(d.Scope), stored(d.Key), sqlRate(d.Rate), d.Burst, d.Window.Microseconds(), amount, s.now(now)}
+}
+
+// Names longer than maxPlainName bytes are stored hashed, as are those that
+// text cannot hold; digestPrefix starts every hashed one.
+const (
+	maxPlainName = 256
+	digestPrefix = "sha256:"
+)
+
+// stored returns how a scope or key is kept in its column (see Names in the
+// package doc): the name itself, or its digest. It is one-to-one: a name
+// kept as it is never starts with digestPrefix.
+func stored(name string) string {
+	if len(name) <= maxPlainName && utf8.ValidString(name) && strings.IndexByte(name, 0) < 0 &&
+		!strings.HasPrefix(name, digestPrefix) {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return digestPrefix + hex.EncodeToString(sum[:])
+}
+
+// minRate is the smallest positive rate the statements compute with: below
+// it, float8 arithmetic in PostgreSQL underflows, which is an error there.
+// A bucket refilling slower than that (a unit every 10^292 years) refills
+// nothing in any span of time, and every wait on it is pacer.LongestWait.
+const minRate = 1e-300
+
+func sqlRate(rate float64) float64 {
+	if rate > 0 && rate < minRate {
+		return minRate
+	}
+	return rate
+}
+
+// validate refuses a demand PostgreSQL cannot compute with (see
+// pacer.Demand.Validate).
+func validate(demands ...pacer.Demand) error {
+	for i := range demands {
+		if err := demands[i].Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// failed wraps the error of a statement: one PostgreSQL raised about the
+// statement's values is the caller's (see Errors in the package doc).
+func failed(op string, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "54")) {
+		return fmt.Errorf("pgstore: %s: %w: %w", op, pacer.ErrInvalidDemand, err)
+	}
+	return fmt.Errorf("pgstore: %s: %w", op, err)
 }
 
 // now returns the statements' now parameter: NULL for the database's clock.
@@ -268,6 +353,9 @@ func (s *Store) now(now time.Time) any {
 func (s *Store) Take(ctx context.Context, now time.Time, demands []pacer.Demand) (pacer.Decision, error) {
 	if s.err != nil {
 		return pacer.Decision{}, s.err
+	}
+	if err := validate(demands...); err != nil {
+		return pacer.Decision{}, fmt.Errorf("pgstore: take: %w", err)
 	}
 	// Demands that cost nothing take nothing; one that no wait can grant
 	// blocks the take without asking the database.
@@ -319,7 +407,7 @@ func (s *Store) takeOne(ctx context.Context, now time.Time, demands []pacer.Dema
 	var r takeResult
 	d := &demands[i]
 	if err := r.scan(s.pool.QueryRow(ctx, s.takeSQL, s.args(d, now)...)); err != nil {
-		return pacer.Decision{}, fmt.Errorf("pgstore: take: %w", err)
+		return pacer.Decision{}, failed("take", err)
 	}
 	if r.granted {
 		return pacer.Decision{OK: true}, nil
@@ -339,7 +427,7 @@ func (s *Store) takeMany(ctx context.Context, now time.Time, demands []pacer.Dem
 	})
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return pacer.Decision{}, fmt.Errorf("pgstore: take: %w", err)
+		return pacer.Decision{}, failed("take", err)
 	}
 	defer conn.Release()
 	batch := &pgx.Batch{}
@@ -372,14 +460,25 @@ func (s *Store) takeMany(ctx context.Context, now time.Time, demands []pacer.Dem
 	if err != nil || !dec.OK {
 		end = "ROLLBACK"
 	}
-	// Roll back even when ctx is done: the connection goes back to the pool.
-	if _, eerr := conn.Exec(context.WithoutCancel(ctx), end); err == nil && eerr != nil {
-		err = eerr
+	// The transaction ends on the caller's context, like the rest of the
+	// call: a connection that stalls at COMMIT must not hold the caller
+	// past its deadline. Once ctx has ended, the transaction is not ended
+	// at all: the connection is closed, and PostgreSQL rolls back the
+	// transaction of a connection that goes away. A COMMIT cut short may
+	// or may not have taken the tokens; the caller hears an error, and the
+	// bucket is at worst a take short, the safe side.
+	eerr := ctx.Err()
+	if eerr == nil {
+		_, eerr = conn.Exec(ctx, end)
 	}
-	if err != nil {
-		// A connection whose transaction we could not end must not be reused.
-		conn.Conn().Close(context.WithoutCancel(ctx))
-		return pacer.Decision{}, fmt.Errorf("pgstore: take: %w", err)
+	if eerr != nil {
+		// A connection whose transaction we did not end must not be
+		// reused. Close is bounded by ctx too: once ctx has ended it waits
+		// for nothing.
+		conn.Conn().Close(ctx)
+	}
+	if err = cmp.Or(err, eerr); err != nil {
+		return pacer.Decision{}, failed("take", err)
 	}
 	return dec, nil
 }
@@ -406,17 +505,25 @@ func (r *takeResult) wait(d *pacer.Demand) time.Duration {
 	case need > d.Burst:
 		return pacer.Never
 	case d.Window > 0:
-		return d.Window - now.Sub(stamp)
+		return min(d.Window-now.Sub(stamp), pacer.LongestWait)
 	case d.Rate <= 0:
 		return pacer.Never
 	}
-	return time.Duration(math.Ceil((need - tokens) / d.Rate * float64(time.Second)))
+	// A rate too small to divide by gives +Inf, which saturates too.
+	ns := math.Ceil((need - tokens) / d.Rate * float64(time.Second))
+	if ns >= float64(pacer.LongestWait) {
+		return pacer.LongestWait
+	}
+	return time.Duration(ns)
 }
 
 // Refund implements pacer.Store.
 func (s *Store) Refund(ctx context.Context, now time.Time, demands []pacer.Demand) error {
 	if s.err != nil {
 		return s.err
+	}
+	if err := validate(demands...); err != nil {
+		return fmt.Errorf("pgstore: refund: %w", err)
 	}
 	batch := &pgx.Batch{}
 	for i := range demands {
@@ -429,7 +536,7 @@ func (s *Store) Refund(ctx context.Context, now time.Time, demands []pacer.Deman
 	}
 	// Several refunds go in one implicit transaction: one round trip.
 	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
-		return fmt.Errorf("pgstore: refund: %w", err)
+		return failed("refund", err)
 	}
 	return nil
 }
@@ -439,8 +546,14 @@ func (s *Store) Clamp(ctx context.Context, now time.Time, d pacer.Demand, tokens
 	if s.err != nil {
 		return s.err
 	}
-	if _, err := s.pool.Exec(ctx, s.clampSQL, s.argsNoFloor(&d, tokens, now)...); err != nil {
+	if err := validate(d); err != nil {
 		return fmt.Errorf("pgstore: clamp: %w", err)
+	}
+	if math.IsNaN(tokens) {
+		return fmt.Errorf("pgstore: clamp: %w: the level is NaN", pacer.ErrInvalidDemand)
+	}
+	if _, err := s.pool.Exec(ctx, s.clampSQL, s.argsNoFloor(&d, tokens, now)...); err != nil {
+		return failed("clamp", err)
 	}
 	return nil
 }

@@ -65,12 +65,15 @@ func (s *Store) denied(ctx context.Context, now time.Time, demands []pacer.Deman
 			waits[jobs[k].i] = d.Wait
 		}
 	}
+	// The longest wait blocks, as in the script: Never is the largest
+	// Duration, and ties go to the first demand, whichever was reached first.
+	longest := 0
 	for j, w := range waits {
-		if w > waits[blocked] { // Never is the largest Duration
-			blocked = j
+		if w > waits[longest] {
+			longest = j
 		}
 	}
-	return pacer.Decision{Blocked: blocked, Wait: waits[blocked]}
+	return pacer.Decision{Blocked: longest, Wait: waits[longest]}
 }
 
 // A job is one single-bucket script: demand i, in mode, with the time of

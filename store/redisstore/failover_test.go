@@ -217,9 +217,11 @@ func failover(t *testing.T, c *testservers.RedisCluster) {
 
 	promoted := waitPromoted(t, replica, 30*time.Second)
 	// The Transport asks a failed store again at most 2 s after the last
-	// failure, and the client learns the new primary when it fails: 3 s
-	// after the promotion, the store is surely in use again.
-	settled := promoted.Add(3 * time.Second)
+	// failure, and the client learns the new primary when it fails: about
+	// 2.5 s after the promotion the store is in use again (1.9–3.1 s seen,
+	// the longer on a machine running other test packages at once). 5 s
+	// after it, the store is surely in use again, whatever the load.
+	settled := promoted.Add(5 * time.Second)
 	time.Sleep(time.Until(settled.Add(1500 * time.Millisecond)))
 	stop()
 	wg.Wait()
@@ -275,7 +277,7 @@ func failover(t *testing.T, c *testservers.RedisCluster) {
 		t.Errorf("failing closed, sent %d and refused %d while the slot had no primary; want 0 sent, some refused", sentDown, refused)
 	}
 	if lateRefused != 0 || lateOK == 0 || sentAfter == 0 {
-		t.Errorf("3 s after the promotion, still refused %d, sent %d", lateRefused, lateOK)
+		t.Errorf("5 s after the promotion, still refused %d, sent %d", lateRefused, lateOK)
 	}
 	if busiest > rate+rate/10 {
 		t.Errorf("a one-second window saw %d requests; the limit is %d, plus a burst of %d", busiest, rate, rate/10)

@@ -16,11 +16,7 @@ import (
 // its context, each StoreFailure policy holds, and the stores recover.
 func TestOutage(t *testing.T) {
 	srv := testservers.StartRedis(t)
-	storetest.Outage(t, func(t *testing.T) pacer.Store {
-		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
-		t.Cleanup(func() { rdb.Close() })
-		return redisstore.New(rdb, redisstore.WithPrefix(storetest.Scope(t)))
-	}, srv.Stop, srv.Start)
+	storetest.Outage(t, newRedisStore(srv, false), srv.Stop, srv.Start)
 }
 
 // A Redis that hangs (SIGSTOP) holds no request past the store timeout, nor
@@ -41,4 +37,34 @@ func TestHangingServer(t *testing.T) {
 			storetest.Hang(t, s, srv.Pause, srv.Resume)
 		})
 	}
+}
+
+// Each Transport's own store, on a private Redis.
+func newRedisStore(srv *testservers.Private, contextTimeout bool) func(t *testing.T) pacer.Store {
+	return func(t *testing.T) pacer.Store {
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: contextTimeout})
+		t.Cleanup(func() { rdb.Close() })
+		return redisstore.New(rdb, redisstore.WithPrefix(storetest.Scope(t)))
+	}
+}
+
+// With Redis hung, a response that lowers the bucket is returned at once,
+// and with every caller's deadline shorter than the store timeout the store
+// failure policy still applies: both ways the Transport calls the store.
+func TestHangingServerShortDeadlines(t *testing.T) {
+	for _, contextTimeout := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", contextTimeout), func(t *testing.T) {
+			srv := testservers.StartRedis(t)
+			newStore := newRedisStore(srv, contextTimeout)
+			t.Run("Learn", func(t *testing.T) { storetest.LearnWhileHung(t, newStore(t), srv.Pause, srv.Resume) })
+			t.Run("ShortDeadlines", func(t *testing.T) { storetest.ShortDeadlines(t, newStore(t), srv.Pause, srv.Resume) })
+		})
+	}
+}
+
+// A private Redis without persistence, stopped and started again: it comes
+// back empty, and a spent budget stays spent all the same.
+func TestBudgetsThroughAnOutage(t *testing.T) {
+	srv := testservers.StartRedis(t)
+	storetest.Budgets(t, newRedisStore(srv, true), srv.Stop, srv.Start)
 }

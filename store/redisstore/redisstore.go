@@ -39,6 +39,13 @@
 //     Every bucket of a prefix is in one slot, on one shard (a Ring shards
 //     by the tag too, and could not run a script over two of its shards).
 //
+// Redis keys are binary-safe, so a scope or key may hold any bytes (NUL,
+// invalid UTF-8). When the two together are longer than 256 bytes, the
+// name is "sha256:<hex of the SHA-256 of <len>:<scope>:<key>>" instead, so
+// that a request whose key is a long header value costs Redis no more than
+// any other. The two forms never meet: one has a digit where the other has
+// "s".
+//
 // # Atomicity
 //
 // One script is atomic over the buckets it is given. Off a Cluster, and on
@@ -125,10 +132,13 @@ package redisstore
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -211,13 +221,22 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 	return s
 }
 
+// maxPlainKey is the longest scope and key kept as they are in a bucket's
+// name; longer ones are hashed.
+const maxPlainKey = 256
+
 // Key returns the Redis key of the bucket of scope and key: see the package
 // doc's Keys.
 func (s *Store) Key(scope, key string) string {
-	id := s.prefix + ":" + strconv.Itoa(len(scope)) + ":" + scope + ":" + key
-	if !s.spread {
-		return "{" + s.prefix + "}" + id[len(s.prefix):]
+	name := strconv.Itoa(len(scope)) + ":" + scope + ":" + key
+	if len(scope)+len(key) > maxPlainKey {
+		sum := sha256.Sum256([]byte(name))
+		name = "sha256:" + hex.EncodeToString(sum[:])
 	}
+	if !s.spread {
+		return "{" + s.prefix + "}:" + name
+	}
+	id := s.prefix + ":" + name
 	if strings.IndexByte(id, '}') < 0 {
 		return "{" + id + "}"
 	}
@@ -313,10 +332,27 @@ func costly(demands []pacer.Demand) int {
 
 // run runs the script. For a clamp, level replaces each demand's cost; for
 // an undo, took is the time the take replied.
+//
+// An error of the script itself (a value it could not compute with) is the
+// caller's, not an outage: it matches pacer.ErrInvalidDemand. Every other
+// error reply (LOADING, BUSY, READONLY, OOM, CLUSTERDOWN...) and every
+// network error says the store cannot serve anyone.
 func (s *Store) run(ctx context.Context, mode string, now time.Time, demands []pacer.Demand, level *float64, took string) ([]string, error) {
+	for i := range demands {
+		if err := demands[i].Validate(); err != nil {
+			return nil, fmt.Errorf("redisstore: %s: %w", mode, err)
+		}
+	}
+	if level != nil && math.IsNaN(*level) {
+		return nil, fmt.Errorf("redisstore: %s: %w: the level is NaN", mode, pacer.ErrInvalidDemand)
+	}
 	keys, args := s.scriptArgs(mode, now, demands, level, took)
 	reply, err := script.Run(ctx, s.client, keys, args...).StringSlice()
 	if err != nil {
+		var rerr redis.Error
+		if errors.As(err, &rerr) && strings.Contains(rerr.Error(), "user_script") {
+			return nil, fmt.Errorf("redisstore: %s: %w: %w", mode, pacer.ErrInvalidDemand, err)
+		}
 		s.reloadSlots()
 		return nil, fmt.Errorf("redisstore: %s: %w", mode, err)
 	}

@@ -22,6 +22,12 @@
 -- take  -> {"1", now in µs} granted, or {"0", blocked (0-based), wait in ns or "-1" for never}
 -- peek  -> as take, without the now
 -- other -> {"1"}
+--
+-- A wait saturates at LONGEST, pacer.LongestWait (2^62 ns): a rate too small
+-- to divide by, or a window of centuries, must not overflow the reply. A TTL
+-- saturates at MAX_TTL, a hundred years, which PEXPIRE accepts.
+local LONGEST = 4611686018427387904
+local MAX_TTL = 3155760000000
 
 local mode = ARGV[1]
 local now
@@ -78,7 +84,7 @@ local function save(i)
   else
     ttl = 86400000 -- never refills: keep it a day, then forgive
   end
-  ttl = math.max(1000, math.ceil(ttl))
+  ttl = math.min(MAX_TTL, math.max(1000, math.ceil(ttl)))
   redis.call('HSET', KEYS[i], 't', string.format('%.17g', tok), 's', string.format('%.0f', st))
   redis.call('PEXPIRE', KEYS[i], ttl)
 end
@@ -99,6 +105,9 @@ if mode == 'take' or mode == 'peek' then
           wait = -1
         else
           wait = math.ceil((need - tokens[i]) / rate[i] * 1e9)
+        end
+        if wait > LONGEST then
+          wait = LONGEST
         end
       end
       -- The longest wait blocks; never is the longest; ties keep the first.

@@ -1,0 +1,223 @@
+package pacer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/storetest"
+)
+
+// Both ways the Transport calls a store: on the request's goroutine (a store
+// that honours its context) and in a goroutine of its own.
+func eachCallMode(t *testing.T, f func(t *testing.T, flaky *flakyStore, s pacer.Store)) {
+	for _, inline := range []bool{false, true} {
+		t.Run(fmt.Sprintf("honoursContext=%v", inline), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				flaky := newFlakyStore()
+				var s pacer.Store = flaky
+				if inline {
+					s = honouringStore{flaky}
+				}
+				f(t, flaky, s)
+			})
+		})
+	}
+}
+
+// Learning from a response never delays returning it, and callers whose
+// deadlines are all shorter than the store timeout still let the store
+// failure policy apply: storetest's wall-time checks, in virtual time.
+func TestLearningNeverWaitsForTheStore(t *testing.T) {
+	eachCallMode(t, func(t *testing.T, flaky *flakyStore, s pacer.Store) {
+		storetest.LearnWhileHung(t, s, func() { flaky.hang.Store(true) }, func() { flaky.hang.Store(false) })
+	})
+}
+
+func TestStoreFailurePolicyAppliesWhateverTheDeadlines(t *testing.T) {
+	eachCallMode(t, func(t *testing.T, flaky *flakyStore, s pacer.Store) {
+		storetest.ShortDeadlines(t, s, func() { flaky.hang.Store(true) }, func() { flaky.hang.Store(false) })
+	})
+}
+
+// pickyStore refuses the key "bad" as a store refuses a value it cannot
+// hold: it answers, with an error matching ErrInvalidDemand.
+type pickyStore struct{ *flakyStore }
+
+func (p pickyStore) Take(ctx context.Context, now time.Time, ds []pacer.Demand) (pacer.Decision, error) {
+	for _, d := range ds {
+		if d.Key == "bad" {
+			p.calls.Add(1)
+			return pacer.Decision{}, fmt.Errorf("pgstore: take: %w: invalid byte sequence", pacer.ErrInvalidDemand)
+		}
+	}
+	return p.flakyStore.Take(ctx, now, ds)
+}
+
+// One request's bad input is that request's error, not an outage: it is
+// neither sent as the policy would send it nor does it keep the store from
+// the next request.
+func TestInvalidDemandIsTheRequestsError(t *testing.T) {
+	store := pickyStore{newFlakyStore()}
+	base := &okTransport{}
+	tr := pacer.New(base, pacer.WithStore(store), pacer.WithStoreFailure(pacer.FailOpen()), pacer.WithoutRetry(),
+		pacer.WithScope(pacer.Scope{Name: "per-key", Limit: pacer.PerSecond(100)}),
+		pacer.WithRoute(func(req *http.Request, cs []pacer.Charge) []pacer.Charge {
+			return []pacer.Charge{{Scope: "per-key", Key: strings.TrimPrefix(req.URL.Path, "/")}}
+		}))
+	get := func(path string) error {
+		req, _ := http.NewRequest(http.MethodGet, "http://api.example"+path, nil)
+		resp, err := tr.RoundTrip(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	for range 3 {
+		if err := get("/bad"); !errors.Is(err, pacer.ErrInvalidDemand) {
+			t.Fatalf("a request the store refused returned %v, want ErrInvalidDemand", err)
+		}
+	}
+	if n := base.sent.Load(); n != 0 {
+		t.Fatalf("%d refused requests were sent", n)
+	}
+	before := store.calls.Load()
+	if err := get("/good"); err != nil {
+		t.Fatal(err)
+	}
+	if store.calls.Load() != before+1 {
+		t.Fatal("after a request the store refused, the next request did not go to the store: it was taken for down")
+	}
+}
+
+// forgetfulStore is a store whose server can lose its data, as a Redis
+// without persistence does when it restarts, or stop answering.
+type forgetfulStore struct {
+	mu   sync.Mutex
+	m    *pacer.MemoryStore
+	down bool
+}
+
+func newForgetfulStore() *forgetfulStore { return &forgetfulStore{m: pacer.NewMemoryStore()} }
+
+func (f *forgetfulStore) forget() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.m = pacer.NewMemoryStore()
+}
+
+func (f *forgetfulStore) setDown(down bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.down = down
+}
+
+func (f *forgetfulStore) get() (*pacer.MemoryStore, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down {
+		return nil, errConnRefused
+	}
+	return f.m, nil
+}
+
+func (f *forgetfulStore) Take(ctx context.Context, now time.Time, ds []pacer.Demand) (pacer.Decision, error) {
+	m, err := f.get()
+	if err != nil {
+		return pacer.Decision{}, err
+	}
+	return m.Take(ctx, now, ds)
+}
+
+func (f *forgetfulStore) Refund(ctx context.Context, now time.Time, ds []pacer.Demand) error {
+	m, err := f.get()
+	if err != nil {
+		return err
+	}
+	return m.Refund(ctx, now, ds)
+}
+
+func (f *forgetfulStore) Clamp(ctx context.Context, now time.Time, d pacer.Demand, tokens float64) error {
+	m, err := f.get()
+	if err != nil {
+		return err
+	}
+	return m.Clamp(ctx, now, d, tokens)
+}
+
+// A budget is a hard cap: with the store down it fails closed whatever the
+// policy, unless the workload opts out with FollowStoreFailure; and however
+// it follows the policy, this process never spends more than the budget by
+// its own count.
+func TestBudgetAcrossAStoreOutage(t *testing.T) {
+	const limit = 50
+	cases := []struct {
+		policy    pacer.StoreFailure
+		follow    bool
+		before    int // spent while the store was up
+		want      int // sent of 200 while it is down
+		wantCause error
+	}{
+		// What this process spent itself it knows without the store.
+		{pacer.FallBackLocal(1), false, limit, 0, pacer.ErrBudgetExhausted},
+		{pacer.FailOpen(), false, limit, 0, pacer.ErrBudgetExhausted},
+		{pacer.FallBackLocal(1), false, 0, 0, pacer.ErrStoreUnavailable},
+		{pacer.FailOpen(), false, 10, 0, pacer.ErrStoreUnavailable},
+		{pacer.FailClosed(), true, 0, 0, pacer.ErrStoreUnavailable},
+		{pacer.FailOpen(), true, limit, 0, pacer.ErrBudgetExhausted},
+		{pacer.FailOpen(), true, 10, limit - 10, pacer.ErrBudgetExhausted},
+		{pacer.FallBackLocal(1), true, 10, limit - 10, pacer.ErrBudgetExhausted},
+		{pacer.FallBackLocal(2), true, 10, limit/2 - 10, pacer.ErrBudgetExhausted},
+		{pacer.FallBackLocal(5), true, 20, 0, pacer.ErrBudgetExhausted},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%+v/follow=%v/spent=%d", c.policy, c.follow, c.before), func(t *testing.T) {
+			store := newForgetfulStore()
+			base := &okTransport{}
+			tr := pacer.New(base, pacer.WithLimit(pacer.PerSecond(1e6)), pacer.WithStore(store),
+				pacer.WithStoreFailure(c.policy), pacer.WithoutRetry(),
+				pacer.WithWorkload(pacer.DefaultWorkload, pacer.Workload{
+					Budget: pacer.Budget{Limit: limit, Per: 24 * time.Hour, FollowStoreFailure: c.follow}}))
+			if sent, errs := sendN(t, tr, c.before); sent != c.before {
+				t.Fatalf("with the store up sent %d of %d: %v", sent, c.before, errs)
+			}
+			store.setDown(true)
+			sent, errs := sendN(t, tr, 200)
+			if sent != c.want {
+				t.Errorf("with the store down sent %d of 200, want %d", sent, c.want)
+			}
+			for _, err := range errs {
+				if !errors.Is(err, c.wantCause) {
+					t.Fatalf("a refused call returned %v, want %v", err, c.wantCause)
+				}
+			}
+		})
+	}
+}
+
+// A store that forgets what was spent (a Redis restarted without
+// persistence) does not hand this process its budget again.
+func TestBudgetHoldsWhenTheStoreForgets(t *testing.T) {
+	store := newForgetfulStore()
+	base := &okTransport{}
+	tr := pacer.New(base, pacer.WithLimit(pacer.PerSecond(1e6)), pacer.WithStore(store), pacer.WithoutRetry(),
+		pacer.WithWorkload(pacer.DefaultWorkload, pacer.Workload{Budget: pacer.Budget{Limit: 50, Per: 24 * time.Hour}}))
+	if sent, _ := sendN(t, tr, 60); sent != 50 {
+		t.Fatalf("sent %d, want the budget of 50", sent)
+	}
+	store.forget()
+	sent, errs := sendN(t, tr, 200)
+	if sent != 0 {
+		t.Errorf("after the store forgot what was spent, sent %d more of a spent budget", sent)
+	}
+	if len(errs) == 0 || !errors.Is(errs[0], pacer.ErrBudgetExhausted) {
+		t.Errorf("errors %v, want ErrBudgetExhausted", errs[:min(1, len(errs))])
+	}
+}

@@ -1,0 +1,110 @@
+package pacer
+
+import (
+	"sync"
+	"time"
+)
+
+// maxPendingWrites bounds the writes waiting for a shared store: one per
+// bucket and kind. While the store hangs, clamps pile up no further than
+// this; a newer clamp of a bucket replaces the pending one.
+const maxPendingWrites = 4096
+
+// A writeKind is what a write in the background does to its bucket.
+type writeKind uint8
+
+const (
+	clampWrite writeKind = iota
+	refundWrite
+)
+
+func (k writeKind) String() string {
+	if k == clampWrite {
+		return "clamp"
+	}
+	return "refund"
+}
+
+type writeKey struct {
+	kind       writeKind
+	scope, key string
+}
+
+// A pendingWrite is a clamp or a refund of one bucket, waiting to be sent.
+type pendingWrite struct {
+	kind   writeKind
+	now    time.Time
+	demand Demand  // the bucket's shape as last seen; a refund's Cost is the sum
+	tokens float64 // a clamp's level
+}
+
+// writeQueue holds the writes a guard sends to its store in the background:
+// what nobody waits for, so that a stalled store delays no request. It
+// coalesces by bucket, so that it is bounded by the number of buckets, not
+// of requests: the latest clamp of a bucket wins (it carries the provider's
+// latest word), and refunds of a bucket add up. Writes go out in the order
+// their buckets were first queued.
+//
+// One goroutine sends them, started when the first write arrives and gone
+// when the queue is empty: a Transport that is idle holds none, and none
+// outlives the work it was started for.
+type writeQueue struct {
+	mu      sync.Mutex
+	pending map[writeKey]*pendingWrite
+	order   []writeKey
+	running bool // a goroutine is sending
+	full    bool // a write was dropped since the queue was last empty
+}
+
+// add queues a write. It reports whether the caller must start a goroutine
+// to send the queue, and whether the write was dropped because the queue is
+// full: only the first drop until the queue empties is reported.
+func (q *writeQueue) add(kind writeKind, now time.Time, d Demand, tokens float64) (start, dropped bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	k := writeKey{kind, d.Scope, d.Key}
+	if p := q.pending[k]; p != nil {
+		if kind == refundWrite {
+			d.Cost += p.demand.Cost
+		}
+		p.now, p.demand, p.tokens = now, d, tokens
+		return false, false
+	}
+	if len(q.pending) >= maxPendingWrites {
+		first := !q.full
+		q.full = true
+		return false, first
+	}
+	if q.pending == nil {
+		q.pending = make(map[writeKey]*pendingWrite)
+	}
+	q.pending[k] = &pendingWrite{kind: kind, now: now, demand: d, tokens: tokens}
+	q.order = append(q.order, k)
+	start = !q.running
+	q.running = true
+	return start, false
+}
+
+// next takes the oldest write off the queue. When there is none it reports
+// false, and the goroutine that asked must stop: the next add starts
+// another.
+func (q *writeQueue) next() (pendingWrite, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.order) == 0 {
+		q.running, q.full, q.order = false, false, nil
+		return pendingWrite{}, false
+	}
+	k := q.order[0]
+	q.order = q.order[1:]
+	p := q.pending[k]
+	delete(q.pending, k)
+	return *p, true
+}
+
+// len returns the number of writes waiting.
+func (q *writeQueue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.pending)
+}

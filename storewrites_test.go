@@ -1,0 +1,68 @@
+package pacer
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// stuckStore is a remote store whose every call waits until it is released
+// (or its context ends), recording the clamps it was asked for.
+type stuckStore struct {
+	*MemoryStore
+	release chan struct{}
+	mu      sync.Mutex
+	clamps  map[string][]float64 // by key
+}
+
+func (s *stuckStore) HonoursContext() bool { return true }
+
+func (s *stuckStore) Clamp(ctx context.Context, now time.Time, d Demand, tokens float64) error {
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	s.mu.Lock()
+	s.clamps[d.Key] = append(s.clamps[d.Key], tokens)
+	s.mu.Unlock()
+	return s.MemoryStore.Clamp(ctx, now, d, tokens)
+}
+
+// While the store hangs, clamps pile up no further than one per bucket, the
+// latest winning, and no further than maxPendingWrites buckets; one
+// goroutine sends them, and is gone once they are sent. In virtual time.
+func TestClampsWaitingForTheStoreAreBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &stuckStore{MemoryStore: NewMemoryStore(), release: make(chan struct{}), clamps: map[string][]float64{}}
+		g := guardStore(s, FailOpen(), time.Hour)
+		ctx, now := context.Background(), time.Now()
+		d := Demand{Scope: "s", Key: "hot", Rate: 1, Burst: 100}
+		g.Clamp(ctx, now, d, 0)
+		synctest.Wait() // the sender holds the first clamp, and waits
+		for i := range 999 {
+			g.Clamp(ctx, now, d, float64(i+1))
+		}
+		if n := g.writes.len(); n != 1 {
+			t.Fatalf("999 clamps of one bucket behind the one in flight hold %d places, want 1", n)
+		}
+		for i := range 2 * maxPendingWrites {
+			d.Key = strconv.Itoa(i)
+			g.Clamp(ctx, now, d, 0)
+		}
+		if n := g.writes.len(); n != maxPendingWrites {
+			t.Fatalf("clamps of %d buckets hold %d places, want the bound, %d", 2*maxPendingWrites, n, maxPendingWrites)
+		}
+		close(s.release)
+		synctest.Wait() // every goroutine, the sender's included, is done
+		if got := s.clamps["hot"]; len(got) != 2 || got[0] != 0 || got[1] != 999 {
+			t.Errorf("the store was asked for clamps %v of the hot bucket, want the first and the latest, [0 999]", got)
+		}
+		if n := g.writes.len(); n != 0 {
+			t.Errorf("%d writes still waiting", n)
+		}
+	})
+}
