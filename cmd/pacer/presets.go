@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/pacer-go/pacer/providers/anthropic"
 	"github.com/pacer-go/pacer/providers/figures"
 	"github.com/pacer-go/pacer/providers/github"
 	"github.com/pacer-go/pacer/providers/stripe"
@@ -21,6 +22,7 @@ var presetTables = []struct {
 	name    string
 	figures func() []figures.Figure
 }{
+	{"anthropic", anthropic.Figures},
 	{"github", github.Figures},
 	{"stripe", stripe.Figures},
 	{"twilio", twilio.Figures},
@@ -28,7 +30,7 @@ var presetTables = []struct {
 
 // presetsWithoutTable are the presets whose figures are not yet in a source
 // table: the command names them, so that their absence is not silent.
-var presetsWithoutTable = []string{"anthropic", "openai", "slack", "whatsapp"}
+var presetsWithoutTable = []string{"openai", "slack", "whatsapp"}
 
 func runPresets(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pacer presets", flag.ContinueOnError)
