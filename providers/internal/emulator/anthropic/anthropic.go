@@ -198,11 +198,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	refused, wait := "", time.Duration(0)
 	switch {
 	case c.req.Level(now) < 1:
-		refused, wait = fmt.Sprintf("%d requests per minute", c.lim.RPM), untilLevel(&c.req, now, 1)
+		refused, wait = fmt.Sprintf("%d requests per minute", c.lim.RPM), c.req.Until(now, 1)
 	case c.input.Level(now) < float64(in):
-		refused, wait = fmt.Sprintf("%d input tokens per minute", c.lim.ITPM), untilLevel(&c.input, now, float64(in))
+		refused, wait = fmt.Sprintf("%d input tokens per minute", c.lim.ITPM), c.input.Until(now, float64(in))
 	case c.output.Level(now) < 1:
-		refused, wait = fmt.Sprintf("%d output tokens per minute", c.lim.OTPM), untilLevel(&c.output, now, 1)
+		refused, wait = fmt.Sprintf("%d output tokens per minute", c.lim.OTPM), c.output.Until(now, 1)
 	default:
 		c.req.Spend(now, 1)
 		c.input.Spend(now, float64(in))
@@ -260,15 +260,6 @@ func (s *Server) generate(c *class, out int) {
 		c.output.Spend(time.Now(), float64(n))
 		s.mu.Unlock()
 	}
-}
-
-// untilLevel returns how long until b holds n.
-func untilLevel(b *emulator.Bucket, now time.Time, n float64) time.Duration {
-	missing := n - b.Level(now)
-	if missing <= 0 {
-		return 0
-	}
-	return time.Duration(missing / b.Capacity * float64(b.Per))
 }
 
 // RoundThousand rounds n to the nearest thousand, as the token headers do.

@@ -158,11 +158,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	refused, kind, wait := "", "", time.Duration(0)
 	switch {
 	case m.rpm.Level(now) < 1:
-		refused, kind, wait = fmt.Sprintf("requests per min (RPM): Limit %d", m.lim.RPM), "requests", untilLevel(&m.rpm, now, 1)
+		refused, kind, wait = fmt.Sprintf("requests per min (RPM): Limit %d", m.lim.RPM), "requests", m.rpm.Until(now, 1)
 	case m.hasRPD && m.rpd.Level(now) < 1:
-		refused, kind, wait = fmt.Sprintf("requests per day (RPD): Limit %d", m.lim.RPD), "requests", untilLevel(&m.rpd, now, 1)
+		refused, kind, wait = fmt.Sprintf("requests per day (RPD): Limit %d", m.lim.RPD), "requests", m.rpd.Until(now, 1)
 	case m.tpm.Level(now) < float64(tokens):
-		refused, kind, wait = fmt.Sprintf("tokens per min (TPM): Limit %d", m.lim.TPM), "tokens", untilLevel(&m.tpm, now, float64(tokens))
+		refused, kind, wait = fmt.Sprintf("tokens per min (TPM): Limit %d", m.lim.TPM), "tokens", m.tpm.Until(now, float64(tokens))
 	default:
 		m.rpm.Spend(now, 1)
 		m.tpm.Spend(now, float64(tokens))
@@ -188,14 +188,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.Tally.Accept(name, 1)
 	s.Tally.Accept(name+" tokens", int64(tokens))
 	fmt.Fprintf(w, `{"object":"ok","model":%q,"usage":{"total_tokens":%d}}`, name, tokens)
-}
-
-func untilLevel(b *emulator.Bucket, now time.Time, n float64) time.Duration {
-	missing := n - b.Level(now)
-	if missing <= 0 {
-		return 0
-	}
-	return time.Duration(missing / b.Capacity * float64(b.Per))
 }
 
 // Reset writes d as OpenAI does: a Go duration, milliseconds below a second.
