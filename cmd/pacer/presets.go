@@ -9,8 +9,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/pacer-go/pacer/providers/anthropic"
 	"github.com/pacer-go/pacer/providers/figures"
 	"github.com/pacer-go/pacer/providers/github"
+	"github.com/pacer-go/pacer/providers/openai"
 	"github.com/pacer-go/pacer/providers/stripe"
 	"github.com/pacer-go/pacer/providers/twilio"
 )
@@ -21,14 +23,16 @@ var presetTables = []struct {
 	name    string
 	figures func() []figures.Figure
 }{
+	{"anthropic", anthropic.Figures},
 	{"github", github.Figures},
+	{"openai", openai.Figures},
 	{"stripe", stripe.Figures},
 	{"twilio", twilio.Figures},
 }
 
 // presetsWithoutTable are the presets whose figures are not yet in a source
 // table: the command names them, so that their absence is not silent.
-var presetsWithoutTable = []string{"anthropic", "openai", "slack", "whatsapp"}
+var presetsWithoutTable = []string{"slack", "whatsapp"}
 
 func runPresets(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pacer presets", flag.ContinueOnError)
@@ -92,7 +96,13 @@ func runPresets(args []string, stdout, stderr io.Writer) int {
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
-		fmt.Fprintf(stdout, "%s (last verified %s)\n", p.Name, p.LastVerified)
+		if p.LastVerified != "" {
+			fmt.Fprintf(stdout, "%s (last verified %s)\n", p.Name, p.LastVerified)
+		} else {
+			// Say so rather than print an empty date: every figure below
+			// carries the reason it could not be verified.
+			fmt.Fprintf(stdout, "%s (no figure verified against the provider's own pages)\n", p.Name)
+		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		for _, f := range p.Figures {
 			scope := f.Scope

@@ -5,30 +5,38 @@
 //	t := pacer.New(nil, anthropic.Preset(anthropic.Start))
 //	client := anthropic.NewClient(option.WithHTTPClient(t.Client()), option.WithMaxRetries(0))
 //
+// Last verified: 2026-12-01, against
+// https://platform.claude.com/docs/en/api/rate-limits and
+// https://support.claude.com/en/articles/8243635. Figures lists every
+// figure with its source and quote; "pacer presets anthropic" prints them.
+//
 // # Limits
 //
 // Anthropic limits each model class in requests per minute (RPM), input
 // tokens per minute (ITPM) and output tokens per minute (OTPM), with token
-// buckets that refill continuously. The preset paces each dimension on its
-// own scope — "anthropic/requests", "anthropic/input-tokens" and
-// "anthropic/output-tokens" — with one bucket per model class: the model
-// name without its snapshot date, "claude-sonnet-4-5-20250929" being paced
-// as "claude-sonnet-4-5". A model given its own figures with WithModel gets
-// scopes of its own, "anthropic/<model>/requests" and so on.
+// buckets that refill continuously, and publishes a table of them per
+// class for each of the Start, Build and Scale tiers. The classes are not
+// the models: Opus 4.5 to 4.8 share one limit (ClassOpus4), Sonnet 4.5 and
+// 4.6 another (ClassSonnet4), and Sonnet 5, Fable 5, Haiku 4.5 and Haiku
+// 3.5 have one each; ModelClass maps a model ID to its class. The preset
+// paces each class on three scopes of its own,
+// "anthropic/<class>/requests", "…/input-tokens" and "…/output-tokens". A
+// model the tables do not list is paced on "anthropic/requests",
+// "anthropic/input-tokens" and "anthropic/output-tokens", one bucket per
+// model, at the tier's lowest current row (Fable 5's).
 //
-// The figures were read on 2026-11-30 from
-// https://platform.claude.com/docs/en/api/rate-limits, which since the
-// tiers were consolidated on 2026-06-26 (release notes:
-// https://platform.claude.com/docs/en/release-notes/overview) lists the
-// Start, Build and Scale tiers, with Sonnet and Haiku aligned to Opus. The
-// preset carries Start and Scale.
+// Anthropic also places new organizations in an Evaluation tier "with
+// limits below the standard tiers", and publishes no figures for it. The
+// Evaluation preset paces every model at 50 RPM, 30,000 ITPM and 8,000
+// OTPM: stand-ins of the preset's own, below every published row, not
+// Anthropic's figures.
 //
-// Under Preset those figures are provisional (pacer.Scope.Provisional):
+// Under Preset every tier figure is provisional (pacer.Scope.Provisional):
 // every response carries the organization's own limits in
 // anthropic-ratelimit-requests-limit and its input and output token
-// counterparts, and from the first response on each model class is paced
-// by them, higher or lower than the tier's. An organization on Build,
-// Custom, or with an increase granted, is thus paced by its own limits
+// counterparts, and from the first response on each class is paced by
+// them, higher or lower than the tier's. An organization on Custom, in
+// Evaluation, or with an increase granted, is thus paced by its own limits
 // after one call. Figures you give — what the Limits page of your Claude
 // Console shows, with PresetLimits, WithModel or WithDefault — are paced as
 // given, and a published limit only ever lowers them.
@@ -39,13 +47,25 @@
 // req.GetBody (the body itself is never consumed): a token per four ASCII
 // characters and per other character of the system prompt, the messages
 // and the tool definitions, plus a flat cost per image and per document.
-// The output is charged max_tokens, as Anthropic does when a request starts
-// (the page above: "OTPM rate limits are estimated based on max_tokens at
-// the beginning of each request"). Every response carries
-// anthropic-ratelimit-input-tokens-remaining and
-// anthropic-ratelimit-output-tokens-remaining, which the scopes declare as
-// their Policy, so pacer clamps each bucket to what Anthropic reports; a
-// reported zero pauses the class until the RFC 3339 reset.
+// Cached input is counted too, though for every class but Haiku 3.5
+// Anthropic does not count it: the estimate errs high.
+//
+// Output tokens are not charged at max_tokens. Anthropic's page: "OTPM rate
+// limits are evaluated in real time as output tokens are produced, counting
+// only the actual tokens generated. The max_tokens parameter does not
+// factor into OTPM rate limit calculations". The preset charges an
+// estimate up front — DefaultOutputEstimate, 1,000 tokens, or max_tokens
+// when that is less; WithOutputEstimate sets the typical length of your
+// answers, and pacer.ContextWithCost(ctx, UnitOutputTokens, n) one call's.
+// A request with max_tokens above the class's whole OTPM is sent. Every
+// response carries anthropic-ratelimit-input-tokens-remaining and
+// anthropic-ratelimit-output-tokens-remaining (rounded to the nearest
+// thousand), which the scopes declare as their Policy, so pacer lowers each
+// bucket to what Anthropic reports: answers longer than the estimate are
+// paid for from the bucket once they show there. Answers shorter than the
+// estimate leave throughput unused: the bucket is not yet credited with
+// the difference, which needs pacer to settle a call's charge from the
+// usage in its response.
 //
 // # Errors and retries
 //

@@ -29,10 +29,15 @@ const (
 
 const (
 	// DefaultRequestTokens is the input charged for a request whose body
-	// cannot be read without consuming it (GetBody nil), or is not JSON;
-	// its output is charged DefaultOutputTokens.
+	// cannot be read without consuming it (GetBody nil), or is not JSON.
 	DefaultRequestTokens = 2048
-	DefaultOutputTokens  = 1024
+	// DefaultOutputEstimate is the output charged for a request before it
+	// runs, or its max_tokens when that is less. Anthropic counts output
+	// tokens as they are produced, not max_tokens; the preset cannot know
+	// how long an answer will be, so it charges a typical length and lets
+	// the anthropic-ratelimit-output-tokens-remaining header lower the
+	// bucket to what was produced. WithOutputEstimate sets your own.
+	DefaultOutputEstimate = 1_000
 	// Flat costs: an image of at most 1.15 megapixels costs about
 	// width×height/750 tokens, 1,600 at most; a PDF page about 1,500–3,000
 	// tokens, of which one page is charged.
@@ -48,9 +53,19 @@ const (
 // An Option changes the preset.
 type Option func(*Limits)
 
-// WithModel gives a model class limits, and scopes, of its own.
+// WithModel gives a model class limits, and scopes, of its own. A model ID
+// names its class (ModelClass): WithModel("claude-opus-4-7", l) sets the
+// limits of every Opus 4.x, as Anthropic counts them together.
 func WithModel(class string, l ModelLimits) Option {
-	return func(s *Limits) { s.Models[class] = l }
+	return func(s *Limits) { s.Models[ModelClass(class)] = l }
+}
+
+// WithOutputEstimate sets the output tokens charged for a request before it
+// runs (at most its max_tokens): the typical length of your answers. Zero
+// or less means DefaultOutputEstimate. A call's own figure, given with
+// pacer.ContextWithCost(ctx, UnitOutputTokens, n), wins over it.
+func WithOutputEstimate(n int) Option {
+	return func(s *Limits) { s.OutputEstimate = n }
 }
 
 // WithDefault sets the limits of every model class not given its own.
@@ -95,7 +110,11 @@ func presetLimits(l Limits, tierFigures bool, opts []Option) pacer.Option {
 		o = append(o, scopes(l.Concurrency, "anthropic/"+class+"/", m, tierFigures && !set)...)
 	}
 	o = append(o, scopes(l.Concurrency, "anthropic/", l.Default, tierFigures && given.Default == notGiven)...)
-	o = append(o, pacer.WithRoute(router{own}.route), pacer.WithClassifier(classify))
+	estimate := int64(l.OutputEstimate)
+	if estimate <= 0 {
+		estimate = DefaultOutputEstimate
+	}
+	o = append(o, pacer.WithRoute(router{own, estimate}.route), pacer.WithClassifier(classify))
 	return pacer.Options(o...)
 }
 
@@ -137,7 +156,10 @@ func perMinute(n int) pacer.Limit {
 	return pacer.Limit{Count: n, Per: time.Minute}
 }
 
-type router struct{ own map[string]bool }
+type router struct {
+	own      map[string]bool
+	estimate int64 // output tokens charged, at most max_tokens
+}
 
 // route charges a Messages API call to its model class's three scopes,
 // instead of DefaultScope.
@@ -146,7 +168,7 @@ func (r router) route(req *http.Request, charges []pacer.Charge) []pacer.Charge 
 		return charges
 	}
 	e := estimateRequest(req)
-	class := modelClass(e.Model)
+	class := ModelClass(e.Model)
 	prefix, key := "anthropic/", class
 	if r.own[class] {
 		prefix, key = "anthropic/"+class+"/", ""
@@ -155,17 +177,23 @@ func (r router) route(req *http.Request, charges []pacer.Charge) []pacer.Charge 
 	return append(charges,
 		pacer.Charge{Scope: prefix + "requests", Key: key},
 		pacer.Charge{Scope: prefix + UnitInputTokens, Key: key, Cost: max(e.Input, 1)},
-		pacer.Charge{Scope: prefix + UnitOutputTokens, Key: key, Cost: max(e.Output, 1)})
+		pacer.Charge{Scope: prefix + UnitOutputTokens, Key: key, Cost: max(outputCharge(e.MaxTokens, r.estimate), 1)})
 }
 
 // An Estimate is what a Messages API request will be charged before it runs.
 type Estimate struct {
-	Model         string
-	Input, Output int64
+	Model string
+	Input int64
+	// MaxTokens is the request's max_tokens, zero when it has none: the
+	// most output it can be charged, never what it is charged up front.
+	MaxTokens int64
+	// Output is the output charged up front: DefaultOutputEstimate, or
+	// MaxTokens when that is less.
+	Output int64
 }
 
 func estimateRequest(req *http.Request) Estimate {
-	fallback := Estimate{Input: DefaultRequestTokens, Output: DefaultOutputTokens}
+	fallback := Estimate{Input: DefaultRequestTokens, Output: DefaultOutputEstimate}
 	b, ok := reqbody.Read(req, maxEstimated+1)
 	if !ok || len(b) > maxEstimated {
 		return fallback
@@ -180,8 +208,9 @@ func estimateRequest(req *http.Request) Estimate {
 // EstimateTokens estimates a Messages API request from its JSON body: input,
 // a token per four ASCII characters and per other character of the system
 // prompt, messages and tool definitions, 4 tokens per message, 1,600 per
-// image and 3,000 per document; output, max_tokens (DefaultOutputTokens
-// when absent, which the API refuses anyway).
+// image and 3,000 per document; output, DefaultOutputEstimate or
+// max_tokens when that is less (max_tokens absent, which the API refuses,
+// counts as DefaultOutputEstimate).
 func EstimateTokens(body []byte) (Estimate, error) {
 	var r struct {
 		Model     string            `json:"model"`
@@ -202,11 +231,18 @@ func EstimateTokens(body []byte) (Estimate, error) {
 	if len(r.Tools) > 0 && string(r.Tools) != "null" {
 		c.add(string(r.Tools))
 	}
-	e := Estimate{Model: r.Model, Input: c.total(), Output: r.MaxTokens}
-	if e.Output <= 0 {
-		e.Output = DefaultOutputTokens
-	}
+	e := Estimate{Model: r.Model, Input: c.total(), MaxTokens: max(r.MaxTokens, 0)}
+	e.Output = outputCharge(e.MaxTokens, DefaultOutputEstimate)
 	return e, nil
+}
+
+// outputCharge is what a request of this max_tokens (zero: unknown) is
+// charged in output tokens up front, for this estimate.
+func outputCharge(maxTokens, estimate int64) int64 {
+	if maxTokens > 0 {
+		return min(maxTokens, estimate)
+	}
+	return estimate
 }
 
 type counter struct{ ascii, other, flat int64 }

@@ -271,16 +271,19 @@ func TestPreset529SlowsDown(t *testing.T) {
 	})
 }
 
+// A request whose input alone exceeds the class's input bucket fails at
+// once, naming the scope. (Its max_tokens cannot: output is charged at the
+// estimate, TestMaxTokensAboveTheOutputLimitIsSent.)
 func TestPresetRequestLargerThanTheBucketFailsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		fake := newFakeClaude(50, 4_000, 8_000)
 		c := pacer.New(fake, anthropic.PresetLimits(small)).Client()
 		start := time.Now()
-		_, err := send(t, c, `{"model":"claude-haiku-4-5","max_tokens":9000,"messages":[{"role":"user","content":"hi"}]}`)
+		_, err := send(t, c, `{"model":"claude-haiku-4-5","max_tokens":100,"messages":[{"role":"user","content":"`+strings.Repeat("abcd", 5_000)+`"}]}`)
 		if !errors.Is(err, pacer.ErrExceedsCapacity) || time.Since(start) != 0 || fake.calls != 0 {
 			t.Errorf("after %v, %d calls: %v", time.Since(start), fake.calls, err)
 		}
-		if err != nil && !strings.Contains(err.Error(), anthropic.ScopeOutputTokens) {
+		if err != nil && !strings.Contains(err.Error(), anthropic.ScopeInputTokens) {
 			t.Errorf("the error does not name the scope: %v", err)
 		}
 	})
@@ -289,6 +292,11 @@ func TestPresetRequestLargerThanTheBucketFailsAtOnce(t *testing.T) {
 func TestEstimateTokens(t *testing.T) {
 	e, err := anthropic.EstimateTokens([]byte(`{"model":"claude-opus-4-1","max_tokens":100,"system":[{"type":"text","text":"abcdefgh","cache_control":{"type":"ephemeral"}}],"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAAA"}},{"type":"text","text":"abcd"}]}]}`))
 	if err != nil || e.Model != "claude-opus-4-1" || e.Input != 2+1+4+1600 || e.Output != 100 {
+		t.Errorf("%+v, %v", e, err)
+	}
+	// Output is charged at the estimate, not max_tokens.
+	e, err = anthropic.EstimateTokens([]byte(`{"model":"claude-opus-4-7","max_tokens":64000,"messages":[]}`))
+	if err != nil || e.MaxTokens != 64_000 || e.Output != anthropic.DefaultOutputEstimate {
 		t.Errorf("%+v, %v", e, err)
 	}
 	if _, err := anthropic.EstimateTokens([]byte(`nope`)); err == nil {
@@ -311,7 +319,8 @@ func TestTiers(t *testing.T) {
 }
 
 // Under Preset the tier's figures give way to what Anthropic publishes for
-// the organization, up as well as down; figures set WithDefault or
+// the organization, up as well as down; figures set WithModel (here for
+// the class of claude-sonnet-4-5, given by another of its models) or
 // PresetLimits are paced as given.
 func TestPresetFollowsThePublishedLimits(t *testing.T) {
 	own := anthropic.ModelLimits{RPM: 60, ITPM: 1_000_000, OTPM: 1_000_000}
@@ -325,7 +334,7 @@ func TestPresetFollowsThePublishedLimits(t *testing.T) {
 		// publishes 4,000 and 800,000: output binds at about 2,700.
 		{"tier figures", anthropic.Preset(anthropic.Start), 2_000, 4_000},
 		// The organization's own figure, 60 a minute: 54 and a burst of 6.
-		{"WithDefault", anthropic.Preset(anthropic.Start, anthropic.WithDefault(own)), 55, 60},
+		{"WithModel", anthropic.Preset(anthropic.Start, anthropic.WithModel("claude-sonnet-4-6", own)), 55, 60},
 		{"PresetLimits", anthropic.PresetLimits(anthropic.Limits{Default: own}), 55, 60},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,14 +24,32 @@
 // give (WithModel, WithDefault, PresetLimits) are paced as given, and a
 // published limit only ever lowers them.
 //
-// The figures of Tier1 … Tier5 were read on 2026-11-30 from the model pages
-// (https://platform.openai.com/docs/models/gpt-4o and the like) and the
-// rate-limits guide (https://platform.openai.com/docs/guides/rate-limits);
-// each carries its page beside it in limits.go. They are the published
-// defaults: the limits page of your own organization
-// (https://platform.openai.com/settings/organization/limits) is the source of
-// truth, and any figure can be overridden with WithModel, WithDefault or a
+// Last verified: 2026-12-01, and not against OpenAI's own pages, which were
+// not in the stored copies: every figure is marked unverified in Figures
+// ("pacer presets openai" prints them), with the second-hand copy it was
+// read from (the model pages' tables as quoted on OpenAI's community
+// forum). That is why the per-minute figures are provisional under Preset:
+// the limits OpenAI reports for your organization in each response's
+// headers replace them. Your organization's limits page
+// (https://platform.openai.com/settings/organization/limits) is the source
+// of truth; any figure can be overridden with WithModel, WithDefault or a
 // Limits of your own.
+//
+// Some models also have daily limits: at tier 1, gpt-4o-mini has 10,000
+// requests a day (ModelLimits.RPD; TPD for tokens), which its 500 a minute
+// would spend in twenty minutes and then meet 429s for the rest of the day.
+// A model with a daily limit gets a scope for it,
+// "openai/<model>/requests-per-day", which spreads the day's requests over
+// the day: a tenth at once, the rest as the bucket refills. No header
+// reports a daily limit as such (x-ratelimit-*-requests report whichever
+// requests limit binds, read as per minute), so the daily scopes keep
+// their figures; when the daily limit binds, the remaining count in those
+// headers still lowers the per-minute bucket.
+//
+// Responses also carry x-ratelimit-{limit,remaining,reset}-tokens_usage_based,
+// which no OpenAI page or SDK documents; captured responses show it with the
+// same figures as the tokens headers, and 429 messages name it "tokens_usage_based
+// per min". pacer does not read it yet.
 //
 // # Token cost and settlement
 //
@@ -65,7 +83,12 @@
 //
 //   - 429 insufficient_quota (the account is out of credit or over its
 //     monthly budget) is not retried and not paced around: RoundTrip returns
-//     a *pacer.QuotaError, which matches pacer.ErrBudgetExhausted.
+//     a *pacer.QuotaError, which matches pacer.ErrBudgetExhausted. Its
+//     error.code says which quota is spent, and the error says what to do:
+//     credit_balance_exhausted (add credits),
+//     organization_spend_limit_exceeded, project_spend_limit_exceeded (only
+//     this project's limit), organization_usage_limit_exceeded (the tier's
+//     monthly limit); see QuotaCodes. These codes were read second-hand.
 //   - Any other 429 is a rate limit, refused before processing: it pauses
 //     the model's scopes and may be retried.
 //   - 503 "slow down" is back-pressure: the scopes slow as for a 429.

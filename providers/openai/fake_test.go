@@ -11,7 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
+
+	emu "github.com/pacer-go/pacer/providers/internal/emulator/openai"
 )
 
 // fakeOpenAI is an in-memory OpenAI for tests in virtual time. It limits
@@ -190,34 +191,7 @@ func fakeTokensOf(raw json.RawMessage) int64 {
 	return n
 }
 
-func fakeTokenize(s string) int64 {
-	var n int64
-	rs := []rune(s)
-	for i := 0; i < len(rs); {
-		r := rs[i]
-		j := i + 1
-		switch {
-		case unicode.IsLetter(r):
-			for j < len(rs) && unicode.IsLetter(rs[j]) {
-				j++
-			}
-			n += int64((j - i + 4) / 5)
-		case unicode.IsDigit(r):
-			for j < len(rs) && unicode.IsDigit(rs[j]) {
-				j++
-			}
-			n += int64((j - i + 2) / 3)
-		case unicode.IsSpace(r):
-		default:
-			for j < len(rs) && !unicode.IsLetter(rs[j]) && !unicode.IsDigit(rs[j]) && !unicode.IsSpace(rs[j]) {
-				j++
-			}
-			n += int64((j - i + 1) / 2)
-		}
-		i = j
-	}
-	return n
-}
+func fakeTokenize(s string) int64 { return emu.Tokenize(s) }
 
 // jsonBody marshals v for a request body.
 func jsonBody(v any) []byte {

@@ -16,11 +16,14 @@ const (
 	Tier5
 )
 
-// ModelLimits are one model's limits: requests and tokens per minute. A zero
-// field sets no limit on that dimension.
+// ModelLimits are one model's limits: requests and tokens per minute, and
+// per day where OpenAI sets a daily limit too. A zero field sets no limit
+// on that dimension.
 type ModelLimits struct {
 	RPM int // requests per minute
 	TPM int // tokens per minute, input and reserved output together
+	RPD int // requests per day
+	TPD int // tokens per day, counted as TPM is
 }
 
 // Limits are the figures the preset paces by.
@@ -45,40 +48,44 @@ func (l Limits) clone() Limits {
 	return l
 }
 
-// The published figures, read on 2026-11-30. Each model's page lists its
-// limits per tier; the tier-1 rows were checked against the rate-limits
-// guide's tier table as well.
+// The figures of each tier, by model. None could be read on OpenAI's own
+// pages (see Figures): they are the per-model tables of
+// https://platform.openai.com/docs/models as quoted on OpenAI's community
+// forum, unverified, and provisional under Preset.
 var tierModels = map[Tier]map[string]ModelLimits{
 	Tier1: {
-		"gpt-4o":                 {RPM: 500, TPM: 30_000},      // https://platform.openai.com/docs/models/gpt-4o
-		"gpt-4o-mini":            {RPM: 500, TPM: 200_000},     // https://platform.openai.com/docs/models/gpt-4o-mini
-		"text-embedding-3-small": {RPM: 3_000, TPM: 1_000_000}, // https://platform.openai.com/docs/models/text-embedding-3-small
+		"gpt-4o":                 {RPM: 500, TPM: 30_000},
+		"gpt-4o-mini":            {RPM: 500, TPM: 200_000, RPD: 10_000},
+		"text-embedding-3-small": {RPM: 3_000, TPM: 1_000_000},
 	},
 	Tier2: {
-		"gpt-4o":                 {RPM: 5_000, TPM: 450_000},   // https://platform.openai.com/docs/models/gpt-4o
-		"gpt-4o-mini":            {RPM: 5_000, TPM: 2_000_000}, // https://platform.openai.com/docs/models/gpt-4o-mini
-		"text-embedding-3-small": {RPM: 5_000, TPM: 1_000_000}, // https://platform.openai.com/docs/models/text-embedding-3-small
+		"gpt-4o":                 {RPM: 5_000, TPM: 450_000},
+		"gpt-4o-mini":            {RPM: 5_000, TPM: 2_000_000},
+		"text-embedding-3-small": {RPM: 5_000, TPM: 1_000_000},
 	},
 	Tier3: {
-		"gpt-4o":                 {RPM: 5_000, TPM: 800_000},   // https://platform.openai.com/docs/models/gpt-4o
-		"gpt-4o-mini":            {RPM: 5_000, TPM: 4_000_000}, // https://platform.openai.com/docs/models/gpt-4o-mini
-		"text-embedding-3-small": {RPM: 5_000, TPM: 5_000_000}, // https://platform.openai.com/docs/models/text-embedding-3-small
+		"gpt-4o":                 {RPM: 5_000, TPM: 800_000},
+		"gpt-4o-mini":            {RPM: 5_000, TPM: 4_000_000},
+		"text-embedding-3-small": {RPM: 5_000, TPM: 5_000_000},
 	},
 	Tier4: {
-		"gpt-4o":                 {RPM: 10_000, TPM: 2_000_000},  // https://platform.openai.com/docs/models/gpt-4o
-		"gpt-4o-mini":            {RPM: 10_000, TPM: 10_000_000}, // https://platform.openai.com/docs/models/gpt-4o-mini
-		"text-embedding-3-small": {RPM: 10_000, TPM: 5_000_000},  // https://platform.openai.com/docs/models/text-embedding-3-small
+		"gpt-4o":                 {RPM: 10_000, TPM: 2_000_000},
+		"gpt-4o-mini":            {RPM: 10_000, TPM: 10_000_000},
+		"text-embedding-3-small": {RPM: 10_000, TPM: 5_000_000},
 	},
 	Tier5: {
-		"gpt-4o":                 {RPM: 10_000, TPM: 30_000_000},  // https://platform.openai.com/docs/models/gpt-4o
-		"gpt-4o-mini":            {RPM: 30_000, TPM: 150_000_000}, // https://platform.openai.com/docs/models/gpt-4o-mini
-		"text-embedding-3-small": {RPM: 10_000, TPM: 10_000_000},  // https://platform.openai.com/docs/models/text-embedding-3-small
+		"gpt-4o":                 {RPM: 10_000, TPM: 30_000_000},
+		"gpt-4o-mini":            {RPM: 30_000, TPM: 150_000_000},
+		"text-embedding-3-small": {RPM: 10_000, TPM: 10_000_000},
 	},
 }
 
 // Limits returns the tier's published figures, a copy the caller may change.
 // Default is the smallest RPM and the smallest TPM of the tier's models, so
-// that a model the table does not list is paced no faster than any it does.
+// that a model the table does not list is paced no faster than any it does;
+// it has no daily limits, which only some models have: a daily limit that
+// binds is reported in x-ratelimit-*-requests, whose remaining count then
+// lowers the model's bucket.
 // An unknown tier has no figures: Limits{}.
 func (t Tier) Limits() Limits {
 	models, ok := tierModels[t]
@@ -93,6 +100,7 @@ func (t Tier) Limits() Limits {
 		if l.Default.TPM == 0 || m.TPM < l.Default.TPM {
 			l.Default.TPM = m.TPM
 		}
+
 	}
 	return l
 }

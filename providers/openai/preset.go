@@ -123,31 +123,60 @@ func presetLimits(l Limits, tierFigures bool, opts []Option) pacer.Option {
 	var o []pacer.Option
 	for name, m := range s.limits.Models {
 		models[name] = true
-		o = append(o, s.scopes(requestsScope(name), tokensScope(name), m, s.tierFigures && !s.given[name])...)
+		o = append(o, s.scopes("openai/"+name+"/", m, s.tierFigures && !s.given[name])...)
 	}
-	o = append(o, s.scopes(ScopeRequests, ScopeTokens, s.limits.Default, s.tierFigures && !s.givenDefault)...)
-	r := &router{settings: s, models: models}
+	o = append(o, s.scopes("openai/", s.limits.Default, s.tierFigures && !s.givenDefault)...)
+	daily := map[string]ModelLimits{"": s.limits.Default}
+	for name, m := range s.limits.Models {
+		daily[name] = m
+	}
+	r := &router{settings: s, models: models, daily: daily}
 	o = append(o, pacer.WithRoute(r.route), pacer.WithClassifier(classify))
 	return pacer.Options(o...)
 }
 
-func requestsScope(model string) string { return "openai/" + model + "/requests" }
-func tokensScope(model string) string   { return "openai/" + model + "/tokens" }
+// The daily scopes' suffixes: "openai/gpt-4o-mini/requests-per-day".
+const (
+	perDayRequests = "requests-per-day"
+	perDayTokens   = "tokens-per-day"
+	// policyDaily names no quota OpenAI's headers report, so that they
+	// never clamp a daily scope: x-ratelimit-*-requests report whichever
+	// limit binds, and ParseQuotas reads them as per minute.
+	policyDaily = "openai/daily"
+)
 
-// scopes declares a model's pair of scopes. The tokens bucket holds a full
-// minute of TPM, as OpenAI's own bucket does, so that any request within the
-// published limit can be admitted; the requests bucket keeps pacer's default
-// burst. Provisional scopes follow the limits OpenAI publishes, up or down.
-func (s *settings) scopes(requests, tokens string, m ModelLimits, provisional bool) []pacer.Option {
+// scopes declares a model's scopes under prefix: requests and tokens per
+// minute, and per day where the model has daily limits. The tokens bucket
+// holds a full minute of TPM, as OpenAI's own bucket does, so that any
+// request within the published limit can be admitted; the requests bucket
+// keeps pacer's default burst. Provisional scopes follow the limits OpenAI
+// publishes, up or down; the daily scopes keep their figures, since no
+// header reports a daily limit as such. A daily limit is spread over the
+// day: at most its default burst (a tenth) at once, the rest as it
+// refills, so that a busy hour cannot spend the day's requests and leave
+// 429s until tomorrow.
+func (s *settings) scopes(prefix string, m ModelLimits, provisional bool) []pacer.Option {
 	tpm := perMinute(m.TPM)
 	tpm.Burst = max(m.TPM, 0)
-	return []pacer.Option{
-		pacer.WithScope(pacer.Scope{Name: requests, Limit: perMinute(m.RPM), Unit: pacer.UnitRequests,
+	o := []pacer.Option{
+		pacer.WithScope(pacer.Scope{Name: prefix + "requests", Limit: perMinute(m.RPM), Unit: pacer.UnitRequests,
 			Policy: policyRequests, Concurrency: s.limits.Concurrency, Provisional: provisional}),
-		pacer.WithScope(pacer.Scope{Name: tokens, Limit: tpm, Unit: UnitTokens, Policy: policyTokens,
+		pacer.WithScope(pacer.Scope{Name: prefix + "tokens", Limit: tpm, Unit: UnitTokens, Policy: policyTokens,
 			Provisional: provisional}),
 	}
+	if m.RPD != 0 {
+		o = append(o, pacer.WithScope(pacer.Scope{Name: prefix + perDayRequests, Limit: perDay(m.RPD),
+			Unit: pacer.UnitRequests, Policy: policyDaily}))
+	}
+	if m.TPD != 0 {
+		o = append(o, pacer.WithScope(pacer.Scope{Name: prefix + perDayTokens, Limit: perDay(m.TPD),
+			Unit: UnitTokens, Policy: policyDaily}))
+	}
+	return o
 }
+
+// perDay is the Limit of n a day.
+func perDay(n int) pacer.Limit { return pacer.Limit{Count: n, Per: 24 * time.Hour} }
 
 // perMinute is the Limit of n a minute; zero sets no limit, and a negative
 // n is kept so that pacer.New reports it.
@@ -161,6 +190,7 @@ func perMinute(n int) pacer.Limit {
 type router struct {
 	*settings
 	models map[string]bool
+	daily  map[string]ModelLimits // the daily limits by model; "" for Default's
 }
 
 // route charges a call to a token-counted endpoint to its model's requests
@@ -173,16 +203,24 @@ func (r *router) route(req *http.Request, charges []pacer.Charge) []pacer.Charge
 	}
 	e := r.estimate(kind, req)
 	model := baseModel(e.Model)
-	requests, tokens, key := ScopeRequests, ScopeTokens, model
+	prefix, key, limits := "openai/", model, r.daily[""]
 	if r.models[model] {
-		requests, tokens, key = requestsScope(model), tokensScope(model), ""
+		prefix, key, limits = "openai/"+model+"/", "", r.daily[model]
 	}
 	// The model's scopes replace DefaultScope: a call to a model is paced
 	// by the model's limits, and reported under its scopes.
 	charges = slices.DeleteFunc(charges, func(c pacer.Charge) bool { return c.Scope == pacer.DefaultScope })
-	return append(charges,
-		pacer.Charge{Scope: requests, Key: key},
-		pacer.Charge{Scope: tokens, Key: key, Cost: max(e.Total(), 1)})
+	cost := max(e.Total(), 1)
+	charges = append(charges,
+		pacer.Charge{Scope: prefix + "requests", Key: key},
+		pacer.Charge{Scope: prefix + "tokens", Key: key, Cost: cost})
+	if limits.RPD != 0 {
+		charges = append(charges, pacer.Charge{Scope: prefix + perDayRequests, Key: key})
+	}
+	if limits.TPD != 0 {
+		charges = append(charges, pacer.Charge{Scope: prefix + perDayTokens, Key: key, Cost: cost})
+	}
+	return charges
 }
 
 // estimate reads the request's body through GetBody, never req.Body.

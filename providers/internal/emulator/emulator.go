@@ -136,6 +136,15 @@ func (b *Bucket) Spend(now time.Time, n float64) {
 	b.level -= n
 }
 
+// Until returns how long until the bucket holds n, zero when it does.
+func (b *Bucket) Until(now time.Time, n float64) time.Duration {
+	missing := n - b.Level(now)
+	if missing <= 0 {
+		return 0
+	}
+	return time.Duration(missing / b.Capacity * float64(b.Per))
+}
+
 // UntilFull returns how long until the bucket is full again.
 func (b *Bucket) UntilFull(now time.Time) time.Duration {
 	b.refill(now)

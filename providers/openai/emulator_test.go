@@ -1,0 +1,122 @@
+package openai_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/providers/figures"
+	"github.com/pacer-go/pacer/providers/internal/emulator"
+	emu "github.com/pacer-go/pacer/providers/internal/emulator/openai"
+	"github.com/pacer-go/pacer/providers/internal/providertest"
+	"github.com/pacer-go/pacer/providers/openai"
+)
+
+// chat is a chat integration's traffic on gpt-4o-mini: a question of a few
+// sentences, answers of up to 300 tokens.
+func chat(w, n int) *http.Request {
+	body, _ := json.Marshal(map[string]any{"model": "gpt-4o-mini", "max_tokens": 300,
+		"messages": []map[string]string{{"role": "user", "content": strings.Repeat("How do I rotate an API key without downtime? ", 1+(w+n)%5)}}})
+	req, _ := http.NewRequest(http.MethodPost, "https://api.openai.com/v1/chat/completions", bytes.NewReader(body))
+	return req
+}
+
+// search is a search box's traffic: each query embedded on its own with
+// text-embedding-3-small.
+func search(w, n int) *http.Request {
+	body, _ := json.Marshal(map[string]any{"model": "text-embedding-3-small", "input": "how to rotate api keys without downtime"})
+	req, _ := http.NewRequest(http.MethodPost, "https://api.openai.com/v1/embeddings", bytes.NewReader(body))
+	return req
+}
+
+// draft is a writing assistant's traffic on gpt-4o: short prompts, long
+// answers reserved.
+func draft(w, n int) *http.Request {
+	body, _ := json.Marshal(map[string]any{"model": "gpt-4o", "max_tokens": 600,
+		"messages": []map[string]string{{"role": "user", "content": "Draft a reply to the customer below."}}})
+	req, _ := http.NewRequest(http.MethodPost, "https://api.openai.com/v1/chat/completions", bytes.NewReader(body))
+	return req
+}
+
+// The tier-1 preset, driven at once by a day of chat on gpt-4o-mini and ten
+// minutes of drafts on gpt-4o and of search queries embedded with
+// text-embedding-3-small, against an emulator of OpenAI's limits, is
+// refused nothing and uses at least 85% of the limit that binds each:
+// gpt-4o-mini's 10,000 requests a day (spent in 20 minutes at its 500 a
+// minute, were it not spread over the day), gpt-4o's 30,000 tokens a
+// minute, text-embedding-3-small's 3,000 requests a minute.
+func TestPresetAgainstTheEmulator(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		providertest.Today()
+		server := emu.New(emu.Tier1)
+		server.Latency = 500 * time.Millisecond
+		client := pacer.New(emulator.Transport(server), openai.Preset(openai.Tier1)).Client()
+		const day, batch = 24 * time.Hour, 10 * time.Minute
+		var wg sync.WaitGroup
+		var chatStatuses, draftStatuses, searchStatuses map[int]int
+		wg.Go(func() { chatStatuses = providertest.Drive(client, 8, day, chat) })
+		wg.Go(func() { draftStatuses = providertest.Drive(client, 16, batch, draft) })
+		wg.Go(func() { searchStatuses = providertest.Drive(client, 64, batch, search) })
+		wg.Wait()
+		t.Logf("chat %v, drafts %v, searches %v; refused %v", chatStatuses, draftStatuses, searchStatuses, server.Tally.Refused())
+		if refused := server.Tally.Refused(); len(refused) > 0 {
+			t.Errorf("refused: %v", refused)
+		}
+		mini, gpt4o, emb := emu.Tier1["gpt-4o-mini"], emu.Tier1["gpt-4o"], emu.Tier1["text-embedding-3-small"]
+		if got, want := server.Tally.Accepted("gpt-4o-mini"), 0.85*float64(mini.RPD); float64(got) < want {
+			t.Errorf("%d chat calls in a day, want at least %.0f (85%% of %d a day)", got, want, mini.RPD)
+		}
+		if got, want := server.Tally.Units("gpt-4o tokens"), 0.85*float64(gpt4o.TPM)*batch.Minutes(); float64(got) < want {
+			t.Errorf("%d gpt-4o tokens in %v, want at least %.0f (85%% of %d a minute)", got, batch, want, gpt4o.TPM)
+		}
+		if got, want := server.Tally.Accepted("text-embedding-3-small"), 0.85*float64(emb.RPM)*batch.Minutes(); float64(got) < want {
+			t.Errorf("%d searches in %v, want at least %.0f (85%% of %d a minute)", got, batch, want, emb.RPM)
+		}
+	})
+}
+
+func TestFiguresHaveSources(t *testing.T) {
+	if err := figures.Check(openai.Figures()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The preset's tier-1 figures are the emulator's.
+func TestFiguresMatchTheEmulator(t *testing.T) {
+	l := openai.Tier1.Limits()
+	for name, want := range emu.Tier1 {
+		got := l.Models[name]
+		if got.RPM != want.RPM || got.TPM != want.TPM || got.RPD != want.RPD {
+			t.Errorf("%s: preset %+v, emulator's %+v", name, got, want)
+		}
+	}
+}
+
+// Each code under insufficient_quota is a spent quota whose error names the
+// code and what to do; a plain rate limit is not.
+func TestQuotaCodesAreTold(t *testing.T) {
+	for code, what := range openai.QuotaCodes() {
+		synctest.Test(t, func(t *testing.T) {
+			fake := &providertest.Fake{Respond: func(req *http.Request, _ []byte) *http.Response {
+				return providertest.Response(req, 429, nil, `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"`+code+`"}}`)
+			}}
+			_, err := providertest.Do(pacer.New(fake, openai.Preset(openai.Tier1)).Client(), chat(0, 0))
+			var qe *pacer.QuotaError
+			if !errorsAs(err, &qe) || !strings.Contains(err.Error(), code) || !strings.Contains(err.Error(), what) {
+				t.Errorf("%s: %v", code, err)
+			}
+			if n := len(fake.Requests()); n != 1 {
+				t.Errorf("%s: sent %d times", code, n)
+			}
+		})
+	}
+}
+
+func errorsAs(err error, target **pacer.QuotaError) bool { return errors.As(err, target) }
