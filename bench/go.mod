@@ -2,12 +2,16 @@ module github.com/pacer-go/pacer/bench
 
 go 1.26.0
 
-replace github.com/pacer-go/pacer => ..
+replace (
+	github.com/pacer-go/pacer => ..
+	github.com/pacer-go/pacer/store/redisstore => ../store/redisstore
+)
 
 require (
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/hashicorp/go-retryablehttp v0.7.8
-	github.com/pacer-go/pacer v0.0.0-00010101000000-000000000000
+	github.com/pacer-go/pacer v0.0.0
+	github.com/pacer-go/pacer/store/redisstore v0.0.0
 	github.com/redis/go-redis/v9 v9.23.0
 	golang.org/x/time v0.16.0
 )
