@@ -27,13 +27,6 @@ func (w *waiter) signal() {
 	}
 }
 
-func (w *waiter) before(o *waiter) bool {
-	if w.priority != o.priority {
-		return w.priority > o.priority
-	}
-	return w.seq < o.seq
-}
-
 // A waitQueue holds a scope's waiters in the order they will be served.
 // Only its head tries for admission; the others sleep until they reach it,
 // so a scope has at most one timer running however many calls wait.

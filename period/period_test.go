@@ -75,9 +75,10 @@ func TestDailyResetsAcrossDSTInVirtualTime(t *testing.T) {
 	} {
 		var resets []string
 		now := utc(span.from)
-		start, end := p.Bounds(now)
+		_, end := p.Bounds(now)
 		for ; now.Before(utc(span.to)); now = now.Add(time.Minute) {
 			if !now.Before(end) {
+				var start time.Time
 				start, end = p.Bounds(now)
 				resets = append(resets, start.In(la).Format("Jan 2 15:04 MST"))
 				if !start.Equal(now) {
