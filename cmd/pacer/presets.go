@@ -15,6 +15,7 @@ import (
 	"github.com/pacer-go/pacer/providers/openai"
 	"github.com/pacer-go/pacer/providers/stripe"
 	"github.com/pacer-go/pacer/providers/twilio"
+	"github.com/pacer-go/pacer/providers/whatsapp"
 )
 
 // presetTables are the providers whose figures carry a source table, in
@@ -28,11 +29,12 @@ var presetTables = []struct {
 	{"openai", openai.Figures},
 	{"stripe", stripe.Figures},
 	{"twilio", twilio.Figures},
+	{"whatsapp", whatsapp.Figures},
 }
 
 // presetsWithoutTable are the presets whose figures are not yet in a source
 // table: the command names them, so that their absence is not silent.
-var presetsWithoutTable = []string{"slack", "whatsapp"}
+var presetsWithoutTable = []string{"slack"}
 
 func runPresets(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pacer presets", flag.ContinueOnError)
