@@ -72,7 +72,8 @@ func Figures() []figures.Figure {
 			fig.Source, fig.Read, fig.Quote = src.url, slackReadOn, src.quote
 		} else {
 			fig.Source, fig.Read = methodPage+m, slackReadOn
-			fig.Unverified = "the method's reference page was not surfaced by the search, only third-party copies of Slack's method catalogue; kept as it was, and a 429's Retry-After pauses the method if its tier is lower"
+			fig.Unverified = "no search surfaced the rate-limit line of the method's reference page (nor, for some, the page); kept as it was, and a 429's Retry-After pauses the method if its tier is lower"
+			fig.Note = "Slack's own Java SDK gives the same tier (github.com/slackapi/java-slack-sdk, slack-api-client/src/main/java/com/slack/api/methods/MethodsRateLimits.java, read " + slackReadOn + "): Slack's code, not its documentation"
 		}
 		out = append(out, fig)
 	}
