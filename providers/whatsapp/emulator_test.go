@@ -137,13 +137,8 @@ func TestFiguresMatchTheEmulator(t *testing.T) {
 		"whatsapp/pair interval":                   emu.PairInterval.Seconds(),
 		"whatsapp/pair rate error code":            emu.CodePairRate,
 	}
-	fs := whatsapp.Figures()
-	for key, v := range want {
-		preset, name, _ := strings.Cut(key, "/")
-		f, ok := figures.Find(fs, preset, name)
-		if !ok || f.Value != v {
-			t.Errorf("%s: preset figure %v, emulator's documented %v", key, f.Value, v)
-		}
+	if err := figures.Compare(whatsapp.Figures(), want); err != nil {
+		t.Error(err)
 	}
 	for level, mps := range map[whatsapp.Throughput]int{whatsapp.Standard: emu.StandardMPS, whatsapp.High: emu.HighMPS, whatsapp.Coexistence: emu.CoexistenceMPS} {
 		if got := level.Limit(); got != pacer.PerSecond(mps) {
