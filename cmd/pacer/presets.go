@@ -13,8 +13,10 @@ import (
 	"github.com/pacer-go/pacer/providers/figures"
 	"github.com/pacer-go/pacer/providers/github"
 	"github.com/pacer-go/pacer/providers/openai"
+	"github.com/pacer-go/pacer/providers/slack"
 	"github.com/pacer-go/pacer/providers/stripe"
 	"github.com/pacer-go/pacer/providers/twilio"
+	"github.com/pacer-go/pacer/providers/whatsapp"
 )
 
 // presetTables are the providers whose figures carry a source table, in
@@ -26,13 +28,11 @@ var presetTables = []struct {
 	{"anthropic", anthropic.Figures},
 	{"github", github.Figures},
 	{"openai", openai.Figures},
+	{"slack", slack.Figures},
 	{"stripe", stripe.Figures},
 	{"twilio", twilio.Figures},
+	{"whatsapp", whatsapp.Figures},
 }
-
-// presetsWithoutTable are the presets whose figures are not yet in a source
-// table: the command names them, so that their absence is not silent.
-var presetsWithoutTable = []string{"slack", "whatsapp"}
 
 func runPresets(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("pacer presets", flag.ContinueOnError)
@@ -76,10 +76,6 @@ func runPresets(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if want != "" && len(out) == 0 {
-		if slices.Contains(presetsWithoutTable, want) {
-			fmt.Fprintf(stderr, "pacer presets: the %s preset's figures are not in a source table yet; read its package doc\n", want)
-			return exitFailed
-		}
 		fmt.Fprintf(stderr, "pacer presets: no preset %q; the presets are %s\n", want, strings.Join(presetNames(), ", "))
 		return exitUsage
 	}
@@ -124,9 +120,6 @@ func runPresets(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	if want == "" {
-		fmt.Fprintf(stdout, "\nNot yet in a source table: %s (see each package's doc).\n", strings.Join(presetsWithoutTable, ", "))
-	}
 	return exitOK
 }
 
@@ -135,7 +128,6 @@ func presetNames() []string {
 	for _, p := range presetTables {
 		names = append(names, p.name)
 	}
-	names = append(names, presetsWithoutTable...)
 	slices.Sort(names)
 	return names
 }

@@ -67,7 +67,6 @@ func TestPresetsUsage(t *testing.T) {
 	}{
 		{[]string{"presets", "nosuch"}, exitUsage, `no preset "nosuch"`},
 		{[]string{"presets", "a", "b"}, exitUsage, "at most one preset"},
-		{[]string{"presets", "slack"}, exitFailed, "not in a source table yet"},
 	} {
 		code, _, stderr := runCLI(tc.args...)
 		if code != tc.code || !strings.Contains(stderr, tc.want) {

@@ -12,6 +12,8 @@ package figures
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 )
@@ -115,4 +117,23 @@ func LastVerified(fs []Figure) string {
 		}
 	}
 	return last
+}
+
+// Compare returns an error naming each figure of want, keyed
+// "preset/name", that fs lacks or gives another value than want's. The
+// emulator tests hold a preset to the emulator's documented numbers with
+// it, so that a preset figure changed alone fails.
+func Compare(fs []Figure, want map[string]float64) error {
+	var errs []error
+	for _, key := range slices.Sorted(maps.Keys(want)) {
+		preset, name, _ := strings.Cut(key, "/")
+		f, ok := Find(fs, preset, name)
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("%s: no such figure in the table, the emulator documents %v", key, formatValue(want[key])))
+		case f.Value != want[key]:
+			errs = append(errs, fmt.Errorf("%s: preset figure %v, the emulator documents %v", key, formatValue(f.Value), formatValue(want[key])))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -37,3 +37,15 @@ func TestLastVerifiedSkipsUnverified(t *testing.T) {
 		t.Fatalf("LastVerified = %q", got)
 	}
 }
+
+func TestCompareNamesEachDifference(t *testing.T) {
+	fs := []Figure{{Preset: "p", Name: "a", Value: 1}, {Preset: "p", Name: "b", Value: 2}}
+	if err := Compare(fs, map[string]float64{"p/a": 1, "p/b": 2}); err != nil {
+		t.Fatalf("equal figures: %v", err)
+	}
+	err := Compare(fs, map[string]float64{"p/a": 1, "p/b": 3, "p/c": 4})
+	if err == nil || !strings.Contains(err.Error(), "p/b: preset figure 2, the emulator documents 3") ||
+		!strings.Contains(err.Error(), "p/c: no such figure") || strings.Contains(err.Error(), "p/a") {
+		t.Fatalf("error %v, want p/b's value and p/c's absence named, p/a not", err)
+	}
+}

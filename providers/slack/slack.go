@@ -2,12 +2,17 @@
 // rate-limit tier, counted per method, and chat.postMessage's one message a
 // second per channel.
 //
-// The figures were read on 2026-11-30 from Slack's "Rate limits"
-// (https://docs.slack.dev/apis/web-api/rate-limits) and the method reference
-// pages; each is cited beside its constant. Slack applies its limits "per
-// API method per workspace/team per app": use one Transport per workspace
-// token. Slack answers a limited call with 429 and Retry-After, which pauses
-// that method's bucket (pacer's core reads it).
+// Last verified: 2026-12-01, against Slack's "Rate limits"
+// (https://docs.slack.dev/apis/web-api/rate-limits, whose overview table
+// was read whole on https://api.slack.com/docs/rate-limits) and the method
+// reference pages. Figures lists every figure with its source and quote; the tiers of
+// chat.postEphemeral, conversations.info, conversations.list,
+// conversations.members, users.info, users.list and users.lookupByEmail stay
+// unverified (their reference pages could not be read). "pacer presets
+// slack" prints them. Slack applies its limits "per API method per
+// workspace/team per app": use one Transport per workspace token. Slack
+// answers a limited call with 429 and Retry-After, which pauses that
+// method's bucket (pacer's core reads it).
 package slack
 
 import (
@@ -77,13 +82,14 @@ const DefaultTier = Tier2
 
 // MethodTiers returns the tiers of common methods, as each method's
 // reference page (https://docs.slack.dev/reference/methods/<method>) gives
-// it. It returns a new map each time; add to it or change it and pass it to
-// Preset.
+// it; Figures says which pages could be read. It returns a new map each
+// time; add to it or change it and pass it to Preset.
 //
 // conversations.history and conversations.replies are Tier 3 for
 // Marketplace and internal apps; Slack limits commercially distributed apps
-// that are not in the Marketplace to 1 a minute for them (changelog,
-// 2025-05-29): such an app should map both to Tier1.
+// that are not in the Marketplace to 1 a minute for them (the method pages:
+// new installations since 2025-05-29, existing ones since 2026-03-03): such
+// an app should map both to Tier1.
 func MethodTiers() map[string]Tier {
 	return map[string]Tier{
 		"chat.delete":           Tier3,

@@ -2,14 +2,23 @@
 // throughput of each business phone number, in messages per second, and the
 // pair rate limit between one business number and one WhatsApp user.
 //
-// The figures were read on 2026-11-30 from Meta's "Throughput" page
-// (https://developers.facebook.com/documentation/business-messaging/whatsapp/throughput)
-// and the Cloud API's pair rate limit; each is cited beside its constant.
-// Override any of them with a WithScope of the same name after Preset.
+// Last verified: 2026-12-01, against Meta's "Throughput" page
+// (https://developers.facebook.com/documentation/business-messaging/whatsapp/throughput).
+// Figures lists every figure with its source and quote, and those that stay
+// unverified with the reason: the pair rate (one message every six seconds)
+// and the error codes other than 130429, whose rows on Meta's error-codes
+// page could not be read. "pacer presets whatsapp" prints them. Override any
+// scope with a WithScope of the same name after Preset.
+//
+// A number's throughput is "inclusive of inbound and outbound messages":
+// the messages users send to the number spend it too, and pacer cannot see
+// them. A number that receives messages should reserve its peak inbound rate
+// with Throughput.ReserveInbound.
 package whatsapp
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -32,7 +41,7 @@ const (
 )
 
 // Messages per second per business phone number, "inclusive of inbound and
-// outbound messages and all message types", from
+// outbound messages and all message types" (see ReserveInbound), from
 // https://developers.facebook.com/documentation/business-messaging/whatsapp/throughput.
 const (
 	standardMPS    = 80
@@ -40,12 +49,13 @@ const (
 	coexistenceMPS = 20
 )
 
-// The pair rate limit: one business phone number may send one message every
-// 6 seconds to the same WhatsApp user; above it the API answers error
-// 131056 ("Pair rate limit hit"). Meta's Cloud API documentation, "Pair rate
-// limits" (https://developers.facebook.com/docs/whatsapp/cloud-api/overview#pair-rate-limits),
-// also allows short bursts, borrowed from later sends; pacer does not rely
-// on them.
+// The pair rate limit: one message every 6 seconds from one business phone
+// number to the same WhatsApp user; above it the API answers error 131056.
+// UNVERIFIED: Meta's throughput page names the limit but not its number,
+// and the page that states it ("Pair rate limits" in the Cloud API
+// overview) could not be read; the figure is the one third-party pages
+// agree on. They also speak of short bursts borrowed from later sends;
+// pacer does not rely on them.
 const pairInterval = 6 * time.Second
 
 // The scopes the preset declares.
@@ -54,9 +64,10 @@ const (
 	ScopePair       = "whatsapp/pair"       // one bucket per phone number ID and recipient
 )
 
-// The error codes Meta returns for the two limits: 130429 "Rate limit hit"
-// (throughput) and 131056 "Pair rate limit hit"
-// (https://developers.facebook.com/docs/whatsapp/cloud-api/support/error-codes).
+// The error codes Meta returns for the two limits: 130429 (throughput, from
+// the throughput page) and 131056 (pair rate; UNVERIFIED, its row on
+// https://developers.facebook.com/documentation/business-messaging/whatsapp/support/error-codes
+// could not be read).
 const (
 	codeThroughput = 130429
 	codePairRate   = 131056
@@ -71,6 +82,21 @@ func (t Throughput) Limit() pacer.Limit {
 		return pacer.PerSecond(coexistenceMPS)
 	}
 	return pacer.PerSecond(standardMPS)
+}
+
+// ReserveInbound returns an option, given after Preset, that paces the
+// number's outbound messages at level t less the inbound messages it
+// expects at most, in messages per second: Meta counts both against the
+// same throughput, and pacer sees only the outbound ones. It fails when
+// inboundPerSecond is negative, or leaves nothing to send with.
+func (t Throughput) ReserveInbound(inboundPerSecond int) (pacer.Option, error) {
+	level := t.Limit()
+	if inboundPerSecond < 0 || inboundPerSecond >= level.Count {
+		return nil, fmt.Errorf("whatsapp: ReserveInbound(%d): the inbound rate must be at least 0 and below the number's throughput of %v; "+
+			"a number that receives that much has no room to send", inboundPerSecond, level)
+	}
+	return pacer.WithScope(pacer.Scope{Name: ScopeThroughput,
+		Limit: pacer.Limit{Count: level.Count - inboundPerSecond, Per: level.Per}}), nil
 }
 
 // PairLimit returns the pair rate limit: one message every six seconds.
@@ -153,7 +179,10 @@ type graphError struct {
 }
 
 // Classify reads a Cloud API error response: 130429 and 131056 are
-// back-pressure, and were never processed. Each concerns its own limit
+// back-pressure, and were never processed. Other codes, 131049, 131048 and
+// 80007 among them, are left to the default (a final error): their rows on
+// Meta's error-codes page could not be read, and only third-party copies
+// say what they mean (see Figures). Each concerns its own limit
 // only: a pair rate error slows the pair, not the number's messages to
 // everyone else, and a throughput error the number, not the pair.
 // Preset installs it.

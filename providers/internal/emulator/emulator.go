@@ -81,6 +81,17 @@ func (w *Window) Allow(now time.Time, n int) bool {
 	return true
 }
 
+// Until returns how long after now the window has room for one more event:
+// zero when it has room at now. A provider's Retry-After says as much.
+func (w *Window) Until(now time.Time) time.Duration {
+	cut := now.Add(-w.Per)
+	i := sort.Search(len(w.at), func(i int) bool { return w.at[i].After(cut) })
+	if n := len(w.at) - i; n >= w.Limit && w.Limit > 0 {
+		return w.at[len(w.at)-w.Limit].Add(w.Per).Sub(now)
+	}
+	return 0
+}
+
 // Remaining returns the room left in the window at now.
 func (w *Window) Remaining(now time.Time) int {
 	cut := now.Add(-w.Per)
