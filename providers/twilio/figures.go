@@ -31,7 +31,8 @@ func Figures() []figures.Figure {
 			Quote: "a US long code number can send one message segment per second"},
 		{Preset: "twilio", Name: "short code segments", Scope: ScopeShortCode, Value: shortCodeMPS, Unit: "segments/s",
 			Source: queuePage, Read: twilioReadOn,
-			Quote: "a short code may send over 100 message segments per second"},
+			Quote: "a short code may send over 100 message segments per second",
+			Note:  "\"over 100\": the preset takes the floor; a short code with purchased throughput needs its own WithScope"},
 		{Preset: "twilio", Name: "toll-free segments", Scope: ScopeTollFree, Value: tollFreeMPS, Unit: "segments/s",
 			Source: tollFreePage, Read: twilioReadOn,
 			Quote: "By default, any US Toll-Free number you purchase from Twilio offers an SMS sending throughput of 3 MPS (message segments per second) toward the US and Canada.",
@@ -49,6 +50,6 @@ func Figures() []figures.Figure {
 			Quote: "Twilio returns this error when your account exceeds allowed concurrency to Twilio's REST API (HTTP 429 Too Many Requests). Requests that receive 429 responses aren't processed and are safe to retry after backing off."},
 		{Preset: "twilio", Name: "concurrent REST requests", Scope: ScopeAccount, Value: accountConcurrency, Unit: "requests",
 			Read: twilioReadOn, Source: "https://www.twilio.com/docs/api/errors/20429",
-			Unverified: "Twilio says error 20429 means the account \"exceeds allowed concurrency\" but publishes no number; 100 is what third-party guides report. A 20429 lowers the cap, as a 429 lowers a rate"},
+			Unverified: "Twilio says error 20429 means the account \"exceeds allowed concurrency\" and its support article on the 429 that \"the maximum number of concurrent API requests has been reached\", but neither gives the number; 100 is what third-party guides report. A 20429 lowers the cap, as a 429 lowers a rate, and the emulator test gives the preset and the emulator the same cap rather than lean on this one"},
 	}
 }
