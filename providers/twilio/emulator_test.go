@@ -50,11 +50,13 @@ func message(from string, n int) *http.Request {
 
 // newAccount returns the emulated account with the workload's senders,
 // answering in 50 ms and allowing accountCap requests in flight.
-func newAccount() *emu.Server {
+func newAccount(t *testing.T) *emu.Server {
 	server := emu.New()
 	server.Concurrency, server.Latency = accountCap, 50*time.Millisecond
 	for _, s := range senders {
-		server.AddSender(s.from, s.mps)
+		if err := server.AddSender(s.from, s.mps); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return server
 }
@@ -88,7 +90,7 @@ func drive(client *http.Client, run time.Duration) map[int]int {
 // release.
 func TestPresetAgainstTheEmulator(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		server := newAccount()
+		server := newAccount(t)
 		client := pacer.New(emulator.Transport(server), twilio.Preset(
 			pacer.WithScope(pacer.Scope{Name: twilio.ScopeAccount, Concurrency: accountCap}),
 		)).Client()
@@ -128,7 +130,7 @@ func TestPresetAgainstTheEmulator(t *testing.T) {
 // for it. Here the long code is paced at 2 segments a second.
 func TestATooHighSenderFigureBuildsTwiliosQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		server := newAccount()
+		server := newAccount(t)
 		client := pacer.New(emulator.Transport(server), twilio.Preset(
 			pacer.WithScope(pacer.Scope{Name: twilio.ScopeAccount, Concurrency: accountCap}),
 			pacer.WithScope(pacer.Scope{Name: twilio.ScopeLongCode, Unit: twilio.UnitSegments,
@@ -151,7 +153,7 @@ func TestATooHighSenderFigureBuildsTwiliosQueue(t *testing.T) {
 // few, and the senders keep most of their throughput.
 func TestA20429FromTheEmulatorLowersTheCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		server := newAccount()
+		server := newAccount(t)
 		client := pacer.New(emulator.Transport(server), twilio.Preset(
 			pacer.WithScope(pacer.Scope{Name: twilio.ScopeAccount, Concurrency: 2 * accountCap}),
 		)).Client()
@@ -186,7 +188,9 @@ func TestTheEmulatorQueuesThenRefuses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		server := emu.New()
 		long := senders[0].from
-		server.AddSender(long, emu.LongCodeMPS)
+		if err := server.AddSender(long, emu.LongCodeMPS); err != nil {
+			t.Fatal(err)
+		}
 		client := &http.Client{Transport: emulator.Transport(server)}
 		body := strings.Repeat("a", 3*emu.GSM7MultiSegment) // 3 segments
 		var last *http.Response

@@ -108,8 +108,9 @@ const (
 	UCS2MultiSegment = 67
 )
 
-// Tally keys: a sender's accepted messages are counted under its From
-// number, in messages (Accepted) and segments (Units).
+// The names Tally.Refused counts refusals under. Accepted messages are
+// counted under their From number, in messages (Tally.Accepted) and
+// segments (Tally.Units).
 const (
 	RefusedConcurrency = "concurrency"
 	RefusedQueueFull   = "queue full"
@@ -146,11 +147,16 @@ type sender struct {
 func New() *Server { return &Server{senders: map[string]*sender{}} }
 
 // AddSender gives the account the sender from, releasing mps segments a
-// second (LongCodeMPS, TollFreeMPS, ShortCodeMPS or InternationalMPS).
-func (s *Server) AddSender(from string, mps int) {
+// second (LongCodeMPS, TollFreeMPS, ShortCodeMPS or InternationalMPS). An
+// mps below 1 is an error.
+func (s *Server) AddSender(from string, mps int) error {
+	if mps < 1 {
+		return fmt.Errorf("AddSender(%q, %d): a sender releases at least one segment a second", from, mps)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.senders[from] = &sender{mps: mps}
+	return nil
 }
 
 // LongestWait returns the longest a message from from waited in its
