@@ -5,6 +5,8 @@ import "github.com/pacer-go/pacer/providers/figures"
 const (
 	charLimitPage = "https://www.twilio.com/docs/glossary/what-sms-character-limit"
 	queuePage     = "https://www.twilio.com/docs/api/errors/21611"
+	queueArticle  = "https://support.twilio.com/hc/en-us/articles/115002943027-Understanding-Twilio-Rate-Limits-and-Message-Queues"
+	tollFreePage  = "https://support.twilio.com/hc/en-us/articles/4411046744987-Toll-Free-SMS-and-MMS-messaging-throughput-MPS"
 	twilioReadOn  = "2026-12-01"
 )
 
@@ -23,21 +25,31 @@ func Figures() []figures.Figure {
 			Quote: "a message which is encoded in UCS-2 has a maximum of 70 characters"},
 		{Preset: "twilio", Name: "UCS-2 characters per segment of a longer message", Value: ucs2MultiSegment, Unit: "characters",
 			Read: twilioReadOn, Source: charLimitPage,
-			Unverified: "the stored copy of Twilio's character-limit table was cut before the UCS-2 row; 67 is the GSM 03.40 figure (140 octets less a 6-octet header, in 2-octet units) and can only make the segment estimate higher, which is the safe side"},
+			Unverified: "the stored copies of Twilio's character-limit table were cut before the UCS-2 row, and the sentence of Twilio's UCS-2 glossary that gives it (\"leaving 153 GSM-7 characters or 67 UCS-2 characters\") was read only on its mirror at https://sendgrid.com/docs/glossary/what-is-ucs-2-character-encoding; 67 is the GSM 03.40 figure (140 octets less a 6-octet header, in 2-octet units) and can only make the segment estimate higher, which is the safe side"},
 		{Preset: "twilio", Name: "long code segments", Scope: ScopeLongCode, Value: longCodeMPS, Unit: "segments/s",
 			Source: queuePage, Read: twilioReadOn,
 			Quote: "a US long code number can send one message segment per second"},
 		{Preset: "twilio", Name: "short code segments", Scope: ScopeShortCode, Value: shortCodeMPS, Unit: "segments/s",
 			Source: queuePage, Read: twilioReadOn,
-			Quote: "a short code may send over 100 message segments per second"},
+			Quote: "a short code may send over 100 message segments per second",
+			Note:  "\"over 100\": the preset takes the floor; a short code with purchased throughput needs its own WithScope"},
 		{Preset: "twilio", Name: "toll-free segments", Scope: ScopeTollFree, Value: tollFreeMPS, Unit: "segments/s",
-			Read: twilioReadOn, Source: "https://help.twilio.com/articles/115002943027",
-			Unverified: "the help article \"Understanding Twilio Rate Limits and Message Queues\" was not in the stored copies; Twilio queues what exceeds a sender's rate rather than refusing it, so a wrong figure adds queueing delay, not failures"},
+			Source: tollFreePage, Read: twilioReadOn,
+			Quote: "By default, any US Toll-Free number you purchase from Twilio offers an SMS sending throughput of 3 MPS (message segments per second) toward the US and Canada.",
+			Note:  "Twilio's support article; High-Throughput Toll-Free \"starts at 25 MPS\" on request: override the scope for such a number"},
 		{Preset: "twilio", Name: "international sender segments", Scope: ScopeInternational, Value: internationalMPS, Unit: "segments/s",
-			Read: twilioReadOn, Source: "https://help.twilio.com/articles/115002943027",
-			Unverified: "as for toll-free numbers: the help article was not in the stored copies; Twilio queues, it does not refuse"},
+			Source: tollFreePage, Read: twilioReadOn,
+			Quote: "Toll-Free US numbers will receive the standard throughput of 10 MPS, just like all other Twilio numbers sending outside of the +1 region.",
+			Note:  "the article states it of numbers sending outside the +1 region; the preset applies it to every sender that is not a +1 number or a short code, alphanumeric sender IDs included, which the article does not name"},
+		{Preset: "twilio", Name: "sender queue", Value: senderQueueHours, Unit: "hours of segments",
+			Source: queueArticle, Read: twilioReadOn,
+			Quote: "each of your Twilio phone numbers has a separate queue, and each queue can hold up to 10 hours' worth of message segments based on the sending rate for a phone number type",
+			Note:  "older copies of https://www.twilio.com/docs/api/errors/21611 say 4 hours; its current copy and the support article say 10. Twilio queues what exceeds a sender's rate and refuses (error 21611) only past the queue, so the preset keeps at most SenderBurst segments queued"},
+		{Preset: "twilio", Name: "concurrency error code", Value: codeTooManyRequests, Unit: "error code",
+			Source: "https://www.twilio.com/docs/api/errors/20429", Read: twilioReadOn,
+			Quote: "Twilio returns this error when your account exceeds allowed concurrency to Twilio's REST API (HTTP 429 Too Many Requests). Requests that receive 429 responses aren't processed and are safe to retry after backing off."},
 		{Preset: "twilio", Name: "concurrent REST requests", Scope: ScopeAccount, Value: accountConcurrency, Unit: "requests",
 			Read: twilioReadOn, Source: "https://www.twilio.com/docs/api/errors/20429",
-			Unverified: "Twilio says error 20429 means the account \"exceeds allowed concurrency\" but publishes no number; 100 is what third-party guides report. A 20429 lowers the cap, as a 429 lowers a rate"},
+			Unverified: "Twilio says error 20429 means the account \"exceeds allowed concurrency\" and its support article on the 429 that \"the maximum number of concurrent API requests has been reached\", but neither gives the number; 100 is what third-party guides report. A 20429 lowers the cap, as a 429 lowers a rate, and the emulator test gives the preset and the emulator the same cap rather than lean on this one"},
 	}
 }

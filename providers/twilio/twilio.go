@@ -50,19 +50,27 @@ const UnitSegments = "segments"
 // it for a while, as a 429 lowers a rate, in case yours is lower still.
 const accountConcurrency = 100
 
-// Outbound messages per second (message segments), by sender, from
-// "Understanding Twilio Rate Limits and Message Queues"
-// (https://help.twilio.com/articles/115002943027): long codes to the US and
-// Canada 1, US toll-free numbers 3, any number or alphanumeric sender to
-// other countries 10, short codes 100. Twilio queues what exceeds them
-// rather than refusing it; pacing here keeps that queue, and the latency it
-// adds, empty.
+// Outbound message segments per second, by sender: a US long code 1 and a
+// short code "over 100" (https://www.twilio.com/docs/api/errors/21611), a
+// US toll-free number 3 toward the US and Canada, and any number sending
+// outside the +1 region 10 ("Toll-Free SMS and MMS messaging throughput",
+// https://support.twilio.com/hc/en-us/articles/4411046744987). Twilio
+// queues what exceeds them rather than refusing it, up to senderQueueHours
+// of a sender's segments ("Understanding Twilio Rate Limits and Message
+// Queues", https://support.twilio.com/hc/en-us/articles/115002943027);
+// pacing here keeps that queue, and the latency it adds, to at most
+// SenderBurst segments.
 const (
 	longCodeMPS      = 1
 	tollFreeMPS      = 3
 	internationalMPS = 10
 	shortCodeMPS     = 100
+	senderQueueHours = 10
 )
+
+// codeTooManyRequests is the error code of Twilio's 429 for too many
+// concurrent requests (https://www.twilio.com/docs/api/errors/20429).
+const codeTooManyRequests = 20429
 
 // MaxBodyChars is the longest Body Twilio accepts: "The Body parameter for
 // an outgoing message can be up to 1,600 characters"
@@ -75,8 +83,8 @@ const MaxBodyChars = 1600
 // UCS-2 characters make 24 segments of 67 (1,600 GSM-7 characters, 11 of
 // 153). Twilio queues what arrives faster than the sender's rate and
 // releases it at that rate, so at most SenderBurst segments wait in its
-// queue: 24 seconds on a long code, far below the 10 hours after which
-// Twilio fails queued messages (https://www.twilio.com/docs/api/errors/21611).
+// queue: 24 seconds on a long code, far below the 10 hours of segments a
+// sender's queue holds before Twilio refuses more (error 21611).
 // Only a body over MaxBodyChars, which Twilio refuses too (error 21617),
 // fails with pacer.ErrExceedsCapacity.
 const SenderBurst = (MaxBodyChars + ucs2MultiSegment - 1) / ucs2MultiSegment
@@ -234,7 +242,7 @@ func Classify(resp *http.Response, body []byte) pacer.Verdict {
 		return pacer.Verdict{}
 	}
 	var e errorBody
-	if json.Unmarshal(body, &e) == nil && e.Code == 20429 {
+	if json.Unmarshal(body, &e) == nil && e.Code == codeTooManyRequests {
 		return pacer.Verdict{NeverProcessed: true, Scopes: accountScopes}
 	}
 	return pacer.Verdict{}
