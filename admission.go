@@ -24,6 +24,12 @@ type call struct {
 	budgetSpent bool
 	needsSlots  bool // some scope charged caps concurrency
 	holdsSlots  bool
+	prepaid     bool // a reservation took the call's tokens already (permit.go)
+
+	// What the call's context overrides (ContextWithFailFast and the like).
+	failFast bool
+	maxWait  time.Duration // 0: none
+	priority int           // within the workload's line; larger first
 
 	routedBuf [4]Charge
 	chargeBuf [4]charge
@@ -52,8 +58,17 @@ func newPooledCall(t *Transport) any {
 
 // newCall routes req and reads its workload and costs from its context.
 func (t *Transport) newCall(req *http.Request) (*call, error) {
+	return t.callFor(req.Context(), req, nil)
+}
+
+// callFor makes the call of one attempt: req's, charged by the routes, or,
+// when req is nil, a permit's, charged as given (to DefaultScope when none
+// is). Either way the workload, costs and overrides come from ctx, so an
+// HTTP request and a permit are admitted alike.
+func (t *Transport) callFor(ctx context.Context, req *http.Request, given []Charge) (*call, error) {
 	c := t.calls.Get().(*call)
-	vals := valuesFrom(req.Context())
+	vals := valuesFrom(ctx)
+	c.overrides(vals)
 	workload := t.defaultWorkload
 	if vals != nil {
 		if w := t.workloads[vals.workload]; w != nil {
@@ -65,17 +80,20 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 	if c.workload != workload {
 		c.workload = workload
 	}
-	if len(t.routes) == 0 {
-		// No routes: the one charge to DefaultScope, without the loop.
+	if req != nil && len(t.routes) == 0 || req == nil && len(given) == 0 {
+		// The one charge to DefaultScope, without the loop.
 		c.addCharge(t.defaultClass, defaultCharges[0], vals)
 		c.budgetFor(vals)
 		return c, nil
 	}
-	routed := append(c.routedBuf[:0], defaultCharges...)
-	for _, route := range t.routes {
-		routed = route(req, routed)
+	routed := given
+	if req != nil {
+		routed = append(c.routedBuf[:0], defaultCharges...)
+		for _, route := range t.routes {
+			routed = route(req, routed)
+		}
+		defer clear(routed) // the routes' keys must not outlive the call
 	}
-	defer clear(routed) // the routes' keys must not outlive the call
 	for _, ch := range routed {
 		class := t.defaultClass // the common case, without a map lookup
 		if ch.Scope != DefaultScope {
@@ -83,6 +101,9 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 		}
 		if class == nil {
 			c.finish()
+			if req == nil {
+				return nil, fmt.Errorf("pacer: the permit is charged to scope %q, which is not declared; declare it with WithScope", ch.Scope)
+			}
 			return nil, fmt.Errorf("pacer: a route charged the request to scope %q, which is not declared; declare it with WithScope", ch.Scope)
 		}
 		c.addCharge(class, ch, vals)
@@ -276,7 +297,7 @@ func (c *call) finish() {
 	// garbage collector's write barriers to spare that little memory.
 	c.charges, c.demands, c.owners = c.charges[:0], c.demands[:0], c.owners[:0]
 	c.budget[0].Cost = 0
-	c.budgetSpent, c.needsSlots, c.holdsSlots = false, false, false
+	c.budgetSpent, c.needsSlots, c.holdsSlots, c.prepaid = false, false, false, false
 	c.t.calls.Put(c)
 }
 
@@ -365,7 +386,9 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 	}
 	d := Decision{OK: true}
 	var err error
-	if c.pace(); len(c.demands) > 0 {
+	if c.prepaid {
+		// A reservation took the tokens: only its slots were missing.
+	} else if c.pace(); len(c.demands) > 0 {
 		d, err = c.t.store.Take(ctx, now, c.demands)
 	}
 	if err == nil && d.OK {
@@ -417,7 +440,15 @@ func (c *call) costOn(s *scopeState) float64 {
 // another scope, the call moves to that scope's queue, keeping its place in
 // arrival order.
 func (c *call) wait(ctx context.Context, b blocked) error {
-	w := &waiter{workload: c.workload.index, priority: c.workload.Reserve, seq: c.t.arrivals.Add(1), wake: make(chan struct{}, 1)}
+	if err := c.cannotWait(ctx, b); err != nil {
+		return err // before queueing: a call that will not wait takes no place
+	}
+	seq := c.t.arrivals.Add(1)
+	w := &waiter{workload: c.workload.index, priority: c.workload.Reserve, seq: seq, order: lineOrder(c.priority, seq), rank: c.priority, wake: make(chan struct{}, 1)}
+	if err := c.workload.waiting.join(w); err != nil {
+		return b.queueFull(c.workload, err)
+	}
+	defer c.workload.waiting.leave(w)
 	c.waiter = w
 	defer func() { c.waiter = nil }()
 	start := c.t.clock.Now()
@@ -427,6 +458,13 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 			timer.Stop()
 		}
 	}()
+	var expire <-chan time.Time
+	if c.maxWait > 0 {
+		// The per-call bound on waiting (ContextWithMaxWait), in the clock's time.
+		limit := c.t.clock.NewTimer(c.maxWait)
+		defer limit.Stop()
+		expire = limit.C()
+	}
 	for {
 		if err := c.cannotWait(ctx, b); err != nil {
 			return err
@@ -488,8 +526,17 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 			case <-ctx.Done():
 				s.leave(w)
 				return b.error(ctx.Err())
+			case <-expire:
+				s.leave(w)
+				return b.error(context.DeadlineExceeded)
 			case <-w.wake:
 			case <-fire:
+			}
+			if w.shed.Load() {
+				// A newcomer of higher priority took this call's place in
+				// its workload's bounded queue (Workload.MaxWaiting).
+				s.leave(w)
+				return b.queueFull(c.workload, errShed)
 			}
 			woken = true
 		}
@@ -506,11 +553,32 @@ func (c *call) cannotWait(ctx context.Context, b blocked) error {
 		return b.error(fmt.Errorf("%w: it costs %v %s and the bucket holds at most %v; "+
 			"make the request smaller, or raise the scope's Limit.Burst if the provider allows one request that large",
 			ErrExceedsCapacity, c.costOn(b.state), b.state.class.Unit, burst))
-	case b.state.class.FailFast:
+	case b.state.class.FailFast || c.failFast:
 		return b.error(nil)
+	case c.maxWait > 0 && b.wait > c.maxWait:
+		// A lower bound on the wait already past the call's own bound:
+		// say so now (the bound's timer in wait covers the rest).
+		return b.error(context.DeadlineExceeded)
 	}
 	if deadline, ok := ctx.Deadline(); ok && b.wait > 0 && b.wait > deadline.Sub(c.t.clock.Now()) {
 		return b.error(context.DeadlineExceeded)
+	}
+	return nil
+}
+
+// enter spends the call's budget and admits it: steps 3 and 4 of every
+// attempt, a request's or a permit's, which is what keeps the two alike.
+// On a refusal the call is finished, its budget given back.
+func (c *call) enter(ctx context.Context) error {
+	if err := c.spendBudget(ctx); err != nil { // step 3
+		c.finish()
+		return err
+	}
+	if err := c.admit(ctx); err != nil { // step 4
+		c.emitRefusal(err)
+		c.refundBudget(ctx)
+		c.finish()
+		return err
 	}
 	return nil
 }

@@ -135,6 +135,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 		}
 		reserves += w.Reserve
 		ws := &workloadState{Workload: w.Workload, name: w.name, index: len(list)}
+		ws.waiting.max, ws.waiting.policy = w.MaxWaiting, w.WhenFull
 		ws.budget = Demand{Scope: reservedPrefix + "budget", Key: w.name, Burst: float64(w.Budget.Limit), Window: w.Budget.Per}
 		list = append(list, ws)
 		t.workloads[w.name] = ws
@@ -244,15 +245,7 @@ func (t *Transport) attempt(req *http.Request) (*http.Response, attemptInfo, err
 	if err != nil {
 		return nil, attemptInfo{}, closeRequestBody(req, err)
 	}
-	ctx := req.Context()
-	if err := c.spendBudget(ctx); err != nil { // step 3
-		c.finish()
-		return nil, attemptInfo{}, closeRequestBody(req, err)
-	}
-	if err := c.admit(ctx); err != nil { // step 4
-		c.emitRefusal(err)
-		c.refundBudget(ctx)
-		c.finish()
+	if err := c.enter(req.Context()); err != nil { // steps 3 and 4
 		return nil, attemptInfo{}, closeRequestBody(req, err)
 	}
 	info := attemptInfo{sent: true, scope: t.defaultClass}

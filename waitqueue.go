@@ -1,12 +1,18 @@
 package pacer
 
+import "sync/atomic"
+
 // A waiter is a call waiting on a scope.
 type waiter struct {
 	workload int     // the workload's index
 	priority float64 // the workload's Reserve: larger is served first
 	seq      uint64  // arrival order, kept when the call moves between scopes
+	order    uint64  // its place in its workload's line: lineOrder(rank, seq)
+	rank     int     // the call's priority within its workload (ContextWithPriority)
 	cost     float64 // what the call takes from the scope it waits on
 	wake     chan struct{}
+	shed     atomic.Bool // its workload's bounded queue dropped it (boundedqueue.go)
+	shedAt   int         // its index in that queue's heap; -1 when not in it
 
 	// The waiter's node in its workload's line (see line), while queued.
 	queued      bool
@@ -50,13 +56,33 @@ type waitQueue struct {
 	n     int
 }
 
-// A line is one workload's waiters ordered by seq: a treap whose nodes
-// carry their subtree's cost, so that the cost queued ahead of a waiter is
-// a walk from the root. A call that moves between scopes keeps its seq and
-// takes its place by it, not at the back.
+// A line is one workload's waiters ordered by order — priority within the
+// workload, then seq: a treap whose nodes carry their subtree's cost, so
+// that the cost queued ahead of a waiter is a walk from the root. A call
+// that moves between scopes keeps its seq and takes its place by it, not
+// at the back.
 type line struct {
 	root, first *waiter
 	n           int
+	ranked      int // waiters of a rank other than 0
+}
+
+// Priorities within a workload are clamped to ±maxRank; a line orders its
+// waiters by rank, in the order's top byte, then by seq in the rest. Seqs
+// above 2^56 (years of calls at millions a second) would wrap into the
+// rank: none is reached.
+const (
+	maxRank  = 127
+	seqBits  = 56
+	seqMask  = 1<<seqBits - 1
+	rankBias = maxRank
+)
+
+// lineOrder returns the place in its line of a waiter of the given rank and
+// seq: larger ranks first, then earlier arrivals.
+func lineOrder(rank int, seq uint64) uint64 {
+	rank = max(-maxRank, min(maxRank, rank))
+	return uint64(rankBias-rank)<<seqBits | seq&seqMask
 }
 
 func (w *waiter) subtreeCost() float64 {
@@ -68,17 +94,17 @@ func (w *waiter) subtreeCost() float64 {
 
 func (w *waiter) update() { w.sum = w.cost + w.left.subtreeCost() + w.right.subtreeCost() }
 
-// split cuts t into the waiters before seq and the rest.
-func split(t *waiter, seq uint64) (before, rest *waiter) {
+// split cuts t into the waiters before order and the rest.
+func split(t *waiter, order uint64) (before, rest *waiter) {
 	if t == nil {
 		return nil, nil
 	}
-	if t.seq < seq {
-		t.right, rest = split(t.right, seq)
+	if t.order < order {
+		t.right, rest = split(t.right, order)
 		t.update()
 		return t, rest
 	}
-	before, t.left = split(t.left, seq)
+	before, t.left = split(t.left, order)
 	t.update()
 	return before, t
 }
@@ -115,10 +141,13 @@ func treapHeap(seq uint64) uint64 {
 func (l *line) insert(w *waiter) (ahead float64) {
 	w.left, w.right, w.heap, w.sum = nil, nil, treapHeap(w.seq), w.cost
 	l.root, ahead = insertAt(l.root, w)
-	if l.first == nil || w.seq < l.first.seq {
+	if l.first == nil || w.order < l.first.order {
 		l.first = w
 	}
 	l.n++
+	if w.rank != 0 {
+		l.ranked++
+	}
 	return ahead
 }
 
@@ -129,12 +158,12 @@ func insertAt(t, w *waiter) (root *waiter, ahead float64) {
 		return w, 0
 	}
 	if w.heap > t.heap {
-		w.left, w.right = split(t, w.seq)
+		w.left, w.right = split(t, w.order)
 		w.update()
 		return w, w.left.subtreeCost()
 	}
 	t.sum += w.cost // costs are whole units: sums are exact
-	if w.seq < t.seq {
+	if w.order < t.order {
 		t.left, ahead = insertAt(t.left, w)
 		return t, ahead
 	}
@@ -146,6 +175,9 @@ func (l *line) remove(w *waiter) {
 	l.root = removeFrom(l.root, w)
 	w.left, w.right = nil, nil
 	l.n--
+	if w.rank != 0 {
+		l.ranked--
+	}
 	if l.first == w {
 		l.first = l.root
 		for l.first != nil && l.first.left != nil {
@@ -160,7 +192,7 @@ func removeFrom(t, w *waiter) *waiter {
 		return merge(t.left, t.right)
 	}
 	t.sum -= w.cost
-	if w.seq < t.seq {
+	if w.order < t.order {
 		t.left = removeFrom(t.left, w)
 	} else {
 		t.right = removeFrom(t.right, w)
@@ -168,10 +200,10 @@ func removeFrom(t, w *waiter) *waiter {
 	return t
 }
 
-// costBefore returns the cost of the line's waiters that arrived before seq.
-func (l *line) costBefore(seq uint64) (c float64) {
+// costBefore returns the cost of the line's waiters placed before order.
+func (l *line) costBefore(order uint64) (c float64) {
 	for t := l.root; t != nil; {
-		if t.seq < seq {
+		if t.order < order {
 			c += t.left.subtreeCost() + t.cost
 			t = t.right
 		} else {
@@ -248,8 +280,11 @@ func (s *scopeState) enqueue(w *waiter) float64 {
 		switch before, equal := s.ranksBefore(v, l.first.priority, w.workload, w.priority, share); {
 		case before:
 			ahead += l.root.subtreeCost()
-		case equal:
-			ahead += l.costBefore(w.seq)
+		case equal && l.ranked == 0:
+			// Lines of equal rank are served in arrival order. A line with
+			// ranked waiters is left out: which of them come first is not
+			// known here, and what is returned must stay a lower bound.
+			ahead += l.costBefore(lineOrder(0, w.seq))
 		}
 	}
 	return ahead
