@@ -25,6 +25,8 @@ type call struct {
 	needsSlots  bool // some scope charged caps concurrency
 	holdsSlots  bool
 	prepaid     bool // a reservation took the call's tokens already (permit.go)
+	// cancel ends the attempt's own context (RetryPolicy.AttemptTimeout).
+	cancel context.CancelFunc
 
 	// What the call's context overrides (ContextWithFailFast and the like).
 	failFast bool
@@ -298,6 +300,10 @@ func (c *call) finish() {
 	c.charges, c.demands, c.owners = c.charges[:0], c.demands[:0], c.owners[:0]
 	c.budget[0].Cost = 0
 	c.budgetSpent, c.needsSlots, c.holdsSlots, c.prepaid = false, false, false, false
+	if c.cancel != nil {
+		c.cancel()
+		c.cancel = nil
+	}
 	c.t.calls.Put(c)
 }
 

@@ -1,6 +1,7 @@
 package pacer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -252,9 +253,25 @@ func (t *Transport) attempt(req *http.Request) (*http.Response, attemptInfo, err
 	if len(c.charges) > 0 {
 		info.scope = c.charges[0].state.class
 	}
+	sent := req
+	if t.retry != nil && t.retry.AttemptTimeout > 0 {
+		sent = c.bound(req, t.retry.AttemptTimeout)
+	}
 	var resp *http.Response
-	resp, info.verdict, info.stalled, err = c.send(req) // steps 5, 6 and 8
+	resp, info.verdict, info.stalled, err = c.send(sent) // steps 5, 6 and 8
+	if err != nil && sent != req && sent.Context().Err() == context.DeadlineExceeded && req.Context().Err() == nil {
+		// The attempt's own bound, not the caller's context: worth a retry.
+		err = fmt.Errorf("%w (%v): %v", ErrAttemptTimeout, t.retry.AttemptTimeout, err)
+	}
 	return resp, info, err
+}
+
+// bound returns req with a context that ends after d, and makes the call's
+// finish end it, when the response's body is closed or the attempt fails.
+func (c *call) bound(req *http.Request, d time.Duration) *http.Request {
+	ctx, cancel := context.WithDeadline(req.Context(), c.t.clock.Now().Add(d))
+	c.cancel = cancel
+	return req.WithContext(ctx)
 }
 
 // send passes the admitted request to the base RoundTripper and hands the
@@ -288,7 +305,7 @@ func (c *call) send(req *http.Request) (resp *http.Response, verdict Verdict, st
 		c.t.emit(Event{Kind: EventBudgetExhausted, Workload: c.workload.name, Status: resp.StatusCode})
 		return nil, verdict, stalled, &QuotaError{Status: resp.StatusCode, Reason: reason}
 	}
-	if resp.Body != nil && c.holdsResources() {
+	if resp.Body != nil && (c.holdsResources() || c.cancel != nil) {
 		resp.Body = wrapBody(resp.Body, c)
 		handedOver = true
 	}
