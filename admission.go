@@ -478,7 +478,7 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 		s := b.state
 		w.cost = c.costOn(s)
 		ahead := s.enqueue(w)
-		if rate := s.class.rate; rate > 0 && ahead > 0 {
+		if rate, _ := s.class.configuredPace(); rate > 0 && ahead > 0 {
 			// The calls ahead must be paid for before this one: a lower bound
 			// on the wait, good enough to give up at once on a deadline.
 			b.wait += time.Duration(ahead / rate * float64(time.Second))

@@ -94,7 +94,7 @@ func scaledReserve(r int, share float64) int {
 // configured one. A scope with a rate takes it on the rate alone.
 func (s *scopeState) slots() (limit int, share float64) {
 	c := s.class
-	if c.rate > 0 {
+	if rate, _ := c.configuredPace(); rate > 0 {
 		return c.Concurrency, 1
 	}
 	share = s.rateFactor()

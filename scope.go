@@ -79,10 +79,12 @@ type Route func(req *http.Request, charges []Charge) []Charge
 // scopeClass is a configured Scope as the Transport uses it.
 type scopeClass struct {
 	Scope
-	retryCredit    atomic.Int64 // retries the scope may make, in retryUnits
-	rate, burst    float64      // the pace, after headroom
-	countsRequests bool         // Unit is UnitRequests
-	sharesSlots    bool         // some workload reserves or caps slots
+	retryCredit atomic.Int64 // retries the scope may make, in retryUnits
+	// configured is the Limit now, New's or SetLimit's, and its pace after
+	// headroom; never nil (livelimit.go).
+	configured     atomic.Pointer[configuredLimit]
+	countsRequests bool // Unit is UnitRequests
+	sharesSlots    bool // some workload reserves or caps slots
 	// Per workload, by index: the share of the burst others reserve; the
 	// slots the workload reserves; the most slots it may hold; and the name
 	// of the bucket that caps its share of the rate ("" when uncapped).
@@ -107,7 +109,7 @@ func newScopeClass(s Scope, headroom float64, workloads []*workloadState, clock 
 		s.Unit = UnitRequests
 	}
 	c := &scopeClass{Scope: s, keyed: make(map[string]*scopeState), clock: clock}
-	c.rate, c.burst = s.Limit.pace(headroom)
+	c.setLimit(s.Limit, headroom)
 	c.countsRequests = s.Unit == UnitRequests
 	n := len(workloads)
 	c.othersReserve = make([]float64, n)
