@@ -32,6 +32,7 @@ type call struct {
 	failFast bool
 	maxWait  time.Duration // 0: none
 	priority int           // within the workload's line; larger first
+	vals     *callValues   // the context's values, for the tenant's tag
 
 	routedBuf [4]Charge
 	chargeBuf [4]charge
@@ -450,7 +451,8 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 		return err // before queueing: a call that will not wait takes no place
 	}
 	seq := c.t.arrivals.Add(1)
-	w := &waiter{workload: c.workload.index, priority: c.workload.Reserve, seq: seq, order: lineOrder(c.priority, seq), rank: c.priority, wake: make(chan struct{}, 1)}
+	w := &waiter{workload: c.workload.index, priority: c.workload.Reserve, seq: seq, rank: c.priority, wake: make(chan struct{}, 1)}
+	w.tag = c.workload.fair.tag(c.vals, c.costOn(b.state))
 	if err := c.workload.waiting.join(w); err != nil {
 		return b.queueFull(c.workload, err)
 	}
@@ -503,6 +505,7 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 					return err
 				case next.state == nil:
 					s.leave(w)
+					c.workload.fair.served(w.tag)
 					c.emitAdmitted()
 					if len(c.t.observers) > 0 {
 						c.t.emit(Event{Kind: EventWaited, Scope: s.class.Name, Workload: c.workload.name, Wait: c.t.clock.Now().Sub(start)})

@@ -39,6 +39,9 @@ func ContextWithPriority(ctx context.Context, p int) context.Context {
 
 // overrides reads the call's overrides from its context's values.
 func (c *call) overrides(vals *callValues) {
+	if c.vals != vals {
+		c.vals = vals
+	}
 	if vals == nil {
 		c.failFast, c.maxWait, c.priority = false, 0, 0
 		return

@@ -7,8 +7,8 @@ type waiter struct {
 	workload int     // the workload's index
 	priority float64 // the workload's Reserve: larger is served first
 	seq      uint64  // arrival order, kept when the call moves between scopes
-	order    uint64  // its place in its workload's line: lineOrder(rank, seq)
 	rank     int     // the call's priority within its workload (ContextWithPriority)
+	tag      float64 // its virtual finish among its workload's tenants (tenant.go); 0 without tenants
 	cost     float64 // what the call takes from the scope it waits on
 	wake     chan struct{}
 	shed     atomic.Bool // its workload's bounded queue dropped it (boundedqueue.go)
@@ -56,34 +56,34 @@ type waitQueue struct {
 	n     int
 }
 
-// A line is one workload's waiters ordered by order — priority within the
-// workload, then seq: a treap whose nodes carry their subtree's cost, so
+// A line is one workload's waiters in the order they are served (precedes:
+// priority within the workload, then the tenant's fair-queuing tag, then
+// seq): a treap whose nodes carry their subtree's cost, so
 // that the cost queued ahead of a waiter is a walk from the root. A call
 // that moves between scopes keeps its seq and takes its place by it, not
 // at the back.
 type line struct {
 	root, first *waiter
 	n           int
-	ranked      int // waiters of a rank other than 0
+	ranked      int // waiters of a rank other than 0, or with a tenant's tag
 }
 
-// Priorities within a workload are clamped to ±maxRank; a line orders its
-// waiters by rank, in the order's top byte, then by seq in the rest. Seqs
-// above 2^56 (years of calls at millions a second) would wrap into the
-// rank: none is reached.
-const (
-	maxRank  = 127
-	seqBits  = 56
-	seqMask  = 1<<seqBits - 1
-	rankBias = maxRank
-)
+// Priorities within a workload are clamped to ±maxRank.
+const maxRank = 127
 
-// lineOrder returns the place in its line of a waiter of the given rank and
-// seq: larger ranks first, then earlier arrivals.
-func lineOrder(rank int, seq uint64) uint64 {
-	rank = max(-maxRank, min(maxRank, rank))
-	return uint64(rankBias-rank)<<seqBits | seq&seqMask
+// precedes reports whether w is served before o in their line: larger rank
+// first, then the earlier fair-queuing tag, then the earlier arrival.
+func (w *waiter) precedes(o *waiter) bool {
+	if w.rank != o.rank {
+		return w.rank > o.rank
+	}
+	if w.tag != o.tag {
+		return w.tag < o.tag
+	}
+	return w.seq < o.seq
 }
+
+func (w *waiter) ordered() bool { return w.rank != 0 || w.tag != 0 }
 
 func (w *waiter) subtreeCost() float64 {
 	if w == nil {
@@ -94,17 +94,17 @@ func (w *waiter) subtreeCost() float64 {
 
 func (w *waiter) update() { w.sum = w.cost + w.left.subtreeCost() + w.right.subtreeCost() }
 
-// split cuts t into the waiters before order and the rest.
-func split(t *waiter, order uint64) (before, rest *waiter) {
+// split cuts t into the waiters before w and the rest.
+func split(t, w *waiter) (before, rest *waiter) {
 	if t == nil {
 		return nil, nil
 	}
-	if t.order < order {
-		t.right, rest = split(t.right, order)
+	if t.precedes(w) {
+		t.right, rest = split(t.right, w)
 		t.update()
 		return t, rest
 	}
-	before, t.left = split(t.left, order)
+	before, t.left = split(t.left, w)
 	t.update()
 	return before, t
 }
@@ -141,11 +141,11 @@ func treapHeap(seq uint64) uint64 {
 func (l *line) insert(w *waiter) (ahead float64) {
 	w.left, w.right, w.heap, w.sum = nil, nil, treapHeap(w.seq), w.cost
 	l.root, ahead = insertAt(l.root, w)
-	if l.first == nil || w.order < l.first.order {
+	if l.first == nil || w.precedes(l.first) {
 		l.first = w
 	}
 	l.n++
-	if w.rank != 0 {
+	if w.ordered() {
 		l.ranked++
 	}
 	return ahead
@@ -158,12 +158,12 @@ func insertAt(t, w *waiter) (root *waiter, ahead float64) {
 		return w, 0
 	}
 	if w.heap > t.heap {
-		w.left, w.right = split(t, w.order)
+		w.left, w.right = split(t, w)
 		w.update()
 		return w, w.left.subtreeCost()
 	}
 	t.sum += w.cost // costs are whole units: sums are exact
-	if w.order < t.order {
+	if w.precedes(t) {
 		t.left, ahead = insertAt(t.left, w)
 		return t, ahead
 	}
@@ -175,7 +175,7 @@ func (l *line) remove(w *waiter) {
 	l.root = removeFrom(l.root, w)
 	w.left, w.right = nil, nil
 	l.n--
-	if w.rank != 0 {
+	if w.ordered() {
 		l.ranked--
 	}
 	if l.first == w {
@@ -192,7 +192,7 @@ func removeFrom(t, w *waiter) *waiter {
 		return merge(t.left, t.right)
 	}
 	t.sum -= w.cost
-	if w.order < t.order {
+	if w.precedes(t) {
 		t.left = removeFrom(t.left, w)
 	} else {
 		t.right = removeFrom(t.right, w)
@@ -200,10 +200,10 @@ func removeFrom(t, w *waiter) *waiter {
 	return t
 }
 
-// costBefore returns the cost of the line's waiters placed before order.
-func (l *line) costBefore(order uint64) (c float64) {
+// costBefore returns the cost of the line's waiters placed before w.
+func (l *line) costBefore(w *waiter) (c float64) {
 	for t := l.root; t != nil; {
-		if t.order < order {
+		if t.precedes(w) {
 			c += t.left.subtreeCost() + t.cost
 			t = t.right
 		} else {
@@ -284,7 +284,7 @@ func (s *scopeState) enqueue(w *waiter) float64 {
 			// Lines of equal rank are served in arrival order. A line with
 			// ranked waiters is left out: which of them come first is not
 			// known here, and what is returned must stay a lower bound.
-			ahead += l.costBefore(lineOrder(0, w.seq))
+			ahead += l.costBefore(&waiter{seq: w.seq})
 		}
 	}
 	return ahead

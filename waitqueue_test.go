@@ -27,7 +27,7 @@ func TestQueueCostsLogN(t *testing.T) {
 	ws := make([]*waiter, n)
 	var want [2]float64 // the cost queued so far in each line
 	for i := range ws {
-		w := &waiter{seq: uint64(i + 1), order: lineOrder(0, uint64(i+1)), cost: float64(1 + i%3), wake: make(chan struct{}, 1)}
+		w := &waiter{seq: uint64(i + 1), cost: float64(1 + i%3), wake: make(chan struct{}, 1)}
 		if i%10 == 0 {
 			w.workload, w.priority = interactive.index, interactive.Reserve
 		}
@@ -96,14 +96,13 @@ func BenchmarkQueue(b *testing.B) {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
 			s := queueState()
 			for i := range n {
-				s.enqueue(&waiter{seq: uint64(i + 1), order: lineOrder(0, uint64(i+1)), cost: 1, wake: make(chan struct{}, 1)})
+				s.enqueue(&waiter{seq: uint64(i + 1), cost: 1, wake: make(chan struct{}, 1)})
 			}
 			seq := uint64(n)
 			w := &waiter{cost: 1, wake: make(chan struct{}, 1)}
 			for b.Loop() {
 				seq++
 				w.seq = seq
-				w.order = lineOrder(0, seq)
 				s.enqueue(w)
 				s.leave(w)
 			}

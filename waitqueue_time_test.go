@@ -22,7 +22,7 @@ func TestQueueOfAHundredThousand(t *testing.T) {
 	ws := make([]*waiter, n)
 	start := time.Now()
 	for i := range ws {
-		ws[i] = &waiter{seq: uint64(i + 1), order: lineOrder(0, uint64(i+1)), cost: 1, wake: make(chan struct{}, 1)}
+		ws[i] = &waiter{seq: uint64(i + 1), cost: 1, wake: make(chan struct{}, 1)}
 		if ahead := s.enqueue(ws[i]); ahead != float64(i) {
 			t.Fatalf("waiter %d queued behind %v, want %d", i, ahead, i)
 		}

@@ -132,6 +132,9 @@ type callValues struct {
 	failFast bool
 	maxWait  time.Duration
 	priority int
+
+	tenant string // tenant.go
+	weight float64
 }
 
 // derive returns a copy of the values ctx holds, or empty ones, for a
@@ -214,6 +217,7 @@ type workloadState struct {
 	budget  Demand
 	meter   budgetMeter  // this process's spend, for Stats
 	waiting boundedQueue // its waiting calls, when MaxWaiting bounds them
+	fair    fairQueue    // its tenants' fair-queuing tags (tenant.go)
 }
 
 // maxUnknownWorkloads bounds the names a Transport remembers having said are
