@@ -86,7 +86,7 @@ func (t *Transport) permitCall(ctx context.Context, charges []Charge) (*call, er
 }
 
 func (c *call) permit(ctx context.Context) *Permit {
-	p := &Permit{Workload: c.workload.name, c: c, ctx: context.WithoutCancel(ctx)}
+	p := &Permit{Workload: c.workload.name, c: c, ctx: ctx}
 	if len(c.charges) > 0 {
 		ch := c.charges[0]
 		p.Scope, p.Key, p.Cost = ch.state.class.Name, ch.key, ch.cost
@@ -157,19 +157,20 @@ func (p *Permit) Done(o Outcome) {
 	c := p.c
 	p.c = nil
 	if o.settles {
-		c.settle(p.ctx, o.unit, float64(o.cost))
+		// The call is over: what it settles must not fail because the
+		// caller's context has ended since.
+		c.settle(context.WithoutCancel(p.ctx), o.unit, float64(o.cost))
 	}
 	// The outcome goes through the very learning a response does, as the
-	// response it stands for: a status and no headers, the wait a
-	// classifier's Verdict would give.
+	// response it stands for: a status and no headers (a nil Header reads
+	// as empty), the wait a classifier's Verdict would give. learn bounds
+	// what it sends to the store without the caller's cancellation.
 	switch o.kind {
 	case outcomeAccepted:
 		resp := acceptedResponse
-		resp.Header = http.Header{}
 		c.learn(p.ctx, &resp, Verdict{})
 	case outcomeRejected:
 		resp := rejectedResponse
-		resp.Header = http.Header{}
 		c.learn(p.ctx, &resp, Verdict{Wait: o.retryAfter})
 	}
 	c.finish()
