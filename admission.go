@@ -161,12 +161,13 @@ func (c *call) pace() {
 			continue // the scope caps concurrency only
 		}
 		class := ch.state.class
+		sh := class.shares.Load()
 		// A floor above burst − cost would make the request wait forever; a
 		// reserve too small to hold one request reserves nothing.
-		floor := min(class.othersReserve[w]*burst, max(0, burst-ch.cost))
+		floor := min(sh.othersReserve[w]*burst, max(0, burst-ch.cost))
 		c.addDemand(class.Name, ch.key, rate, burst, ch.cost, floor, i)
-		if name := class.maxScope[w]; name != "" {
-			share := c.workload.Max
+		if name := sh.maxScope[w]; name != "" {
+			share := sh.max[w]
 			c.addDemand(name, ch.key, rate*share, max(1, burst*share), ch.cost, 0, i)
 		}
 	}
@@ -333,7 +334,7 @@ func (c *call) admit(ctx context.Context) error {
 	}
 	for i := range c.charges {
 		// Calls that were here first, or that matter more, go first.
-		if s := c.charges[i].state; s.servesBefore(c.workload.index, c.workload.Reserve) {
+		if s := c.charges[i].state; s.servesBefore(c.workload.index, s.class.shares.Load().reserve[c.workload.index]) {
 			return c.wait(ctx, blocked{state: s, reason: ReasonRate})
 		}
 	}
@@ -451,7 +452,7 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 		return err // before queueing: a call that will not wait takes no place
 	}
 	seq := c.t.arrivals.Add(1)
-	w := &waiter{workload: c.workload.index, priority: c.workload.Reserve, seq: seq, rank: c.priority, wake: make(chan struct{}, 1)}
+	w := &waiter{workload: c.workload.index, priority: b.state.class.shares.Load().reserve[c.workload.index], seq: seq, rank: c.priority, wake: make(chan struct{}, 1)}
 	w.tag = c.workload.fair.tag(c.vals, c.costOn(b.state))
 	if err := c.workload.waiting.join(w); err != nil {
 		return b.queueFull(c.workload, err)

@@ -47,11 +47,11 @@ type boundedQueue struct {
 // another to make room for it.
 func (q *boundedQueue) join(w *waiter) error {
 	w.shedAt = -1
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	if q.max == 0 {
 		return nil
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
 	if len(q.waiters) < q.max {
 		heap.Push(&q.waiters, w)
 		return nil
@@ -72,9 +72,6 @@ func (q *boundedQueue) join(w *waiter) error {
 
 // leave takes w out of the count, if it is still in it.
 func (q *boundedQueue) leave(w *waiter) {
-	if q.max == 0 {
-		return
-	}
 	q.mu.Lock()
 	if w.shedAt >= 0 {
 		heap.Remove(&q.waiters, w.shedAt)
@@ -82,11 +79,30 @@ func (q *boundedQueue) leave(w *waiter) {
 	q.mu.Unlock()
 }
 
+// set changes the bound and the policy; calls already waiting stay, even
+// beyond a lower bound, and only newcomers are refused or make room.
+func (q *boundedQueue) set(n int, policy WhenFull) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if n > 0 && q.max == 0 {
+		// Calls that began waiting unbounded are not in the heap: the
+		// bound counts from the calls that queue from now on.
+		q.waiters = q.waiters[:0]
+	}
+	q.max, q.policy = n, policy
+}
+
 // len returns the calls counted as waiting.
 func (q *boundedQueue) len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.waiters)
+}
+
+func (q *boundedQueue) bound() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.max
 }
 
 // shedFirst reports whether a is shed before b: lower rank, then older.
@@ -123,7 +139,7 @@ func (h *shedHeap) Pop() any {
 // refused or shed, naming the queue.
 func (b blocked) queueFull(w *workloadState, cause error) error {
 	e := &ThrottledError{Scope: b.state.class.Name, Reason: ReasonQueueFull,
-		Err: fmt.Errorf("workload %q's queue holds at most %d waiting calls (Workload.MaxWaiting): %w", w.name, w.MaxWaiting, cause)}
+		Err: fmt.Errorf("workload %q's queue holds at most %d waiting calls (Workload.MaxWaiting): %w", w.name, w.waiting.bound(), cause)}
 	if b.wait != Never {
 		e.RetryAfter = b.wait
 	}

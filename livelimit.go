@@ -1,6 +1,9 @@
 package pacer
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // configuredLimit is a scope's configured Limit and its pace after headroom.
 type configuredLimit struct {
@@ -74,3 +77,97 @@ func (c *scopeClass) eachState(f func(*scopeState)) {
 // OriginSetLimit is the Origin of an EventLimitChanged that SetLimit made in
 // this process.
 const OriginSetLimit = "set_limit"
+
+// workloadShares is what the workloads reserve and may use of one scope,
+// by workload index. It is replaced whole, never changed, so the hot path
+// reads a consistent one with a single load.
+type workloadShares struct {
+	sharesSlots bool      // some workload reserves or caps slots
+	reserve     []float64 // each workload's Reserve: its rank in queues
+	max         []float64 // each workload's Max; 0 when uncapped
+	// The share of the burst the other workloads reserve; the slots the
+	// workload reserves; the most slots it may hold; and the name of the
+	// bucket that caps its share of the rate ("" when uncapped).
+	othersReserve []float64
+	reservedSlots []int
+	maxSlots      []int
+	maxScope      []string
+}
+
+// newShares works out the scope's shares for the workloads, in index order.
+func (c *scopeClass) newShares(workloads []namedWorkload) *workloadShares {
+	n := len(workloads)
+	sh := &workloadShares{
+		reserve: make([]float64, n), max: make([]float64, n), othersReserve: make([]float64, n),
+		reservedSlots: make([]int, n), maxSlots: make([]int, n), maxScope: make([]string, n),
+	}
+	var totalReserve float64
+	for _, w := range workloads {
+		totalReserve += w.Reserve
+	}
+	for i, w := range workloads {
+		sh.sharesSlots = sh.sharesSlots || w.Reserve > 0 || w.Max > 0
+		sh.reserve[i], sh.max[i] = w.Reserve, w.Max
+		sh.othersReserve[i] = totalReserve - w.Reserve
+		sh.reservedSlots[i] = reservedSlots(w.Reserve, c.Concurrency)
+		if w.Max > 0 {
+			sh.maxSlots[i] = max(1, int(math.Floor(w.Max*float64(c.Concurrency)+1e-9)))
+			sh.maxScope[i] = reservedPrefix + "max:" + w.name + ":" + c.Name
+		}
+	}
+	return sh
+}
+
+// SetWorkload changes a declared workload while the Transport runs: its
+// Reserve, Max, MaxWaiting and WhenFull, on every scope at once. Calls in
+// flight keep their slots and calls waiting keep their places (a waiter
+// is ranked by the Reserve it queued with); the next decisions use the new
+// figures. The Budget cannot change at runtime yet: a Workload whose
+// Budget differs from the one configured is an error, as are an
+// undeclared name, an invalid Workload, and reserves that would add up to
+// more than 1; on an error nothing changes. An EventWorkloadChanged says
+// which workload changed.
+func (t *Transport) SetWorkload(name string, w Workload) error {
+	t.setMu.Lock()
+	defer t.setMu.Unlock()
+	ws := t.workloads[name]
+	if ws == nil {
+		return fmt.Errorf("pacer: SetWorkload: workload %q is not declared; declare it with WithWorkload at New", name)
+	}
+	if err := w.validate(name); err != nil {
+		return fmt.Errorf("pacer: SetWorkload: %w", err)
+	}
+	if w.Budget != ws.Budget {
+		return fmt.Errorf("pacer: SetWorkload: workload %q: its Budget cannot change at runtime; keep %+v", name, ws.Budget)
+	}
+	list := t.workloadList()
+	list[ws.index].Workload = w
+	var reserves float64
+	for _, v := range list {
+		reserves += v.Reserve
+	}
+	if reserves > 1+1e-9 {
+		return fmt.Errorf("pacer: SetWorkload: workload %q: the workloads' reserves would add up to %v; they must add up to at most 1", name, reserves)
+	}
+	for _, class := range t.scopes {
+		class.shares.Store(class.newShares(list))
+	}
+	ws.waiting.set(w.MaxWaiting, w.WhenFull)
+	t.current[ws.index] = w
+	t.emit(Event{Kind: EventWorkloadChanged, Workload: name, Origin: OriginSetWorkload})
+	return nil
+}
+
+// workloadList returns the workloads as they are now, by index. t.setMu
+// must be held.
+func (t *Transport) workloadList() []namedWorkload {
+	list := make([]namedWorkload, len(t.workloads))
+	for name, ws := range t.workloads {
+		list[ws.index] = namedWorkload{name, t.current[ws.index]}
+	}
+	return list
+}
+
+// OriginSetWorkload is the Origin of an EventWorkloadChanged that
+// SetWorkload made in this process.
+const OriginSetWorkload = "set_workload"

@@ -106,3 +106,69 @@ func TestSetLimitBadInput(t *testing.T) {
 		t.Errorf("a refused SetLimit changed the rate to %v", rate)
 	}
 }
+
+// SetWorkload changes a workload's share and queue bound at once, keeping
+// the calls in flight and those waiting.
+func TestSetWorkload(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var changed []string
+		tr := New(nil, WithConcurrency(10), WithWorkload("batch", Workload{}), WithWorkload("interactive", Workload{}),
+			WithObserver(ObserverFunc(func(e Event) {
+				if e.Kind == EventWorkloadChanged {
+					changed = append(changed, e.Workload+" by "+e.Origin)
+				}
+			})))
+		batch := ContextWithWorkload(context.Background(), "batch")
+		var held []*Permit
+		for range 4 {
+			held = append(held, mustAcquire(t, tr, batch))
+		}
+		mustNotErr(t, tr.SetWorkload("batch", Workload{Max: 0.3, MaxWaiting: 1}))
+		if len(changed) != 1 || changed[0] != "batch by set_workload" {
+			t.Errorf("events = %v", changed)
+		}
+		// Interactive is not capped; batch's 4 in flight stay, while it
+		// may have 3 now: a new batch call waits, and a
+		// second waiter is refused by the bound of 1.
+		mustAcquire(t, tr, ContextWithWorkload(context.Background(), "interactive")).Done(Accepted())
+		done := make(chan error)
+		go func() {
+			p, err := tr.Acquire(batch)
+			if err == nil {
+				p.Done(Accepted())
+			}
+			done <- err
+		}()
+		synctest.Wait()
+		if _, err := tr.Acquire(batch); err == nil || !strings.Contains(err.Error(), "at most 1 waiting") {
+			t.Fatalf("a second waiter under MaxWaiting 1: err = %v", err)
+		}
+		held[0].Done(Accepted())
+		held[1].Done(Accepted())
+		mustNotErr(t, <-done) // 2 in flight, under the cap of 3
+		for _, p := range held[2:] {
+			p.Done(Accepted())
+		}
+	})
+}
+
+func TestSetWorkloadBadInput(t *testing.T) {
+	tr := New(nil, WithWorkload("a", Workload{Reserve: 0.6, Budget: Budget{Limit: 10, Per: time.Hour}}), WithWorkload("b", Workload{}))
+	for _, tc := range []struct {
+		name string
+		w    Workload
+		want string
+	}{
+		{"nope", Workload{}, "not declared"},
+		{"a", Workload{Reserve: 0.6}, "Budget cannot change"},
+		{"b", Workload{Reserve: 0.5}, "add up to"},
+		{"b", Workload{Reserve: -1}, "between 0 and 1"},
+	} {
+		if err := tr.SetWorkload(tc.name, tc.w); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("SetWorkload(%q, %+v) = %v, want an error saying %q", tc.name, tc.w, err, tc.want)
+		}
+	}
+	if r := tr.scopes[DefaultScope].shares.Load().reserve[tr.workloads["b"].index]; r != 0 {
+		t.Errorf("a refused SetWorkload changed b's reserve to %v", r)
+	}
+}

@@ -59,6 +59,11 @@ type Transport struct {
 
 	slotAlert     time.Duration // slotage.go
 	nextSlotCheck atomic.Int64  // when checkAllSlots looks next, in Unix nanoseconds
+
+	// SetWorkload's (livelimit.go): one change at a time, and the
+	// workloads as they are now, by index.
+	setMu   sync.Mutex
+	current []Workload
 }
 
 // New returns a Transport that sends through base (http.DefaultTransport if
@@ -139,6 +144,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 		ws.waiting.max, ws.waiting.policy = w.MaxWaiting, w.WhenFull
 		ws.budget = Demand{Scope: reservedPrefix + "budget", Key: w.name, Burst: float64(w.Budget.Limit), Window: w.Budget.Per}
 		list = append(list, ws)
+		t.current = append(t.current, w.Workload)
 		t.workloads[w.name] = ws
 	}
 	if reserves > 1+1e-9 {

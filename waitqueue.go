@@ -216,11 +216,11 @@ func (l *line) costBefore(w *waiter) (c float64) {
 // owns reports whether workload v holds fewer of the scope's slots than it
 // reserves: its waiters are then first in line for a slot.
 func (s *scopeState) owns(v int, share float64) bool {
-	c := s.class
-	if !c.sharesSlots || c.reservedSlots[v] == 0 {
+	sh := s.class.shares.Load()
+	if !sh.sharesSlots || sh.reservedSlots[v] == 0 {
 		return false
 	}
-	return int(s.inFlightBy[v].Load()) < scaledReserve(c.reservedSlots[v], share)
+	return int(s.inFlightBy[v].Load()) < scaledReserve(sh.reservedSlots[v], share)
 }
 
 // ranksBefore reports whether workload a's calls are served before workload
