@@ -69,6 +69,9 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 // is). Either way the workload, costs and overrides come from ctx, so an
 // HTTP request and a permit are admitted alike.
 func (t *Transport) callFor(ctx context.Context, req *http.Request, given []Charge) (*call, error) {
+	if t.limitSync != nil {
+		t.syncLimits(ctx)
+	}
 	c := t.calls.Get().(*call)
 	vals := valuesFrom(ctx)
 	c.overrides(vals)

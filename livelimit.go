@@ -36,9 +36,10 @@ func (c *scopeClass) configuredPace() (rate, burst float64) {
 // A limit learned before the change is forgotten, so the change applies at
 // once; the provider's next report teaches it again.
 //
-// Concurrency is not changed. With a shared store, the change is this
-// process's alone: set it on every instance. An EventLimitChanged says who
-// changed what. A scope that is not declared, or an invalid Limit, is an
+// Concurrency is not changed. With WithLimitSync, the change is published
+// in the shared store and every instance applies it within the interval;
+// without it, it is this process's alone. An EventLimitChanged says who
+// changed what: OriginSetLimit here, OriginStore on the other instances. A scope that is not declared, or an invalid Limit, is an
 // error, and nothing changes.
 func (t *Transport) SetLimit(scope string, l Limit) error {
 	class := t.scopes[scope]
@@ -48,6 +49,15 @@ func (t *Transport) SetLimit(scope string, l Limit) error {
 	if err := l.validate(); err != nil {
 		return fmt.Errorf("pacer: SetLimit: scope %q: %w", scope, err)
 	}
+	if err := t.publishLimit(scope, l); err != nil {
+		return err
+	}
+	t.applyLimit(class, l, OriginSetLimit)
+	return nil
+}
+
+// applyLimit makes l the class's configured limit, as SetLimit says.
+func (t *Transport) applyLimit(class *scopeClass, l Limit, origin string) {
 	old := class.setLimit(l, t.headroom)
 	class.eachState(func(s *scopeState) {
 		s.learned.Store(nil)
@@ -56,8 +66,7 @@ func (t *Transport) SetLimit(scope string, l Limit) error {
 			s.headOf().signal()
 		}
 	})
-	t.emit(Event{Kind: EventLimitChanged, Scope: scope, Limit: l, Previous: old.limit, Origin: OriginSetLimit})
-	return nil
+	t.emit(Event{Kind: EventLimitChanged, Scope: class.Name, Limit: l, Previous: old.limit, Origin: origin})
 }
 
 // eachState calls f on every bucket state the scope holds.

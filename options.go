@@ -40,6 +40,7 @@ type config struct {
 	lease        LeaseConfig // lease.go; Size 0: no lease
 
 	slotAgeAlert time.Duration // slotage.go; 0: DefaultSlotAgeAlert
+	limitSync    time.Duration // limitsync.go; 0: none
 }
 
 type namedWorkload struct {

@@ -64,6 +64,8 @@ type Transport struct {
 	// workloads as they are now, by index.
 	setMu   sync.Mutex
 	current []Workload
+
+	limitSync *limitSync // nil unless WithLimitSync (limitsync.go)
 }
 
 // New returns a Transport that sends through base (http.DefaultTransport if
@@ -91,7 +93,16 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 	var guard *guardedStore
 	if cfg.store == nil {
 		cfg.store = NewMemoryStore()
-	} else if _, ok := cfg.store.(*MemoryStore); !ok {
+	}
+	var limits *limitSync
+	if cfg.limitSync > 0 {
+		if ls, ok := cfg.store.(LimitStore); ok {
+			limits = &limitSync{store: ls, interval: cfg.limitSync, timeout: cfg.storeTimeout, versions: make(map[string]int64)}
+		} else {
+			cfg.errs = append(cfg.errs, fmt.Errorf("WithLimitSync: the store (%T) keeps no limits; use one that implements LimitStore (MemoryStore, store/redisstore)", cfg.store))
+		}
+	}
+	if _, ok := cfg.store.(*MemoryStore); !ok {
 		// A shared store: survive its failures (storefailure.go), and lease
 		// from it (lease.go). The lease is outside the guard: tokens it
 		// holds were granted by the store, so they are spent while the
@@ -119,6 +130,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 		routes:      cfg.routes,
 		workloads:   make(map[string]*workloadState),
 		slotAlert:   cfg.slotAgeAlert,
+		limitSync:   limits,
 	}
 	t.calls.New = func() any { return newPooledCall(t) }
 	if guard != nil {
