@@ -32,7 +32,8 @@ type call struct {
 	failFast bool
 	maxWait  time.Duration // 0: none
 	priority int           // within the workload's line; larger first
-	vals     *callValues   // the context's values, for the tenant's tag
+	tenant   string        // the call's tenant, from its context or WithTenant; "" if none
+	weight   float64       // the tenant's weight
 
 	routedBuf [4]Charge
 	chargeBuf [4]charge
@@ -75,6 +76,9 @@ func (t *Transport) callFor(ctx context.Context, req *http.Request, given []Char
 	c := t.calls.Get().(*call)
 	vals := valuesFrom(ctx)
 	c.overrides(vals)
+	if c.tenant == "" && req != nil && t.tenantOf != nil {
+		c.tenant, c.weight = t.tenantOf(req)
+	}
 	workload := t.defaultWorkload
 	if vals != nil {
 		if w := t.workloads[vals.workload]; w != nil {
@@ -456,7 +460,7 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 	}
 	seq := c.t.arrivals.Add(1)
 	w := &waiter{workload: c.workload.index, priority: b.state.class.shares.Load().reserve[c.workload.index], seq: seq, rank: c.priority, wake: make(chan struct{}, 1)}
-	w.tag = c.workload.fair.tag(c.vals, c.costOn(b.state))
+	w.tag = c.workload.fair.tag(c.tenant, c.weight, c.costOn(b.state))
 	if err := c.workload.waiting.join(w); err != nil {
 		return b.queueFull(c.workload, err)
 	}

@@ -39,12 +39,16 @@ func ContextWithPriority(ctx context.Context, p int) context.Context {
 
 // overrides reads the call's overrides from its context's values.
 func (c *call) overrides(vals *callValues) {
-	if c.vals != vals {
-		c.vals = vals
-	}
 	if vals == nil {
 		c.failFast, c.maxWait, c.priority = false, 0, 0
+		if c.tenant != "" {
+			c.tenant = ""
+		}
 		return
 	}
 	c.failFast, c.maxWait, c.priority = vals.failFast, vals.maxWait, vals.priority
+	if c.tenant != vals.tenant {
+		c.tenant = vals.tenant
+	}
+	c.weight = vals.weight
 }

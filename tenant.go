@@ -2,6 +2,8 @@ package pacer
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"sync"
 )
 
@@ -21,6 +23,20 @@ func ContextWithTenant(ctx context.Context, tenant string, weight float64) conte
 	v := derive(ctx)
 	v.tenant, v.weight = tenant, weight
 	return context.WithValue(ctx, callValuesKey{}, v)
+}
+
+// WithTenant names the tenant of a request whose context names none
+// (ContextWithTenant), and its weight: by an API key header, a path
+// segment, a query parameter. It runs once per attempt, on the request's
+// goroutine, and must not modify the request; "" means no tenant.
+func WithTenant(f func(req *http.Request) (tenant string, weight float64)) Option {
+	return func(c *config) {
+		if f == nil {
+			c.errs = append(c.errs, fmt.Errorf("WithTenant: the function must not be nil"))
+			return
+		}
+		c.tenantOf = f
+	}
 }
 
 // TenantFromContext returns the tenant named by ctx, or "".
@@ -55,8 +71,8 @@ const (
 
 // tag returns the tag of a call of the tenant, or 0 while the workload has
 // seen no tenant.
-func (f *fairQueue) tag(vals *callValues, cost float64) float64 {
-	named := vals != nil && vals.tenant != ""
+func (f *fairQueue) tag(tenant string, weight, cost float64) float64 {
+	named := tenant != ""
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.active {
@@ -65,12 +81,8 @@ func (f *fairQueue) tag(vals *callValues, cost float64) float64 {
 		}
 		f.active, f.v, f.finish = true, 1, make(map[string]float64)
 	}
-	tenant, weight := "", 1.0
-	if named {
-		tenant = vals.tenant
-		if vals.weight > 0 {
-			weight = vals.weight
-		}
+	if !(weight > 0) {
+		weight = 1
 	}
 	end := max(f.v, f.finish[tenant]) + max(cost, 1)/weight
 	f.finish[tenant] = end

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -115,7 +116,7 @@ func TestFairQueueMemoryBounded(t *testing.T) {
 	var f fairQueue
 	most := 0
 	for i := range 1_000_000 {
-		tag := f.tag(&callValues{tenant: fmt.Sprint(i)}, 1)
+		tag := f.tag(fmt.Sprint(i), 1, 1)
 		f.served(tag)
 		most = max(most, len(f.finish))
 	}
@@ -155,4 +156,43 @@ func TestFairTenantsWeights(t *testing.T) {
 			t.Errorf("of the first 20 served, %d were heavy, want 15 (3:1): %v", heavy, order[:20])
 		}
 	})
+}
+
+// WithTenant names a request's tenant from the request itself: a tenant
+// arriving behind another's flood is served after the flood's first call,
+// not after all of it.
+func TestWithTenantFromRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var order []string
+		api := &stubAPI{clock: SystemClock, respond: func(req *http.Request) (*http.Response, error) {
+			mu.Lock()
+			order = append(order, req.Header.Get("X-Customer"))
+			mu.Unlock()
+			return okResponse(req), nil
+		}}
+		tr := New(api, WithConcurrency(1), WithTenant(func(req *http.Request) (string, float64) {
+			return req.Header.Get("X-Customer"), 1
+		}))
+		holder := mustAcquire(t, tr, context.Background())
+		var wg sync.WaitGroup
+		for _, who := range []string{"a", "a", "a", "a", "a", "b"} {
+			wg.Go(func() {
+				req, _ := http.NewRequest(http.MethodGet, "http://api.test/", nil)
+				req.Header.Set("X-Customer", who)
+				resp, err := tr.RoundTrip(req)
+				mustNotErr(t, err)
+				resp.Body.Close()
+			})
+			synctest.Wait()
+		}
+		holder.Done(Accepted())
+		wg.Wait()
+		if got := strings.Join(order, ""); got != "abaaaa" {
+			t.Errorf("served %s, want abaaaa", got)
+		}
+	})
+	if New(nil, WithTenant(nil)).Err() == nil {
+		t.Error("WithTenant(nil) is accepted")
+	}
 }

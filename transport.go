@@ -65,7 +65,8 @@ type Transport struct {
 	setMu   sync.Mutex
 	current []Workload
 
-	limitSync *limitSync // nil unless WithLimitSync (limitsync.go)
+	limitSync *limitSync                            // nil unless WithLimitSync (limitsync.go)
+	tenantOf  func(*http.Request) (string, float64) // WithTenant (tenant.go)
 }
 
 // New returns a Transport that sends through base (http.DefaultTransport if
@@ -131,6 +132,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 		workloads:   make(map[string]*workloadState),
 		slotAlert:   cfg.slotAgeAlert,
 		limitSync:   limits,
+		tenantOf:    cfg.tenantOf,
 	}
 	t.calls.New = func() any { return newPooledCall(t) }
 	if guard != nil {
