@@ -69,7 +69,8 @@ func (t *Transport) applyLimit(class *scopeClass, l Limit, origin string) {
 	t.emit(Event{Kind: EventLimitChanged, Scope: class.Name, Limit: l, Previous: old.limit, Origin: origin})
 }
 
-// eachState calls f on every bucket state the scope holds.
+// eachState calls f on every bucket state the scope holds, outside the
+// class's lock, so that f may take a state's own.
 func (c *scopeClass) eachState(f func(*scopeState)) {
 	f(c.shared)
 	c.mu.Lock()

@@ -37,25 +37,20 @@ func BenchmarkPermit(b *testing.B) {
 		{"rate+concurrency", []Option{WithLimit(PerSecond(unlimited)), WithConcurrency(unlimited >> 10)}},
 	} {
 		tr := New(nil, tc.opts...)
-		b.Run("pacer.TryAcquire+Done/"+tc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				p, err := tr.TryAcquire(ctx)
-				if err != nil {
-					b.Fatal(err)
+		for _, acquire := range []struct {
+			name string
+			f    func(context.Context, ...Charge) (*Permit, error)
+		}{{"TryAcquire", tr.TryAcquire}, {"Acquire", tr.Acquire}} {
+			b.Run("pacer."+acquire.name+"+Done/"+tc.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					p, err := acquire.f(ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					p.Done(Accepted())
 				}
-				p.Done(Accepted())
-			}
-		})
-		b.Run("pacer.Acquire+Done/"+tc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				p, err := tr.Acquire(ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				p.Done(Accepted())
-			}
-		})
+			})
+		}
 	}
 }
