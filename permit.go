@@ -302,8 +302,11 @@ func (c *call) takeAhead(ctx context.Context, now time.Time) (time.Duration, err
 func (r *Reservation) OK() bool { return r != nil && r.state.Load() == reservationHeld }
 
 // Delay returns how long from now until the reserved call may go; zero if
-// it may go now.
+// it may go now, or if r is nil.
 func (r *Reservation) Delay() time.Duration {
+	if r == nil {
+		return 0
+	}
 	return max(0, r.at.Sub(r.t.clock.Now()))
 }
 
