@@ -136,7 +136,8 @@ func Dropped() Outcome { return Outcome{kind: outcomeDropped} }
 // tokens counted once the call is over, say): on every scope of the permit
 // counted in unit, the difference from the cost charged is given back, or
 // taken. A call that cost more than it was charged may leave the bucket
-// owing, at most one burst, which later calls wait to repay.
+// owing, at most one burst, which later calls wait to repay. The
+// workload's Budget is not settled: it keeps the cost charged.
 func (o Outcome) Settle(unit string, actual int64) Outcome {
 	o.unit, o.cost, o.settles = unit, max(actual, 0), true
 	return o

@@ -294,3 +294,25 @@ func TestReservationDeadlineAndDebt(t *testing.T) {
 		}
 	})
 }
+
+// A permit never Done keeps its slot, and the slot-age alert reports it, as
+// it reports an unclosed body.
+func TestPermitNeverDoneIsReported(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var held []Event
+		tr := New(nil, WithConcurrency(2), WithSlotAgeAlert(time.Second), WithObserver(ObserverFunc(func(e Event) {
+			if e.Kind == EventSlotHeld {
+				held = append(held, e)
+			}
+		})))
+		mustAcquire(t, tr, context.Background()) // never Done
+		time.Sleep(3 * time.Second)
+		tr.Stats()
+		if len(held) != 1 || held[0].Scope != DefaultScope {
+			t.Errorf("slot-held events = %+v, want one on %q", held, DefaultScope)
+		}
+		if n := inFlight(tr); n != 1 {
+			t.Errorf("in flight = %d, want the forgotten permit's slot still held", n)
+		}
+	})
+}
