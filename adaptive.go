@@ -47,7 +47,7 @@ type feedback struct {
 // pace returns the scope state's current pace: the provider's published
 // limit when it taught one, else the configured one, times the AIMD factor.
 func (s *scopeState) pace() (rate, burst float64) {
-	rate, burst = s.class.rate, s.class.burst
+	rate, burst = s.class.configuredPace()
 	if p := s.learned.Load(); p != nil {
 		rate, burst = p.rate, p.burst
 	}
@@ -104,9 +104,10 @@ func (s *scopeState) learnLimit(q Quota, headroom float64, log *slog.Logger) {
 	l := Limit{Count: int(min(q.Limit, math.MaxInt32)), Per: q.Window}
 	rate, burst := l.pace(headroom)
 	c := s.class
-	if c.rate > 0 {
+	cfg := c.configured.Load() // a limit set at runtime merges as one set at New
+	if cfg.rate > 0 {
 		mayRaise := c.Provisional && q.Reset <= q.Window
-		if c.rate == rate || c.rate < rate && !mayRaise {
+		if cfg.rate == rate || cfg.rate < rate && !mayRaise {
 			// The configured limit is what the provider allows, or below it.
 			if s.learned.Load() != nil {
 				s.learned.Store(nil)
@@ -115,16 +116,16 @@ func (s *scopeState) learnLimit(q Quota, headroom float64, log *slog.Logger) {
 		}
 		// Keep the configured bucket's shape: one that holds a full minute
 		// of tokens, so that any request within the limit fits, still does.
-		burst = max(1, c.burst*rate/c.rate)
+		burst = max(1, cfg.burst*rate/cfg.rate)
 	}
 	if p := s.learned.Load(); p != nil && p.rate == rate && p.burst == burst {
 		return
 	}
 	s.learned.Store(&pace{rate, burst})
-	if c.rate == 0 {
+	if cfg.rate == 0 {
 		return // nothing configured to say it replaces
 	}
-	attrs := []any{"scope", c.Name, "configured", c.Limit.String(), "published", l.String()}
+	attrs := []any{"scope", c.Name, "configured", cfg.limit.String(), "published", l.String()}
 	if s.key != "" {
 		attrs = append(attrs, "key", s.key)
 	}

@@ -24,6 +24,16 @@ type call struct {
 	budgetSpent bool
 	needsSlots  bool // some scope charged caps concurrency
 	holdsSlots  bool
+	prepaid     bool // a reservation took the call's tokens already (permit.go)
+	// cancel ends the attempt's own context (RetryPolicy.AttemptTimeout).
+	cancel context.CancelFunc
+
+	// What the call's context overrides (ContextWithFailFast and the like).
+	failFast bool
+	maxWait  time.Duration // 0: none
+	priority int           // within the workload's line; larger first
+	tenant   string        // the call's tenant, from its context or WithTenant; "" if none
+	weight   float64       // the tenant's weight
 
 	routedBuf [4]Charge
 	chargeBuf [4]charge
@@ -52,8 +62,23 @@ func newPooledCall(t *Transport) any {
 
 // newCall routes req and reads its workload and costs from its context.
 func (t *Transport) newCall(req *http.Request) (*call, error) {
+	return t.callFor(req.Context(), req, nil)
+}
+
+// callFor makes the call of one attempt: req's, charged by the routes, or,
+// when req is nil, a permit's, charged as given (to DefaultScope when none
+// is). Either way the workload, costs and overrides come from ctx, so an
+// HTTP request and a permit are admitted alike.
+func (t *Transport) callFor(ctx context.Context, req *http.Request, given []Charge) (*call, error) {
+	if t.limitSync != nil {
+		t.syncLimits(ctx)
+	}
 	c := t.calls.Get().(*call)
-	vals := valuesFrom(req.Context())
+	vals := valuesFrom(ctx)
+	c.overrides(vals)
+	if c.tenant == "" && req != nil && t.tenantOf != nil {
+		c.tenant, c.weight = t.tenantOf(req)
+	}
 	workload := t.defaultWorkload
 	if vals != nil {
 		if w := t.workloads[vals.workload]; w != nil {
@@ -65,17 +90,20 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 	if c.workload != workload {
 		c.workload = workload
 	}
-	if len(t.routes) == 0 {
-		// No routes: the one charge to DefaultScope, without the loop.
+	if req != nil && len(t.routes) == 0 || req == nil && len(given) == 0 {
+		// The one charge to DefaultScope, without the loop.
 		c.addCharge(t.defaultClass, defaultCharges[0], vals)
 		c.budgetFor(vals)
 		return c, nil
 	}
-	routed := append(c.routedBuf[:0], defaultCharges...)
-	for _, route := range t.routes {
-		routed = route(req, routed)
+	routed := given
+	if req != nil {
+		routed = append(c.routedBuf[:0], defaultCharges...)
+		for _, route := range t.routes {
+			routed = route(req, routed)
+		}
+		defer clear(routed) // the routes' keys must not outlive the call
 	}
-	defer clear(routed) // the routes' keys must not outlive the call
 	for _, ch := range routed {
 		class := t.defaultClass // the common case, without a map lookup
 		if ch.Scope != DefaultScope {
@@ -83,6 +111,9 @@ func (t *Transport) newCall(req *http.Request) (*call, error) {
 		}
 		if class == nil {
 			c.finish()
+			if req == nil {
+				return nil, fmt.Errorf("pacer: the permit is charged to scope %q, which is not declared; declare it with WithScope", ch.Scope)
+			}
 			return nil, fmt.Errorf("pacer: a route charged the request to scope %q, which is not declared; declare it with WithScope", ch.Scope)
 		}
 		c.addCharge(class, ch, vals)
@@ -137,12 +168,13 @@ func (c *call) pace() {
 			continue // the scope caps concurrency only
 		}
 		class := ch.state.class
+		sh := class.shares.Load()
 		// A floor above burst − cost would make the request wait forever; a
 		// reserve too small to hold one request reserves nothing.
-		floor := min(class.othersReserve[w]*burst, max(0, burst-ch.cost))
+		floor := min(sh.othersReserve[w]*burst, max(0, burst-ch.cost))
 		c.addDemand(class.Name, ch.key, rate, burst, ch.cost, floor, i)
-		if name := class.maxScope[w]; name != "" {
-			share := c.workload.Max
+		if name := sh.maxScope[w]; name != "" {
+			share := sh.max[w]
 			c.addDemand(name, ch.key, rate*share, max(1, burst*share), ch.cost, 0, i)
 		}
 	}
@@ -276,7 +308,11 @@ func (c *call) finish() {
 	// garbage collector's write barriers to spare that little memory.
 	c.charges, c.demands, c.owners = c.charges[:0], c.demands[:0], c.owners[:0]
 	c.budget[0].Cost = 0
-	c.budgetSpent, c.needsSlots, c.holdsSlots = false, false, false
+	c.budgetSpent, c.needsSlots, c.holdsSlots, c.prepaid = false, false, false, false
+	if c.cancel != nil {
+		c.cancel()
+		c.cancel = nil
+	}
 	c.t.calls.Put(c)
 }
 
@@ -305,7 +341,7 @@ func (c *call) admit(ctx context.Context) error {
 	}
 	for i := range c.charges {
 		// Calls that were here first, or that matter more, go first.
-		if s := c.charges[i].state; s.servesBefore(c.workload.index, c.workload.Reserve) {
+		if s := c.charges[i].state; s.servesBefore(c.workload.index, s.class.shares.Load().reserve[c.workload.index]) {
 			return c.wait(ctx, blocked{state: s, reason: ReasonRate})
 		}
 	}
@@ -365,7 +401,9 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 	}
 	d := Decision{OK: true}
 	var err error
-	if c.pace(); len(c.demands) > 0 {
+	if c.prepaid {
+		// A reservation took the tokens: only its slots were missing.
+	} else if c.pace(); len(c.demands) > 0 {
 		d, err = c.t.store.Take(ctx, now, c.demands)
 	}
 	if err == nil && d.OK {
@@ -417,7 +455,16 @@ func (c *call) costOn(s *scopeState) float64 {
 // another scope, the call moves to that scope's queue, keeping its place in
 // arrival order.
 func (c *call) wait(ctx context.Context, b blocked) error {
-	w := &waiter{workload: c.workload.index, priority: c.workload.Reserve, seq: c.t.arrivals.Add(1), wake: make(chan struct{}, 1)}
+	if err := c.cannotWait(ctx, b); err != nil {
+		return err // before queueing: a call that will not wait takes no place
+	}
+	seq := c.t.arrivals.Add(1)
+	w := &waiter{workload: c.workload.index, priority: b.state.class.shares.Load().reserve[c.workload.index], seq: seq, rank: c.priority, wake: make(chan struct{}, 1)}
+	w.tag = c.workload.fair.tag(c.tenant, c.weight, c.costOn(b.state))
+	if err := c.workload.waiting.join(w); err != nil {
+		return b.queueFull(c.workload, err)
+	}
+	defer c.workload.waiting.leave(w)
 	c.waiter = w
 	defer func() { c.waiter = nil }()
 	start := c.t.clock.Now()
@@ -427,6 +474,13 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 			timer.Stop()
 		}
 	}()
+	var expire <-chan time.Time
+	if c.maxWait > 0 {
+		// The per-call bound on waiting (ContextWithMaxWait), in the clock's time.
+		limit := c.t.clock.NewTimer(c.maxWait)
+		defer limit.Stop()
+		expire = limit.C()
+	}
 	for {
 		if err := c.cannotWait(ctx, b); err != nil {
 			return err
@@ -434,7 +488,7 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 		s := b.state
 		w.cost = c.costOn(s)
 		ahead := s.enqueue(w)
-		if rate := s.class.rate; rate > 0 && ahead > 0 {
+		if rate, _ := s.class.configuredPace(); rate > 0 && ahead > 0 {
 			// The calls ahead must be paid for before this one: a lower bound
 			// on the wait, good enough to give up at once on a deadline.
 			b.wait += time.Duration(ahead / rate * float64(time.Second))
@@ -459,6 +513,7 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 					return err
 				case next.state == nil:
 					s.leave(w)
+					c.workload.fair.served(w.tag)
 					c.emitAdmitted()
 					if len(c.t.observers) > 0 {
 						c.t.emit(Event{Kind: EventWaited, Scope: s.class.Name, Workload: c.workload.name, Wait: c.t.clock.Now().Sub(start)})
@@ -488,8 +543,17 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 			case <-ctx.Done():
 				s.leave(w)
 				return b.error(ctx.Err())
+			case <-expire:
+				s.leave(w)
+				return b.error(context.DeadlineExceeded)
 			case <-w.wake:
 			case <-fire:
+			}
+			if w.shed.Load() {
+				// A newcomer of higher priority took this call's place in
+				// its workload's bounded queue (Workload.MaxWaiting).
+				s.leave(w)
+				return b.queueFull(c.workload, errShed)
 			}
 			woken = true
 		}
@@ -506,11 +570,32 @@ func (c *call) cannotWait(ctx context.Context, b blocked) error {
 		return b.error(fmt.Errorf("%w: it costs %v %s and the bucket holds at most %v; "+
 			"make the request smaller, or raise the scope's Limit.Burst if the provider allows one request that large",
 			ErrExceedsCapacity, c.costOn(b.state), b.state.class.Unit, burst))
-	case b.state.class.FailFast:
+	case b.state.class.FailFast || c.failFast:
 		return b.error(nil)
+	case c.maxWait > 0 && b.wait > c.maxWait:
+		// A lower bound on the wait already past the call's own bound:
+		// say so now (the bound's timer in wait covers the rest).
+		return b.error(context.DeadlineExceeded)
 	}
 	if deadline, ok := ctx.Deadline(); ok && b.wait > 0 && b.wait > deadline.Sub(c.t.clock.Now()) {
 		return b.error(context.DeadlineExceeded)
+	}
+	return nil
+}
+
+// enter spends the call's budget and admits it: steps 3 and 4 of every
+// attempt, a request's or a permit's, which is what keeps the two alike.
+// On a refusal the call is finished, its budget given back.
+func (c *call) enter(ctx context.Context) error {
+	if err := c.spendBudget(ctx); err != nil { // step 3
+		c.finish()
+		return err
+	}
+	if err := c.admit(ctx); err != nil { // step 4
+		c.emitRefusal(err)
+		c.refundBudget(ctx)
+		c.finish()
+		return err
 	}
 	return nil
 }

@@ -28,7 +28,8 @@ func (s *scopeState) acquireSlot(w int, epoch int64) bool {
 		return true
 	}
 	limit, share := s.slots()
-	if !c.sharesSlots {
+	sh := c.shares.Load()
+	if !sh.sharesSlots {
 		for {
 			n := s.inFlight.Load()
 			if n >= int32(limit) {
@@ -44,19 +45,19 @@ func (s *scopeState) acquireSlot(w int, epoch int64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	mine := int(s.inFlightBy[w].Load())
-	if c.maxSlots[w] > 0 && mine >= scaled(c.maxSlots[w], share) {
+	if sh.maxSlots[w] > 0 && mine >= scaled(sh.maxSlots[w], share) {
 		return false
 	}
 	n := int(s.inFlight.Load())
 	if n >= limit {
 		return false
 	}
-	if mine >= scaledReserve(c.reservedSlots[w], share) {
+	if mine >= scaledReserve(sh.reservedSlots[w], share) {
 		// Borrowing: leave the unused reserves of the waiting owners.
 		heldBack := 0
 		for v, line := range s.queue.lines {
 			if v != w && line.n > 0 {
-				heldBack += max(0, scaledReserve(c.reservedSlots[v], share)-int(s.inFlightBy[v].Load()))
+				heldBack += max(0, scaledReserve(sh.reservedSlots[v], share)-int(s.inFlightBy[v].Load()))
 			}
 		}
 		if n+heldBack >= limit {
@@ -94,7 +95,7 @@ func scaledReserve(r int, share float64) int {
 // configured one. A scope with a rate takes it on the rate alone.
 func (s *scopeState) slots() (limit int, share float64) {
 	c := s.class
-	if c.rate > 0 {
+	if rate, _ := c.configuredPace(); rate > 0 {
 		return c.Concurrency, 1
 	}
 	share = s.rateFactor()

@@ -26,6 +26,19 @@
 // and hand back the response with its body wrapped, so the call's slot is
 // released exactly once, when the body is closed or read to its end.
 //
+// # Calls that are not HTTP
+//
+// Acquire, TryAcquire and Reserve (permit.go) admit a call charged as
+// given through the same steps 3 and 4 (call.enter, admission.go), so a
+// permit and a request share limits and cannot drift apart; the permit's
+// Done feeds its Outcome through the same learning as a response, and
+// releases its slots once. The grpc module's interceptors are built on it.
+// Inside a workload, calls are ordered by priority (ContextWithPriority),
+// then by their tenant's fair-queuing tag (tenant.go), then by arrival;
+// Workload.MaxWaiting bounds the waiting (boundedqueue.go). SetLimit and
+// SetWorkload change limits and shares at runtime (livelimit.go), and
+// WithLimitSync carries a SetLimit to the fleet (limitsync.go).
+//
 // # Time
 //
 // Every wait goes through a Clock (WithClock), so that tests run in virtual

@@ -24,6 +24,8 @@ type MemoryStore struct {
 	// epoch is the first time the store was given; buckets keep their
 	// times as Durations since it (see bucketLevel).
 	epoch time.Time
+
+	published publishedLimits // limitsync.go
 }
 
 type bucketKey struct{ scope, key string }

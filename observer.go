@@ -21,6 +21,11 @@ type Event struct {
 	Status   int           // EventRejected: the provider's status
 	Attempt  int           // EventRetried: the attempt about to be made, 2 or more
 	Err      error         // EventThrottled, EventStoreFailure: what happened
+	// EventLimitChanged: the scope's new Limit, the one it replaced, and
+	// who changed it (OriginSetLimit); EventWorkloadChanged: who changed
+	// the workload (OriginSetWorkload).
+	Limit, Previous Limit
+	Origin          string
 }
 
 // An EventKind says what kind of thing happened.
@@ -38,10 +43,12 @@ const (
 	EventStoreFailure                       // the store failed to answer
 	EventBodyNotReplayable                  // a request body too large for RetryPolicy.MaxBufferedBody: the call is sent once
 	EventSlotHeld                           // a slot was held longer than WithSlotAgeAlert allows; Wait: how long, to the second
+	EventLimitChanged                       // a scope's configured Limit was changed at runtime (SetLimit)
+	EventWorkloadChanged                    // a workload's Reserve, Max or queue bound was changed at runtime (SetWorkload)
 )
 
 var eventNames = [...]string{"admitted", "waited", "throttled", "rejected", "cooldown_started", "cooldown_ended", "retried", "budget_exhausted", "store_failure",
-	"body_not_replayable", "slot_held"}
+	"body_not_replayable", "slot_held", "limit_changed", "workload_changed"}
 
 // String returns the kind's name in snake case, fit for a metric label.
 func (k EventKind) String() string {

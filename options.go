@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,7 +40,9 @@ type config struct {
 	storeTimeout time.Duration
 	lease        LeaseConfig // lease.go; Size 0: no lease
 
-	slotAgeAlert time.Duration // slotage.go; 0: DefaultSlotAgeAlert
+	slotAgeAlert time.Duration                         // slotage.go; 0: DefaultSlotAgeAlert
+	limitSync    time.Duration                         // limitsync.go; 0: none
+	tenantOf     func(*http.Request) (string, float64) // tenant.go
 }
 
 type namedWorkload struct {

@@ -73,7 +73,21 @@ type RetryPolicy struct {
 	MaxBufferedBody int64
 	// Budget caps retries as a share of traffic per scope.
 	Budget RetryBudget
+	// AttemptTimeout, when positive, bounds each attempt on its own, from
+	// when it is admitted and sent until its response's body is closed or
+	// read to its end, as http.Client.Timeout bounds a whole call. An
+	// attempt past it fails with an error matching ErrAttemptTimeout, which
+	// is retried like any transport error (a POST only with an idempotency
+	// key), while the call's context, whose deadline bounds every attempt
+	// and every wait between them, is still alive. Zero means no bound but
+	// the context's. A bound shorter than a streamed response takes cuts it
+	// off: leave it zero for streams.
+	AttemptTimeout time.Duration
 }
+
+// ErrAttemptTimeout is matched by the error of an attempt that took longer
+// than RetryPolicy.AttemptTimeout.
+var ErrAttemptTimeout = errors.New("pacer: the attempt took longer than RetryPolicy.AttemptTimeout")
 
 // A RetryBudget caps retries as a share of traffic, per scope, so that a dead
 // dependency cannot turn every call into MaxAttempts calls: each first
@@ -132,6 +146,8 @@ func (p RetryPolicy) validate() error {
 		return fmt.Errorf("WithRetry: MaxAttempts %d must be at least 1", p.MaxAttempts)
 	case p.InitialBackoff < 0 || p.MaxBackoff < p.InitialBackoff:
 		return fmt.Errorf("WithRetry: the backoff must grow from InitialBackoff %v to MaxBackoff %v", p.InitialBackoff, p.MaxBackoff)
+	case p.AttemptTimeout < 0:
+		return fmt.Errorf("WithRetry: AttemptTimeout %v must not be negative (0 means no bound)", p.AttemptTimeout)
 	case p.MaxBufferedBody < 0:
 		return fmt.Errorf("WithRetry: MaxBufferedBody %d must not be negative", p.MaxBufferedBody)
 	case p.Budget.Ratio < 0 || p.Budget.Min < 0:

@@ -79,17 +79,14 @@ type Route func(req *http.Request, charges []Charge) []Charge
 // scopeClass is a configured Scope as the Transport uses it.
 type scopeClass struct {
 	Scope
-	retryCredit    atomic.Int64 // retries the scope may make, in retryUnits
-	rate, burst    float64      // the pace, after headroom
-	countsRequests bool         // Unit is UnitRequests
-	sharesSlots    bool         // some workload reserves or caps slots
-	// Per workload, by index: the share of the burst others reserve; the
-	// slots the workload reserves; the most slots it may hold; and the name
-	// of the bucket that caps its share of the rate ("" when uncapped).
-	othersReserve []float64
-	reservedSlots []int
-	maxSlots      []int
-	maxScope      []string
+	retryCredit atomic.Int64 // retries the scope may make, in retryUnits
+	// configured is the Limit now, New's or SetLimit's, and its pace after
+	// headroom; never nil (livelimit.go).
+	configured     atomic.Pointer[configuredLimit]
+	countsRequests bool // Unit is UnitRequests
+	// shares is what the workloads reserve and may use of the scope, as of
+	// New or the last SetWorkload; never nil (livelimit.go).
+	shares atomic.Pointer[workloadShares]
 
 	shared *scopeState // the bucket for the key ""
 	clock  Clock
@@ -107,26 +104,13 @@ func newScopeClass(s Scope, headroom float64, workloads []*workloadState, clock 
 		s.Unit = UnitRequests
 	}
 	c := &scopeClass{Scope: s, keyed: make(map[string]*scopeState), clock: clock}
-	c.rate, c.burst = s.Limit.pace(headroom)
+	c.setLimit(s.Limit, headroom)
 	c.countsRequests = s.Unit == UnitRequests
-	n := len(workloads)
-	c.othersReserve = make([]float64, n)
-	c.reservedSlots = make([]int, n)
-	c.maxSlots = make([]int, n)
-	c.maxScope = make([]string, n)
-	var totalReserve float64
-	for _, w := range workloads {
-		totalReserve += w.Reserve
-	}
+	ws := make([]namedWorkload, len(workloads))
 	for i, w := range workloads {
-		c.sharesSlots = c.sharesSlots || w.Reserve > 0 || w.Max > 0
-		c.othersReserve[i] = totalReserve - w.Reserve
-		c.reservedSlots[i] = reservedSlots(w.Reserve, s.Concurrency)
-		if w.Max > 0 {
-			c.maxSlots[i] = max(1, int(math.Floor(w.Max*float64(s.Concurrency)+1e-9)))
-			c.maxScope[i] = reservedPrefix + "max:" + w.name + ":" + s.Name
-		}
+		ws[i] = namedWorkload{w.name, w.Workload}
 	}
+	c.shares.Store(c.newShares(ws))
 	c.shared = newScopeState(c, "")
 	return c
 }
@@ -220,7 +204,7 @@ type scopeState struct {
 }
 
 func newScopeState(c *scopeClass, key string) *scopeState {
-	return &scopeState{class: c, key: key, inFlightBy: make([]atomic.Int32, len(c.reservedSlots))}
+	return &scopeState{class: c, key: key, inFlightBy: make([]atomic.Int32, len(c.shares.Load().reserve))}
 }
 
 // release lets go of a state taken with scopeClass.state.

@@ -247,15 +247,6 @@ func (t *Transport) checkAllSlots(now time.Time) {
 		if class.Concurrency == 0 {
 			continue
 		}
-		t.checkSlots(class.shared, now)
-		class.mu.Lock()
-		keyed := make([]*scopeState, 0, len(class.keyed))
-		for _, ks := range class.keyed {
-			keyed = append(keyed, ks)
-		}
-		class.mu.Unlock()
-		for _, ks := range keyed {
-			t.checkSlots(ks, now)
-		}
+		class.eachState(func(s *scopeState) { t.checkSlots(s, now) })
 	}
 }

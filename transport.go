@@ -1,6 +1,7 @@
 package pacer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -58,6 +59,14 @@ type Transport struct {
 
 	slotAlert     time.Duration // slotage.go
 	nextSlotCheck atomic.Int64  // when checkAllSlots looks next, in Unix nanoseconds
+
+	// SetWorkload's (livelimit.go): one change at a time, and the
+	// workloads as they are now, by index.
+	setMu   sync.Mutex
+	current []Workload
+
+	limitSync *limitSync                            // nil unless WithLimitSync (limitsync.go)
+	tenantOf  func(*http.Request) (string, float64) // WithTenant (tenant.go)
 }
 
 // New returns a Transport that sends through base (http.DefaultTransport if
@@ -85,7 +94,16 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 	var guard *guardedStore
 	if cfg.store == nil {
 		cfg.store = NewMemoryStore()
-	} else if _, ok := cfg.store.(*MemoryStore); !ok {
+	}
+	var limits *limitSync
+	if cfg.limitSync > 0 {
+		if ls, ok := cfg.store.(LimitStore); ok {
+			limits = &limitSync{store: ls, interval: cfg.limitSync, timeout: cfg.storeTimeout, versions: make(map[string]int64)}
+		} else {
+			cfg.errs = append(cfg.errs, fmt.Errorf("WithLimitSync: the store (%T) keeps no limits; use one that implements LimitStore (MemoryStore, store/redisstore)", cfg.store))
+		}
+	}
+	if _, ok := cfg.store.(*MemoryStore); !ok {
 		// A shared store: survive its failures (storefailure.go), and lease
 		// from it (lease.go). The lease is outside the guard: tokens it
 		// holds were granted by the store, so they are spent while the
@@ -113,6 +131,8 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 		routes:      cfg.routes,
 		workloads:   make(map[string]*workloadState),
 		slotAlert:   cfg.slotAgeAlert,
+		limitSync:   limits,
+		tenantOf:    cfg.tenantOf,
 	}
 	t.calls.New = func() any { return newPooledCall(t) }
 	if guard != nil {
@@ -135,8 +155,10 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 		}
 		reserves += w.Reserve
 		ws := &workloadState{Workload: w.Workload, name: w.name, index: len(list)}
+		ws.waiting.max, ws.waiting.policy = w.MaxWaiting, w.WhenFull
 		ws.budget = Demand{Scope: reservedPrefix + "budget", Key: w.name, Burst: float64(w.Budget.Limit), Window: w.Budget.Per}
 		list = append(list, ws)
+		t.current = append(t.current, w.Workload)
 		t.workloads[w.name] = ws
 	}
 	if reserves > 1+1e-9 {
@@ -244,24 +266,32 @@ func (t *Transport) attempt(req *http.Request) (*http.Response, attemptInfo, err
 	if err != nil {
 		return nil, attemptInfo{}, closeRequestBody(req, err)
 	}
-	ctx := req.Context()
-	if err := c.spendBudget(ctx); err != nil { // step 3
-		c.finish()
-		return nil, attemptInfo{}, closeRequestBody(req, err)
-	}
-	if err := c.admit(ctx); err != nil { // step 4
-		c.emitRefusal(err)
-		c.refundBudget(ctx)
-		c.finish()
+	if err := c.enter(req.Context()); err != nil { // steps 3 and 4
 		return nil, attemptInfo{}, closeRequestBody(req, err)
 	}
 	info := attemptInfo{sent: true, scope: t.defaultClass}
 	if len(c.charges) > 0 {
 		info.scope = c.charges[0].state.class
 	}
+	sent := req
+	if t.retry != nil && t.retry.AttemptTimeout > 0 {
+		sent = c.bound(req, t.retry.AttemptTimeout)
+	}
 	var resp *http.Response
-	resp, info.verdict, info.stalled, err = c.send(req) // steps 5, 6 and 8
+	resp, info.verdict, info.stalled, err = c.send(sent) // steps 5, 6 and 8
+	if err != nil && sent != req && sent.Context().Err() == context.DeadlineExceeded && req.Context().Err() == nil {
+		// The attempt's own bound, not the caller's context: worth a retry.
+		err = fmt.Errorf("%w (%v): %v", ErrAttemptTimeout, t.retry.AttemptTimeout, err)
+	}
 	return resp, info, err
+}
+
+// bound returns req with a context that ends after d, and makes the call's
+// finish end it, when the response's body is closed or the attempt fails.
+func (c *call) bound(req *http.Request, d time.Duration) *http.Request {
+	ctx, cancel := context.WithDeadline(req.Context(), c.t.clock.Now().Add(d))
+	c.cancel = cancel
+	return req.WithContext(ctx)
 }
 
 // send passes the admitted request to the base RoundTripper and hands the
@@ -295,7 +325,7 @@ func (c *call) send(req *http.Request) (resp *http.Response, verdict Verdict, st
 		c.t.emit(Event{Kind: EventBudgetExhausted, Workload: c.workload.name, Status: resp.StatusCode})
 		return nil, verdict, stalled, &QuotaError{Status: resp.StatusCode, Reason: reason}
 	}
-	if resp.Body != nil && c.holdsResources() {
+	if resp.Body != nil && (c.holdsResources() || c.cancel != nil) {
 		resp.Body = wrapBody(resp.Body, c)
 		handedOver = true
 	}

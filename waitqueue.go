@@ -1,12 +1,18 @@
 package pacer
 
+import "sync/atomic"
+
 // A waiter is a call waiting on a scope.
 type waiter struct {
 	workload int     // the workload's index
 	priority float64 // the workload's Reserve: larger is served first
 	seq      uint64  // arrival order, kept when the call moves between scopes
+	rank     int     // the call's priority within its workload (ContextWithPriority)
+	tag      float64 // its virtual finish among its workload's tenants (tenant.go); 0 without tenants
 	cost     float64 // what the call takes from the scope it waits on
 	wake     chan struct{}
+	shed     atomic.Bool // its workload's bounded queue dropped it (boundedqueue.go)
+	shedAt   int         // its index in that queue's heap; -1 when not in it
 
 	// The waiter's node in its workload's line (see line), while queued.
 	queued      bool
@@ -43,14 +49,34 @@ type waitQueue struct {
 	n     int
 }
 
-// A line is one workload's waiters ordered by seq: a treap whose nodes
-// carry their subtree's cost, so that the cost queued ahead of a waiter is
-// a walk from the root. A call that moves between scopes keeps its seq and
-// takes its place by it, not at the back.
+// A line is one workload's waiters in the order they are served (precedes:
+// priority within the workload, then the tenant's fair-queuing tag, then
+// seq): a treap whose nodes carry their subtree's cost, so
+// that the cost queued ahead of a waiter is a walk from the root. A call
+// that moves between scopes keeps its seq and takes its place by it, not
+// at the back.
 type line struct {
 	root, first *waiter
 	n           int
+	ranked      int // waiters of a rank other than 0, or with a tenant's tag
 }
+
+// Priorities within a workload are clamped to ±maxRank.
+const maxRank = 127
+
+// precedes reports whether w is served before o in their line: larger rank
+// first, then the earlier fair-queuing tag, then the earlier arrival.
+func (w *waiter) precedes(o *waiter) bool {
+	if w.rank != o.rank {
+		return w.rank > o.rank
+	}
+	if w.tag != o.tag {
+		return w.tag < o.tag
+	}
+	return w.seq < o.seq
+}
+
+func (w *waiter) ordered() bool { return w.rank != 0 || w.tag != 0 }
 
 func (w *waiter) subtreeCost() float64 {
 	if w == nil {
@@ -61,17 +87,17 @@ func (w *waiter) subtreeCost() float64 {
 
 func (w *waiter) update() { w.sum = w.cost + w.left.subtreeCost() + w.right.subtreeCost() }
 
-// split cuts t into the waiters before seq and the rest.
-func split(t *waiter, seq uint64) (before, rest *waiter) {
+// split cuts t into the waiters before w and the rest.
+func split(t, w *waiter) (before, rest *waiter) {
 	if t == nil {
 		return nil, nil
 	}
-	if t.seq < seq {
-		t.right, rest = split(t.right, seq)
+	if t.precedes(w) {
+		t.right, rest = split(t.right, w)
 		t.update()
 		return t, rest
 	}
-	before, t.left = split(t.left, seq)
+	before, t.left = split(t.left, w)
 	t.update()
 	return before, t
 }
@@ -108,10 +134,13 @@ func treapHeap(seq uint64) uint64 {
 func (l *line) insert(w *waiter) (ahead float64) {
 	w.left, w.right, w.heap, w.sum = nil, nil, treapHeap(w.seq), w.cost
 	l.root, ahead = insertAt(l.root, w)
-	if l.first == nil || w.seq < l.first.seq {
+	if l.first == nil || w.precedes(l.first) {
 		l.first = w
 	}
 	l.n++
+	if w.ordered() {
+		l.ranked++
+	}
 	return ahead
 }
 
@@ -122,12 +151,12 @@ func insertAt(t, w *waiter) (root *waiter, ahead float64) {
 		return w, 0
 	}
 	if w.heap > t.heap {
-		w.left, w.right = split(t, w.seq)
+		w.left, w.right = split(t, w)
 		w.update()
 		return w, w.left.subtreeCost()
 	}
 	t.sum += w.cost // costs are whole units: sums are exact
-	if w.seq < t.seq {
+	if w.precedes(t) {
 		t.left, ahead = insertAt(t.left, w)
 		return t, ahead
 	}
@@ -139,6 +168,9 @@ func (l *line) remove(w *waiter) {
 	l.root = removeFrom(l.root, w)
 	w.left, w.right = nil, nil
 	l.n--
+	if w.ordered() {
+		l.ranked--
+	}
 	if l.first == w {
 		l.first = l.root
 		for l.first != nil && l.first.left != nil {
@@ -153,7 +185,7 @@ func removeFrom(t, w *waiter) *waiter {
 		return merge(t.left, t.right)
 	}
 	t.sum -= w.cost
-	if w.seq < t.seq {
+	if w.precedes(t) {
 		t.left = removeFrom(t.left, w)
 	} else {
 		t.right = removeFrom(t.right, w)
@@ -161,10 +193,10 @@ func removeFrom(t, w *waiter) *waiter {
 	return t
 }
 
-// costBefore returns the cost of the line's waiters that arrived before seq.
-func (l *line) costBefore(seq uint64) (c float64) {
+// costBefore returns the cost of the line's waiters placed before w.
+func (l *line) costBefore(w *waiter) (c float64) {
 	for t := l.root; t != nil; {
-		if t.seq < seq {
+		if t.precedes(w) {
 			c += t.left.subtreeCost() + t.cost
 			t = t.right
 		} else {
@@ -177,11 +209,11 @@ func (l *line) costBefore(seq uint64) (c float64) {
 // owns reports whether workload v holds fewer of the scope's slots than it
 // reserves: its waiters are then first in line for a slot.
 func (s *scopeState) owns(v int, share float64) bool {
-	c := s.class
-	if !c.sharesSlots || c.reservedSlots[v] == 0 {
+	sh := s.class.shares.Load()
+	if !sh.sharesSlots || sh.reservedSlots[v] == 0 {
 		return false
 	}
-	return int(s.inFlightBy[v].Load()) < scaledReserve(c.reservedSlots[v], share)
+	return int(s.inFlightBy[v].Load()) < scaledReserve(sh.reservedSlots[v], share)
 }
 
 // ranksBefore reports whether workload a's calls are served before workload
@@ -241,8 +273,11 @@ func (s *scopeState) enqueue(w *waiter) float64 {
 		switch before, equal := s.ranksBefore(v, l.first.priority, w.workload, w.priority, share); {
 		case before:
 			ahead += l.root.subtreeCost()
-		case equal:
-			ahead += l.costBefore(w.seq)
+		case equal && l.ranked == 0:
+			// Lines of equal rank are served in arrival order. A line with
+			// ranked waiters is left out: which of them come first is not
+			// known here, and what is returned must stay a lower bound.
+			ahead += l.costBefore(&waiter{seq: w.seq})
 		}
 	}
 	return ahead

@@ -52,6 +52,15 @@ type Workload struct {
 	// Past it, an attempt is not sent: a call fails at once with an error
 	// matching ErrBudgetExhausted. The zero Budget means no cap.
 	Budget Budget
+	// MaxWaiting bounds the workload's calls waiting for admission, on
+	// every scope together; zero means no bound. A call that would wait
+	// beyond it is refused, or makes room by shedding another, as WhenFull
+	// says; either way the call refused gets a *ThrottledError whose Reason
+	// is ReasonQueueFull. A call that is admitted at once never counts.
+	MaxWaiting int
+	// WhenFull is what a full queue does: RefuseNewest (the default) or
+	// ShedLowest.
+	WhenFull WhenFull
 }
 
 // A Budget caps what a workload may spend in a period: Limit units per Per.
@@ -105,6 +114,10 @@ func (w Workload) validate(name string) error {
 		return fmt.Errorf("workload %q: Budget %d per %v must not be negative", name, w.Budget.Limit, w.Budget.Per)
 	case (w.Budget.Limit > 0) != (w.Budget.Per > 0):
 		return fmt.Errorf("workload %q: Budget needs both Limit and Per", name)
+	case w.MaxWaiting < 0:
+		return fmt.Errorf("workload %q: MaxWaiting %d must not be negative (0 means no bound)", name, w.MaxWaiting)
+	case w.WhenFull != RefuseNewest && w.WhenFull != ShedLowest:
+		return fmt.Errorf("workload %q: WhenFull %d is neither RefuseNewest nor ShedLowest", name, w.WhenFull)
 	}
 	return nil
 }
@@ -114,6 +127,24 @@ func (w Workload) validate(name string) error {
 type callValues struct {
 	workload string
 	costs    []unitCost
+
+	// Per-call overrides (overrides.go).
+	failFast bool
+	maxWait  time.Duration
+	priority int
+
+	tenant string // tenant.go
+	weight float64
+}
+
+// derive returns a copy of the values ctx holds, or empty ones, for a
+// context that changes one of them.
+func derive(ctx context.Context) *callValues {
+	if parent := valuesFrom(ctx); parent != nil {
+		v := *parent
+		return &v
+	}
+	return &callValues{}
 }
 
 type unitCost struct {
@@ -135,10 +166,8 @@ func valuesFrom(ctx context.Context) *callValues {
 // log, with the names it knows. Declare the workload, even as Workload{}, on
 // a Transport where the name is expected.
 func ContextWithWorkload(ctx context.Context, name string) context.Context {
-	v := &callValues{workload: name}
-	if parent := valuesFrom(ctx); parent != nil {
-		v.costs = parent.costs
-	}
+	v := derive(ctx)
+	v.workload = name
 	return context.WithValue(ctx, callValuesKey{}, v)
 }
 
@@ -154,13 +183,12 @@ func WorkloadFromContext(ctx context.Context) string {
 // ("tokens", say) on every scope counted in that unit, and on a budget
 // counted in it. A cost stated here wins over a route's estimate.
 func ContextWithCost(ctx context.Context, unit string, n int64) context.Context {
-	v := &callValues{}
-	if parent := valuesFrom(ctx); parent != nil {
-		v.workload = parent.workload
-		for _, c := range parent.costs {
-			if c.unit != unit {
-				v.costs = append(v.costs, c)
-			}
+	v := derive(ctx)
+	costs := v.costs
+	v.costs = nil // the parent's slice is shared: build a new one
+	for _, c := range costs {
+		if c.unit != unit {
+			v.costs = append(v.costs, c)
 		}
 	}
 	v.costs = append(v.costs, unitCost{unit, n})
@@ -186,8 +214,10 @@ type workloadState struct {
 	name  string
 	index int
 	// budget is the demand that spends the budget; Cost is set per call.
-	budget Demand
-	meter  budgetMeter // this process's spend, for Stats
+	budget  Demand
+	meter   budgetMeter  // this process's spend, for Stats
+	waiting boundedQueue // its waiting calls, when MaxWaiting bounds them
+	fair    fairQueue    // its tenants' fair-queuing tags (tenant.go)
 }
 
 // maxUnknownWorkloads bounds the names a Transport remembers having said are

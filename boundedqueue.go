@@ -1,0 +1,147 @@
+package pacer
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// WhenFull says what a workload does with a call that would wait while
+// Workload.MaxWaiting of its calls already wait.
+type WhenFull int
+
+const (
+	// RefuseNewest refuses the call that would wait (Bottleneck's
+	// OVERFLOW): the calls already waiting keep their places.
+	RefuseNewest WhenFull = iota
+	// ShedLowest drops the waiting call of the lowest priority
+	// (ContextWithPriority), the oldest among equals, to make room
+	// (Bottleneck's LEAK). When the newcomer's priority is below every
+	// waiter's, it is the one refused.
+	ShedLowest
+)
+
+// ReasonQueueFull is the Reason of a *ThrottledError for a call refused, or
+// shed, because its workload's queue held Workload.MaxWaiting calls.
+const ReasonQueueFull = "queue"
+
+var (
+	errQueueFull = errors.New("the queue is full")
+	errShed      = errors.New("a call of higher priority took this call's place")
+)
+
+// boundedQueue counts a workload's waiting calls, across every scope, when
+// the workload bounds them, and keeps them in a heap by what is shed first:
+// lowest rank, then oldest. A workload with no bound keeps nothing here, so
+// that unbounded waiting takes no lock of the workload's.
+type boundedQueue struct {
+	max    int
+	policy WhenFull
+
+	mu      sync.Mutex
+	waiters shedHeap
+}
+
+// join counts w among the workload's waiters, or refuses it, or sheds
+// another to make room for it.
+func (q *boundedQueue) join(w *waiter) error {
+	w.shedAt = -1
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.max == 0 {
+		return nil
+	}
+	if len(q.waiters) < q.max {
+		heap.Push(&q.waiters, w)
+		return nil
+	}
+	if q.policy == RefuseNewest {
+		return errQueueFull
+	}
+	victim := q.waiters[0]
+	if shedFirst(w, victim) {
+		return errQueueFull // the newcomer is the lowest of all
+	}
+	heap.Pop(&q.waiters)
+	victim.shed.Store(true)
+	victim.signal()
+	heap.Push(&q.waiters, w)
+	return nil
+}
+
+// leave takes w out of the count, if it is still in it.
+func (q *boundedQueue) leave(w *waiter) {
+	q.mu.Lock()
+	if w.shedAt >= 0 {
+		heap.Remove(&q.waiters, w.shedAt)
+	}
+	q.mu.Unlock()
+}
+
+// set changes the bound and the policy; calls already waiting stay, even
+// beyond a lower bound, and only newcomers are refused or make room.
+func (q *boundedQueue) set(n int, policy WhenFull) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if n > 0 && q.max == 0 {
+		// Calls that began waiting unbounded are not in the heap: the
+		// bound counts from the calls that queue from now on.
+		q.waiters = q.waiters[:0]
+	}
+	q.max, q.policy = n, policy
+}
+
+// len returns the calls counted as waiting.
+func (q *boundedQueue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.waiters)
+}
+
+func (q *boundedQueue) bound() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.max
+}
+
+// shedFirst reports whether a is shed before b: lower rank, then older.
+func shedFirst(a, b *waiter) bool {
+	if a.rank != b.rank {
+		return a.rank < b.rank
+	}
+	return a.seq < b.seq
+}
+
+type shedHeap []*waiter
+
+func (h shedHeap) Len() int           { return len(h) }
+func (h shedHeap) Less(i, j int) bool { return shedFirst(h[i], h[j]) }
+func (h shedHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].shedAt, h[j].shedAt = i, j
+}
+func (h *shedHeap) Push(x any) {
+	w := x.(*waiter)
+	w.shedAt = len(*h)
+	*h = append(*h, w)
+}
+func (h *shedHeap) Pop() any {
+	old := *h
+	w := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	w.shedAt = -1
+	return w
+}
+
+// queueFull returns the error of a call its workload's bounded queue
+// refused or shed, naming the queue.
+func (b blocked) queueFull(w *workloadState, cause error) error {
+	e := &ThrottledError{Scope: b.state.class.Name, Reason: ReasonQueueFull,
+		Err: fmt.Errorf("workload %q's queue holds at most %d waiting calls (Workload.MaxWaiting): %w", w.name, w.waiting.bound(), cause)}
+	if b.wait != Never {
+		e.RetryAfter = b.wait
+	}
+	return e
+}

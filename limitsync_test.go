@@ -1,0 +1,29 @@
+package pacer_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/storetest"
+)
+
+// A fleet of four sharing a MemoryStore sees a SetLimit within the
+// interval (store/redisstore runs the same check on Redis).
+func TestLimitSyncMemoryStore(t *testing.T) {
+	storetest.LimitSync(t, pacer.NewMemoryStore())
+}
+
+func TestLimitSyncNeedsALimitStore(t *testing.T) {
+	err := pacer.New(nil, pacer.WithStore(storeOnly{pacer.NewMemoryStore()}), pacer.WithLimitSync(time.Second)).Err()
+	if err == nil || !strings.Contains(err.Error(), "LimitStore") {
+		t.Errorf("err = %v, want one naming LimitStore", err)
+	}
+	if pacer.New(nil, pacer.WithLimitSync(0)).Err() == nil {
+		t.Error("a zero interval is accepted")
+	}
+}
+
+// storeOnly hides every method but the Store's.
+type storeOnly struct{ pacer.Store }

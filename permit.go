@@ -1,0 +1,368 @@
+package pacer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync/atomic"
+	"time"
+)
+
+// A Permit is a call admitted without net/http: a gRPC call, a websocket
+// message, an SDK that takes no *http.Client, a job queue's worker. It was
+// admitted by the same path as a request through RoundTrip — the workload's
+// budget, the scopes' slots and tokens, the queue — and it holds what a
+// request holds until its response body is closed, until Done.
+//
+// Done must be called exactly once, when the call is over, with what became
+// of it: it releases the permit's concurrency slots and teaches the scopes
+// what a response would (see Outcome). A second Done does nothing. A permit
+// never Done holds its slots for good, as an unclosed response body does:
+// EventSlotHeld reports it (WithSlotAgeAlert) and Stats shows the slot's
+// age; pacer does not take the slot back.
+type Permit struct {
+	Scope    string  // the first scope the permit is charged to
+	Key      string  // its key within that scope
+	Workload string  // the workload, from the context
+	Cost     float64 // the cost charged on that scope, in its unit
+
+	c    *call
+	ctx  context.Context
+	done atomic.Bool
+}
+
+// Acquire waits until a call charged as given is admitted, and returns its
+// Permit. Charges name the scopes (declared with WithScope), keys and
+// costs, as a Route's would; none means one request on DefaultScope. The
+// workload, a cost stated with ContextWithCost and the per-call overrides
+// (ContextWithFailFast, ContextWithMaxWait, ContextWithPriority) come from
+// ctx, as for a request.
+//
+// Acquire fails as RoundTrip would refuse a request: a *ThrottledError when
+// the wait cannot end in time (at once, not at the deadline), a
+// *BudgetError when the workload's budget is spent, the Transport's
+// configuration error. On every failure nothing is held.
+//
+// Retries are the caller's: a permit is one attempt, and a call made again
+// acquires again.
+func (t *Transport) Acquire(ctx context.Context, charges ...Charge) (*Permit, error) {
+	c, err := t.permitCall(ctx, charges)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.enter(ctx); err != nil {
+		return nil, err
+	}
+	return c.permit(ctx), nil
+}
+
+// TryAcquire is Acquire without waiting: it returns a Permit if the call is
+// admitted at once, else a *ThrottledError whose RetryAfter says how long
+// until it might be (zero when a slot must be released first). It never
+// queues, and never goes before calls already waiting. With a shared store
+// it still makes the store's round trip.
+func (t *Transport) TryAcquire(ctx context.Context, charges ...Charge) (*Permit, error) {
+	c, err := t.permitCall(ctx, charges)
+	if err != nil {
+		return nil, err
+	}
+	c.failFast = true
+	if err := c.enter(ctx); err != nil {
+		return nil, err
+	}
+	return c.permit(ctx), nil
+}
+
+func (t *Transport) permitCall(ctx context.Context, charges []Charge) (*call, error) {
+	if t.err != nil {
+		return nil, t.err
+	}
+	if ctx == nil {
+		return nil, errors.New("pacer: Acquire needs a context; pass context.Background() for none")
+	}
+	return t.callFor(ctx, nil, charges)
+}
+
+func (c *call) permit(ctx context.Context) *Permit {
+	p := &Permit{Workload: c.workload.name, c: c, ctx: ctx}
+	if len(c.charges) > 0 {
+		ch := c.charges[0]
+		p.Scope, p.Key, p.Cost = ch.state.class.Name, ch.key, ch.cost
+	}
+	return p
+}
+
+// An Outcome is what became of a permit's call, for Done: Accepted,
+// Rejected or Dropped, with the cost it really had if it differs from the
+// one charged (Settle).
+type Outcome struct {
+	kind       outcomeKind
+	retryAfter time.Duration
+	unit       string
+	cost       int64
+	settles    bool
+}
+
+type outcomeKind int
+
+const (
+	outcomeAccepted outcomeKind = iota
+	outcomeRejected
+	outcomeDropped
+)
+
+// Accepted is the outcome of a call the provider served: as for a
+// successful response, a rate cut after a rejection climbs back.
+func Accepted() Outcome { return Outcome{kind: outcomeAccepted} }
+
+// Rejected is the outcome of a call the provider refused for its limits
+// (gRPC's RESOURCE_EXHAUSTED, a 429 under another name), as a 429 response
+// teaches: with retryAfter > 0, it pauses the permit's scopes for that
+// long, for every caller, as Retry-After does, capped by WithMaxWait; with
+// none, it empties their buckets and cuts their rate (AIMD), as a bare 429.
+func Rejected(retryAfter time.Duration) Outcome {
+	return Outcome{kind: outcomeRejected, retryAfter: max(retryAfter, 0)}
+}
+
+// Dropped is the outcome of a call that says nothing of the provider's
+// limits: it failed for another reason, or was never made. Nothing is
+// learned (Netflix's concurrency-limits calls it "ignore"); the slots are
+// released all the same.
+func Dropped() Outcome { return Outcome{kind: outcomeDropped} }
+
+// Settle returns the outcome with the call's actual cost in unit (output
+// tokens counted once the call is over, say): on every scope of the permit
+// counted in unit, the difference from the cost charged is given back, or
+// taken. A call that cost more than it was charged may leave the bucket
+// owing, at most one burst, which later calls wait to repay. The
+// workload's Budget is not settled: it keeps the cost charged.
+func (o Outcome) Settle(unit string, actual int64) Outcome {
+	o.unit, o.cost, o.settles = unit, max(actual, 0), true
+	return o
+}
+
+var (
+	acceptedResponse = http.Response{StatusCode: http.StatusOK}
+	rejectedResponse = http.Response{StatusCode: http.StatusTooManyRequests}
+)
+
+// Done ends the permit's call with its outcome: it settles the cost, learns
+// what the outcome teaches, and releases the slots. Only the first Done
+// counts; later ones, and Done on a nil Permit, do nothing.
+func (p *Permit) Done(o Outcome) {
+	if p == nil || !p.done.CompareAndSwap(false, true) {
+		return
+	}
+	c := p.c
+	p.c = nil
+	if o.settles {
+		// The call is over: what it settles must not fail because the
+		// caller's context has ended since.
+		c.settle(context.WithoutCancel(p.ctx), o.unit, float64(o.cost))
+	}
+	// The outcome goes through the very learning a response does, as the
+	// response it stands for: a status and no headers (a nil Header reads
+	// as empty), the wait a classifier's Verdict would give. learn bounds
+	// what it sends to the store without the caller's cancellation.
+	switch o.kind {
+	case outcomeAccepted:
+		resp := acceptedResponse
+		c.learn(p.ctx, &resp, Verdict{})
+	case outcomeRejected:
+		resp := rejectedResponse
+		c.learn(p.ctx, &resp, Verdict{Wait: o.retryAfter})
+	}
+	c.finish()
+}
+
+// settle brings what the call took of each bucket counted in unit to
+// actual: the difference is refunded, or taken even if the bucket must owe.
+func (c *call) settle(ctx context.Context, unit string, actual float64) {
+	now := c.t.clock.Now()
+	for j, owner := range c.owners {
+		ch := &c.charges[owner]
+		if ch.state.class.Unit != unit {
+			continue
+		}
+		d := c.demands[j]
+		diff := actual - ch.cost
+		var err error
+		switch {
+		case diff < 0:
+			d.Cost = -diff
+			err = c.t.store.Refund(ctx, now, []Demand{d})
+		case diff > 0:
+			// A floor of minus the burst lets the take through unless the
+			// bucket already owes a whole burst.
+			d.Cost, d.Floor = diff, -d.Burst
+			_, err = c.t.store.Take(ctx, now, []Demand{d})
+		}
+		if err != nil {
+			c.t.emit(Event{Kind: EventStoreFailure, Scope: d.Scope, Workload: c.workload.name, Err: err})
+		}
+	}
+	for i := range c.charges {
+		if ch := &c.charges[i]; ch.state.class.Unit == unit {
+			ch.state.spent.Add(int64(actual - ch.cost))
+			ch.cost = actual
+		}
+	}
+}
+
+// A Reservation holds a call's tokens, taken ahead of time as
+// x/time/rate's Reserve does: Delay says how long until the call may go,
+// Wait waits that long and returns the Permit, Cancel gives the tokens back.
+// A Reservation is used once: by Wait or by Cancel, whichever comes first.
+type Reservation struct {
+	t     *Transport
+	c     *call
+	at    time.Time // when the call may go
+	state atomic.Int32
+}
+
+const (
+	reservationHeld int32 = iota
+	reservationUsed
+)
+
+// Reserve takes the tokens of a call charged as given (see Acquire) and
+// returns a Reservation saying when the call may go. Tokens not yet there
+// are taken in advance: the bucket owes them, and later calls wait for
+// them to be repaid, so a reservation goes before calls that wait in the
+// queue, as with x/time/rate. A bucket owes at most one burst: beyond
+// that, or for a call larger than the bucket, or past a workload's budget,
+// Reserve fails as Acquire would and holds nothing. The workload's budget
+// is spent now; concurrency slots are taken by Wait. A scope paused by the
+// provider (Retry-After) delays the reservation until the pause ends.
+func (t *Transport) Reserve(ctx context.Context, charges ...Charge) (*Reservation, error) {
+	c, err := t.permitCall(ctx, charges)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.spendBudget(ctx); err != nil {
+		c.finish()
+		return nil, err
+	}
+	now := t.clock.Now()
+	delay, err := c.takeAhead(ctx, now)
+	if err != nil {
+		c.emitRefusal(err)
+		c.refundBudget(ctx)
+		c.finish()
+		return nil, err
+	}
+	for _, ch := range c.charges {
+		if left, ok := c.cooledDown(ch.state, now); !ok {
+			delay = max(delay, left)
+		}
+	}
+	c.prepaid = true
+	for i := range c.charges {
+		ch := &c.charges[i]
+		ch.admittedAt = ch.state.admitted.Add(1)
+		ch.spentAt = ch.state.spent.Add(int64(ch.cost))
+	}
+	return &Reservation{t: t, c: c, at: now.Add(delay)}, nil
+}
+
+// takeAhead takes the call's tokens, owing them if need be, and returns how
+// long until they are repaid.
+func (c *call) takeAhead(ctx context.Context, now time.Time) (time.Duration, error) {
+	if c.pace(); len(c.demands) == 0 {
+		return 0, nil
+	}
+	d, err := c.t.store.Take(ctx, now, c.demands)
+	if err == nil && d.OK {
+		return 0, nil
+	}
+	if err == nil && d.Wait != Never {
+		delay := d.Wait
+		owing := slices.Clone(c.demands)
+		for i := range owing {
+			owing[i].Floor = -owing[i].Burst
+		}
+		if d, err = c.t.store.Take(ctx, now, owing); err == nil && d.OK {
+			return delay, nil
+		}
+	}
+	if err != nil {
+		c.t.emit(Event{Kind: EventStoreFailure, Workload: c.workload.name, Err: err})
+		return 0, fmt.Errorf("pacer: taking tokens: %w", err)
+	}
+	b := blocked{state: c.charges[c.owners[d.Blocked]].state, reason: ReasonRate, wait: d.Wait}
+	if d.Wait == Never {
+		return 0, c.cannotWait(ctx, b)
+	}
+	return 0, b.error(fmt.Errorf("the bucket already owes a whole burst to earlier reservations"))
+}
+
+// OK reports whether the reservation is still held: neither waited for nor
+// cancelled.
+func (r *Reservation) OK() bool { return r != nil && r.state.Load() == reservationHeld }
+
+// Delay returns how long from now until the reserved call may go; zero if
+// it may go now, or if r is nil.
+func (r *Reservation) Delay() time.Duration {
+	if r == nil {
+		return 0
+	}
+	return max(0, r.at.Sub(r.t.clock.Now()))
+}
+
+// Cancel gives back the reservation's tokens and budget, as far as the
+// buckets hold them, unless Wait or Cancel was called already.
+func (r *Reservation) Cancel() {
+	if r == nil || !r.state.CompareAndSwap(reservationHeld, reservationUsed) {
+		return
+	}
+	r.c.cancelReservation(context.Background())
+}
+
+func (c *call) cancelReservation(ctx context.Context) {
+	ctx = context.WithoutCancel(ctx)
+	if len(c.demands) > 0 {
+		if err := c.t.store.Refund(ctx, c.t.clock.Now(), c.demands); err != nil {
+			c.t.emit(Event{Kind: EventStoreFailure, Workload: c.workload.name, Err: err})
+		}
+	}
+	for i := range c.charges {
+		ch := &c.charges[i]
+		ch.state.spent.Add(-int64(ch.cost))
+	}
+	c.refundBudget(ctx)
+	c.finish()
+}
+
+// Wait waits out the reservation's delay, then for the call's concurrency
+// slots, and returns its Permit. If the delay cannot end before ctx's
+// deadline, or ctx ends first, the reservation is cancelled — its tokens
+// given back — and the error says so. Wait on a reservation already used
+// returns an error and holds nothing.
+func (r *Reservation) Wait(ctx context.Context) (*Permit, error) {
+	if r == nil || !r.state.CompareAndSwap(reservationHeld, reservationUsed) {
+		return nil, errors.New("pacer: the reservation was already waited for or cancelled; reserve again")
+	}
+	c := r.c
+	if delay := r.Delay(); delay > 0 {
+		b := blocked{state: c.charges[0].state, reason: ReasonRate, wait: delay}
+		err := c.cannotWait(ctx, b)
+		if err == nil {
+			if err = sleep(ctx, r.t.clock, delay); err != nil {
+				err = b.error(err)
+			}
+		}
+		if err != nil {
+			c.emitRefusal(err)
+			c.cancelReservation(ctx)
+			return nil, err
+		}
+	}
+	if err := c.admit(ctx); err != nil {
+		c.emitRefusal(err)
+		c.cancelReservation(ctx)
+		return nil, err
+	}
+	return c.permit(ctx), nil
+}

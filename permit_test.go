@@ -1,0 +1,318 @@
+package pacer
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func mustAcquire(t *testing.T, tr *Transport, ctx context.Context, charges ...Charge) *Permit {
+	t.Helper()
+	p, err := tr.Acquire(ctx, charges...)
+	if err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	return p
+}
+
+// A permit rejected with a wait pauses its scope exactly as a 429 with that
+// Retry-After does: the next call of either kind goes when the pause ends.
+func TestPermitRejectedPausesLikeRetryAfter(t *testing.T) {
+	pauseAfter := func(t *testing.T, reject func(tr *Transport)) time.Duration {
+		var d time.Duration
+		synctest.Test(t, func(t *testing.T) {
+			api := &stubAPI{clock: SystemClock, respond: func(req *http.Request) (*http.Response, error) {
+				resp := okResponse(req)
+				resp.StatusCode = http.StatusTooManyRequests
+				resp.Header.Set("Retry-After", "2")
+				return resp, nil
+			}}
+			tr := New(api, WithLimit(PerSecond(100)), WithoutRetry())
+			reject(tr)
+			start := time.Now()
+			mustAcquire(t, tr, context.Background()).Done(Accepted())
+			d = time.Since(start)
+		})
+		return d
+	}
+	byPermit := pauseAfter(t, func(tr *Transport) {
+		mustAcquire(t, tr, context.Background()).Done(Rejected(2 * time.Second))
+	})
+	byResponse := pauseAfter(t, func(tr *Transport) {
+		resp := roundTrip(t, tr)
+		resp.Body.Close()
+	})
+	if byPermit < 2*time.Second || byPermit != byResponse {
+		t.Errorf("after Done(Rejected(2s)) the next call waited %v; after a 429 with Retry-After: 2, %v; want both 2s or more, and equal", byPermit, byResponse)
+	}
+}
+
+// A bare rejection cuts the rate, as a bare 429 does, and acceptances raise
+// it back.
+func TestPermitRejectedWithoutWaitCutsRate(t *testing.T) {
+	tr := New(nil, WithLimit(PerSecond(100)))
+	s := tr.scopes[DefaultScope].shared
+	mustAcquire(t, tr, context.Background()).Done(Rejected(0))
+	if f := s.rateFactor(); f != cutFactor {
+		t.Fatalf("rate factor after a bare rejection = %v, want %v", f, cutFactor)
+	}
+	mustAcquire(t, tr, context.Background()).Done(Accepted())
+	if f := s.rateFactor(); f <= cutFactor {
+		t.Errorf("rate factor after an acceptance = %v, want above %v", f, cutFactor)
+	}
+	mustAcquire(t, tr, context.Background()).Done(Dropped())
+	before := s.rateFactor()
+	mustAcquire(t, tr, context.Background()).Done(Dropped())
+	if s.rateFactor() != before {
+		t.Errorf("a dropped call changed the rate factor")
+	}
+}
+
+// Done releases the slot once, however often it is called; a permit never
+// Done keeps its slot.
+func TestPermitDoneReleasesOnce(t *testing.T) {
+	tr := New(nil, WithConcurrency(1))
+	ctx := context.Background()
+	p := mustAcquire(t, tr, ctx)
+	p.Done(Accepted())
+	// The pooled call p held most likely serves q now (sync.Pool hands back
+	// what was put last, but under the race detector): a second Done of p
+	// must not touch it.
+	q := mustAcquire(t, tr, ctx)
+	p.Done(Accepted())
+	p.Done(Rejected(time.Second)) // ignored: no pause either
+	var nilPermit *Permit
+	nilPermit.Done(Accepted())
+	if n := inFlight(tr); n != 1 {
+		t.Fatalf("in flight after a double Done and a new permit = %d, want 1", n)
+	}
+	if _, err := tr.TryAcquire(ctx); !errors.Is(err, ErrThrottled) {
+		t.Fatalf("a second Done released a slot twice: a second permit was granted (err = %v)", err)
+	}
+	// Never Done: the slot stays held.
+	var te *ThrottledError
+	if _, err := tr.TryAcquire(ctx); !errors.As(err, &te) || te.Reason != ReasonConcurrency {
+		t.Fatalf("err = %v, want a concurrency refusal", err)
+	}
+	q.Done(Accepted())
+	if n := inFlight(tr); n != 0 {
+		t.Errorf("in flight at the end = %d, want 0", n)
+	}
+}
+
+// Concurrent TryAcquires never get more than the bucket holds.
+func TestTryAcquireGrantsNoTokenTwice(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(nil, WithLimit(Limit{Count: 50, Per: time.Hour, Burst: 50}), WithHeadroom(1))
+		var granted atomic.Int32
+		var wg sync.WaitGroup
+		for range 500 {
+			wg.Go(func() {
+				if p, err := tr.TryAcquire(context.Background()); err == nil {
+					granted.Add(1)
+					p.Done(Accepted())
+				} else if !errors.Is(err, ErrThrottled) {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if g := granted.Load(); g != 50 {
+			t.Errorf("granted %d permits from a bucket of 50", g)
+		}
+	})
+}
+
+// A permit and a request draw on the same scopes through the same
+// admission: what one takes, the other waits for.
+func TestPermitAndRequestShareAdmission(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &stubAPI{clock: SystemClock}
+		tr := New(api, WithLimit(Limit{Count: 1, Per: time.Second, Burst: 1}), WithHeadroom(1))
+		p := mustAcquire(t, tr, context.Background())
+		err := get(tr, ContextWithFailFast(context.Background()), "http://api.test/")
+		var te *ThrottledError
+		if !errors.As(err, &te) || te.Reason != ReasonRate || te.RetryAfter != time.Second {
+			t.Fatalf("a request after the permit took the token: err = %v, want throttled on rate, retry after 1s", err)
+		}
+		p.Done(Accepted())
+		start := time.Now()
+		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+		if _, err := tr.TryAcquire(context.Background()); !errors.Is(err, ErrThrottled) {
+			t.Fatalf("a permit after the request took the token: err = %v", err)
+		}
+		if w := time.Since(start); w != time.Second {
+			t.Errorf("the request waited %v, want 1s", w)
+		}
+	})
+}
+
+// TryAcquire never jumps the queue: with a call waiting, it is refused even
+// when the waiter's turn has come but it has not run yet.
+func TestTryAcquireDoesNotQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(nil, WithConcurrency(1))
+		holder := mustAcquire(t, tr, context.Background())
+		done := make(chan *Permit)
+		go func() { done <- mustAcquire(t, tr, context.Background()) }()
+		synctest.Wait()
+		if _, err := tr.TryAcquire(context.Background()); !errors.Is(err, ErrThrottled) {
+			t.Fatalf("err = %v, want ErrThrottled", err)
+		}
+		holder.Done(Accepted())
+		(<-done).Done(Accepted())
+		if s := tr.scopes[DefaultScope].shared; s.waiting.Load() != 0 {
+			t.Errorf("TryAcquire left %d calls queued", s.waiting.Load())
+		}
+	})
+}
+
+func TestAcquireBadInput(t *testing.T) {
+	tr := New(nil)
+	if _, err := tr.Acquire(context.Background(), Charge{Scope: "nope"}); err == nil || !strings.Contains(err.Error(), `"nope"`) {
+		t.Errorf("undeclared scope: err = %v", err)
+	}
+	//lint:ignore SA1012 a nil context is the bad input under test
+	if _, err := tr.Acquire(nil); err == nil { //nolint:staticcheck
+		t.Error("nil context: no error")
+	}
+	bad := New(nil, WithHeadroom(2))
+	if _, err := bad.TryAcquire(context.Background()); err == nil || err != bad.Err() {
+		t.Errorf("configuration error: err = %v, want %v", err, bad.Err())
+	}
+}
+
+// A permit carries its scope, key, workload and cost, and a cost settled
+// after the fact is what the bucket keeps.
+func TestPermitCarriesChargeAndSettles(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tokens := Scope{Name: "tpm", Unit: "tokens", Limit: Limit{Count: 1000, Per: time.Second, Burst: 1000}}
+		tr := New(nil, WithScope(tokens), WithHeadroom(1), WithWorkload("batch", Workload{}))
+		ctx := ContextWithWorkload(context.Background(), "batch")
+		p := mustAcquire(t, tr, ctx, Charge{Scope: "tpm", Key: "k1", Cost: 100})
+		if p.Scope != "tpm" || p.Key != "k1" || p.Workload != "batch" || p.Cost != 100 {
+			t.Fatalf("permit = %+v", p)
+		}
+		// It cost 900: the bucket holds 100, and a call of 200 waits 100ms.
+		p.Done(Accepted().Settle("tokens", 900))
+		start := time.Now()
+		mustAcquire(t, tr, ctx, Charge{Scope: "tpm", Key: "k1", Cost: 200}).Done(Accepted())
+		if w := time.Since(start); w != 100*time.Millisecond {
+			t.Errorf("after settling at 900, a call of 200 waited %v, want 100ms", w)
+		}
+		// It cost 50: 150 comes back, and a call of 150 goes at once.
+		q := mustAcquire(t, tr, ctx, Charge{Scope: "tpm", Key: "k1", Cost: 200})
+		q.Done(Accepted().Settle("tokens", 50))
+		if _, err := tr.TryAcquire(ctx, Charge{Scope: "tpm", Key: "k1", Cost: 150}); err != nil {
+			t.Errorf("after settling at 50, a call of 150: %v", err)
+		}
+	})
+}
+
+// A reservation says how long until its call may go; cancelled, it gives
+// back what it took, so the next reservation is not pushed back by it.
+func TestReservationDelayAndCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(nil, WithLimit(Limit{Count: 1, Per: time.Second, Burst: 1}), WithHeadroom(1))
+		ctx := context.Background()
+		r1, err := tr.Reserve(ctx)
+		mustNotErr(t, err)
+		r2, err := tr.Reserve(ctx)
+		mustNotErr(t, err)
+		if r1.Delay() != 0 || r2.Delay() != time.Second {
+			t.Fatalf("delays = %v, %v; want 0, 1s", r1.Delay(), r2.Delay())
+		}
+		r2.Cancel()
+		r2.Cancel() // once only
+		if r2.OK() {
+			t.Error("a cancelled reservation is OK")
+		}
+		r3, err := tr.Reserve(ctx)
+		mustNotErr(t, err)
+		if r3.Delay() != time.Second {
+			t.Fatalf("after a cancel the next reservation waits %v, want 1s (the cancelled one gave back its token)", r3.Delay())
+		}
+		if _, err := r2.Wait(ctx); err == nil {
+			t.Error("Wait on a cancelled reservation succeeded")
+		}
+		start := time.Now()
+		p, err := r3.Wait(ctx)
+		mustNotErr(t, err)
+		if w := time.Since(start); w != time.Second {
+			t.Errorf("Wait took %v, want 1s", w)
+		}
+		p.Done(Accepted())
+		r1.Cancel()
+		// r1's token is back, r3's was spent: the bucket holds one token.
+		q, err := tr.TryAcquire(ctx)
+		mustNotErr(t, err)
+		q.Done(Accepted())
+		if _, err := tr.TryAcquire(ctx); !errors.Is(err, ErrThrottled) {
+			t.Errorf("a second token appeared: err = %v", err)
+		}
+	})
+}
+
+// A reservation whose delay outlasts the deadline fails at once and gives
+// its token back; the bucket owes at most one burst.
+func TestReservationDeadlineAndDebt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(nil, WithLimit(Limit{Count: 2, Per: time.Second, Burst: 2}), WithHeadroom(1))
+		bg := context.Background()
+		var rs []*Reservation
+		for range 4 { // two in hand, two owed: one burst
+			r, err := tr.Reserve(bg)
+			mustNotErr(t, err)
+			rs = append(rs, r)
+		}
+		if d := rs[3].Delay(); d != time.Second {
+			t.Fatalf("fourth reservation's delay = %v, want 1s", d)
+		}
+		if _, err := tr.Reserve(bg); !errors.Is(err, ErrThrottled) {
+			t.Fatalf("a reservation beyond one burst owed: err = %v, want ErrThrottled", err)
+		}
+		ctx, cancel := context.WithTimeout(bg, 500*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		if _, err := rs[3].Wait(ctx); !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != 0 {
+			t.Fatalf("Wait past the deadline: err = %v after %v, want DeadlineExceeded at once", err, time.Since(start))
+		}
+		// Its token came back: a new reservation waits as the fourth did.
+		r, err := tr.Reserve(bg)
+		mustNotErr(t, err)
+		if d := r.Delay(); d != time.Second {
+			t.Errorf("after the failed Wait a reservation waits %v, want 1s", d)
+		}
+		for _, r := range append(rs[:3], r) {
+			r.Cancel()
+		}
+	})
+}
+
+// A permit never Done keeps its slot, and the slot-age alert reports it, as
+// it reports an unclosed body.
+func TestPermitNeverDoneIsReported(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var held []Event
+		tr := New(nil, WithConcurrency(2), WithSlotAgeAlert(time.Second), WithObserver(ObserverFunc(func(e Event) {
+			if e.Kind == EventSlotHeld {
+				held = append(held, e)
+			}
+		})))
+		mustAcquire(t, tr, context.Background()) // never Done
+		time.Sleep(3 * time.Second)
+		tr.Stats()
+		if len(held) != 1 || held[0].Scope != DefaultScope {
+			t.Errorf("slot-held events = %+v, want one on %q", held, DefaultScope)
+		}
+		if n := inFlight(tr); n != 1 {
+			t.Errorf("in flight = %d, want the forgotten permit's slot still held", n)
+		}
+	})
+}
