@@ -495,8 +495,11 @@ func (g *guardedStore) sendWrites() {
 func (g *guardedStore) write(w pendingWrite) {
 	d := w.demand
 	failed, err := g.call(context.Background(), w.now, func(ctx context.Context) error {
-		if w.kind == clampWrite {
+		switch w.kind {
+		case clampWrite:
 			return g.remote.Clamp(ctx, w.now, d, w.tokens)
+		case adjustWrite:
+			return adjustOrRefund(ctx, g.remote, w.now, []Demand{d})
 		}
 		return g.remote.Refund(ctx, w.now, []Demand{d})
 	})
@@ -507,12 +510,57 @@ func (g *guardedStore) write(w pendingWrite) {
 		}
 	case failed:
 		g.cover(d.Scope)
-		if w.kind == clampWrite {
+		switch {
+		case w.kind == clampWrite:
 			g.clampLocal(w.now, d, w.tokens)
-		} else if g.policy.mode == fallBackLocal {
+		case g.policy.mode != fallBackLocal:
+		case w.kind == adjustWrite:
+			g.local.Adjust(context.Background(), w.now, g.share([]Demand{d}))
+		default:
 			g.local.Refund(context.Background(), w.now, g.share([]Demand{d}))
 		}
 	}
+}
+
+// Adjust implements Adjuster. Like a refund, the adjustment goes to the
+// store in the background (see writeQueue), coalesced by bucket; while the
+// store is known to be down, the local fallback's bucket is adjusted
+// instead, at once.
+func (g *guardedStore) Adjust(ctx context.Context, now time.Time, demands []Demand) error {
+	if g.isDown() {
+		if len(demands) > 0 {
+			g.cover(demands[0].Scope)
+		}
+		if g.policy.mode == fallBackLocal {
+			return g.local.Adjust(ctx, now, g.share(demands))
+		}
+		return nil
+	}
+	for _, d := range demands {
+		if d.Cost != 0 {
+			g.enqueue(adjustWrite, now, d, 0)
+		}
+	}
+	return nil
+}
+
+// adjustOrRefund settles demands on s: with Adjust if s is an Adjuster,
+// else by refunding what was overestimated (Refund takes no charge).
+func adjustOrRefund(ctx context.Context, s Store, now time.Time, demands []Demand) error {
+	if a, ok := s.(Adjuster); ok {
+		return a.Adjust(ctx, now, demands)
+	}
+	var back []Demand
+	for _, d := range demands {
+		if d.Cost < 0 {
+			d.Cost = -d.Cost
+			back = append(back, d)
+		}
+	}
+	if len(back) == 0 {
+		return nil
+	}
+	return s.Refund(ctx, now, back)
 }
 
 // takeBudget spends a workload's budget: demands is its one budget demand.
