@@ -95,7 +95,7 @@ func presetLimits(l Limits, tierFigures bool, opts []Option) pacer.Option {
 		o = append(o, scopes(l.Concurrency, "anthropic/"+class+"/", m, tierFigures && !set)...)
 	}
 	o = append(o, scopes(l.Concurrency, "anthropic/", l.Default, tierFigures && given.Default == notGiven)...)
-	o = append(o, pacer.WithRoute(router{own}.route), pacer.WithClassifier(classify))
+	o = append(o, pacer.WithRoute(router{own}.route), pacer.WithClassifier(classify), meter())
 	return pacer.Options(o...)
 }
 

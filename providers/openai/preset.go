@@ -127,7 +127,7 @@ func presetLimits(l Limits, tierFigures bool, opts []Option) pacer.Option {
 	}
 	o = append(o, s.scopes(ScopeRequests, ScopeTokens, s.limits.Default, s.tierFigures && !s.givenDefault)...)
 	r := &router{settings: s, models: models}
-	o = append(o, pacer.WithRoute(r.route), pacer.WithClassifier(classify))
+	o = append(o, pacer.WithRoute(r.route), pacer.WithClassifier(classify), r.meter())
 	return pacer.Options(o...)
 }
 
