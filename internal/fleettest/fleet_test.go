@@ -49,7 +49,11 @@ const (
 
 func TestMain(m *testing.M) {
 	if kind := os.Getenv(envChild); kind != "" {
-		n, err := child(kind)
+		run := child
+		if os.Getenv(envRunaway) != "" {
+			run = runawayChild // runaway_test.go
+		}
+		n, err := run(kind)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "fleet child:", err)
 			os.Exit(1)
