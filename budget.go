@@ -369,10 +369,13 @@ func (c *call) spendBudget(ctx context.Context) error {
 	}
 	w := c.workload
 	now := c.t.clock.Now()
-	d, err := c.t.takeBudget(ctx, now, c.budget[:], w.Budget.FollowStoreFailure)
+	d, crossed, err := c.takeBudget(ctx, now)
 	if err != nil {
 		c.t.emit(Event{Kind: EventStoreFailure, Workload: w.name, Err: err})
 		return fmt.Errorf("pacer: checking the budget of workload %q: %w", w.name, err)
+	}
+	if crossed > 0 {
+		c.t.crossed(w, crossed, c.budget[0], now)
 	}
 	if !d.OK {
 		c.t.emit(Event{Kind: EventBudgetExhausted, Workload: w.name})
@@ -386,6 +389,65 @@ func (c *call) spendBudget(ctx context.Context) error {
 	c.budgetSpent = true
 	c.metered.periodStart = w.meter.spend(w, now, c.budget[0].Cost, w.settles && c.metered.on)
 	return nil
+}
+
+// budgetThresholds are the shares of a budget whose crossing is an event.
+var budgetThresholds = [...]int{50, 80, 100}
+
+// takeBudget takes the call's cost from its budget. When observers listen,
+// it also tells whether the budget just crossed the next of its thresholds
+// this process has not seen crossed in the period, for the whole fleet, at
+// no extra round trip until it does: the take leaves the part of the budget
+// above the threshold as its Floor, so it is refused only once the fleet's
+// spend (reservations included) would reach it; then it is taken again
+// without the floor. It returns the threshold crossed, or 0.
+func (c *call) takeBudget(ctx context.Context, now time.Time) (Decision, int, error) {
+	w := c.workload
+	next := -1
+	if len(c.t.observers) > 0 {
+		next = w.meter.nextThreshold(w, now)
+	}
+	b := &c.budget[0]
+	if next >= 0 {
+		// Half a unit more, so that a spend that reaches the threshold
+		// exactly crosses it: spends are whole units (requests, tokens,
+		// micro-dollars).
+		b.Floor = b.Burst*float64(100-budgetThresholds[next])/100 + 0.5
+	}
+	d, err := c.t.takeBudget(ctx, now, c.budget[:], w.Budget.FollowStoreFailure)
+	if b.Floor == 0 || err != nil || d.OK {
+		b.Floor = 0
+		if next >= 0 && err == nil && !d.OK {
+			// Refused outright: the fleet has spent it all.
+			return d, w.meter.cross(len(budgetThresholds) - 1), nil
+		}
+		return d, 0, err
+	}
+	b.Floor = 0
+	d, err = c.t.takeBudget(ctx, now, c.budget[:], w.Budget.FollowStoreFailure)
+	if err != nil {
+		return d, 0, err
+	}
+	if !d.OK {
+		return d, w.meter.cross(len(budgetThresholds) - 1), nil
+	}
+	return d, w.meter.cross(next), nil
+}
+
+// crossed tells observers that w's budget crossed percent, if no process
+// sharing the store has told its own in this period: the first to take the
+// threshold's one token in the period does. If the store cannot answer,
+// this one does: better twice than never.
+func (t *Transport) crossed(w *workloadState, percent int, b Demand, now time.Time) {
+	window := w.Budget.Per
+	if w.Budget.calendar() {
+		window = w.periodAt(now).end.Sub(now) + time.Second
+	}
+	d := Demand{Scope: reservedPrefix + "threshold", Key: b.Key + "/" + strconv.Itoa(percent), Burst: 1, Window: window, Cost: 1}
+	if dec, err := t.store.Take(context.Background(), now, []Demand{d}); err == nil && !dec.OK {
+		return
+	}
+	t.emit(Event{Kind: EventBudgetThreshold, Workload: w.name, Percent: percent})
 }
 
 // refundBudget gives back the budget of a call that was not sent.
@@ -511,6 +573,31 @@ type budgetMeter struct {
 	end      time.Time
 	spent    float64 // settled, or never to be settled
 	reserved float64 // reserved by calls in flight, to be settled
+	crossed  int     // how many of budgetThresholds this process saw crossed in the period
+}
+
+// nextThreshold returns the index of the next threshold not yet seen
+// crossed in the period containing now, or -1.
+func (m *budgetMeter) nextThreshold(w *workloadState, now time.Time) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.roll(w, now, false)
+	if m.crossed >= len(budgetThresholds) {
+		return -1
+	}
+	return m.crossed
+}
+
+// cross records that threshold i was crossed, and returns its percentage,
+// or 0 if it was seen already.
+func (m *budgetMeter) cross(i int) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.crossed > i {
+		return 0
+	}
+	m.crossed = i + 1
+	return budgetThresholds[i]
 }
 
 // spend counts cost, reserved if the call settles later, and returns the
@@ -542,7 +629,7 @@ func (m *budgetMeter) roll(w *workloadState, now time.Time, spending bool) {
 	default:
 		m.start, m.end = time.Time{}, time.Time{}
 	}
-	m.spent, m.reserved = 0, 0
+	m.spent, m.reserved, m.crossed = 0, 0, 0
 }
 
 // settle replaces a reservation made in the period starting at start by

@@ -418,3 +418,71 @@ func TestSettlementIsOffTheCallersRead(t *testing.T) {
 		}
 	})
 }
+
+// A budget's 50, 80 and 100 % are told once each per period, to observers
+// and through WithAlerts, and once for the fleet: a second Transport on the
+// same store, spending the same budget, tells none of them again.
+func TestBudgetThresholds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := NewMemoryStore()
+		var mu sync.Mutex
+		var events []string
+		var alerts []string
+		observe := ObserverFunc(func(e Event) {
+			if e.Kind == EventBudgetThreshold {
+				mu.Lock()
+				events = append(events, fmt.Sprintf("%s %d%%", e.Workload, e.Percent))
+				mu.Unlock()
+			}
+		})
+		notify := func(a Alert) {
+			if a.Percent > 0 {
+				mu.Lock()
+				alerts = append(alerts, a.String())
+				mu.Unlock()
+			}
+		}
+		b := Budget{Limit: 10, Per: time.Hour}
+		newTr := func() *Transport {
+			tr := New(&stubAPI{clock: SystemClock}, WithStore(store), WithObserver(observe), WithAlerts(time.Minute, notify),
+				WithWorkload("nightly", Workload{Budget: b}))
+			mustNotErr(t, tr.Err())
+			return tr
+		}
+		a, other := newTr(), newTr()
+		nightly := ContextWithWorkload(context.Background(), "nightly")
+		took := func(tr *Transport, n int) []string {
+			for range n {
+				get(tr, nightly, "http://api.test/")
+			}
+			synctest.Wait()
+			mu.Lock()
+			defer mu.Unlock()
+			got := events
+			events = nil
+			return got
+		}
+		want := func(got []string, want ...string) {
+			t.Helper()
+			if strings.Join(got, ",") != strings.Join(want, ",") {
+				t.Errorf("events %q, want %q", got, want)
+			}
+		}
+		want(took(a, 4))                    // 40 %
+		want(took(other, 1), "nightly 50%") // the fleet's fifth
+		want(took(a, 2))                    // 70 %
+		want(took(a, 1), "nightly 80%")
+		want(took(other, 1))
+		want(took(a, 1), "nightly 100%")
+		want(took(a, 3)) // refused: no more
+		want(took(other, 3))
+		mu.Lock()
+		if n := len(alerts); n != 3 || !strings.Contains(alerts[2], `workload "nightly" has spent 100% of its budget`) {
+			t.Errorf("alerts %q, want three, the last at 100%%", alerts)
+		}
+		alerts = nil
+		mu.Unlock()
+		time.Sleep(time.Hour) // a new period
+		want(took(other, 5), "nightly 50%")
+	})
+}

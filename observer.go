@@ -21,6 +21,7 @@ type Event struct {
 	Status   int           // EventRejected: the provider's status
 	Attempt  int           // EventRetried: the attempt about to be made, 2 or more
 	Err      error         // EventThrottled, EventStoreFailure: what happened
+	Percent  int           // EventBudgetThreshold: the share of the budget crossed, 50, 80 or 100
 }
 
 // An EventKind says what kind of thing happened.
@@ -38,10 +39,11 @@ const (
 	EventStoreFailure                       // the store failed to answer
 	EventBodyNotReplayable                  // a request body too large for RetryPolicy.MaxBufferedBody: the call is sent once
 	EventSlotHeld                           // a slot was held longer than WithSlotAgeAlert allows; Wait: how long, to the second
+	EventBudgetThreshold                    // a workload's budget crossed 50, 80 or 100 % (Percent), once per period for the fleet
 )
 
 var eventNames = [...]string{"admitted", "waited", "throttled", "rejected", "cooldown_started", "cooldown_ended", "retried", "budget_exhausted", "store_failure",
-	"body_not_replayable", "slot_held"}
+	"body_not_replayable", "slot_held", "budget_threshold"}
 
 // String returns the kind's name in snake case, fit for a metric label.
 func (k EventKind) String() string {
