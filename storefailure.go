@@ -427,18 +427,28 @@ func (g *guardedStore) takeRemote(ctx context.Context, now time.Time, demands []
 // (see writeQueue); while the store is known to be down, a fallback refund
 // goes to the local bucket that granted it, at once.
 func (g *guardedStore) Refund(ctx context.Context, now time.Time, demands []Demand) error {
+	return g.giveBack(ctx, refundWrite, now, demands)
+}
+
+// giveBack sends a refund or an adjustment of demands to the store in the
+// background, or, while the store is known to be down, to the local
+// fallback at once.
+func (g *guardedStore) giveBack(ctx context.Context, kind writeKind, now time.Time, demands []Demand) error {
 	if g.isDown() {
 		if len(demands) > 0 {
 			g.cover(demands[0].Scope)
 		}
-		if g.policy.mode == fallBackLocal {
-			return g.local.Refund(ctx, now, g.share(demands))
+		switch {
+		case g.policy.mode != fallBackLocal:
+			return nil
+		case kind == adjustWrite:
+			return g.local.Adjust(ctx, now, g.share(demands))
 		}
-		return nil
+		return g.local.Refund(ctx, now, g.share(demands))
 	}
 	for _, d := range demands {
-		if d.Cost > 0 {
-			g.enqueue(refundWrite, now, d, 0)
+		if d.Cost > 0 || kind == adjustWrite && d.Cost != 0 {
+			g.enqueue(kind, now, d, 0)
 		}
 	}
 	return nil
@@ -527,21 +537,7 @@ func (g *guardedStore) write(w pendingWrite) {
 // store is known to be down, the local fallback's bucket is adjusted
 // instead, at once.
 func (g *guardedStore) Adjust(ctx context.Context, now time.Time, demands []Demand) error {
-	if g.isDown() {
-		if len(demands) > 0 {
-			g.cover(demands[0].Scope)
-		}
-		if g.policy.mode == fallBackLocal {
-			return g.local.Adjust(ctx, now, g.share(demands))
-		}
-		return nil
-	}
-	for _, d := range demands {
-		if d.Cost != 0 {
-			g.enqueue(adjustWrite, now, d, 0)
-		}
-	}
-	return nil
+	return g.giveBack(ctx, adjustWrite, now, demands)
 }
 
 // adjustOrRefund settles demands on s: with Adjust if s is an Adjuster,

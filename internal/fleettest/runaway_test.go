@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,15 +18,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
-
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/testservers"
 	"github.com/pacer-go/pacer/period"
 	"github.com/pacer-go/pacer/providers/openai"
-	"github.com/pacer-go/pacer/store/pgstore"
-	"github.com/pacer-go/pacer/store/redisstore"
 	"github.com/pacer-go/pacer/usage"
 	"github.com/pacer-go/pacer/usage/prices"
 )
@@ -100,22 +94,11 @@ func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // prints "interactive-ok interactive-failed interactive-ok-after-exhaustion".
 func runawayChild(kind string) (int64, error) {
 	ctx := context.Background()
-	var store pacer.Store
-	switch kind {
-	case "redis":
-		rdb := redis.NewClient(&redis.Options{Addr: os.Getenv(envServer), PoolSize: looping + 2})
-		defer rdb.Close()
-		store = redisstore.New(rdb, redisstore.WithPrefix(os.Getenv(envName)))
-	case "postgres":
-		pool, err := pgxpool.New(ctx, os.Getenv(envServer))
-		if err != nil {
-			return 0, err
-		}
-		defer pool.Close()
-		store = pgstore.New(pool, pgstore.WithTable(os.Getenv(envName)))
-	default:
-		return 0, fmt.Errorf("unknown store %q", kind)
+	store, closeStore, err := childStore(ctx, kind, looping+2)
+	if err != nil {
+		return 0, err
 	}
+	defer closeStore()
 	ns, err := strconv.ParseInt(os.Getenv(envUntil), 10, 64)
 	if err != nil {
 		return 0, err
@@ -199,17 +182,7 @@ func TestRunawayLoopRedis(t *testing.T) {
 
 func TestRunawayLoopPostgres(t *testing.T) {
 	t.Parallel()
-	url := testservers.PostgresURL(t)
-	pool, err := pgxpool.New(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	table := "runaway_" + randomName()
-	if err := pgstore.New(pool, pgstore.WithTable(table)).Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pool.Exec(context.Background(), "DROP TABLE "+table) })
+	url, table := postgresTable(t, "runaway_")
 	runRunaway(t, "postgres", url, table)
 }
 
@@ -218,39 +191,19 @@ func runRunaway(t *testing.T, kind, server, name string) {
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
 	until := time.Now().Add(runawayFor)
-	var wg sync.WaitGroup
-	errs := make(chan error, processes)
 	var interactiveOK, interactiveAfter atomic.Int64
-	for range processes {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envChild+"="+kind, envRunaway+"=1", envServer+"="+server, envName+"="+name,
-			envTarget+"="+srv.URL, envUntil+"="+strconv.FormatInt(until.UnixNano(), 10))
-		wg.Go(func() {
-			out, err := cmd.Output()
-			if err != nil {
-				if ee, ok := err.(*exec.ExitError); ok {
-					err = fmt.Errorf("%v: %s", err, ee.Stderr)
-				}
-				errs <- err
-				return
-			}
-			var ok, failed, after int64
-			if _, err := fmt.Sscan(string(out), &ok, &failed, &after); err != nil {
-				errs <- fmt.Errorf("child said %q: %v", out, err)
-				return
-			}
-			if failed > 0 || after == 0 {
-				errs <- fmt.Errorf("a process's interactive calls: %d succeeded, %d failed, %d after the backfill's budget ran out; want none failed, some after", ok, failed, after)
-			}
-			interactiveOK.Add(ok)
-			interactiveAfter.Add(after)
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
+	spawn(t, kind, server, name, srv.URL, until, []string{envRunaway + "=1"}, func(out string) error {
+		var ok, failed, after int64
+		if _, err := fmt.Sscan(out, &ok, &failed, &after); err != nil {
+			return fmt.Errorf("child said %q: %v", out, err)
+		}
+		if failed > 0 || after == 0 {
+			return fmt.Errorf("a process's interactive calls: %d succeeded, %d failed, %d after the backfill's budget ran out; want none failed, some after", ok, failed, after)
+		}
+		interactiveOK.Add(ok)
+		interactiveAfter.Add(after)
+		return nil
+	})
 	fake.mu.Lock()
 	defer fake.mu.Unlock()
 	spent := fake.billed["backfill"]
