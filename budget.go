@@ -483,8 +483,7 @@ func (c *call) settle(u usage.Usage, final bool) {
 	c.metered.on = false
 	if !final {
 		if c.budgetSpent && c.workload.settles {
-			r := c.budget[0].Cost
-			c.workload.meter.settle(c.metered.periodStart, r, r, true)
+			c.settleAtEstimate()
 		}
 		return
 	}
@@ -524,7 +523,8 @@ func (c *call) settle(u usage.Usage, final bool) {
 	default:
 		n, ok := m.tokens(unit, u)
 		if !ok {
-			return // a unit the meter does not count: the estimate stands
+			c.settleAtEstimate() // a unit the meter does not count
+			return
 		}
 		actual = float64(n)
 	}
@@ -535,6 +535,13 @@ func (c *call) settle(u usage.Usage, final bool) {
 		d.Cost, d.Floor = delta, 0
 		c.t.adjustBudget(now, d)
 	}
+}
+
+// settleAtEstimate counts the budget's reservation as spent: the store has
+// it so already.
+func (c *call) settleAtEstimate() {
+	r := c.budget[0].Cost
+	c.workload.meter.settle(c.metered.periodStart, r, r, true)
 }
 
 // adjust settles token demands on the store: in memory at once, on a shared

@@ -486,3 +486,16 @@ func TestBudgetThresholds(t *testing.T) {
 		want(took(other, 5), "nightly 50%")
 	})
 }
+
+// A budget in a unit the Meter does not count keeps what the call stated,
+// and its Stats do not show it reserved forever.
+func TestBudgetInAnotherUnitSettlesAtItsCost(t *testing.T) {
+	clock := newFakeClock()
+	llm := &fakeLLM{reply: llmReply{input: 1, output: 1}}
+	tr := newMetered(t, llm, clock, Budget{Limit: 100, Per: time.Hour, Unit: "credits"})
+	ctx := ContextWithCost(ContextWithWorkload(context.Background(), "backfill"), "credits", 7)
+	mustNotErr(t, chatAll(t, tr, ctx))
+	if w := tr.Stats().Workloads[0]; w.Spent != 7 || w.Reserved != 0 {
+		t.Errorf("stats %+v, want 7 spent, nothing reserved", w)
+	}
+}
