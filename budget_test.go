@@ -499,3 +499,28 @@ func TestBudgetInAnotherUnitSettlesAtItsCost(t *testing.T) {
 		t.Errorf("stats %+v, want 7 spent, nothing reserved", w)
 	}
 }
+
+// BenchmarkMeteredCall is what reading usage and settling costs a streamed
+// chat completion, against the same call on a Transport without a Meter.
+func BenchmarkMeteredCall(b *testing.B) {
+	for _, metered := range []bool{false, true} {
+		b.Run(fmt.Sprintf("metered=%v", metered), func(b *testing.B) {
+			llm := &fakeLLM{reply: llmReply{stream: true, input: 40, output: 60}}
+			opts := []Option{WithRoute(tokensRoute), WithHeadroom(1),
+				WithScope(Scope{Name: "tokens", Unit: "tokens", Limit: Limit{Count: 1e12, Per: time.Second, Burst: 1e12}}),
+				WithWorkload("backfill", Workload{Budget: Budget{Limit: 1e15, Per: time.Hour, Unit: "tokens"}})}
+			if metered {
+				opts = append(opts, WithMeter(testMeter()))
+			}
+			tr := New(llm, opts...)
+			ctx := ContextWithWorkload(context.Background(), "backfill")
+			t := &testing.T{}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := chatAll(t, tr, ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
