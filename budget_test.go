@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/iotest"
 	"testing/synctest"
 	"time"
 
@@ -522,5 +523,20 @@ func BenchmarkMeteredCall(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A caller that reads a byte at a time settles on the same usage as one
+// that reads it all at once: the reader sees the stream in any pieces.
+func TestUsageReadByteByByte(t *testing.T) {
+	clock := newFakeClock()
+	llm := &fakeLLM{reply: llmReply{stream: true, input: 33, output: 44}}
+	tr := newMetered(t, llm, clock, Budget{Limit: 10_000, Per: time.Hour, Unit: "tokens"})
+	resp, err := chat(t, tr, ContextWithWorkload(context.Background(), "backfill"), "")
+	mustNotErr(t, err)
+	io.Copy(io.Discard, iotest.OneByteReader(resp.Body))
+	resp.Body.Close()
+	if w := tr.Stats().Workloads[0]; w.Spent != 77 || w.Reserved != 0 {
+		t.Errorf("stats %+v, want the 77 billed", w)
 	}
 }
