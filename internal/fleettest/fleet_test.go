@@ -68,16 +68,11 @@ func TestMain(m *testing.M) {
 // sending until the deadline. It returns how many requests it sent.
 func child(kind string) (int64, error) {
 	ctx := context.Background()
-	store, closeStore, err := childStore(ctx, kind, senders)
+	store, until, closeStore, err := childStore(ctx, kind, senders)
 	if err != nil {
 		return 0, err
 	}
 	defer closeStore()
-	ns, err := strconv.ParseInt(os.Getenv(envUntil), 10, 64)
-	if err != nil {
-		return 0, err
-	}
-	until := time.Unix(0, ns)
 	tr := pacer.New(nil, pacer.WithLimit(pacer.PerSecond(limit)), pacer.WithStore(store),
 		pacer.WithStoreFailure(pacer.FailClosed())) // a store error must show, not be paced around
 	if err := tr.Err(); err != nil {
@@ -114,23 +109,29 @@ func child(kind string) (int64, error) {
 }
 
 // childStore returns a child's connection to the shared store, with a pool
-// of about conns connections, and what closes it.
-func childStore(ctx context.Context, kind string, conns int) (pacer.Store, func(), error) {
+// of about conns connections, the deadline it runs until, and what closes
+// the connection.
+func childStore(ctx context.Context, kind string, conns int) (pacer.Store, time.Time, func(), error) {
+	ns, err := strconv.ParseInt(os.Getenv(envUntil), 10, 64)
+	if err != nil {
+		return nil, time.Time{}, nil, err
+	}
+	until := time.Unix(0, ns)
 	switch kind {
 	case "redis":
 		rdb := redis.NewClient(&redis.Options{Addr: os.Getenv(envServer), PoolSize: conns})
-		return redisstore.New(rdb, redisstore.WithPrefix(os.Getenv(envName))), func() { rdb.Close() }, nil
+		return redisstore.New(rdb, redisstore.WithPrefix(os.Getenv(envName))), until, func() { rdb.Close() }, nil
 	case "redis-cluster":
 		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(os.Getenv(envServer), ","), PoolSize: conns})
-		return redisstore.New(cc, redisstore.WithPrefix(os.Getenv(envName))), func() { cc.Close() }, nil
+		return redisstore.New(cc, redisstore.WithPrefix(os.Getenv(envName))), until, func() { cc.Close() }, nil
 	case "postgres":
 		pool, err := pgxpool.New(ctx, os.Getenv(envServer))
 		if err != nil {
-			return nil, nil, err
+			return nil, time.Time{}, nil, err
 		}
-		return pgstore.New(pool, pgstore.WithTable(os.Getenv(envName))), pool.Close, nil
+		return pgstore.New(pool, pgstore.WithTable(os.Getenv(envName))), until, pool.Close, nil
 	}
-	return nil, nil, fmt.Errorf("unknown store %q", kind)
+	return nil, time.Time{}, nil, fmt.Errorf("unknown store %q", kind)
 }
 
 func TestFleetRedis(t *testing.T) {

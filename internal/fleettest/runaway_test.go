@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -94,16 +93,11 @@ func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // prints "interactive-ok interactive-failed interactive-ok-after-exhaustion".
 func runawayChild(kind string) (int64, error) {
 	ctx := context.Background()
-	store, closeStore, err := childStore(ctx, kind, looping+2)
+	store, until, closeStore, err := childStore(ctx, kind, looping+2)
 	if err != nil {
 		return 0, err
 	}
 	defer closeStore()
-	ns, err := strconv.ParseInt(os.Getenv(envUntil), 10, 64)
-	if err != nil {
-		return 0, err
-	}
-	until := time.Unix(0, ns)
 	tr := pacer.New(nil,
 		openai.PresetLimits(openai.Limits{Default: openai.ModelLimits{RPM: 1_000_000, TPM: 1_000_000_000}}),
 		pacer.WithPrices(fakePrices),
