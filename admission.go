@@ -22,7 +22,8 @@ type call struct {
 	waiter      *waiter   // while the call waits in a queue
 	budget      [1]Demand // the budget demand with this call's cost; Cost 0 if none
 	budgetSpent bool
-	needsSlots  bool // some scope charged caps concurrency
+	metered     callMeter // budget.go
+	needsSlots  bool      // some scope charged caps concurrency
 	holdsSlots  bool
 	prepaid     bool // a reservation took the call's tokens already (permit.go)
 	// cancel ends the attempt's own context (RetryPolicy.AttemptTimeout).
@@ -93,8 +94,7 @@ func (t *Transport) callFor(ctx context.Context, req *http.Request, given []Char
 	if req != nil && len(t.routes) == 0 || req == nil && len(given) == 0 {
 		// The one charge to DefaultScope, without the loop.
 		c.addCharge(t.defaultClass, defaultCharges[0], vals)
-		c.budgetFor(vals)
-		return c, nil
+		return c.plan(req, vals)
 	}
 	routed := given
 	if req != nil {
@@ -118,17 +118,7 @@ func (t *Transport) callFor(ctx context.Context, req *http.Request, given []Char
 		}
 		c.addCharge(class, ch, vals)
 	}
-	c.budgetFor(vals)
-	return c, nil
-}
-
-// budgetFor sets out what the call spends of its workload's budget.
-func (c *call) budgetFor(vals *callValues) {
-	if b := &c.workload.budget; b.Burst > 0 {
-		d := &c.budget[0]
-		d.setNames(b.Scope, b.Key)
-		d.Rate, d.Burst, d.Window, d.Cost, d.Floor = b.Rate, b.Burst, b.Window, c.budgetCost(vals), b.Floor
-	}
+	return c.plan(req, vals)
 }
 
 // addCharge adds a charge. Two charges to one bucket become one, so the
@@ -226,60 +216,6 @@ func chargeCost(class *scopeClass, ch Charge, vals *callValues) float64 {
 	return 0
 }
 
-// budgetCost is what the call spends of its workload's budget: the cost the
-// context states in the budget's unit, else one request, else the largest
-// charge in that unit.
-func (c *call) budgetCost(vals *callValues) float64 {
-	unit := c.workload.Budget.unit()
-	if n, ok := vals.cost(unit); ok {
-		return float64(max(n, 0))
-	}
-	if unit == UnitRequests {
-		return 1
-	}
-	var cost float64
-	for _, ch := range c.charges {
-		if ch.state.class.Unit == unit {
-			cost = max(cost, ch.cost)
-		}
-	}
-	return cost
-}
-
-// spendBudget takes the call's cost from its workload's budget, or fails
-// with a *BudgetError.
-func (c *call) spendBudget(ctx context.Context) error {
-	if c.budget[0].Cost <= 0 {
-		return nil
-	}
-	now := c.t.clock.Now()
-	d, err := c.t.takeBudget(ctx, now, c.budget[:], c.workload.Budget.FollowStoreFailure)
-	if err != nil {
-		c.t.emit(Event{Kind: EventStoreFailure, Workload: c.workload.name, Err: err})
-		return fmt.Errorf("pacer: checking the budget of workload %q: %w", c.workload.name, err)
-	}
-	if !d.OK {
-		c.t.emit(Event{Kind: EventBudgetExhausted, Workload: c.workload.name})
-		return &BudgetError{Workload: c.workload.name, Budget: c.workload.Budget, ResetIn: d.Wait}
-	}
-	c.budgetSpent = true
-	c.workload.meter.spend(c.workload.Budget.Per, now, c.budget[0].Cost)
-	return nil
-}
-
-// refundBudget gives back the budget of a call that was not sent.
-func (c *call) refundBudget(ctx context.Context) {
-	if c.budgetSpent {
-		c.budgetSpent = false
-		c.workload.meter.refund(c.budget[0].Cost)
-		// The call was often refused because its context ended: the refund
-		// must not go out on that context. Best effort: a failed refund
-		// leaves the budget spent, the safe side. A shared store's refund
-		// goes out in the background (refundBudget).
-		_ = c.t.refundBudget(context.WithoutCancel(ctx), c.t.clock.Now(), c.budget[:])
-	}
-}
-
 // holdsResources reports whether finishing the call releases anything.
 func (c *call) holdsResources() bool {
 	if c.holdsSlots {
@@ -308,6 +244,7 @@ func (c *call) finish() {
 	// garbage collector's write barriers to spare that little memory.
 	c.charges, c.demands, c.owners = c.charges[:0], c.demands[:0], c.owners[:0]
 	c.budget[0].Cost = 0
+	c.metered.on = false
 	c.budgetSpent, c.needsSlots, c.holdsSlots, c.prepaid = false, false, false, false
 	if c.cancel != nil {
 		c.cancel()

@@ -23,9 +23,18 @@ type Alert struct {
 	// First and Last are when the first and the last of them were counted,
 	// by the Transport's clock.
 	First, Last time.Time
+	// Workload and Percent, when Percent is set, make the alert a budget's:
+	// the workload's budget crossed Percent (50, 80 or 100) of its Limit
+	// in its current period, sent once per period for the fleet (see
+	// EventBudgetThreshold). Scope and the counts are then zero.
+	Workload string
+	Percent  int
 }
 
 func (a Alert) String() string {
+	if a.Percent > 0 {
+		return fmt.Sprintf("pacer: workload %q has spent %d%% of its budget (at %s)", a.Workload, a.Percent, a.First.Format(time.RFC3339))
+	}
 	return fmt.Sprintf("pacer: scope %q throttled %d times (%d refused here, %d rejected by the provider) from %s to %s",
 		a.Scope, a.Count, a.Throttled, a.Rejected, a.First.Format(time.RFC3339), a.Last.Format(time.RFC3339))
 }
@@ -36,6 +45,8 @@ func (a Alert) String() string {
 const alertScope = reservedPrefix + "alert"
 
 // WithAlerts calls notify when calls on a scope are throttled (see Alert),
+// and when a workload's budget crosses 50, 80 and 100 % of its Limit (once
+// each per period for the fleet, at once, on a goroutine of its own),
 // at most once per interval for each scope, however many calls are: an
 // eleven-hour flood with a one-hour interval makes twelve calls, not fifty
 // thousand — the first at once, then one at the end of each interval that
@@ -93,6 +104,13 @@ func (a *alerter) bind(t *Transport) { a.clock, a.store = t.clock, t.store }
 // Observe counts throttled and rejected calls; the first after a quiet
 // spell starts the goroutine that sends the scope's alerts.
 func (a *alerter) Observe(e Event) {
+	if e.Kind == EventBudgetThreshold {
+		// At most three a period for each budget, decided for the fleet
+		// already: sent at once, without holding up the call.
+		now := a.clock.Now()
+		go a.notify(Alert{Workload: e.Workload, Percent: e.Percent, First: now, Last: now})
+		return
+	}
 	if e.Kind != EventThrottled && e.Kind != EventRejected {
 		return
 	}

@@ -133,13 +133,14 @@ func TestObserverHearsEveryKindOfEvent(t *testing.T) {
 			t.Fatalf("err = %v, want the budget spent", err)
 		}
 		got := rec.kinds()
-		for _, k := range []EventKind{EventAdmitted, EventWaited, EventThrottled, EventRejected, EventCooldownStarted, EventCooldownEnded, EventRetried, EventBudgetExhausted} {
+		for _, k := range []EventKind{EventAdmitted, EventWaited, EventThrottled, EventRejected, EventCooldownStarted, EventCooldownEnded, EventRetried, EventBudgetExhausted, EventBudgetThreshold} {
 			if got[k] == 0 {
 				t.Errorf("no %v event; heard %v", k, got)
 			}
 		}
 		for _, e := range rec.events {
-			if e.Kind != EventBudgetExhausted && e.Scope != DefaultScope || e.Workload != "nightly" && e.Kind != EventThrottled {
+			budget := e.Kind == EventBudgetExhausted || e.Kind == EventBudgetThreshold // a workload's, not a scope's
+			if !budget && e.Scope != DefaultScope || e.Workload != "nightly" && e.Kind != EventThrottled {
 				t.Errorf("event %+v: want scope %q and workload nightly", e, DefaultScope)
 			}
 		}

@@ -71,11 +71,19 @@ type BudgetError struct {
 	Budget   Budget
 	// ResetIn is how long until the budget's period ends and it is full again.
 	ResetIn time.Duration
+	// Unsettled: calls of this process are in flight whose reservations
+	// will be settled on usage; as they settle for less than they reserved,
+	// spending may resume before ResetIn.
+	Unsettled bool
 }
 
 func (e *BudgetError) Error() string {
-	return fmt.Sprintf("pacer: workload %q has spent its budget of %d %s per %v; it resets in %v",
-		e.Workload, e.Budget.Limit, e.Budget.unit(), e.Budget.Per, e.ResetIn)
+	msg := fmt.Sprintf("pacer: workload %q has spent its budget of %d %s %s; it resets in %v",
+		e.Workload, e.Budget.Limit, e.Budget.unit(), e.Budget.per(), e.ResetIn.Round(time.Second))
+	if e.Unsettled {
+		msg += ", or sooner as calls in flight settle for less than they reserved"
+	}
+	return msg
 }
 
 // Is reports whether target is ErrBudgetExhausted.

@@ -31,6 +31,8 @@ func TestHotPathAllocs(t *testing.T) {
 		{"limit, concurrency cap, retries", []Option{WithLimit(PerSecond(never)), WithConcurrency(never)}, 1},
 		{"limit, concurrency cap, no retries", []Option{WithLimit(PerSecond(never)), WithConcurrency(never), WithoutRetry()}, 1},
 		{"limit and retries, no cap", []Option{WithLimit(PerSecond(never))}, 0},
+		// A Meter costs a response that is not an LLM's nothing.
+		{"limit, concurrency cap, a meter", []Option{WithLimit(PerSecond(never)), WithConcurrency(never), WithMeter(testMeter())}, 1},
 	} {
 		tr := New(&reusedResponse{}, tc.opts...)
 		req, _ := http.NewRequest(http.MethodGet, "http://api.test/", nil)

@@ -250,3 +250,9 @@ func (l *LeaseStore) Clamp(ctx context.Context, now time.Time, d Demand, tokens 
 	l.mu.Unlock()
 	return l.store.Clamp(ctx, now, d, tokens)
 }
+
+// Adjust implements Adjuster: a settlement goes to the store, whose bucket
+// the call's tokens came from; a lease holds what is not yet spent.
+func (l *LeaseStore) Adjust(ctx context.Context, now time.Time, demands []Demand) error {
+	return adjustOrRefund(ctx, l.store, now, demands)
+}

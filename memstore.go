@@ -117,6 +117,19 @@ func (m *MemoryStore) Refund(_ context.Context, now time.Time, demands []Demand)
 	return nil
 }
 
+// Adjust implements Adjuster.
+func (m *MemoryStore) Adjust(_ context.Context, now time.Time, demands []Demand) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	at := m.since(now)
+	for i := range demands {
+		if d := &demands[i]; d.Cost != 0 {
+			m.bucket(d, at).adjust(d)
+		}
+	}
+	return nil
+}
+
 // Clamp implements Store.
 func (m *MemoryStore) Clamp(_ context.Context, now time.Time, d Demand, tokens float64) error {
 	m.mu.Lock()

@@ -26,6 +26,7 @@ type Event struct {
 	// the workload (OriginSetWorkload).
 	Limit, Previous Limit
 	Origin          string
+	Percent         int // EventBudgetThreshold: the share of the budget crossed, 50, 80 or 100
 }
 
 // An EventKind says what kind of thing happened.
@@ -45,10 +46,11 @@ const (
 	EventSlotHeld                           // a slot was held longer than WithSlotAgeAlert allows; Wait: how long, to the second
 	EventLimitChanged                       // a scope's configured Limit was changed at runtime (SetLimit)
 	EventWorkloadChanged                    // a workload's Reserve, Max or queue bound was changed at runtime (SetWorkload)
+	EventBudgetThreshold                    // a workload's budget crossed 50, 80 or 100 % (Percent), once per period for the fleet
 )
 
 var eventNames = [...]string{"admitted", "waited", "throttled", "rejected", "cooldown_started", "cooldown_ended", "retried", "budget_exhausted", "store_failure",
-	"body_not_replayable", "slot_held", "limit_changed", "workload_changed"}
+	"body_not_replayable", "slot_held", "limit_changed", "workload_changed", "budget_threshold"}
 
 // String returns the kind's name in snake case, fit for a metric label.
 func (k EventKind) String() string {

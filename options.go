@@ -1,6 +1,8 @@
 package pacer
 
 import (
+	"github.com/pacer-go/pacer/usage/prices"
+
 	"cmp"
 	"fmt"
 	"log/slog"
@@ -43,6 +45,9 @@ type config struct {
 	slotAgeAlert time.Duration                         // slotage.go; 0: DefaultSlotAgeAlert
 	limitSync    time.Duration                         // limitsync.go; 0: none
 	tenantOf     func(*http.Request) (string, float64) // tenant.go
+
+	meter  *Meter       // budget.go
+	prices prices.Table // WithPrices, over the meter's
 }
 
 type namedWorkload struct {
@@ -224,7 +229,7 @@ func (c *config) warnings() []string {
 	}
 	slices.Sort(unitList)
 	for _, w := range c.workloads {
-		if unit := w.Budget.unit(); w.Budget.Limit > 0 && !units[unit] {
+		if unit := w.Budget.unit(); w.Budget.Limit > 0 && !units[unit] && unit != UnitUSD {
 			out = append(out, fmt.Sprintf("workload %q: its Budget counts %q, which no scope counts (the scopes count %q%s); "+
 				"only calls whose context states a cost in %q with ContextWithCost spend it, and every other call passes it free",
 				w.name, unit, UnitRequests, strings.Join(append([]string{""}, unitList...), ", "), unit))

@@ -158,9 +158,7 @@ func (p *Permit) Done(o Outcome) {
 	c := p.c
 	p.c = nil
 	if o.settles {
-		// The call is over: what it settles must not fail because the
-		// caller's context has ended since.
-		c.settle(context.WithoutCancel(p.ctx), o.unit, float64(o.cost))
+		c.settleUnit(o.unit, float64(o.cost))
 	}
 	// The outcome goes through the very learning a response does, as the
 	// response it stands for: a status and no headers (a nil Header reads
@@ -177,38 +175,11 @@ func (p *Permit) Done(o Outcome) {
 	c.finish()
 }
 
-// settle brings what the call took of each bucket counted in unit to
-// actual: the difference is refunded, or taken even if the bucket must owe.
-func (c *call) settle(ctx context.Context, unit string, actual float64) {
-	now := c.t.clock.Now()
-	for j, owner := range c.owners {
-		ch := &c.charges[owner]
-		if ch.state.class.Unit != unit {
-			continue
-		}
-		d := c.demands[j]
-		diff := actual - ch.cost
-		var err error
-		switch {
-		case diff < 0:
-			d.Cost = -diff
-			err = c.t.store.Refund(ctx, now, []Demand{d})
-		case diff > 0:
-			// A floor of minus the burst lets the take through unless the
-			// bucket already owes a whole burst.
-			d.Cost, d.Floor = diff, -d.Burst
-			_, err = c.t.store.Take(ctx, now, []Demand{d})
-		}
-		if err != nil {
-			c.t.emit(Event{Kind: EventStoreFailure, Scope: d.Scope, Workload: c.workload.name, Err: err})
-		}
-	}
-	for i := range c.charges {
-		if ch := &c.charges[i]; ch.state.class.Unit == unit {
-			ch.state.spent.Add(int64(actual - ch.cost))
-			ch.cost = actual
-		}
-	}
+// settleUnit brings what the call took of each bucket counted in unit to
+// actual: the difference is given back, or charged even if the bucket must
+// owe, as a metered response's usage is (budget.go).
+func (c *call) settleUnit(unit string, actual float64) {
+	c.adjustCharges(func(ch *charge) (float64, bool) { return actual, ch.state.class.Unit == unit })
 }
 
 // A Reservation holds a call's tokens, taken ahead of time as

@@ -3,7 +3,6 @@ package pacer
 import (
 	"slices"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -53,14 +52,19 @@ type WorkloadStats struct {
 	Name   string
 	Budget Budget // the configured cap; the zero Budget when there is none
 	// Spent is what this process spent of the budget in the current period,
-	// in the budget's unit: each attempt once it is admitted to spend (a
-	// retry as much as a first attempt), less what was given back for
-	// attempts that never reached the provider. Processes sharing a store share the
-	// budget, but each counts only its own spend.
+	// in the budget's unit (dollars for UnitUSD): each attempt once it is
+	// admitted to spend (a retry as much as a first attempt), less what was
+	// given back for attempts that never reached the provider; a call
+	// settled on usage counts what it was billed. Processes sharing a store
+	// share the budget, but each counts only its own spend.
 	Spent float64
-	// ResetIn is how long until the current period ends; 0 when no period
-	// has started or the last one is over.
-	ResetIn time.Duration
+	// Reserved is what this process's calls in flight reserved of the
+	// budget and have yet to settle on usage, in the budget's unit.
+	Reserved float64
+	// ResetIn is how long until the current period ends, and PeriodEnd when
+	// it ends; zero when no period has started or the last one is over.
+	ResetIn   time.Duration
+	PeriodEnd time.Time
 }
 
 // Stats returns a snapshot of the Transport's scopes and workloads. It takes each scope's
@@ -101,8 +105,7 @@ func (t *Transport) Stats() Stats {
 	}
 	slices.SortFunc(st.Scopes, func(a, b ScopeStats) int { return strings.Compare(a.Name, b.Name) })
 	for _, w := range t.workloads {
-		spent, resetIn := w.meter.read(w.Budget.Per, now)
-		st.Workloads = append(st.Workloads, WorkloadStats{Name: w.name, Budget: w.Budget, Spent: spent, ResetIn: resetIn})
+		st.Workloads = append(st.Workloads, w.stats(now))
 	}
 	slices.SortFunc(st.Workloads, func(a, b WorkloadStats) int { return strings.Compare(a.Name, b.Name) })
 	return st
@@ -116,39 +119,6 @@ func (t *Transport) tokens(scope string, rate, burst float64, now time.Time) (fl
 		return 0, false
 	}
 	return m.level(Demand{Scope: scope, Rate: rate, Burst: burst}, now), true
-}
-
-// budgetMeter counts what a process spends of a workload's budget in the
-// current period, by the rule every store applies to a fixed window: a
-// period starts with the first spend after the previous one ended.
-type budgetMeter struct {
-	mu    sync.Mutex
-	start time.Time
-	spent float64
-}
-
-func (m *budgetMeter) spend(per time.Duration, now time.Time, cost float64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.start.IsZero() || now.Sub(m.start) >= per {
-		m.start, m.spent = now, 0
-	}
-	m.spent += cost
-}
-
-func (m *budgetMeter) refund(cost float64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.spent = max(0, m.spent-cost)
-}
-
-func (m *budgetMeter) read(per time.Duration, now time.Time) (spent float64, resetIn time.Duration) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.start.IsZero() || now.Sub(m.start) >= per {
-		return 0, 0
-	}
-	return m.spent, per - now.Sub(m.start)
 }
 
 // count adds a bucket's calls in flight and waiting, and a keyed bucket's

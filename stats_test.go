@@ -50,11 +50,12 @@ func TestStatsCountBudgetsAndTokens(t *testing.T) {
 		for range 3 {
 			mustNotErr(t, get(tr, nightly, "http://api.test/"))
 		}
+		start := time.Now()
 		time.Sleep(10 * time.Minute)
 		st := tr.Stats()
 		want := []WorkloadStats{
 			{Name: DefaultWorkload},
-			{Name: "nightly", Budget: Budget{Limit: 5, Per: time.Hour}, Spent: 3, ResetIn: 50 * time.Minute},
+			{Name: "nightly", Budget: Budget{Limit: 5, Per: time.Hour}, Spent: 3, ResetIn: 50 * time.Minute, PeriodEnd: start.Add(time.Hour)},
 		}
 		if !slices.Equal(st.Workloads, want) {
 			t.Errorf("workloads = %+v, want %+v", st.Workloads, want)

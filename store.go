@@ -180,3 +180,23 @@ func (b *bucketLevel) full(rate, burst float64, window time.Duration, now time.D
 	}
 	return b.tokens+(now-b.stamp).Seconds()*rate >= burst
 }
+
+// An Adjuster is a Store that can settle a call's cost after the fact: a
+// call reserves an estimate with Take, and once the provider says what it
+// billed, the difference is charged or given back. Every store in this
+// module is one; a Transport whose store is not gives back what a call
+// overestimated (with Refund), and charges nothing for what it
+// underestimated.
+type Adjuster interface {
+	// Adjust takes each demand's Cost from its bucket whatever the bucket
+	// holds, and whatever its Floor: the call was made, so what it cost is
+	// owed, and a bucket may fall below zero, an overdraft that later takes
+	// wait out. A negative Cost gives -Cost back, up to the burst. A zero
+	// Cost changes nothing.
+	Adjust(ctx context.Context, now time.Time, demands []Demand) error
+}
+
+// adjust applies a signed settlement to the level: see Adjuster.
+func (b *bucketLevel) adjust(d *Demand) {
+	b.tokens = min(b.tokens-d.Cost, d.Burst)
+}

@@ -427,18 +427,28 @@ func (g *guardedStore) takeRemote(ctx context.Context, now time.Time, demands []
 // (see writeQueue); while the store is known to be down, a fallback refund
 // goes to the local bucket that granted it, at once.
 func (g *guardedStore) Refund(ctx context.Context, now time.Time, demands []Demand) error {
+	return g.giveBack(ctx, refundWrite, now, demands)
+}
+
+// giveBack sends a refund or an adjustment of demands to the store in the
+// background, or, while the store is known to be down, to the local
+// fallback at once.
+func (g *guardedStore) giveBack(ctx context.Context, kind writeKind, now time.Time, demands []Demand) error {
 	if g.isDown() {
 		if len(demands) > 0 {
 			g.cover(demands[0].Scope)
 		}
-		if g.policy.mode == fallBackLocal {
-			return g.local.Refund(ctx, now, g.share(demands))
+		switch {
+		case g.policy.mode != fallBackLocal:
+			return nil
+		case kind == adjustWrite:
+			return g.local.Adjust(ctx, now, g.share(demands))
 		}
-		return nil
+		return g.local.Refund(ctx, now, g.share(demands))
 	}
 	for _, d := range demands {
-		if d.Cost > 0 {
-			g.enqueue(refundWrite, now, d, 0)
+		if d.Cost > 0 || kind == adjustWrite && d.Cost != 0 {
+			g.enqueue(kind, now, d, 0)
 		}
 	}
 	return nil
@@ -495,8 +505,11 @@ func (g *guardedStore) sendWrites() {
 func (g *guardedStore) write(w pendingWrite) {
 	d := w.demand
 	failed, err := g.call(context.Background(), w.now, func(ctx context.Context) error {
-		if w.kind == clampWrite {
+		switch w.kind {
+		case clampWrite:
 			return g.remote.Clamp(ctx, w.now, d, w.tokens)
+		case adjustWrite:
+			return adjustOrRefund(ctx, g.remote, w.now, []Demand{d})
 		}
 		return g.remote.Refund(ctx, w.now, []Demand{d})
 	})
@@ -507,12 +520,43 @@ func (g *guardedStore) write(w pendingWrite) {
 		}
 	case failed:
 		g.cover(d.Scope)
-		if w.kind == clampWrite {
+		switch {
+		case w.kind == clampWrite:
 			g.clampLocal(w.now, d, w.tokens)
-		} else if g.policy.mode == fallBackLocal {
+		case g.policy.mode != fallBackLocal:
+		case w.kind == adjustWrite:
+			g.local.Adjust(context.Background(), w.now, g.share([]Demand{d}))
+		default:
 			g.local.Refund(context.Background(), w.now, g.share([]Demand{d}))
 		}
 	}
+}
+
+// Adjust implements Adjuster. Like a refund, the adjustment goes to the
+// store in the background (see writeQueue), coalesced by bucket; while the
+// store is known to be down, the local fallback's bucket is adjusted
+// instead, at once.
+func (g *guardedStore) Adjust(ctx context.Context, now time.Time, demands []Demand) error {
+	return g.giveBack(ctx, adjustWrite, now, demands)
+}
+
+// adjustOrRefund settles demands on s: with Adjust if s is an Adjuster,
+// else by refunding what was overestimated (Refund takes no charge).
+func adjustOrRefund(ctx context.Context, s Store, now time.Time, demands []Demand) error {
+	if a, ok := s.(Adjuster); ok {
+		return a.Adjust(ctx, now, demands)
+	}
+	var back []Demand
+	for _, d := range demands {
+		if d.Cost < 0 {
+			d.Cost = -d.Cost
+			back = append(back, d)
+		}
+	}
+	if len(back) == 0 {
+		return nil
+	}
+	return s.Refund(ctx, now, back)
 }
 
 // takeBudget spends a workload's budget: demands is its one budget demand.

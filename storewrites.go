@@ -16,11 +16,15 @@ type writeKind uint8
 const (
 	clampWrite writeKind = iota
 	refundWrite
+	adjustWrite // a call's settlement (Adjuster): a signed Cost
 )
 
 func (k writeKind) String() string {
-	if k == clampWrite {
+	switch k {
+	case clampWrite:
 		return "clamp"
+	case adjustWrite:
+		return "adjustment"
 	}
 	return "refund"
 }
@@ -30,11 +34,12 @@ type writeKey struct {
 	scope, key string
 }
 
-// A pendingWrite is a clamp or a refund of one bucket, waiting to be sent.
+// A pendingWrite is a clamp, a refund or an adjustment of one bucket,
+// waiting to be sent.
 type pendingWrite struct {
 	kind   writeKind
 	now    time.Time
-	demand Demand  // the bucket's shape as last seen; a refund's Cost is the sum
+	demand Demand  // the bucket's shape as last seen; a refund's or an adjustment's Cost is the sum
 	tokens float64 // a clamp's level
 }
 
@@ -43,7 +48,8 @@ type pendingWrite struct {
 // coalesces by bucket, so that it is bounded by the number of buckets, not
 // of requests: the latest clamp of a bucket wins (it carries the provider's
 // latest word), and refunds of a bucket add up. Writes go out in the order
-// their buckets were first queued.
+// their buckets were first queued. Adjustments of a bucket add up too,
+// signed: a settlement that charges and one that gives back cancel out.
 //
 // One goroutine sends them, started when the first write arrives and gone
 // when the queue is empty: a Transport that is idle holds none, and none
@@ -64,7 +70,7 @@ func (q *writeQueue) add(kind writeKind, now time.Time, d Demand, tokens float64
 	defer q.mu.Unlock()
 	k := writeKey{kind, d.Scope, d.Key}
 	if p := q.pending[k]; p != nil {
-		if kind == refundWrite {
+		if kind != clampWrite {
 			d.Cost += p.demand.Cost
 		}
 		p.now, p.demand, p.tokens = now, d, tokens

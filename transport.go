@@ -47,6 +47,7 @@ type Transport struct {
 	workloads       map[string]*workloadState
 	defaultWorkload *workloadState
 
+	meter    *Meter        // budget.go; nil when no call is metered
 	retry    *retrier      // nil when calls are sent once
 	arrivals atomic.Uint64 // numbers waiters in arrival order
 	calls    sync.Pool     // of *call
@@ -133,6 +134,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 		slotAlert:   cfg.slotAgeAlert,
 		limitSync:   limits,
 		tenantOf:    cfg.tenantOf,
+		meter:       cfg.meterFor(),
 	}
 	t.calls.New = func() any { return newPooledCall(t) }
 	if guard != nil {
@@ -143,7 +145,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 			b.bind(t)
 		}
 	}
-	errs := cfg.errs
+	errs := cfg.errs // after meterFor, which may add to them
 	if _, ok := findWorkload(cfg.workloads, DefaultWorkload); !ok {
 		cfg.workloads = append([]namedWorkload{{name: DefaultWorkload}}, cfg.workloads...)
 	}
@@ -156,7 +158,9 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 		reserves += w.Reserve
 		ws := &workloadState{Workload: w.Workload, name: w.name, index: len(list)}
 		ws.waiting.max, ws.waiting.policy = w.MaxWaiting, w.WhenFull
-		ws.budget = Demand{Scope: reservedPrefix + "budget", Key: w.name, Burst: float64(w.Budget.Limit), Window: w.Budget.Per}
+		if err := t.initBudget(ws); err != nil {
+			errs = append(errs, err)
+		}
 		list = append(list, ws)
 		t.current = append(t.current, w.Workload)
 		t.workloads[w.name] = ws
@@ -309,6 +313,7 @@ func (c *call) send(req *http.Request) (resp *http.Response, verdict Verdict, st
 		if neverLeft(err) {
 			// The provider never saw it, so it spent nothing there.
 			c.refundBudget(req.Context())
+			c.settleRejected()
 		}
 		return nil, Verdict{}, false, err
 	}
@@ -316,6 +321,7 @@ func (c *call) send(req *http.Request) (resp *http.Response, verdict Verdict, st
 		return nil, Verdict{}, false, errors.New("pacer: the base RoundTripper returned neither a response nor an error")
 	}
 	if resp.StatusCode >= 400 {
+		c.settleRejected() // before learning: a clamp must have the last word
 		verdict, stalled = c.t.classify(req.Context(), resp)
 	}
 	c.learn(req.Context(), resp, verdict) // step 6
@@ -325,7 +331,10 @@ func (c *call) send(req *http.Request) (resp *http.Response, verdict Verdict, st
 		c.t.emit(Event{Kind: EventBudgetExhausted, Workload: c.workload.name, Status: resp.StatusCode})
 		return nil, verdict, stalled, &QuotaError{Status: resp.StatusCode, Reason: reason}
 	}
-	if resp.Body != nil && (c.holdsResources() || c.cancel != nil) {
+	if r := c.usageReader(req, resp); r != nil {
+		resp.Body = &meteredBody{ReadCloser: resp.Body, call: c, r: r}
+		handedOver = true
+	} else if resp.Body != nil && (c.holdsResources() || c.cancel != nil) {
 		resp.Body = wrapBody(resp.Body, c)
 		handedOver = true
 	}

@@ -63,43 +63,6 @@ type Workload struct {
 	WhenFull WhenFull
 }
 
-// A Budget caps what a workload may spend in a period: Limit units per Per.
-// The period starts with the first attempt after the previous one ended, so
-// a budget of 50,000 requests per 24h allows 50,000 requests, then none
-// until 24 hours after the first of them.
-//
-// A budget counts attempts that reach the provider, since the provider sees
-// and may bill each of them: a GET retried twice spends 3. An attempt pacer
-// does not send (throttled, cancelled while waiting) is given back, and so
-// is one whose connection could not be made. When the budget refuses a
-// retry, the call returns a *RetryError saying how many attempts were sent
-// and the last status, wrapping the *BudgetError.
-type Budget struct {
-	Limit int64
-	Per   time.Duration
-	// Unit is what the budget counts: "requests" (the default) counts one per
-	// attempt; any other unit counts the request's cost in that unit, as
-	// stated with ContextWithCost or estimated by a route for a scope
-	// counted in it. A unit that no scope counts is spent only by calls
-	// that state a cost in it, which New says once in the log.
-	Unit string
-	// FollowStoreFailure makes the budget follow the Transport's
-	// StoreFailure policy while its shared store is down, instead of
-	// refusing every call: FailOpen spends without the store, and
-	// FallBackLocal(n) lets this process spend Limit/n in the period. Set it
-	// for a workload that must keep working through an outage more than it
-	// must hold its cap. Either way, a process never spends more than Limit
-	// in a period by its own count. See Budgets on StoreFailure.
-	FollowStoreFailure bool
-}
-
-func (b Budget) unit() string {
-	if b.Unit == "" {
-		return UnitRequests
-	}
-	return b.Unit
-}
-
 func (w Workload) validate(name string) error {
 	switch {
 	case name == "":
@@ -110,16 +73,12 @@ func (w Workload) validate(name string) error {
 		return fmt.Errorf("workload %q: Max %v must be between 0 and 1 (0 means no cap)", name, w.Max)
 	case w.Max > 0 && w.Max < w.Reserve:
 		return fmt.Errorf("workload %q: Max %v is below its Reserve %v", name, w.Max, w.Reserve)
-	case w.Budget.Limit < 0 || w.Budget.Per < 0:
-		return fmt.Errorf("workload %q: Budget %d per %v must not be negative", name, w.Budget.Limit, w.Budget.Per)
-	case (w.Budget.Limit > 0) != (w.Budget.Per > 0):
-		return fmt.Errorf("workload %q: Budget needs both Limit and Per", name)
 	case w.MaxWaiting < 0:
 		return fmt.Errorf("workload %q: MaxWaiting %d must not be negative (0 means no bound)", name, w.MaxWaiting)
 	case w.WhenFull != RefuseNewest && w.WhenFull != ShedLowest:
 		return fmt.Errorf("workload %q: WhenFull %d is neither RefuseNewest nor ShedLowest", name, w.WhenFull)
 	}
-	return nil
+	return w.Budget.validate(name)
 }
 
 // callValues is what a request's context tells pacer. It lives under one
@@ -211,13 +170,11 @@ func (v *callValues) cost(unit string) (int64, bool) {
 // workloadState is a configured workload as the Transport uses it.
 type workloadState struct {
 	Workload
-	name  string
-	index int
-	// budget is the demand that spends the budget; Cost is set per call.
-	budget  Demand
-	meter   budgetMeter  // this process's spend, for Stats
-	waiting boundedQueue // its waiting calls, when MaxWaiting bounds them
-	fair    fairQueue    // its tenants' fair-queuing tags (tenant.go)
+	name        string
+	index       int
+	budgetState              // budget.go
+	waiting     boundedQueue // its waiting calls, when MaxWaiting bounds them
+	fair        fairQueue    // its tenants' fair-queuing tags (tenant.go)
 }
 
 // maxUnknownWorkloads bounds the names a Transport remembers having said are

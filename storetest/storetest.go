@@ -74,6 +74,7 @@ func Run(t *testing.T, newStore func(t *testing.T) pacer.Store, opts ...Option) 
 		{"MultiScopeAllOrNothing", testMultiScopeAllOrNothing},
 		{"BlockedIsLongestWait", testBlockedIsLongestWait},
 		{"RefundCancelledWait", testRefund},
+		{"AdjustSettlesACall", testAdjust},
 		{"WorkloadFloor", testFloor},
 		{"Clamp", testClamp},
 		{"OddKeys", testOddKeys},
@@ -337,6 +338,80 @@ func testRefund(t *testing.T, h *harness) {
 		t.Fatal(err)
 	}
 	h.granted(at(0), f, g)
+}
+
+// adjust settles ds on the store, which must be a pacer.Adjuster.
+func (h *harness) adjust(now time.Time, ds ...pacer.Demand) {
+	h.t.Helper()
+	a, ok := h.s.(pacer.Adjuster)
+	if !ok {
+		h.t.Fatalf("%T is not a pacer.Adjuster: a Transport cannot charge a call that cost more than it reserved", h.s)
+	}
+	if err := a.Adjust(h.ctx, now, ds); err != nil {
+		h.t.Fatalf("Adjust: %v", err)
+	}
+}
+
+func testAdjust(t *testing.T, h *harness) {
+	// A call reserved 4 of 10 and cost 7: 3 more are taken.
+	d := bucket(t, 1, 10)
+	d.Cost = 4
+	h.granted(at(0), d)
+	d.Cost = 3
+	h.adjust(at(0), d)
+	h.granted(at(0), d)
+	d.Cost = 1
+	h.denied(at(0), 0, time.Second, d)
+
+	// A charge is owed whatever the bucket holds and whatever the floor:
+	// it overdraws, and the debt is waited out at the bucket's rate.
+	e := bucket(t, 1, 5)
+	e.Cost = 5
+	h.granted(at(0), e)
+	e.Cost, e.Floor = 2, 3
+	h.adjust(at(0), e)
+	e.Cost, e.Floor = 1, 0
+	h.denied(at(0), 0, 3*time.Second, e)
+	h.granted(at(3000), e)
+
+	// A call that cost less gets the rest back, never beyond the burst.
+	f := bucket(t, 1, 4)
+	f.Cost = 2
+	h.granted(at(0), f)
+	f.Cost = -10
+	h.adjust(at(0), f)
+	f.Cost = 1
+	if n := h.takeAll(at(0), f); n != 4 {
+		t.Fatalf("after giving back more than was taken, granted %d, want the burst, 4", n)
+	}
+
+	// A bucket never taken from owes a charge too.
+	g := bucket(t, 1, 4)
+	g.Cost = 3
+	h.adjust(at(0), g)
+	g.Cost = 2
+	h.denied(at(0), 0, time.Second, g)
+
+	// A window bucket in debt stays shut until its window ends, then is
+	// full again: the debt went with the window.
+	w := pacer.Demand{Scope: Scope(t), Burst: 10, Window: time.Hour, Cost: 10}
+	h.granted(at(0), w)
+	w.Cost = 5
+	h.adjust(at(1000), w)
+	w.Cost = 1
+	h.denied(at(2000), 0, time.Hour-2*time.Second, w)
+	w.Cost = 10
+	h.granted(at(3_600_000), w)
+
+	// A settlement of several buckets settles each; a zero cost is no-op.
+	a, b := bucket(t, 1, 2), bucket(t, 1, 2)
+	a.Cost, b.Cost = 2, 2
+	h.granted(at(0), a, b)
+	a.Cost, b.Cost = -2, 0
+	h.adjust(at(0), a, b)
+	a.Cost, b.Cost = 2, 1
+	h.granted(at(0), a)
+	h.denied(at(0), 0, time.Second, b)
 }
 
 func testFloor(t *testing.T, h *harness) {

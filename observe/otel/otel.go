@@ -31,7 +31,9 @@
 //	pacer.cooldown.remaining  gauge      s, what is left of a provider's pause
 //	pacer.retry.credit        gauge      retries the retry budget allows now
 //	pacer.budget.limit        gauge      a workload's spend cap per period
-//	pacer.budget.spent        gauge      what this process spent of it this period
+//	pacer.budget.spent        gauge      what this process spent of it this period (dollars for "usd")
+//	pacer.budget.reserved     gauge      what its calls in flight reserved, to settle on usage
+//	pacer.budget.period_end   gauge      when the current period ends, in Unix seconds
 package paceroptel
 
 import (
@@ -73,6 +75,7 @@ type Metrics struct {
 	inFlight, waiting                   metric.Int64ObservableGauge
 	rate, tokens, cooldown, retryCredit metric.Float64ObservableGauge
 	budgetLimit, budgetSpent            metric.Float64ObservableGauge
+	budgetReserved, budgetEnd           metric.Float64ObservableGauge
 	attrs                               sync.Map // labels → metric.MeasurementOption, bounded by the configuration
 	registration                        metric.Registration
 }
@@ -121,11 +124,13 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	m.retryCredit = floatGauge("pacer.retry.credit", "{retry}", "Retries the scope's retry budget allows now.")
 	m.budgetLimit = floatGauge("pacer.budget.limit", "1", "A workload's spend cap per period, in the budget's unit.")
 	m.budgetSpent = floatGauge("pacer.budget.spent", "1", "What this process spent of its workload's budget in the current period.")
+	m.budgetReserved = floatGauge("pacer.budget.reserved", "1", "What this process's calls in flight reserved of its workload's budget, to be settled on usage.")
+	m.budgetEnd = floatGauge("pacer.budget.period_end", "s", "When the current period of the workload's budget ends, in Unix seconds.")
 	if err != nil {
 		return nil, err
 	}
 	m.registration, err = meter.RegisterCallback(m.report, m.inFlight, m.waiting, m.rate, m.tokens, m.cooldown,
-		m.retryCredit, m.budgetLimit, m.budgetSpent)
+		m.retryCredit, m.budgetLimit, m.budgetSpent, m.budgetReserved, m.budgetEnd)
 	if err != nil {
 		return nil, err
 	}
@@ -214,6 +219,10 @@ func (m *Metrics) report(_ context.Context, o metric.Observer) error {
 		attrs := metric.WithAttributes(AttrWorkload.String(w.Name), AttrUnit.String(unit))
 		o.ObserveFloat64(m.budgetLimit, float64(w.Budget.Limit), attrs)
 		o.ObserveFloat64(m.budgetSpent, w.Spent, attrs)
+		o.ObserveFloat64(m.budgetReserved, w.Reserved, attrs)
+		if !w.PeriodEnd.IsZero() {
+			o.ObserveFloat64(m.budgetEnd, float64(w.PeriodEnd.UnixNano())/1e9, metric.WithAttributes(AttrWorkload.String(w.Name)))
+		}
 	}
 	return nil
 }

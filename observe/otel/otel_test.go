@@ -116,6 +116,8 @@ func TestMetricsThroughAnInMemoryReader(t *testing.T) {
 			{"pacer.cooldown.remaining", "pacer.scope=default", 0},
 			{"pacer.budget.limit", "pacer.unit=requests,pacer.workload=batch", 3},
 			{"pacer.budget.spent", "pacer.unit=requests,pacer.workload=batch", 3},
+			{"pacer.budget.reserved", "pacer.unit=requests,pacer.workload=batch", 0},
+			{"pacer.budget.period_end", "pacer.workload=batch", 946688400},
 			{"pacer.rate", "pacer.scope=key,pacer.unit=requests", 100},
 		} {
 			if v := value(t, got, c.name, c.attrs); v != c.want {

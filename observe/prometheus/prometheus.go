@@ -36,7 +36,9 @@
 //	pacer_cooldown_remaining_seconds{scope}         what is left of a provider's pause
 //	pacer_retry_credit{scope}                       retries the retry budget allows now
 //	pacer_budget_limit{workload,unit}               a workload's spend cap per period
-//	pacer_budget_spent{workload,unit}               what this process spent of it this period
+//	pacer_budget_spent{workload,unit}               what this process spent of it this period (dollars for "usd")
+//	pacer_budget_reserved{workload,unit}            what its calls in flight reserved, to settle on usage
+//	pacer_budget_period_end_seconds{workload}       when the current period ends, in Unix seconds
 package pacerprom
 
 import (
@@ -79,6 +81,7 @@ type Collector struct {
 	inFlight, waiting, rate       *prometheus.Desc
 	tokens, cooldown, retryCredit *prometheus.Desc
 	budgetLimit, budgetSpent      *prometheus.Desc
+	budgetReserved, budgetEnd     *prometheus.Desc
 }
 
 var (
@@ -109,14 +112,16 @@ func New(opts ...Option) *Collector {
 		storeFailures:   counter("store_failures_total", "Calls to the shared store that went unanswered.", "scope"),
 		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: o.namespace, Name: "wait_seconds",
 			Help: "How long calls that waited for admission waited.", Buckets: o.buckets}, []string{"scope", "workload"}),
-		inFlight:    desc("in_flight", "Calls in flight, counted on scopes that cap concurrency.", "scope", "workload"),
-		waiting:     desc("waiting", "Calls waiting for admission.", "scope"),
-		rate:        desc("rate", "The scope's pace now, in units a second.", "scope", "unit"),
-		tokens:      desc("tokens", "What the scope's bucket holds now (in-memory store only).", "scope", "unit"),
-		cooldown:    desc("cooldown_remaining_seconds", "What is left of a pause the provider imposed.", "scope"),
-		retryCredit: desc("retry_credit", "Retries the scope's retry budget allows now.", "scope"),
-		budgetLimit: desc("budget_limit", "A workload's spend cap per period.", "workload", "unit"),
-		budgetSpent: desc("budget_spent", "What this process spent of its workload's budget in the current period.", "workload", "unit"),
+		inFlight:       desc("in_flight", "Calls in flight, counted on scopes that cap concurrency.", "scope", "workload"),
+		waiting:        desc("waiting", "Calls waiting for admission.", "scope"),
+		rate:           desc("rate", "The scope's pace now, in units a second.", "scope", "unit"),
+		tokens:         desc("tokens", "What the scope's bucket holds now (in-memory store only).", "scope", "unit"),
+		cooldown:       desc("cooldown_remaining_seconds", "What is left of a pause the provider imposed.", "scope"),
+		retryCredit:    desc("retry_credit", "Retries the scope's retry budget allows now.", "scope"),
+		budgetLimit:    desc("budget_limit", "A workload's spend cap per period.", "workload", "unit"),
+		budgetSpent:    desc("budget_spent", "What this process spent of its workload's budget in the current period.", "workload", "unit"),
+		budgetReserved: desc("budget_reserved", "What this process's calls in flight reserved of its workload's budget, to be settled on usage.", "workload", "unit"),
+		budgetEnd:      desc("budget_period_end_seconds", "When the current period of the workload's budget ends, in Unix seconds.", "workload"),
 	}
 }
 
@@ -163,7 +168,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, v := range c.vecs() {
 		v.Describe(ch)
 	}
-	for _, d := range []*prometheus.Desc{c.inFlight, c.waiting, c.rate, c.tokens, c.cooldown, c.retryCredit, c.budgetLimit, c.budgetSpent} {
+	for _, d := range []*prometheus.Desc{c.inFlight, c.waiting, c.rate, c.tokens, c.cooldown, c.retryCredit, c.budgetLimit, c.budgetSpent, c.budgetReserved, c.budgetEnd} {
 		ch <- d
 	}
 }
@@ -203,5 +208,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(c.budgetLimit, float64(w.Budget.Limit), w.Name, unit)
 		gauge(c.budgetSpent, w.Spent, w.Name, unit)
+		gauge(c.budgetReserved, w.Reserved, w.Name, unit)
+		if !w.PeriodEnd.IsZero() {
+			gauge(c.budgetEnd, float64(w.PeriodEnd.UnixNano())/1e9, w.Name)
+		}
 	}
 }

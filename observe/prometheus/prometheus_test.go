@@ -89,6 +89,8 @@ pacer_tokens{scope="default",unit="requests"} 0
 			`pacer_wait_seconds_bucket{scope="default",workload="batch",le="2.5"} 2`,
 			`pacer_waiting{scope="default"} 0`,
 			`pacer_cooldown_remaining_seconds{scope="default"} 0`,
+			`pacer_budget_reserved{unit="requests",workload="batch"} 0`,
+			`pacer_budget_period_end_seconds{workload="batch"} 9.466884e+08`, // 2000-01-01 01:00 UTC: an hour after the first spend
 		} {
 			if !strings.Contains(body, line+"\n") {
 				t.Errorf("the scrape lacks %q:\n%s", line, body)

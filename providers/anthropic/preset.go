@@ -114,7 +114,7 @@ func presetLimits(l Limits, tierFigures bool, opts []Option) pacer.Option {
 	if estimate <= 0 {
 		estimate = DefaultOutputEstimate
 	}
-	o = append(o, pacer.WithRoute(router{own, estimate}.route), pacer.WithClassifier(classify))
+	o = append(o, pacer.WithRoute(router{own, estimate}.route), pacer.WithClassifier(classify), meter())
 	return pacer.Options(o...)
 }
 

@@ -131,7 +131,7 @@ func presetLimits(l Limits, tierFigures bool, opts []Option) pacer.Option {
 		daily[name] = m
 	}
 	r := &router{settings: s, models: models, daily: daily}
-	o = append(o, pacer.WithRoute(r.route), pacer.WithClassifier(classify))
+	o = append(o, pacer.WithRoute(r.route), pacer.WithClassifier(classify), r.meter())
 	return pacer.Options(o...)
 }
 

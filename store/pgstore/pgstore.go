@@ -128,7 +128,7 @@ type Store struct {
 	callerClock bool
 	err         error // a configuration error, returned by every call
 
-	takeSQL, refundSQL, clampSQL, sweepSQL string
+	takeSQL, refundSQL, adjustSQL, clampSQL, sweepSQL string
 }
 
 var _ pacer.ContextStore = (*Store)(nil)
@@ -173,6 +173,7 @@ func New(pool *pgxpool.Pool, opts ...Option) *Store {
 	s.takeSQL = expand(takeSQL, s.table)
 	// Refund and clamp have no floor: their now is $7.
 	s.refundSQL = strings.ReplaceAll(expand(refundSQL, s.table), "$8", "$7")
+	s.adjustSQL = strings.ReplaceAll(expand(adjustSQL, s.table), "$8", "$7")
 	s.clampSQL = strings.ReplaceAll(expand(clampSQL, s.table), "$8", "$7")
 	s.sweepSQL = expand(sweepSQL, s.table)
 	return s
@@ -267,6 +268,17 @@ var refundSQL = `UPDATE @table AS b
 	       expires_at = ` + expiry("least($4::float8, @level + $6::float8)", "@stamp", "excluded.refilled_at") + `
 	  FROM (SELECT @now AS refilled_at) AS excluded
 	 WHERE b.scope = $1 AND b.key = $2`
+
+// An adjustment settles a call (pacer.Adjuster): $6 is taken whatever the
+// bucket holds, so it may fall below zero, or given back when negative, up
+// to the burst. A bucket not stored is full: it is created, since a charge
+// must be owed even by a bucket nobody has taken from since it refilled.
+var adjustSQL = `INSERT INTO @table AS b (scope, key, tokens, refilled_at, expires_at)
+	VALUES ($1, $2, least($4::float8, $4::float8 - $6::float8), @now, ` + expiry("least($4::float8, $4::float8 - $6::float8)", "@now", "@now") + `)
+	ON CONFLICT (scope, key) DO UPDATE
+	   SET tokens = least($4::float8, @level - $6::float8),
+	       refilled_at = @stamp,
+	       expires_at = ` + expiry("least($4::float8, @level - $6::float8)", "@stamp", "excluded.refilled_at")
 
 var clampSQL = `INSERT INTO @table AS b (scope, key, tokens, refilled_at, expires_at)
 	VALUES ($1, $2, least($4::float8, $6::float8), @now, ` + expiry("least($4::float8, $6::float8)", "@now", "@now") + `)
@@ -537,6 +549,29 @@ func (s *Store) Refund(ctx context.Context, now time.Time, demands []pacer.Deman
 	// Several refunds go in one implicit transaction: one round trip.
 	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
 		return failed("refund", err)
+	}
+	return nil
+}
+
+// Adjust implements pacer.Adjuster, in one round trip.
+func (s *Store) Adjust(ctx context.Context, now time.Time, demands []pacer.Demand) error {
+	if s.err != nil {
+		return s.err
+	}
+	if err := validate(demands...); err != nil {
+		return fmt.Errorf("pgstore: adjust: %w", err)
+	}
+	batch := &pgx.Batch{}
+	for i := range demands {
+		if d := &demands[i]; d.Cost != 0 {
+			batch.Queue(s.adjustSQL, s.argsNoFloor(d, d.Cost, now)...)
+		}
+	}
+	if batch.Len() == 0 {
+		return nil
+	}
+	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
+		return failed("adjust", err)
 	}
 	return nil
 }

@@ -313,6 +313,31 @@ func (s *Store) Refund(ctx context.Context, now time.Time, demands []pacer.Deman
 	return err
 }
 
+// Adjust implements pacer.Adjuster: one round trip, or on a Cluster one
+// per bucket in a pipeline; a settlement need not be atomic across buckets.
+func (s *Store) Adjust(ctx context.Context, now time.Time, demands []pacer.Demand) error {
+	var jobs []job
+	for i := range demands {
+		if demands[i].Cost != 0 {
+			jobs = append(jobs, job{i: i, mode: "adjust"})
+		}
+	}
+	switch {
+	case len(jobs) == 0:
+		return nil
+	case s.spread && len(jobs) > 1:
+		var err error
+		for _, r := range s.each(ctx, now, demands, jobs) {
+			err = cmp.Or(err, r.err)
+		}
+		return err
+	case len(jobs) == 1:
+		demands = demands[jobs[0].i : jobs[0].i+1] // its slot alone
+	}
+	_, err := s.run(ctx, "adjust", now, demands, nil, "")
+	return err
+}
+
 // Clamp implements pacer.Store.
 func (s *Store) Clamp(ctx context.Context, now time.Time, d pacer.Demand, tokens float64) error {
 	_, err := s.run(ctx, "clamp", now, []pacer.Demand{d}, &tokens, "")

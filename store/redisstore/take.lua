@@ -3,7 +3,7 @@
 --
 -- KEYS[i]  the hash of demand i: t = tokens, s = stamp (microseconds; the
 --          last refill, or the start of the current window)
--- ARGV[1]  "take", "peek", "refund", "undo" or "clamp"
+-- ARGV[1]  "take", "peek", "refund", "undo", "adjust" or "clamp"
 -- ARGV[2]  now in microseconds, or "" to use the server's TIME
 -- ARGV[3+5(i-1)...]  demand i: rate (units/s), burst, window (µs), cost, floor
 --          (for "clamp", cost is the level to clamp to)
@@ -13,6 +13,9 @@
 -- is the refund of a take whose other demands, in other slots of a Cluster,
 -- were denied: a window bucket whose window has started again since that
 -- take gets nothing back, since what was taken went with the old window.
+-- "adjust" settles a call (pacer.Adjuster): a positive cost is taken
+-- whatever the bucket holds, so it may fall below zero; a negative one is
+-- given back, up to the burst.
 --
 -- The arithmetic is pacer's bucketLevel (store.go): refill is
 -- tokens = min(burst, tokens + elapsed*rate); a window bucket is full again
@@ -138,6 +141,15 @@ elseif mode == 'refund' or mode == 'undo' then
         tokens[i] = math.min(tokens[i] + cost[i], burst[i])
         save(i)
       end
+    end
+  end
+  return {'1'}
+elseif mode == 'adjust' then
+  for i = 1, n do
+    if cost[i] ~= 0 then
+      level(i)
+      tokens[i] = math.min(tokens[i] - cost[i], burst[i])
+      save(i)
     end
   end
   return {'1'}

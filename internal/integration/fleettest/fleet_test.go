@@ -49,7 +49,11 @@ const (
 
 func TestMain(m *testing.M) {
 	if kind := os.Getenv(envChild); kind != "" {
-		n, err := child(kind)
+		run := child
+		if os.Getenv(envRunaway) != "" {
+			run = runawayChild // runaway_test.go
+		}
+		n, err := run(kind)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "fleet child:", err)
 			os.Exit(1)
@@ -64,31 +68,11 @@ func TestMain(m *testing.M) {
 // sending until the deadline. It returns how many requests it sent.
 func child(kind string) (int64, error) {
 	ctx := context.Background()
-	var store pacer.Store
-	switch kind {
-	case "redis":
-		rdb := redis.NewClient(&redis.Options{Addr: os.Getenv(envServer), PoolSize: senders})
-		defer rdb.Close()
-		store = redisstore.New(rdb, redisstore.WithPrefix(os.Getenv(envName)))
-	case "redis-cluster":
-		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(os.Getenv(envServer), ","), PoolSize: senders})
-		defer cc.Close()
-		store = redisstore.New(cc, redisstore.WithPrefix(os.Getenv(envName)))
-	case "postgres":
-		pool, err := pgxpool.New(ctx, os.Getenv(envServer))
-		if err != nil {
-			return 0, err
-		}
-		defer pool.Close()
-		store = pgstore.New(pool, pgstore.WithTable(os.Getenv(envName)))
-	default:
-		return 0, fmt.Errorf("unknown store %q", kind)
-	}
-	ns, err := strconv.ParseInt(os.Getenv(envUntil), 10, 64)
+	store, until, closeStore, err := childStore(ctx, kind, senders)
 	if err != nil {
 		return 0, err
 	}
-	until := time.Unix(0, ns)
+	defer closeStore()
 	tr := pacer.New(nil, pacer.WithLimit(pacer.PerSecond(limit)), pacer.WithStore(store),
 		pacer.WithStoreFailure(pacer.FailClosed())) // a store error must show, not be paced around
 	if err := tr.Err(); err != nil {
@@ -124,6 +108,32 @@ func child(kind string) (int64, error) {
 	return sent.Load(), nil
 }
 
+// childStore returns a child's connection to the shared store, with a pool
+// of about conns connections, the deadline it runs until, and what closes
+// the connection.
+func childStore(ctx context.Context, kind string, conns int) (pacer.Store, time.Time, func(), error) {
+	ns, err := strconv.ParseInt(os.Getenv(envUntil), 10, 64)
+	if err != nil {
+		return nil, time.Time{}, nil, err
+	}
+	until := time.Unix(0, ns)
+	switch kind {
+	case "redis":
+		rdb := redis.NewClient(&redis.Options{Addr: os.Getenv(envServer), PoolSize: conns})
+		return redisstore.New(rdb, redisstore.WithPrefix(os.Getenv(envName))), until, func() { rdb.Close() }, nil
+	case "redis-cluster":
+		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(os.Getenv(envServer), ","), PoolSize: conns})
+		return redisstore.New(cc, redisstore.WithPrefix(os.Getenv(envName))), until, func() { cc.Close() }, nil
+	case "postgres":
+		pool, err := pgxpool.New(ctx, os.Getenv(envServer))
+		if err != nil {
+			return nil, time.Time{}, nil, err
+		}
+		return pgstore.New(pool, pgstore.WithTable(os.Getenv(envName))), until, pool.Close, nil
+	}
+	return nil, time.Time{}, nil, fmt.Errorf("unknown store %q", kind)
+}
+
 func TestFleetRedis(t *testing.T) {
 	t.Parallel()
 	addr := testservers.RedisAddr(t)
@@ -138,18 +148,62 @@ func TestFleetRedisCluster(t *testing.T) {
 
 func TestFleetPostgres(t *testing.T) {
 	t.Parallel()
-	url := testservers.PostgresURL(t)
+	url, table := postgresTable(t, "fleet_")
+	runFleet(t, "postgres", url, table)
+}
+
+// postgresTable returns the test Postgres server's URL and a new table of
+// the store's, dropped when the test ends.
+func postgresTable(t *testing.T, prefix string) (url, table string) {
+	url = testservers.PostgresURL(t)
 	pool, err := pgxpool.New(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	table := "fleet_" + randomName()
+	table = prefix + randomName()
 	if err := pgstore.New(pool, pgstore.WithTable(table)).Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { pool.Exec(context.Background(), "DROP TABLE "+table) })
-	runFleet(t, "postgres", url, table)
+	t.Cleanup(func() {
+		pool, err := pgxpool.New(context.Background(), url)
+		if err == nil {
+			pool.Exec(context.Background(), "DROP TABLE "+table)
+			pool.Close()
+		}
+	})
+	return url, table
+}
+
+// spawn runs the fleet's processes to the end, with env added to their
+// environment, and hands each one's output to read.
+func spawn(t *testing.T, kind, server, name, target string, until time.Time, env []string, read func(out string) error) {
+	var wg sync.WaitGroup
+	errs := make(chan error, processes)
+	for range processes {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), envChild+"="+kind, envServer+"="+server, envName+"="+name,
+			envTarget+"="+target, envUntil+"="+strconv.FormatInt(until.UnixNano(), 10))
+		cmd.Env = append(cmd.Env, env...)
+		wg.Go(func() {
+			out, err := cmd.Output()
+			if err != nil {
+				if ee, ok := err.(*exec.ExitError); ok {
+					err = fmt.Errorf("%v: %s", err, ee.Stderr)
+				}
+				errs <- err
+				return
+			}
+			if err := read(string(out)); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
 }
 
 func randomName() string {
@@ -172,34 +226,14 @@ func runFleet(t *testing.T, kind, server, name string) {
 
 	until := time.Now().Add(runFor)
 	var total int64
-	var wg sync.WaitGroup
-	errs := make(chan error, processes)
-	for range processes {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), envChild+"="+kind, envServer+"="+server, envName+"="+name,
-			envTarget+"="+srv.URL, envUntil+"="+strconv.FormatInt(until.UnixNano(), 10))
-		wg.Go(func() {
-			out, err := cmd.Output()
-			if err != nil {
-				if ee, ok := err.(*exec.ExitError); ok {
-					err = fmt.Errorf("%v: %s", err, ee.Stderr)
-				}
-				errs <- err
-				return
-			}
-			n, err := strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
-			if err != nil {
-				errs <- fmt.Errorf("child said %q: %v", out, err)
-				return
-			}
-			atomic.AddInt64(&total, n)
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	spawn(t, kind, server, name, srv.URL, until, nil, func(out string) error {
+		n, err := strconv.ParseInt(strings.TrimSpace(out), 10, 64)
+		if err != nil {
+			return fmt.Errorf("child said %q: %v", out, err)
+		}
+		atomic.AddInt64(&total, n)
+		return nil
+	})
 
 	mu.Lock()
 	defer mu.Unlock()

@@ -1,0 +1,751 @@
+package pacer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pacer-go/pacer/period"
+	"github.com/pacer-go/pacer/usage"
+	"github.com/pacer-go/pacer/usage/prices"
+)
+
+// A Budget caps what a workload may spend in a period: Limit units per Per,
+// or per calendar Period.
+//
+// With Per, the period starts with the first attempt after the previous one
+// ended, so a budget of 50,000 requests per 24h allows 50,000 requests, then
+// none until 24 hours after the first of them. With Period, it follows the
+// calendar — period.Daily(0, 0, loc) resets at midnight in loc, the way an
+// invoice does — and every process of a fleet sharing a store shares it:
+// the store keys the period's spend by its start.
+//
+// A budget counts attempts that reach the provider, since the provider sees
+// and may bill each of them: a GET retried twice spends 3. An attempt pacer
+// does not send (throttled, cancelled while waiting) is given back, and so
+// is one whose connection could not be made. When the budget refuses a
+// retry, the call returns a *RetryError saying how many attempts were sent
+// and the last status, wrapping the *BudgetError.
+//
+// # Budgets in tokens and money
+//
+// On a Transport with a Meter (WithMeter; the OpenAI and Anthropic presets
+// set one), a budget in tokens or in UnitUSD is reserved on the call's
+// estimate and settled on what the provider billed, read from the response
+// as it streams past: when the body ends (read to its end, or closed), the
+// difference is charged or given back, in the shared store too.
+//
+//   - A call the provider rejected (a 4xx or 5xx status, or a connection
+//     that could not be made) settles at zero: OpenAI and Anthropic bill
+//     nothing for those.
+//   - A call whose body is closed before the provider reported its usage
+//     (an early close, a stream cut short, a body pacer cannot read) settles
+//     at its estimate: what was reserved stays spent.
+//   - The estimate is the worst case the request allows (its input, and its
+//     max_tokens of output or the preset's default), so a budget holds to
+//     its Limit across a fleet, give or take what the input estimate misses
+//     by; a request without a max_tokens may spend more than it reserved.
+//
+// A budget in UnitUSD counts cost at the Meter's prices (WithPrices
+// overrides them), in integer micro-dollars, so a fleet's sum is exact. A
+// call to a model without a price is refused with an error matching
+// ErrNoPrice, never counted as free; a call the Meter does not estimate (a
+// request that bills no tokens, such as a list of models) costs nothing.
+type Budget struct {
+	// Limit is what may be spent in a period, in Unit: for UnitUSD, dollars.
+	Limit int64
+	Per   time.Duration
+	// Period, set instead of Per, is a calendar period: period.Daily,
+	// Weekly or Monthly. A period.Window is Per.
+	Period period.Period
+	// Unit is what the budget counts: "requests" (the default) counts one per
+	// attempt; UnitUSD counts cost in US dollars (see above); any other unit
+	// counts the request's cost in that unit, as stated with ContextWithCost
+	// or estimated by a route for a scope counted in it. A unit that no scope
+	// counts is spent only by calls that state a cost in it, which New says
+	// once in the log.
+	Unit string
+	// FollowStoreFailure makes the budget follow the Transport's
+	// StoreFailure policy while its shared store is down, instead of
+	// refusing every call: FailOpen spends without the store, and
+	// FallBackLocal(n) lets this process spend Limit/n in the period. Set it
+	// for a workload that must keep working through an outage more than it
+	// must hold its cap. Either way, a process never spends more than Limit
+	// in a period by its own count. See Budgets on StoreFailure.
+	FollowStoreFailure bool
+}
+
+// UnitUSD is the unit of a budget in US dollars. Its Limit is in dollars;
+// its spend is counted in micro-dollars (prices.MicrosPerUnit to a dollar).
+const UnitUSD = "usd"
+
+// ErrNoPrice is matched by the error of a call that a money budget refused
+// because its model has no price: give one WithPrices.
+var ErrNoPrice = errors.New("pacer: the model has no price")
+
+func (b Budget) unit() string {
+	if b.Unit == "" {
+		return UnitRequests
+	}
+	return b.Unit
+}
+
+func (b Budget) calendar() bool { return b.Period != (period.Period{}) }
+
+// scale is how many of the store's units make one of the budget's.
+func (b Budget) scale() float64 {
+	if b.Unit == UnitUSD {
+		return prices.MicrosPerUnit
+	}
+	return 1
+}
+
+// per describes the budget's period: "per 24h0m0s", "daily at 00:00 UTC".
+func (b Budget) per() string {
+	if b.calendar() {
+		return b.Period.String()
+	}
+	return "per " + b.Per.String()
+}
+
+func (b Budget) validate(name string) error {
+	switch {
+	case b.Limit < 0 || b.Per < 0:
+		return fmt.Errorf("workload %q: Budget %d per %v must not be negative", name, b.Limit, b.Per)
+	case b.calendar() && b.Per > 0:
+		return fmt.Errorf("workload %q: Budget sets both Per and Period; set one", name)
+	case b.calendar() && b.Period.IsWindow():
+		return fmt.Errorf("workload %q: Budget.Period is a window (%v); set Per instead", name, b.Period)
+	case b.calendar():
+		if err := b.Period.Validate(); err != nil {
+			return fmt.Errorf("workload %q: Budget.Period: %w", name, err)
+		}
+		if b.Limit == 0 {
+			return fmt.Errorf("workload %q: Budget needs a Limit with its Period", name)
+		}
+	case (b.Limit > 0) != (b.Per > 0):
+		return fmt.Errorf("workload %q: Budget needs both Limit and Per (or a calendar Period)", name)
+	case b.Unit == UnitUSD && float64(b.Limit) > 1<<53/prices.MicrosPerUnit:
+		return fmt.Errorf("workload %q: Budget of %d usd is more than the store counts exactly in micro-dollars", name, b.Limit)
+	}
+	return nil
+}
+
+// A Meter tells a Transport what LLM calls will cost before they are sent,
+// and what they cost once they are answered; see Budget. The OpenAI and
+// Anthropic presets set one.
+type Meter struct {
+	// Estimate returns the model a request calls and the usage it may
+	// reach — its worst case, which is what a budget reserves — or false for
+	// a request it does not meter. It must not consume req.Body (read
+	// req.GetBody), and should not allocate for a request it does not meter.
+	Estimate func(req *http.Request) (CallEstimate, bool)
+	// Usage returns the reader of a response's usage (see usage.Selector).
+	Usage usage.Selector
+	// Prices are the models' prices, for budgets in UnitUSD. WithPrices
+	// overrides them model by model.
+	Prices prices.Table
+	// Tokens returns how many of a call's tokens count on a scope or a
+	// budget counted in unit, or false if unit is not one of the provider's
+	// token units. A scope counted in such a unit, charged with the call's
+	// estimate by the preset's route, is settled on usage like a budget.
+	Tokens func(unit string, u usage.Usage) (int64, bool)
+}
+
+// A CallEstimate is what a Meter expects of a request.
+type CallEstimate struct {
+	Model string
+	Usage usage.Usage
+}
+
+// WithMeter sets the Transport's Meter; a later one replaces it, but for
+// its Prices, which are added to the earlier ones'.
+func WithMeter(m Meter) Option {
+	return func(c *config) {
+		prior := c.meter
+		c.meter = &m
+		if prior != nil && len(prior.Prices) > 0 {
+			c.meter.Prices = maps.Clone(prior.Prices)
+			maps.Copy(c.meter.Prices, m.Prices)
+		}
+	}
+}
+
+// WithPrices sets the prices of models, over the Meter's (a price given here
+// wins, whatever the order of the options). Each price needs its Source and
+// the date it was Read: a price you set is as much a figure as a preset's.
+func WithPrices(t prices.Table) Option {
+	return func(c *config) {
+		if err := t.Validate(); err != nil {
+			c.errs = append(c.errs, fmt.Errorf("WithPrices: %w", err))
+			return
+		}
+		if c.prices == nil {
+			c.prices = prices.Table{}
+		}
+		maps.Copy(c.prices, t)
+	}
+}
+
+// meterFor returns the Transport's meter with the user's prices merged, or
+// nil when there is none.
+func (c *config) meterFor() *Meter {
+	if c.meter == nil {
+		if len(c.prices) > 0 {
+			c.errs = append(c.errs, errors.New("WithPrices: no Meter reads what calls cost; use a preset that sets one (openai.Preset, anthropic.Preset) or WithMeter"))
+		}
+		return nil
+	}
+	m := *c.meter
+	if len(c.prices) > 0 {
+		m.Prices = maps.Clone(m.Prices)
+		if m.Prices == nil {
+			m.Prices = prices.Table{}
+		}
+		maps.Copy(m.Prices, c.prices)
+	}
+	return &m
+}
+
+// checkMeter reports a budget the Transport cannot count.
+func (t *Transport) checkMeter(w *workloadState) error {
+	if w.Budget.Unit == UnitUSD && (t.meter == nil || t.meter.Estimate == nil) {
+		return fmt.Errorf("workload %q: a Budget in %s needs a Meter to price calls; use a preset that sets one (openai.Preset, anthropic.Preset) or WithMeter", w.name, UnitUSD)
+	}
+	return nil
+}
+
+// tokens is what u counts in unit, if unit is a token unit of the meter.
+func (m *Meter) tokens(unit string, u usage.Usage) (int64, bool) {
+	if m.Tokens == nil {
+		return 0, false
+	}
+	return m.Tokens(unit, u)
+}
+
+// budgetState is a workload's budget as the Transport uses it.
+type budgetState struct {
+	// budget is the demand that spends the budget; Cost (and, for a
+	// calendar period, Key and Window) are set per call.
+	budget Demand
+	// settles: the budget is counted on usage (tokens or money), so a
+	// metered call's reservation is settled when its body ends.
+	settles bool
+	period  atomic.Pointer[budgetPeriod] // the calendar period last used
+	meter   budgetMeter                  // this process's spend, for Stats
+}
+
+// budgetPeriod is a calendar period and the store key of its spend.
+type budgetPeriod struct {
+	start, end time.Time
+	key        string
+}
+
+// periodAt returns the calendar period containing now.
+func (w *workloadState) periodAt(now time.Time) *budgetPeriod {
+	if p := w.period.Load(); p != nil && !now.Before(p.start) && now.Before(p.end) {
+		return p
+	}
+	s, e := w.Budget.Period.Bounds(now)
+	p := &budgetPeriod{start: s, end: e, key: w.name + "@" + strconv.FormatInt(s.Unix(), 10)}
+	w.period.Store(p)
+	return p
+}
+
+// initBudget sets up w's budget.
+func (t *Transport) initBudget(w *workloadState) error {
+	b := w.Budget
+	w.budget = Demand{Scope: reservedPrefix + "budget", Key: w.name, Burst: float64(b.Limit) * b.scale(), Window: b.Per}
+	w.settles = b.Limit > 0 && b.unit() != UnitRequests && t.meter != nil
+	return t.checkMeter(w)
+}
+
+// callMeter is what a metered call reserved, to settle when it ends.
+type callMeter struct {
+	on    bool // the Meter estimated the call: it settles on usage
+	model string
+	est   usage.Usage
+	price *prices.Price // the model's, for a budget in money
+	// periodStart is the start of the budget's period when the call spent
+	// it, so that Stats count a settlement in the period it belongs to.
+	periodStart time.Time
+}
+
+// plan reads what the call reserves of its budget, and of the Meter's
+// estimate; it finishes the call if the budget cannot count it.
+func (c *call) plan(req *http.Request, vals *callValues) (*call, error) {
+	if m := c.t.meter; m != nil && m.Estimate != nil {
+		if err := c.meterFor(req, m); err != nil {
+			c.finish()
+			return nil, err
+		}
+	}
+	c.budgetFor(vals)
+	return c, nil
+}
+
+// meterFor estimates a call the Meter meters.
+func (c *call) meterFor(req *http.Request, m *Meter) error {
+	e, ok := m.Estimate(req)
+	if !ok {
+		return nil
+	}
+	c.metered = callMeter{on: true, model: e.Model, est: e.Usage}
+	if c.workload.Budget.Unit != UnitUSD || c.workload.Budget.Limit == 0 {
+		return nil
+	}
+	p, ok := m.Prices.Lookup(e.Model)
+	if !ok {
+		c.metered.on = false
+		return fmt.Errorf("%w: workload %q has a budget in %s, and model %q has no price in the Meter's table; "+
+			"give its price WithPrices (from the provider's pricing page) so that its calls are counted, not free",
+			ErrNoPrice, c.workload.name, UnitUSD, e.Model)
+	}
+	c.metered.price = &p
+	return nil
+}
+
+// budgetFor sets out what the call spends of its workload's budget.
+func (c *call) budgetFor(vals *callValues) {
+	w := c.workload
+	b := &w.budget
+	if b.Burst <= 0 {
+		return
+	}
+	d := &c.budget[0]
+	key, window := b.Key, b.Window
+	if w.Budget.calendar() {
+		p := w.periodAt(c.t.clock.Now())
+		key, window = p.key, p.end.Sub(p.start)
+	}
+	d.setNames(b.Scope, key)
+	d.Rate, d.Burst, d.Window, d.Cost, d.Floor = b.Rate, b.Burst, window, c.budgetCost(vals), b.Floor
+}
+
+// budgetCost is what the call spends of its workload's budget: the cost the
+// context states in the budget's unit, else one request; for a budget in
+// money, the metered call's estimated cost; else the largest charge in that
+// unit, or the Meter's estimate in that unit.
+func (c *call) budgetCost(vals *callValues) float64 {
+	unit := c.workload.Budget.unit()
+	if unit == UnitUSD {
+		if p := c.metered.price; c.metered.on && p != nil {
+			return float64(p.Cost(c.metered.est))
+		}
+		return 0
+	}
+	if n, ok := vals.cost(unit); ok {
+		return float64(max(n, 0))
+	}
+	if unit == UnitRequests {
+		return 1
+	}
+	var cost float64
+	for _, ch := range c.charges {
+		if ch.state.class.Unit == unit {
+			cost = max(cost, ch.cost)
+		}
+	}
+	if cost == 0 && c.metered.on {
+		if n, ok := c.t.meter.tokens(unit, c.metered.est); ok {
+			cost = float64(n)
+		}
+	}
+	return cost
+}
+
+// spendBudget takes the call's cost from its workload's budget, or fails
+// with a *BudgetError.
+func (c *call) spendBudget(ctx context.Context) error {
+	if c.budget[0].Cost <= 0 {
+		return nil
+	}
+	w := c.workload
+	now := c.t.clock.Now()
+	d, crossed, err := c.takeBudget(ctx, now)
+	if err != nil {
+		c.t.emit(Event{Kind: EventStoreFailure, Workload: w.name, Err: err})
+		return fmt.Errorf("pacer: checking the budget of workload %q: %w", w.name, err)
+	}
+	if crossed > 0 {
+		c.t.crossed(w, crossed, c.budget[0], now)
+	}
+	if !d.OK {
+		c.t.emit(Event{Kind: EventBudgetExhausted, Workload: w.name})
+		e := &BudgetError{Workload: w.name, Budget: w.Budget, ResetIn: d.Wait}
+		if w.Budget.calendar() {
+			e.ResetIn = w.periodAt(now).end.Sub(now)
+		}
+		e.Unsettled = w.meter.unsettled() > 0
+		return e
+	}
+	c.budgetSpent = true
+	c.metered.periodStart = w.meter.spend(w, now, c.budget[0].Cost, w.settles && c.metered.on)
+	return nil
+}
+
+// budgetThresholds are the shares of a budget whose crossing is an event.
+var budgetThresholds = [...]int{50, 80, 100}
+
+// takeBudget takes the call's cost from its budget. When observers listen,
+// it also tells whether the budget just crossed the next of its thresholds
+// this process has not seen crossed in the period, for the whole fleet, at
+// no extra round trip until it does: the take leaves the part of the budget
+// above the threshold as its Floor, so it is refused only once the fleet's
+// spend (reservations included) would reach it; then it is taken again
+// without the floor. It returns the threshold crossed, or 0.
+func (c *call) takeBudget(ctx context.Context, now time.Time) (Decision, int, error) {
+	w := c.workload
+	next := -1
+	if len(c.t.observers) > 0 {
+		next = w.meter.nextThreshold(w, now)
+	}
+	b := &c.budget[0]
+	if next >= 0 {
+		// Half a unit more, so that a spend that reaches the threshold
+		// exactly crosses it: spends are whole units (requests, tokens,
+		// micro-dollars).
+		b.Floor = b.Burst*float64(100-budgetThresholds[next])/100 + 0.5
+	}
+	d, err := c.t.takeBudget(ctx, now, c.budget[:], w.Budget.FollowStoreFailure)
+	if b.Floor == 0 || err != nil || d.OK {
+		b.Floor = 0
+		if next >= 0 && err == nil && !d.OK {
+			// Refused outright: the fleet has spent it all.
+			return d, w.meter.cross(len(budgetThresholds) - 1), nil
+		}
+		return d, 0, err
+	}
+	b.Floor = 0
+	d, err = c.t.takeBudget(ctx, now, c.budget[:], w.Budget.FollowStoreFailure)
+	if err != nil {
+		return d, 0, err
+	}
+	if !d.OK {
+		return d, w.meter.cross(len(budgetThresholds) - 1), nil
+	}
+	return d, w.meter.cross(next), nil
+}
+
+// crossed tells observers that w's budget crossed percent, if no process
+// sharing the store has told its own in this period: the first to take the
+// threshold's one token in the period does. If the store cannot answer,
+// this one does: better twice than never.
+func (t *Transport) crossed(w *workloadState, percent int, b Demand, now time.Time) {
+	window := w.Budget.Per
+	if w.Budget.calendar() {
+		window = w.periodAt(now).end.Sub(now) + time.Second
+	}
+	d := Demand{Scope: reservedPrefix + "threshold", Key: b.Key + "/" + strconv.Itoa(percent), Burst: 1, Window: window, Cost: 1}
+	if dec, err := t.store.Take(context.Background(), now, []Demand{d}); err == nil && !dec.OK {
+		return
+	}
+	t.emit(Event{Kind: EventBudgetThreshold, Workload: w.name, Percent: percent})
+}
+
+// refundBudget gives back the budget of a call that was not sent.
+func (c *call) refundBudget(ctx context.Context) {
+	if c.budgetSpent {
+		c.budgetSpent = false
+		c.workload.meter.settle(c.metered.periodStart, c.budget[0].Cost, 0, c.workload.settles && c.metered.on)
+		// The call was often refused because its context ended: the refund
+		// must not go out on that context. Best effort: a failed refund
+		// leaves the budget spent, the safe side. A shared store's refund
+		// goes out in the background (refundBudget).
+		_ = c.t.refundBudget(context.WithoutCancel(ctx), c.t.clock.Now(), c.budget[:])
+	}
+}
+
+// settleRejected settles a metered call the provider rejected, or never
+// received, at zero: OpenAI and Anthropic bill nothing for it.
+func (c *call) settleRejected() {
+	if c.metered.on {
+		c.settle(usage.Usage{}, true)
+	}
+}
+
+// settle charges or gives back, on the call's token scopes and its budget,
+// the difference between what it reserved and what u says it used. A usage
+// that is not final leaves the estimate spent. It runs once, when the body
+// ends; the store's share of it goes out in the background, so it costs
+// the caller's last Read no round trip.
+func (c *call) settle(u usage.Usage, final bool) {
+	if !c.metered.on {
+		return
+	}
+	c.metered.on = false
+	if !final {
+		if c.budgetSpent && c.workload.settles {
+			c.settleAtEstimate()
+		}
+		return
+	}
+	m := c.t.meter
+	now := c.t.clock.Now()
+	c.adjustCharges(func(ch *charge) (float64, bool) {
+		n, ok := m.tokens(ch.state.class.Unit, u)
+		return float64(n), ok
+	})
+	if !c.budgetSpent || !c.workload.settles {
+		return
+	}
+	var actual float64
+	switch unit := c.workload.Budget.unit(); {
+	case unit == UnitUSD:
+		if p := c.metered.price; p != nil {
+			actual = float64(p.Cost(u))
+		}
+	default:
+		n, ok := m.tokens(unit, u)
+		if !ok {
+			c.settleAtEstimate() // a unit the meter does not count
+			return
+		}
+		actual = float64(n)
+	}
+	reserved := c.budget[0].Cost
+	c.workload.meter.settle(c.metered.periodStart, reserved, actual, true)
+	if delta := actual - reserved; delta != 0 {
+		d := c.budget[0]
+		d.Cost, d.Floor = delta, 0
+		c.t.adjustBudget(now, d)
+	}
+}
+
+// adjustCharges settles each of the call's charges whose real cost actual
+// tells: the difference from what was charged is given back, or taken even
+// if the bucket must owe; in memory at once, on a shared store in the
+// background (adjust).
+func (c *call) adjustCharges(actual func(*charge) (float64, bool)) {
+	var buf [8]Demand
+	adj := buf[:0]
+	for i := range c.charges {
+		ch := &c.charges[i]
+		n, ok := actual(ch)
+		if !ok {
+			continue
+		}
+		delta := n - ch.cost
+		if delta == 0 {
+			continue
+		}
+		ch.state.spent.Add(int64(delta))
+		ch.cost = n
+		for j, o := range c.owners {
+			if o == i {
+				d := c.demands[j]
+				d.Cost, d.Floor = delta, 0
+				adj = append(adj, d)
+			}
+		}
+	}
+	c.t.adjust(c.t.clock.Now(), adj)
+}
+
+// settleAtEstimate counts the budget's reservation as spent: the store has
+// it so already.
+func (c *call) settleAtEstimate() {
+	r := c.budget[0].Cost
+	c.workload.meter.settle(c.metered.periodStart, r, r, true)
+}
+
+// adjust settles token demands on the store: in memory at once, on a shared
+// store through the guard's writer in the background.
+func (t *Transport) adjust(now time.Time, ds []Demand) {
+	if len(ds) == 0 {
+		return
+	}
+	var s Store = t.store
+	if g := t.guard(); g != nil {
+		s = g
+	}
+	_ = adjustOrRefund(context.Background(), s, now, ds)
+}
+
+// adjustBudget settles a budget demand: this process's own count at once
+// (see Budgets on StoreFailure), the shared store's in the background.
+func (t *Transport) adjustBudget(now time.Time, d Demand) {
+	ds := []Demand{d}
+	if g := t.guard(); g != nil {
+		g.ledger.Adjust(context.Background(), now, ds)
+		g.Adjust(context.Background(), now, ds)
+		return
+	}
+	_ = adjustOrRefund(context.Background(), t.store, now, ds)
+}
+
+// budgetMeter counts what a process spends of a workload's budget in the
+// current period: for Per, by the rule every store applies to a fixed
+// window (a period starts with the first spend after the previous one
+// ended); for a calendar Period, the calendar's. Figures are in the store's
+// units (micro-dollars for UnitUSD).
+type budgetMeter struct {
+	mu       sync.Mutex
+	start    time.Time
+	end      time.Time
+	spent    float64 // settled, or never to be settled
+	reserved float64 // reserved by calls in flight, to be settled
+	crossed  int     // how many of budgetThresholds this process saw crossed in the period
+}
+
+// nextThreshold returns the index of the next threshold not yet seen
+// crossed in the period containing now, or -1.
+func (m *budgetMeter) nextThreshold(w *workloadState, now time.Time) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.roll(w, now, false)
+	if m.crossed >= len(budgetThresholds) {
+		return -1
+	}
+	return m.crossed
+}
+
+// cross records that threshold i was crossed, and returns its percentage,
+// or 0 if it was seen already.
+func (m *budgetMeter) cross(i int) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.crossed > i {
+		return 0
+	}
+	m.crossed = i + 1
+	return budgetThresholds[i]
+}
+
+// spend counts cost, reserved if the call settles later, and returns the
+// start of the period it was counted in.
+func (m *budgetMeter) spend(w *workloadState, now time.Time, cost float64, settles bool) time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.roll(w, now, true)
+	if settles {
+		m.reserved += cost
+	} else {
+		m.spent += cost
+	}
+	return m.start
+}
+
+// roll starts a new period if the current one is over; for Per, only when
+// spending (the window starts with a spend).
+func (m *budgetMeter) roll(w *workloadState, now time.Time, spending bool) {
+	if !m.start.IsZero() && now.Before(m.end) {
+		return
+	}
+	switch {
+	case w.Budget.calendar():
+		p := w.periodAt(now)
+		m.start, m.end = p.start, p.end
+	case spending:
+		m.start, m.end = now, now.Add(w.Budget.Per)
+	default:
+		m.start, m.end = time.Time{}, time.Time{}
+	}
+	m.spent, m.reserved, m.crossed = 0, 0, 0
+}
+
+// settle replaces a reservation made in the period starting at start by
+// what the call cost. A refund of a call not sent is a settlement at zero.
+func (m *budgetMeter) settle(start time.Time, reserved, actual float64, settles bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.start.Equal(start) {
+		return // counted in a period that is over
+	}
+	if settles {
+		m.reserved = max(0, m.reserved-reserved)
+		m.spent += actual
+	} else {
+		m.spent = max(0, m.spent-reserved+actual)
+	}
+}
+
+func (m *budgetMeter) unsettled() float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.reserved
+}
+
+// read returns the current period's spend and reservations, and its end;
+// all zero when no period is current.
+func (m *budgetMeter) read(w *workloadState, now time.Time) (spent, reserved float64, end time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.roll(w, now, false)
+	return m.spent, m.reserved, m.end
+}
+
+// meteredBody is the body of a response whose usage a Meter reads: the
+// bytes pass to the caller as they come, and the reader sees each once.
+// Only LLM responses get one; every other body is a releasingBody.
+type meteredBody struct {
+	io.ReadCloser
+	call *call
+	done atomic.Bool
+	// mu serializes the reader, which is not safe for concurrent use,
+	// between a Read and a Close from another goroutine.
+	mu sync.Mutex
+	r  usage.Reader
+}
+
+func (b *meteredBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.mu.Lock()
+		b.r.Observe(p[:n])
+		b.mu.Unlock()
+	}
+	if err == io.EOF {
+		b.release()
+	}
+	return n, err
+}
+
+func (b *meteredBody) Close() error {
+	defer b.release()
+	return b.ReadCloser.Close()
+}
+
+// release settles the call on what was read, and finishes it, once.
+func (b *meteredBody) release() {
+	if b.done.CompareAndSwap(false, true) {
+		b.mu.Lock()
+		u, final := b.r.End()
+		b.mu.Unlock()
+		b.call.settle(u, final)
+		b.call.finish()
+	}
+}
+
+// usageReader returns the reader of a metered call's response, or nil.
+func (c *call) usageReader(req *http.Request, resp *http.Response) usage.Reader {
+	if !c.metered.on || c.t.meter.Usage == nil || resp.Body == nil {
+		return nil
+	}
+	if _, ok := resp.Body.(io.Writer); ok {
+		return nil // a 101's body: not an LLM's answer
+	}
+	return c.t.meter.Usage(req, resp)
+}
+
+// stats reports the workload's budget in its unit.
+func (w *workloadState) stats(now time.Time) WorkloadStats {
+	st := WorkloadStats{Name: w.name, Budget: w.Budget}
+	if w.Budget.Limit == 0 {
+		return st
+	}
+	spent, reserved, end := w.meter.read(w, now)
+	scale := w.Budget.scale()
+	st.Spent, st.Reserved = spent/scale, reserved/scale
+	if !end.IsZero() {
+		st.ResetIn, st.PeriodEnd = end.Sub(now), end
+	}
+	return st
+}

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/usage"
+	"github.com/pacer-go/pacer/usage/prices"
+)
+
+// The example, on a smaller scale, against its loopback fake: the backfill
+// is stopped by its budget within one call's largest cost, pacer's count is
+// the provider's bill to the micro-dollar, and every interactive call
+// succeeds.
+func TestBackfillStopsAtItsBudget(t *testing.T) {
+	r := run(setup{budgetUSD: 1, backfill: 4, clicks: 5, clickEvery: time.Millisecond})
+	largest := fakePrices[model].Cost(usage.Usage{Input: 10 + 1100/4, Output: maxTokens})
+	limit := int64(prices.MicrosPerUnit)
+	if r.billedBackfill > limit+largest || r.billedBackfill < limit-10*largest {
+		t.Errorf("the backfill was billed %d micro-USD, want about its budget, %d, and never more than one call's largest cost (%d) above", r.billedBackfill, limit, largest)
+	}
+	if got := int64(r.statsSpent*prices.MicrosPerUnit + 0.5); got != r.billedBackfill {
+		t.Errorf("pacer counted %d micro-USD, the provider billed %d", got, r.billedBackfill)
+	}
+	var be *pacer.BudgetError
+	if !errors.As(r.stoppedBy, &be) || be.ResetIn <= 0 {
+		t.Errorf("stopped by %v, want a BudgetError saying when it resets", r.stoppedBy)
+	}
+	if r.interactiveFail != 0 || r.interactiveOK != 5 {
+		t.Errorf("interactive: %d ok, %d failed; want all 5 ok", r.interactiveOK, r.interactiveFail)
+	}
+}

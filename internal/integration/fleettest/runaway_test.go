@@ -1,0 +1,216 @@
+package fleettest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/internal/testservers"
+	"github.com/pacer-go/pacer/period"
+	"github.com/pacer-go/pacer/providers/openai"
+	"github.com/pacer-go/pacer/usage"
+	"github.com/pacer-go/pacer/usage/prices"
+)
+
+// The runaway loop: a bug calls an LLM in a tight loop from every process
+// of a fleet, under a daily budget in dollars on its workload.
+const (
+	envRunaway = "PACER_FLEET_RUNAWAY"
+	budgetUSD  = 5
+	runawayFor = 4 * time.Second
+	looping    = 4 // goroutines per process in the loop
+	fakeModel  = "gpt-fake"
+	maxTokens  = 4000 // every call's max_tokens
+	// The fake's prices: what it bills, and what the fleet is told.
+	inputPrice, outputPrice = 2_000_000, 8_000_000 // micro-USD per million tokens
+)
+
+var fakePrices = prices.Table{fakeModel: {Input: inputPrice, Output: outputPrice,
+	Source: "the fake in internal/fleettest/runaway_test.go", Read: "2026-12-01"}}
+
+// prompt is every call's message: about 500 tokens of input.
+var prompt = strings.Repeat("tell me more ", 160)
+
+// largestCost is the most one call can cost: its input, billed a little
+// above pacer's estimate, and all of its max_tokens.
+var largestCost = fakePrices[fakeModel].Cost(usage.Usage{Input: billedInput(), Output: maxTokens})
+
+// billedInput is the input the fake bills each call: a token per four
+// characters plus some, so that pacer's estimate falls a little short, as
+// an estimate may.
+func billedInput() int64 { return int64(len(prompt))/4 + 40 }
+
+// fakeOpenAI streams chat completions the way OpenAI does, with the usage in
+// the last chunk, and keeps its own ledger of what it billed per workload.
+type fakeOpenAI struct {
+	mu     sync.Mutex
+	billed map[string]int64 // micro-USD by the X-Workload header
+	calls  map[string]int
+}
+
+func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Model     string `json:"model"`
+		MaxTokens int64  `json:"max_tokens"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Model != fakeModel {
+		http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
+		return
+	}
+	out := 1 + rand.Int64N(body.MaxTokens)
+	if rand.IntN(4) == 0 {
+		out = body.MaxTokens // a quarter run to the limit
+	}
+	u := usage.Usage{Input: billedInput(), Output: out}
+	f.mu.Lock()
+	f.billed[r.Header.Get("X-Workload")] += fakePrices[fakeModel].Cost(u)
+	f.calls[r.Header.Get("X-Workload")]++
+	f.mu.Unlock()
+	w.Header().Set("Content-Type", "text/event-stream")
+	for range 3 {
+		fmt.Fprint(w, `data: {"object":"chat.completion.chunk","choices":[{"delta":{"content":"more"}}],"usage":null}`+"\n\n")
+		w.(http.Flusher).Flush()
+	}
+	fmt.Fprintf(w, `data: {"object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`+"\n\ndata: [DONE]\n\n",
+		u.Input, u.Output, u.Input+u.Output)
+}
+
+// runawayChild is one process of the fleet: backfill goroutines calling in a
+// tight loop under the budget, and an interactive one beside them. It
+// prints "interactive-ok interactive-failed interactive-ok-after-exhaustion".
+func runawayChild(kind string) (int64, error) {
+	ctx := context.Background()
+	store, until, closeStore, err := childStore(ctx, kind, looping+2)
+	if err != nil {
+		return 0, err
+	}
+	defer closeStore()
+	tr := pacer.New(nil,
+		openai.PresetLimits(openai.Limits{Default: openai.ModelLimits{RPM: 1_000_000, TPM: 1_000_000_000}}),
+		pacer.WithPrices(fakePrices),
+		pacer.WithStore(store), pacer.WithStoreFailure(pacer.FailClosed()), pacer.WithoutRetry(),
+		pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Limit: budgetUSD, Unit: pacer.UnitUSD, Period: period.Daily(0, 0, time.UTC)}}),
+		pacer.WithWorkload("interactive", pacer.Workload{}))
+	if err := tr.Err(); err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithDeadline(ctx, until)
+	defer cancel()
+	call := func(workload string) error {
+		body := fmt.Sprintf(`{"model":%q,"max_tokens":%d,"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":%q}]}`,
+			fakeModel, maxTokens, prompt)
+		req, _ := http.NewRequestWithContext(pacer.ContextWithWorkload(ctx, workload), http.MethodPost,
+			os.Getenv(envTarget)+"/v1/chat/completions", bytes.NewReader([]byte(body)))
+		req.Header.Set("X-Workload", workload)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		return err
+	}
+	var exhausted atomic.Bool
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	for range looping {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				err := call("backfill")
+				switch {
+				case errors.Is(err, pacer.ErrBudgetExhausted):
+					exhausted.Store(true)
+				case err != nil && ctx.Err() == nil:
+					firstErr.CompareAndSwap(nil, fmt.Errorf("backfill: %w", err))
+				}
+			}
+		})
+	}
+	var ok, failed, okAfter int64
+	for ctx.Err() == nil {
+		wasExhausted := exhausted.Load()
+		if err := call("interactive"); err != nil {
+			if ctx.Err() == nil {
+				failed++
+				firstErr.CompareAndSwap(nil, fmt.Errorf("interactive: %w", err))
+			}
+			continue
+		}
+		ok++
+		if wasExhausted {
+			okAfter++
+		}
+	}
+	wg.Wait()
+	if err, _ := firstErr.Load().(error); err != nil {
+		return 0, err
+	}
+	if !exhausted.Load() {
+		return 0, errors.New("the backfill never exhausted its budget")
+	}
+	fmt.Printf("%d %d ", ok, failed)
+	return okAfter, nil
+}
+
+func TestRunawayLoopRedis(t *testing.T) {
+	t.Parallel()
+	runRunaway(t, "redis", testservers.RedisAddr(t), "runaway-"+randomName())
+}
+
+func TestRunawayLoopPostgres(t *testing.T) {
+	t.Parallel()
+	url, table := postgresTable(t, "runaway_")
+	runRunaway(t, "postgres", url, table)
+}
+
+func runRunaway(t *testing.T, kind, server, name string) {
+	fake := &fakeOpenAI{billed: map[string]int64{}, calls: map[string]int{}}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	until := time.Now().Add(runawayFor)
+	var interactiveOK, interactiveAfter atomic.Int64
+	spawn(t, kind, server, name, srv.URL, until, []string{envRunaway + "=1"}, func(out string) error {
+		var ok, failed, after int64
+		if _, err := fmt.Sscan(out, &ok, &failed, &after); err != nil {
+			return fmt.Errorf("child said %q: %v", out, err)
+		}
+		if failed > 0 || after == 0 {
+			return fmt.Errorf("a process's interactive calls: %d succeeded, %d failed, %d after the backfill's budget ran out; want none failed, some after", ok, failed, after)
+		}
+		interactiveOK.Add(ok)
+		interactiveAfter.Add(after)
+		return nil
+	})
+	fake.mu.Lock()
+	defer fake.mu.Unlock()
+	spent := fake.billed["backfill"]
+	limit := int64(budgetUSD * prices.MicrosPerUnit)
+	t.Logf("%d processes, %d goroutines each, looping on %s for %v: the backfill made %d calls billed $%.6f of its $%d/day "+
+		"(one call costs at most $%.6f); %d interactive calls succeeded, %d after the backfill's budget ran out",
+		processes, looping, kind, runawayFor, fake.calls["backfill"], float64(spent)/prices.MicrosPerUnit, budgetUSD,
+		float64(largestCost)/prices.MicrosPerUnit, interactiveOK.Load(), interactiveAfter.Load())
+	if spent > limit+largestCost {
+		t.Errorf("the backfill was billed %d micro-USD, above its budget of %d plus one call's largest cost, %d", spent, limit, largestCost)
+	}
+	// It did spend its budget: the loop was stopped by it, not by chance.
+	if spent < limit-10*largestCost {
+		t.Errorf("the backfill was billed only %d micro-USD of its %d", spent, limit)
+	}
+}

@@ -1,0 +1,66 @@
+package openai_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/providers/openai"
+	"github.com/pacer-go/pacer/usage/prices"
+)
+
+// billing answers every chat completion in JSON with the usage it bills.
+type billing struct{}
+
+func (billing) RoundTrip(req *http.Request) (*http.Response, error) {
+	body := `{"id":"c","object":"chat.completion","choices":[{"message":{"content":"hi"}}],` +
+		`"usage":{"prompt_tokens":120,"completion_tokens":30,"total_tokens":150,"prompt_tokens_details":{"cached_tokens":20}}}`
+	h := http.Header{"Content-Type": {"application/json"}}
+	return &http.Response{StatusCode: 200, Header: h, Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
+}
+
+// The preset's Meter settles the model's tokens scope on the usage OpenAI
+// reported (input and output: what TPM counts), and a budget in dollars at
+// the prices given WithPrices.
+func TestPresetSettlesTokensAndMoneyOnUsage(t *testing.T) {
+	price := prices.Price{Input: prices.USD(1), CacheRead: prices.USD(0.1), Output: prices.USD(4),
+		Source: "https://example.test/my-negotiated-prices", Read: "2026-12-01"}
+	tr := pacer.New(billing{},
+		openai.PresetLimits(openai.Limits{Models: map[string]openai.ModelLimits{"gpt-test": {RPM: 1000, TPM: 100_000}}}),
+		pacer.WithPrices(prices.Table{"gpt-test": price}),
+		pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Limit: 1, Per: time.Hour, Unit: pacer.UnitUSD}}))
+	if err := tr.Err(); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequestWithContext(pacer.ContextWithWorkload(context.Background(), "backfill"), http.MethodPost,
+		"https://api.openai.com/v1/chat/completions",
+		strings.NewReader(`{"model":"gpt-test-2026-01-01","max_tokens":2000,"messages":[{"role":"user","content":"hello"}]}`))
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	st := tr.Stats()
+	found := false
+	for _, s := range st.Scopes {
+		if s.Name != "openai/gpt-test/tokens" {
+			continue
+		}
+		found = true
+		if !s.TokensKnown || s.Tokens < s.Burst-150 || s.Tokens > s.Burst-150+1 {
+			t.Errorf("the tokens scope holds %v, want %v less the 150 billed (plus what refilled meanwhile)", s.Tokens, s.Burst)
+		}
+	}
+	if !found {
+		t.Errorf("no scope openai/gpt-test/tokens in %+v", st.Scopes)
+	}
+	// 100 uncached at $1/M, 20 cached at $0.1/M, 30 out at $4/M: 222 micro-USD.
+	if w := st.Workloads[0]; w.Spent*prices.MicrosPerUnit != 222 || w.Reserved != 0 {
+		t.Errorf("stats %+v, want $0.000222 spent and nothing reserved", w)
+	}
+}
