@@ -39,12 +39,6 @@ type fakeLLM struct {
 	sent  int
 }
 
-func (f *fakeLLM) set(r llmReply) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.reply = r
-}
-
 func (f *fakeLLM) RoundTrip(req *http.Request) (*http.Response, error) {
 	f.mu.Lock()
 	r := f.reply

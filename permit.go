@@ -241,7 +241,7 @@ func (t *Transport) Reserve(ctx context.Context, charges ...Charge) (*Reservatio
 // takeAhead takes the call's tokens, owing them if need be, and returns how
 // long until they are repaid.
 func (c *call) takeAhead(ctx context.Context, now time.Time) (time.Duration, error) {
-	if c.pace(); len(c.demands) == 0 {
+	if c.setDemands(); len(c.demands) == 0 {
 		return 0, nil
 	}
 	d, err := c.t.store.Take(ctx, now, c.demands)

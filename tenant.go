@@ -111,10 +111,3 @@ func (f *fairQueue) served(tag float64) {
 	f.v = max(f.v, tag)
 	f.mu.Unlock()
 }
-
-// remembered returns how many tenants the queue remembers.
-func (f *fairQueue) remembered() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.finish)
-}

@@ -1,0 +1,123 @@
+package pacer
+
+// A call is pooled, and reused as it was left: this file holds the call's
+// state and what keeps reusing it cheap — no allocation for a few charges,
+// and no write the garbage collector must watch when a field is unchanged.
+
+import (
+	"context"
+	"time"
+)
+
+// A call is one request on its way through the Transport: the scopes it is
+// charged to and what it holds of them. Calls are pooled; their buffers
+// keep the common case of a few charges free of allocations.
+type call struct {
+	t        *Transport
+	workload *workloadState
+
+	charges []charge // one per distinct bucket
+	demands []Demand // what Take asks of the store
+	owners  []int    // owners[i] is the charge that demands[i] serves
+
+	waiter      *waiter   // while the call waits in a queue
+	budget      [1]Demand // the budget demand with this call's cost; Cost 0 if none
+	budgetSpent bool
+	metered     callMeter // budget.go
+	needsSlots  bool      // some scope charged caps concurrency
+	holdsSlots  bool
+	prepaid     bool // a reservation took the call's tokens already (permit.go)
+	// cancel ends the attempt's own context (RetryPolicy.AttemptTimeout).
+	cancel context.CancelFunc
+
+	// What the call's context overrides (ContextWithFailFast and the like).
+	failFast bool
+	maxWait  time.Duration // 0: none
+	priority int           // within the workload's line; larger first
+	tenant   string        // the call's tenant, from its context or WithTenant; "" if none
+	weight   float64       // the tenant's weight
+
+	routedBuf [4]Charge
+	chargeBuf [4]charge
+	demandBuf [4]Demand
+	ownerBuf  [4]int
+}
+
+type charge struct {
+	state      *scopeState
+	key        string
+	cost       float64
+	admittedAt int64 // the scope's admitted count when this call was admitted
+	spentAt    int64 // the scope's spent units, this call's included, then
+	slotEpoch  int64 // when the call took its slot (slotage.go)
+}
+
+// newPooledCall returns a call for the Transport's pool, its slices on its
+// own buffers.
+func newPooledCall(t *Transport) any {
+	c := &call{t: t}
+	c.charges, c.demands, c.owners = c.chargeBuf[:0], c.demandBuf[:0], c.ownerBuf[:0]
+	return c
+}
+
+// extend lengthens *s by one element and returns it, as the element was left
+// by the pooled call's last use when the buffer has room: the caller sets
+// only what changed, sparing the garbage collector's write barriers.
+func extend[T any](s *[]T) *T {
+	n := len(*s)
+	if n == cap(*s) {
+		*s = append(*s, *new(T))
+	} else {
+		*s = (*s)[:n+1]
+	}
+	return &(*s)[n]
+}
+
+// setNames sets d's scope and key, leaving each as it is when it is the
+// same: a pooled call mostly paces the bucket it paced last time, and
+// leaving its names spares the garbage collector's write barriers.
+func (d *Demand) setNames(scope, key string) {
+	if d.Scope != scope {
+		d.Scope = scope
+	}
+	if d.Key != key {
+		d.Key = key
+	}
+}
+
+// holdsResources reports whether finishing the call releases anything.
+func (c *call) holdsResources() bool {
+	if c.holdsSlots {
+		return true
+	}
+	for _, ch := range c.charges {
+		if ch.state.key != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// finish releases everything the call holds and returns it to the pool.
+func (c *call) finish() {
+	for _, ch := range c.charges {
+		if c.holdsSlots {
+			ch.state.releaseSlot(c.workload.index, ch.slotEpoch, nil)
+		}
+		ch.state.release()
+	}
+	// The call keeps its workload and the scope states and names of its
+	// last charges until it is used again: a few pointers per pooled call,
+	// into what the Transport holds anyway. Clearing them, and pointing the
+	// slices back at the buffers on the next use, would cost every call the
+	// garbage collector's write barriers to spare that little memory.
+	c.charges, c.demands, c.owners = c.charges[:0], c.demands[:0], c.owners[:0]
+	c.budget[0].Cost = 0
+	c.metered.on = false
+	c.budgetSpent, c.needsSlots, c.holdsSlots, c.prepaid = false, false, false, false
+	if c.cancel != nil {
+		c.cancel()
+		c.cancel = nil
+	}
+	c.t.calls.Put(c)
+}

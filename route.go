@@ -1,0 +1,143 @@
+package pacer
+
+// Step 1 of the path of a request: the scopes a call is charged to, by the
+// routes for a request or as given for a permit, the cost on each, and what
+// the call then demands of the store at each bucket's pace.
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+)
+
+var defaultCharges = []Charge{{Scope: DefaultScope}}
+
+// newCall routes req and reads its workload and costs from its context.
+func (t *Transport) newCall(req *http.Request) (*call, error) {
+	return t.callFor(req.Context(), req, nil)
+}
+
+// callFor makes the call of one attempt: req's, charged by the routes, or,
+// when req is nil, a permit's, charged as given (to DefaultScope when none
+// is). Either way the workload, costs and overrides come from ctx, so an
+// HTTP request and a permit are admitted alike.
+func (t *Transport) callFor(ctx context.Context, req *http.Request, given []Charge) (*call, error) {
+	if t.limitSync != nil {
+		t.syncLimits(ctx)
+	}
+	c := t.calls.Get().(*call)
+	vals := valuesFrom(ctx)
+	c.overrides(vals)
+	if c.tenant == "" && req != nil && t.tenantOf != nil {
+		c.tenant, c.weight = t.tenantOf(req)
+	}
+	workload := t.defaultWorkload
+	if vals != nil {
+		if w := t.workloads[vals.workload]; w != nil {
+			workload = w
+		} else if vals.workload != "" {
+			t.unknownWorkload(vals.workload)
+		}
+	}
+	if c.workload != workload {
+		c.workload = workload
+	}
+	if req != nil && len(t.routes) == 0 || req == nil && len(given) == 0 {
+		// The one charge to DefaultScope, without the loop.
+		c.addCharge(t.defaultClass, defaultCharges[0], vals)
+		return c.plan(req, vals)
+	}
+	routed := given
+	if req != nil {
+		routed = append(c.routedBuf[:0], defaultCharges...)
+		for _, route := range t.routes {
+			routed = route(req, routed)
+		}
+		defer clear(routed) // the routes' keys must not outlive the call
+	}
+	for _, ch := range routed {
+		class := t.defaultClass // the common case, without a map lookup
+		if ch.Scope != DefaultScope {
+			class = t.scopes[ch.Scope]
+		}
+		if class == nil {
+			c.finish()
+			if req == nil {
+				return nil, fmt.Errorf("pacer: the permit is charged to scope %q, which is not declared; declare it with WithScope", ch.Scope)
+			}
+			return nil, fmt.Errorf("pacer: a route charged the request to scope %q, which is not declared; declare it with WithScope", ch.Scope)
+		}
+		c.addCharge(class, ch, vals)
+	}
+	return c.plan(req, vals)
+}
+
+// addCharge adds a charge. Two charges to one bucket become one, so the
+// bucket is never asked twice in one Take.
+func (c *call) addCharge(class *scopeClass, ch Charge, vals *callValues) {
+	cost := chargeCost(class, ch, vals)
+	state := class.state(ch.Key)
+	for i := range c.charges {
+		if c.charges[i].state == state {
+			state.release()
+			c.charges[i].cost += cost
+			return
+		}
+	}
+	// Names and states left from the call's last use are kept when they are
+	// the same, sparing the write barriers (see extend).
+	e := extend(&c.charges)
+	if e.state != state {
+		e.state = state
+	}
+	if e.key != ch.Key {
+		e.key = ch.Key
+	}
+	e.cost, e.admittedAt, e.spentAt = cost, 0, 0
+	c.needsSlots = c.needsSlots || class.Concurrency > 0
+}
+
+// setDemands sets out what the call demands of the store, at each bucket's
+// pace as of now: a limit learned or a rate cut while the call waited
+// applies to its next attempt.
+func (c *call) setDemands() {
+	c.demands, c.owners = c.demands[:0], c.owners[:0]
+	w := c.workload.index
+	for i, ch := range c.charges {
+		rate, burst := ch.state.pace()
+		if burst == 0 {
+			continue // the scope caps concurrency only
+		}
+		class := ch.state.class
+		sh := class.shares.Load()
+		// A floor above burst − cost would make the request wait forever; a
+		// reserve too small to hold one request reserves nothing.
+		floor := min(sh.othersReserve[w]*burst, max(0, burst-ch.cost))
+		c.addDemand(class.Name, ch.key, rate, burst, ch.cost, floor, i)
+		if name := sh.maxScope[w]; name != "" {
+			share := sh.max[w]
+			c.addDemand(name, ch.key, rate*share, max(1, burst*share), ch.cost, 0, i)
+		}
+	}
+}
+
+// addDemand appends a demand.
+func (c *call) addDemand(scope, key string, rate, burst, cost, floor float64, owner int) {
+	d := extend(&c.demands)
+	d.setNames(scope, key)
+	d.Rate, d.Burst, d.Window, d.Cost, d.Floor = rate, burst, 0, cost, floor
+	c.owners = append(c.owners, owner)
+}
+
+func chargeCost(class *scopeClass, ch Charge, vals *callValues) float64 {
+	if n, ok := vals.cost(class.Unit); ok {
+		return float64(max(n, 0))
+	}
+	if ch.Cost > 0 {
+		return float64(ch.Cost)
+	}
+	if class.countsRequests {
+		return 1
+	}
+	return 0
+}
