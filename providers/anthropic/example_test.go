@@ -9,9 +9,15 @@ import (
 
 // Pace a Claude client at the Start tier, with one model class given the
 // figures the Console's Limits page shows for it.
+//
+// Preset takes Anthropic's own settings only, in the package's Option type,
+// as every provider's does; pacer's options go to pacer.New beside it, and
+// one given after the preset wins: here a batch workload that may use at
+// most half of every limit.
 func ExamplePreset() {
 	t := pacer.New(nil, anthropic.Preset(anthropic.Start,
-		anthropic.WithModel("claude-opus-4-1", anthropic.ModelLimits{RPM: 500, ITPM: 200_000, OTPM: 40_000})))
+		anthropic.WithModel("claude-opus-4-1", anthropic.ModelLimits{RPM: 500, ITPM: 200_000, OTPM: 40_000})),
+		pacer.WithWorkload("batch", pacer.Workload{Max: 0.5}))
 	if err := t.Err(); err != nil {
 		fmt.Println(err)
 		return

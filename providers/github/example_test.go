@@ -2,6 +2,7 @@ package github_test
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/providers/github"
@@ -9,7 +10,11 @@ import (
 
 func Example() {
 	// One Transport per token; pass t.Client() to go-github's NewClient.
-	t := pacer.New(nil, github.Preset(github.Token))
+	// Preset takes GitHub's own settings only, as every provider's does;
+	// pacer's options go to pacer.New beside it, and one given after the
+	// preset wins: here a logger of the Transport's decisions.
+	t := pacer.New(nil, github.Preset(github.Token),
+		pacer.WithLogger(slog.New(slog.DiscardHandler)))
 	if err := t.Err(); err != nil {
 		panic(err)
 	}

@@ -12,7 +12,8 @@
 // (github.com/github/docs, which the site is built from). Figures lists
 // every figure with its source and quote; "pacer presets github" prints
 // them. GitHub says secondary limits may change without notice; override
-// any scope with a WithScope of the same name after Preset.
+// any scope with a WithScope of the same name given to pacer.New after
+// Preset.
 //
 // One Transport per token (or per GitHub App installation): the primary
 // limit is per user or installation.
@@ -163,8 +164,8 @@ func PrimaryLimit(auth Auth) pacer.Limit {
 	return pacer.PerHour(tokenPerHour)
 }
 
-// Preset returns the options for calling GitHub with auth, followed by
-// opts, which override it.
+// Preset returns the options for calling GitHub with auth. Options given
+// to pacer.New after it override what it sets.
 //
 // Under Installation the core and GraphQL scopes start at the minimum an
 // installation has, 5,000 an hour, and are provisional
@@ -185,7 +186,7 @@ func PrimaryLimit(auth Auth) pacer.Limit {
 // (or until x-ratelimit-reset when none remain, or SecondaryWait when the
 // response names no time, as GitHub asks), and is retried if its method is
 // idempotent; GitHub has no idempotency keys, so a POST is not.
-func Preset(auth Auth, opts ...pacer.Option) pacer.Option {
+func Preset(auth Auth) pacer.Option {
 	search, graphql := searchPerMinute, graphQLPointsPerHour
 	switch auth {
 	case Unauthenticated:
@@ -210,7 +211,7 @@ func Preset(auth Auth, opts ...pacer.Option) pacer.Option {
 		pacer.WithRoute(Route),
 		pacer.WithClassifier(Classify),
 	}
-	return pacer.Options(append(preset, opts...)...)
+	return pacer.Options(preset...)
 }
 
 // Route charges a request to its GitHub scopes, in place of the charges

@@ -11,6 +11,10 @@ import (
 // one model taken from the organization's limits page, and a nightly
 // backfill that may use at most half of every limit. The tier's figures
 // give way to the limits OpenAI sends; the model's are paced as given.
+//
+// Preset takes OpenAI's own settings only, in the package's Option type, as
+// every provider's does; pacer's options (the workload here) go to
+// pacer.New beside it, and one given after the preset wins.
 func ExamplePreset() {
 	t := pacer.New(nil,
 		openai.Preset(openai.Tier2,

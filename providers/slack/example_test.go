@@ -10,7 +10,11 @@ import (
 func Example() {
 	tiers := slack.MethodTiers()
 	tiers["admin.users.list"] = slack.Tier2 // a method the table lacks
-	t := pacer.New(nil, slack.Preset(tiers))
+	// Preset takes Slack's own settings only (the tiers), as every
+	// provider's does; pacer's options go to pacer.New beside it, and one
+	// given after the preset wins: here no retries, for a caller that
+	// retries itself.
+	t := pacer.New(nil, slack.Preset(tiers), pacer.WithoutRetry())
 	if err := t.Err(); err != nil {
 		panic(err)
 	}

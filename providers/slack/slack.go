@@ -107,15 +107,15 @@ func MethodTiers() map[string]Tier {
 	}
 }
 
-// Preset returns the options for calling the Slack Web API, followed by
-// opts, which override it. tiers gives methods' tiers; nil means
-// MethodTiers(), and a method it does not list is in DefaultTier.
+// Preset returns the options for calling the Slack Web API. Options given
+// to pacer.New after it override what it sets. tiers gives methods' tiers;
+// nil means MethodTiers(), and a method it does not list is in DefaultTier.
 //
 // Each call to https://slack.com/api/<method> is charged to its tier's
 // scope, keyed by method; chat.postMessage instead to ScopePostMessage,
 // keyed by its channel (from the query, a form body or a JSON body, read
 // through GetBody).
-func Preset(tiers map[string]Tier, opts ...pacer.Option) pacer.Option {
+func Preset(tiers map[string]Tier) pacer.Option {
 	if tiers == nil {
 		tiers = MethodTiers()
 	}
@@ -129,7 +129,7 @@ func Preset(tiers map[string]Tier, opts ...pacer.Option) pacer.Option {
 		pacer.WithRoute(func(req *http.Request, charges []pacer.Charge) []pacer.Charge {
 			return route(tiers, req, charges)
 		}))
-	return pacer.Options(append(preset, opts...)...)
+	return pacer.Options(preset...)
 }
 
 // route charges a Web API call to its method's bucket, in place of the

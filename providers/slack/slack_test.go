@@ -98,7 +98,7 @@ func TestRetryAfterPausesTheMethod(t *testing.T) {
 			}
 			return providertest.Response(req, 200, nil, `{"ok":true}`)
 		}}
-		c := pacer.New(fake, slack.Preset(nil, pacer.WithoutRetry())).Client()
+		c := pacer.New(fake, slack.Preset(nil), pacer.WithoutRetry()).Client()
 		start := time.Now()
 		call(t, c, "users.list", "application/x-www-form-urlencoded", "")
 		call(t, c, "users.info", "application/x-www-form-urlencoded", "user=U1")

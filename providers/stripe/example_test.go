@@ -9,10 +9,14 @@ import (
 
 func Example() {
 	// One Transport per Stripe account and mode, shared by every caller.
-	t := pacer.New(nil, stripe.Preset(stripe.Live,
+	// Preset takes Stripe's own settings only, as every provider's does;
+	// pacer's options go to pacer.New beside it, and one given after the
+	// preset wins, so pacer.New is the one place to configure the
+	// Transport.
+	t := pacer.New(nil, stripe.Preset(stripe.Live),
 		// An account with a raised global limit overrides the preset's.
 		pacer.WithScope(pacer.Scope{Name: stripe.ScopeGlobal, Limit: pacer.PerSecond(200)}),
-	))
+	)
 	if err := t.Err(); err != nil {
 		panic(err)
 	}

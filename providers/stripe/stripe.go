@@ -7,11 +7,11 @@
 // Last verified: 2026-12-01, against https://docs.stripe.com/rate-limits.
 // Figures lists every figure with its source and quote; "pacer presets
 // stripe" prints them. Stripe says it may lower them for abuse and raise
-// them on request, so every one can be overridden: a WithScope given after
-// Preset with the same scope name replaces the preset's.
+// them on request, so every one can be overridden: a WithScope given to
+// pacer.New after Preset with the same scope name replaces the preset's.
 //
-//	t := pacer.New(nil, stripe.Preset(stripe.Live,
-//		pacer.WithScope(pacer.Scope{Name: stripe.ScopeGlobal, Limit: pacer.PerSecond(200)})))
+//	t := pacer.New(nil, stripe.Preset(stripe.Live),
+//		pacer.WithScope(pacer.Scope{Name: stripe.ScopeGlobal, Limit: pacer.PerSecond(200)}))
 //
 // A key has one limit for all its callers: share one Transport (or a shared
 // Store) among everything that uses the same Stripe account and mode.
@@ -106,8 +106,8 @@ func Limits(m Mode) (global, endpoint pacer.Limit) {
 	return pacer.PerSecond(liveGlobalPerSecond), pacer.PerSecond(endpointPerSecond)
 }
 
-// Preset returns the options for calling Stripe in mode m, followed by
-// opts, which override it.
+// Preset returns the options for calling Stripe in mode m. Options given
+// to pacer.New after it override what it sets.
 //
 // It declares the scopes above and routes every request to ScopeGlobal and
 // to ScopeEndpoint keyed by its endpoint (see EndpointKey); calls under
@@ -126,7 +126,7 @@ func Limits(m Mode) (global, endpoint pacer.Limit) {
 //
 // If you use stripe-go, turn its own retries off (MaxNetworkRetries: 0) so
 // that attempts are not multiplied; see examples/sdk/stripe.
-func Preset(m Mode, opts ...pacer.Option) pacer.Option {
+func Preset(m Mode) pacer.Option {
 	global, endpoint := Limits(m)
 	preset := []pacer.Option{
 		pacer.WithScope(pacer.Scope{Name: ScopeGlobal, Limit: global}),
@@ -137,7 +137,7 @@ func Preset(m Mode, opts ...pacer.Option) pacer.Option {
 		pacer.WithRoute(Route),
 		pacer.WithIdempotencyKey(),
 	}
-	return pacer.Options(append(preset, opts...)...)
+	return pacer.Options(preset...)
 }
 
 // Route charges a request to the Stripe scopes it counts against, in place

@@ -107,7 +107,7 @@ func TestA429SlowsItsOwnBucket(t *testing.T) {
 			}
 			return providertest.Response(req, 200, nil, "{}")
 		}}
-		c := pacer.New(fake, stripe.Preset(stripe.Test, pacer.WithoutRetry())).Client()
+		c := pacer.New(fake, stripe.Preset(stripe.Test), pacer.WithoutRetry()).Client()
 		start := time.Now()
 		if resp, _ := send(t, c, http.MethodGet, "/v1/customers", ""); resp.StatusCode != http.StatusTooManyRequests {
 			t.Fatalf("status %d, want the fake's 429", resp.StatusCode)

@@ -91,9 +91,9 @@ func drive(client *http.Client, run time.Duration) map[int]int {
 func TestPresetAgainstTheEmulator(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		server := newAccount(t)
-		client := pacer.New(emulator.Transport(server), twilio.Preset(
+		client := pacer.New(emulator.Transport(server), twilio.Preset(),
 			pacer.WithScope(pacer.Scope{Name: twilio.ScopeAccount, Concurrency: accountCap}),
-		)).Client()
+		).Client()
 		const run = 10 * time.Minute
 		statuses := drive(client, run)
 		t.Logf("statuses %v", statuses)
@@ -131,11 +131,11 @@ func TestPresetAgainstTheEmulator(t *testing.T) {
 func TestATooHighSenderFigureBuildsTwiliosQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		server := newAccount(t)
-		client := pacer.New(emulator.Transport(server), twilio.Preset(
+		client := pacer.New(emulator.Transport(server), twilio.Preset(),
 			pacer.WithScope(pacer.Scope{Name: twilio.ScopeAccount, Concurrency: accountCap}),
 			pacer.WithScope(pacer.Scope{Name: twilio.ScopeLongCode, Unit: twilio.UnitSegments,
 				Limit: pacer.Limit{Count: 2, Per: time.Second, Burst: twilio.SenderBurst}}),
-		)).Client()
+		).Client()
 		drive(client, 2*time.Minute)
 		long := senders[0].from
 		if q := server.MostQueued(long); q <= twilio.SenderBurst {
@@ -154,9 +154,9 @@ func TestATooHighSenderFigureBuildsTwiliosQueue(t *testing.T) {
 func TestA20429FromTheEmulatorLowersTheCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		server := newAccount(t)
-		client := pacer.New(emulator.Transport(server), twilio.Preset(
+		client := pacer.New(emulator.Transport(server), twilio.Preset(),
 			pacer.WithScope(pacer.Scope{Name: twilio.ScopeAccount, Concurrency: 2 * accountCap}),
-		)).Client()
+		).Client()
 		const run = 2 * time.Minute
 		// More short-code workers than the account's cap, so that the
 		// preset's cap of 20 is reached.

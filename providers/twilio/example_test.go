@@ -9,10 +9,13 @@ import (
 )
 
 func Example() {
-	t := pacer.New(nil, twilio.Preset(
+	// Preset takes Twilio's own settings only (it has none), as every
+	// provider's does; pacer's options go to pacer.New beside it, and one
+	// given after the preset wins.
+	t := pacer.New(nil, twilio.Preset(),
 		// An account whose concurrency Twilio raised.
 		pacer.WithScope(pacer.Scope{Name: twilio.ScopeAccount, Concurrency: 200}),
-	))
+	)
 	if err := t.Err(); err != nil {
 		panic(err)
 	}

@@ -6,12 +6,12 @@
 //
 // Last verified: 2026-12-01. Figures lists every figure with its source and
 // quote, and the ones that stay unverified; "pacer presets twilio" prints
-// them. Override any of them with a WithScope of the
-// same name after Preset: a short code with purchased throughput, say,
+// them. Override any of them with a WithScope of the same name given to
+// pacer.New after Preset: a short code with purchased throughput, say,
 //
-//	pacer.New(nil, twilio.Preset(
+//	pacer.New(nil, twilio.Preset(),
 //		pacer.WithScope(pacer.Scope{Name: twilio.ScopeShortCode, Unit: twilio.UnitSegments,
-//			Limit: pacer.PerSecond(400)})))
+//			Limit: pacer.PerSecond(400)}))
 package twilio
 
 import (
@@ -109,8 +109,8 @@ func Throughput(scope string) (pacer.Limit, bool) {
 	return pacer.Limit{Count: mps, Per: time.Second, Burst: SenderBurst}, true
 }
 
-// Preset returns the options for calling Twilio's REST API, followed by
-// opts, which override it.
+// Preset returns the options for calling Twilio's REST API. Options given
+// to pacer.New after it override what it sets.
 //
 // Every request is charged to ScopeAccount, which caps calls in flight. A
 // POST to an account's Messages resource with a From is also charged to
@@ -124,7 +124,7 @@ func Throughput(scope string) (pacer.Limit, bool) {
 // processed: Twilio documents that such a request "is never processed and is
 // always safe to retry", so pacer retries it even as a POST without an
 // idempotency key. Any other failed POST (a 500, say) is not sent twice.
-func Preset(opts ...pacer.Option) pacer.Option {
+func Preset() pacer.Option {
 	preset := []pacer.Option{
 		pacer.WithScope(pacer.Scope{Name: ScopeAccount, Concurrency: accountConcurrency}),
 	}
@@ -133,7 +133,7 @@ func Preset(opts ...pacer.Option) pacer.Option {
 		preset = append(preset, pacer.WithScope(pacer.Scope{Name: s, Limit: l, Unit: UnitSegments}))
 	}
 	preset = append(preset, pacer.WithRoute(Route), pacer.WithClassifier(Classify))
-	return pacer.Options(append(preset, opts...)...)
+	return pacer.Options(preset...)
 }
 
 // Route charges a request to ScopeAccount and, for a Messages POST, to its

@@ -110,7 +110,7 @@ func TestPresetCapsTheAccountsConcurrentRequests(t *testing.T) {
 			peak.Leave()
 			return providertest.Response(req, 200, nil, "{}")
 		}}
-		c := pacer.New(fake, twilio.Preset(pacer.WithScope(pacer.Scope{Name: twilio.ScopeAccount, Concurrency: 5}))).Client()
+		c := pacer.New(fake, twilio.Preset(), pacer.WithScope(pacer.Scope{Name: twilio.ScopeAccount, Concurrency: 5})).Client()
 		var wg sync.WaitGroup
 		for range 20 {
 			wg.Go(func() {

@@ -58,7 +58,7 @@ func TestPresetAgainstTheEmulator(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			client := pacer.New(emulator.Transport(server), whatsapp.Preset(whatsapp.Coexistence, reserve)).Client()
+			client := pacer.New(emulator.Transport(server), whatsapp.Preset(whatsapp.Coexistence), reserve).Client()
 			const run = time.Minute
 			statuses := providertest.Drive(client, 50, run, func(w, n int) *http.Request {
 				return message(fmt.Sprintf("+44%04d%06d", w, n))

@@ -8,7 +8,15 @@ import (
 )
 
 func Example() {
-	t := pacer.New(nil, whatsapp.Preset(whatsapp.High))
+	// Preset takes WhatsApp's own settings only (the throughput level), as
+	// every provider's does; pacer's options go to pacer.New beside it,
+	// and one given after the preset wins: here the level less 100 inbound
+	// messages a second, which Meta counts in the same throughput.
+	reserve, err := whatsapp.High.ReserveInbound(100)
+	if err != nil {
+		panic(err)
+	}
+	t := pacer.New(nil, whatsapp.Preset(whatsapp.High), reserve)
 	if err := t.Err(); err != nil {
 		panic(err)
 	}

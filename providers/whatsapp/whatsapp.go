@@ -8,7 +8,7 @@
 // unverified with the reason: the pair rate (one message every six seconds)
 // and the error codes other than 130429, whose rows on Meta's error-codes
 // page could not be read. "pacer presets whatsapp" prints them. Override any
-// scope with a WithScope of the same name after Preset.
+// scope with a WithScope of the same name given to pacer.New after Preset.
 //
 // A number's throughput is "inclusive of inbound and outbound messages":
 // the messages users send to the number spend it too, and pacer cannot see
@@ -84,9 +84,9 @@ func (t Throughput) Limit() pacer.Limit {
 	return pacer.PerSecond(standardMPS)
 }
 
-// ReserveInbound returns an option, given after Preset, that paces the
-// number's outbound messages at level t less the inbound messages it
-// expects at most, in messages per second: Meta counts both against the
+// ReserveInbound returns an option, given to pacer.New after Preset, that
+// paces the number's outbound messages at level t less the inbound messages
+// it expects at most, in messages per second: Meta counts both against the
 // same throughput, and pacer sees only the outbound ones. It fails when
 // inboundPerSecond is negative, or leaves nothing to send with.
 func (t Throughput) ReserveInbound(inboundPerSecond int) (pacer.Option, error) {
@@ -103,7 +103,8 @@ func (t Throughput) ReserveInbound(inboundPerSecond int) (pacer.Option, error) {
 func PairLimit() pacer.Limit { return pacer.Limit{Count: 1, Per: pairInterval} }
 
 // Preset returns the options for sending through the Cloud API from
-// numbers of throughput level t, followed by opts, which override it.
+// numbers of throughput level t. Options given to pacer.New after it
+// override what it sets.
 //
 // A POST to /{version}/{phone-number-id}/messages is charged to
 // ScopeThroughput keyed by the phone number ID from the path, and to
@@ -114,14 +115,14 @@ func PairLimit() pacer.Limit { return pacer.Limit{Count: 1, Per: pairInterval} }
 // Classify marks Meta's errors 130429 and 131056 as back-pressure that was
 // never processed: the message was refused, not sent, so it may be sent
 // again once pacer has waited.
-func Preset(t Throughput, opts ...pacer.Option) pacer.Option {
+func Preset(t Throughput) pacer.Option {
 	preset := []pacer.Option{
 		pacer.WithScope(pacer.Scope{Name: ScopeThroughput, Limit: t.Limit()}),
 		pacer.WithScope(pacer.Scope{Name: ScopePair, Limit: PairLimit()}),
 		pacer.WithRoute(Route),
 		pacer.WithClassifier(Classify),
 	}
-	return pacer.Options(append(preset, opts...)...)
+	return pacer.Options(preset...)
 }
 
 // Route charges a messages POST to its phone number's and its pair's
