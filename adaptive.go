@@ -189,7 +189,7 @@ func (s *scopeState) succeeded() {
 // Waits the headers ask for are clamped to the Transport's maximum wait.
 func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) {
 	status := resp.StatusCode
-	if verdict.Exhausted != "" {
+	if verdict.Quota != "" {
 		return // a spent quota is no reason to slow down the scope
 	}
 	if verdict.BackPressure {

@@ -15,7 +15,7 @@ import (
 // blocked says where and why a call could not be admitted.
 type blocked struct {
 	state  *scopeState // nil when the call was admitted
-	reason string
+	reason ThrottleReason
 	wait   time.Duration // until admission might succeed; 0 when unknown
 }
 

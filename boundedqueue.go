@@ -24,7 +24,7 @@ const (
 
 // ReasonQueueFull is the Reason of a *ThrottledError for a call refused, or
 // shed, because its workload's queue held Workload.MaxWaiting calls.
-const ReasonQueueFull = "queue"
+const ReasonQueueFull ThrottleReason = "queue"
 
 var (
 	errQueueFull = errors.New("the queue is full")

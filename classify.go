@@ -17,11 +17,12 @@ type Verdict struct {
 	// "overloaded", say): pacer slows the scopes down as for a 429, and
 	// honours the response's Retry-After.
 	BackPressure bool
-	// Exhausted, when not empty, says the response is a spend cap or quota
-	// that waiting will not restore ("insufficient_quota"). The call is not
-	// retried, the scopes are not paused, and RoundTrip returns a
-	// *QuotaError with this reason instead of the response.
-	Exhausted string
+	// Quota, when not empty, says the response is a spend cap or quota
+	// that waiting will not restore ("insufficient_quota"), in the words
+	// the caller should read. The call is not retried, the scopes are not
+	// paused, and RoundTrip returns a *QuotaError with this Message instead
+	// of the response.
+	Quota string
 	// NeverProcessed says the provider documents this failure as happening
 	// before any processing (Twilio's 20429), so that even a POST without an
 	// idempotency key may be sent again.
@@ -51,8 +52,8 @@ func (v Verdict) merge(o Verdict) Verdict {
 	v.BackPressure = v.BackPressure || o.BackPressure
 	v.NeverProcessed = v.NeverProcessed || o.NeverProcessed
 	v.Wait = max(v.Wait, o.Wait)
-	if v.Exhausted == "" {
-		v.Exhausted = o.Exhausted
+	if v.Quota == "" {
+		v.Quota = o.Quota
 	}
 	return v
 }
@@ -204,12 +205,12 @@ type peekedBody struct {
 // ErrBudgetExhausted with errors.Is: to the caller, the provider's budget and
 // pacer's are the same kind of stop.
 type QuotaError struct {
-	Status int    // the provider's status
-	Reason string // what the provider's rules said
+	Status  int    // the provider's status
+	Message string // what the provider said, as its classifier put it (Verdict.Quota)
 }
 
 func (e *QuotaError) Error() string {
-	return fmt.Sprintf("pacer: the provider refused the call with status %d: %s; waiting will not help", e.Status, e.Reason)
+	return fmt.Sprintf("pacer: the provider refused the call with status %d: %s; waiting will not help", e.Status, e.Message)
 }
 
 // Is reports whether target is ErrBudgetExhausted.

@@ -18,7 +18,7 @@ import (
 // insufficientQuota is how OpenAI answers when the account's credit is gone.
 var insufficientQuota = WithClassifier(func(resp *http.Response, body []byte) Verdict {
 	if resp.StatusCode == http.StatusTooManyRequests && strings.Contains(string(body), `"insufficient_quota"`) {
-		return Verdict{Exhausted: "the account's quota is spent (insufficient_quota)"}
+		return Verdict{Quota: "the account's quota is spent (insufficient_quota)"}
 	}
 	return Verdict{}
 })

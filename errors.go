@@ -20,13 +20,17 @@ var ErrBudgetExhausted = errors.New("pacer: spend budget exhausted")
 // costs more than its scope's bucket can ever hold: no wait would admit it.
 var ErrExceedsCapacity = errors.New("pacer: request costs more than the scope's bucket can hold")
 
+// A ThrottleReason says why a request was throttled: one of the Reason
+// constants. It prints as a word fit for a log line or a metric label.
+type ThrottleReason string
+
 // Why a request was throttled.
 const (
-	ReasonRate        = "rate"        // the scope's tokens were spent
-	ReasonConcurrency = "concurrency" // every slot of the scope was in flight
-	ReasonCapacity    = "capacity"    // the request costs more than the bucket holds
-	ReasonCooldown    = "cooldown"    // the provider asked for a pause
-	ReasonRetry       = "retry"       // a retry's wait would outlast the deadline
+	ReasonRate        ThrottleReason = "rate"        // the scope's tokens were spent
+	ReasonConcurrency                = "concurrency" // every slot of the scope was in flight
+	ReasonCapacity                   = "capacity"    // the request costs more than the bucket holds
+	ReasonCooldown                   = "cooldown"    // the provider asked for a pause
+	ReasonRetry                      = "retry"       // a retry's wait would outlast the deadline
 )
 
 // A ThrottledError says that a request was not sent because a scope's limits
@@ -37,7 +41,7 @@ const (
 // when no wait would do.
 type ThrottledError struct {
 	Scope  string // the scope that held the request back
-	Reason string // one of the Reason constants
+	Reason ThrottleReason
 	// RetryAfter is the shortest wait after which the request might be
 	// admitted; zero when it depends on a call in flight finishing.
 	RetryAfter time.Duration

@@ -187,7 +187,7 @@ func WithIdempotencyKey() Option {
 type RetryError struct {
 	Attempts   int
 	LastStatus int
-	Reason     string
+	Why        string // why no further attempt was made
 	Err        error
 }
 
@@ -199,7 +199,7 @@ func (e *RetryError) Error() string {
 	if e.LastStatus != 0 {
 		msg += fmt.Sprintf(", last status %d", e.LastStatus)
 	}
-	msg += "; " + e.Reason
+	msg += "; " + e.Why
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()
 	}
@@ -352,13 +352,13 @@ func (c *retryCall) final(why string) error {
 	if c.err == nil {
 		return nil
 	}
-	return &RetryError{Attempts: c.attempts, LastStatus: c.lastStatus, Reason: why, Err: c.err}
+	return &RetryError{Attempts: c.attempts, LastStatus: c.lastStatus, Why: why, Err: c.err}
 }
 
 // stopped is the error of a call that did not make an attempt it had
 // decided to make.
 func (c *retryCall) stopped(why string, err error) error {
-	return &RetryError{Attempts: c.attempts, LastStatus: c.lastStatus, Reason: why, Err: err}
+	return &RetryError{Attempts: c.attempts, LastStatus: c.lastStatus, Why: why, Err: err}
 }
 
 // prepare returns the request to send first and how its body can be sent

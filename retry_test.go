@@ -170,7 +170,7 @@ func TestStreamedBodyLargerThanTheBufferIsSentOnce(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPut, "http://api.test/upload", streamBody{bytes.NewReader(payload)})
 	_, err := tr.RoundTrip(req)
 	var re *RetryError
-	if !errors.As(err, &re) || !strings.Contains(re.Reason, "replay buffer") || re.Attempts != 1 {
+	if !errors.As(err, &re) || !strings.Contains(re.Why, "replay buffer") || re.Attempts != 1 {
 		t.Fatalf("err = %v, want a RetryError saying the body could not be replayed", err)
 	}
 	if api.calls != 1 || len(api.bodies[0]) != len(payload) {
@@ -406,7 +406,7 @@ func TestPostWithStreamedBodyToARefusedPort(t *testing.T) {
 			req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/messages", body(t, "to=1&body=hi"))
 			_, err := tr.RoundTrip(req)
 			var re *RetryError
-			if !errors.As(err, &re) || re.Attempts != 1 || dials.Load() != 1 || !strings.Contains(re.Reason, "MaxBufferedBody") {
+			if !errors.As(err, &re) || re.Attempts != 1 || dials.Load() != 1 || !strings.Contains(re.Why, "MaxBufferedBody") {
 				t.Errorf("err = %v after %d dials, want one attempt and a reason naming MaxBufferedBody", err, dials.Load())
 			}
 			if !errors.Is(err, syscall.ECONNREFUSED) {

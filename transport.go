@@ -326,10 +326,10 @@ func (c *call) send(req *http.Request) (resp *http.Response, verdict Verdict, st
 	}
 	c.learn(req.Context(), resp, verdict) // step 6
 	// Step 8 follows; a spent quota ends the call here instead.
-	if reason := verdict.Exhausted; reason != "" {
+	if reason := verdict.Quota; reason != "" {
 		drop(resp, stalled)
 		c.t.emit(Event{Kind: EventBudgetExhausted, Workload: c.workload.name, Status: resp.StatusCode})
-		return nil, verdict, stalled, &QuotaError{Status: resp.StatusCode, Reason: reason}
+		return nil, verdict, stalled, &QuotaError{Status: resp.StatusCode, Message: reason}
 	}
 	if r := c.usageReader(req, resp); r != nil {
 		resp.Body = &meteredBody{ReadCloser: resp.Body, call: c, r: r}

@@ -321,12 +321,12 @@ func classify(resp *http.Response, body []byte) pacer.Verdict {
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests:
 		if e.Error.Details.ErrorCode == "enforced_spend_limit_reached" || strings.Contains(msg, "api usage limits") {
-			return pacer.Verdict{Exhausted: "Anthropic spend limit reached: " + e.Error.Message}
+			return pacer.Verdict{Quota: "Anthropic spend limit reached: " + e.Error.Message}
 		}
 		v.NeverProcessed = true
 	case http.StatusBadRequest:
 		if strings.Contains(msg, "credit balance is too low") {
-			return pacer.Verdict{Exhausted: "Anthropic credit balance: " + e.Error.Message}
+			return pacer.Verdict{Quota: "Anthropic credit balance: " + e.Error.Message}
 		}
 	case 529: // overloaded_error
 		v.BackPressure, v.NeverProcessed = true, true

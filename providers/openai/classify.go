@@ -66,7 +66,7 @@ func classify(resp *http.Response, body []byte) pacer.Verdict {
 			if msg := strings.TrimSpace(e.Error.Message); msg != "" {
 				reason += ": " + msg
 			}
-			return pacer.Verdict{Exhausted: reason}
+			return pacer.Verdict{Quota: reason}
 		}
 		v.NeverProcessed = true
 	}
