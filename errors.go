@@ -27,10 +27,10 @@ type ThrottleReason string
 // Why a request was throttled.
 const (
 	ReasonRate        ThrottleReason = "rate"        // the scope's tokens were spent
-	ReasonConcurrency                = "concurrency" // every slot of the scope was in flight
-	ReasonCapacity                   = "capacity"    // the request costs more than the bucket holds
-	ReasonCooldown                   = "cooldown"    // the provider asked for a pause
-	ReasonRetry                      = "retry"       // a retry's wait would outlast the deadline
+	ReasonConcurrency ThrottleReason = "concurrency" // every slot of the scope was in flight
+	ReasonCapacity    ThrottleReason = "capacity"    // the request costs more than the bucket holds
+	ReasonCooldown    ThrottleReason = "cooldown"    // the provider asked for a pause
+	ReasonRetry       ThrottleReason = "retry"       // a retry's wait would outlast the deadline
 )
 
 // A ThrottledError says that a request was not sent because a scope's limits

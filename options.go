@@ -18,6 +18,7 @@ import (
 type Option func(*config)
 
 type config struct {
+	base      http.RoundTripper
 	headroom  float64
 	scopes    []Scope // in order of declaration; DefaultScope first
 	workloads []namedWorkload
@@ -26,7 +27,7 @@ type config struct {
 	clock     Clock
 	maxWait   time.Duration
 	retry     RetryPolicy
-	noRetry   bool
+	retries   bool // false after WithoutRetry
 	// idempotencyKey asks for an Idempotency-Key on POST and PATCH.
 	idempotencyKey bool
 	classifiers    []Classifier

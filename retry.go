@@ -161,12 +161,12 @@ func (p RetryPolicy) validate() error {
 // WithRetry sets the retry policy. Retries are on by default, with the
 // zero RetryPolicy's defaults.
 func WithRetry(p RetryPolicy) Option {
-	return func(c *config) { c.retry, c.noRetry = p, false }
+	return func(c *config) { c.retry, c.retries = p, true }
 }
 
 // WithoutRetry turns retries off: every call is sent once.
 func WithoutRetry() Option {
-	return func(c *config) { c.noRetry = true }
+	return func(c *config) { c.retries = false }
 }
 
 // WithIdempotencyKey makes pacer add an Idempotency-Key to every POST and

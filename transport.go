@@ -76,10 +76,49 @@ type Transport struct {
 // A configuration error does not panic: every RoundTrip returns it, and Err
 // reports it, so a program can check its configuration when it starts.
 func New(base http.RoundTripper, opts ...Option) *Transport {
-	cfg := config{headroom: DefaultHeadroom, clock: SystemClock, maxWait: DefaultMaxWait,
-		storeFailure: FallBackLocal(1), storeTimeout: DefaultStoreTimeout}
+	cfg := configure(base, opts)
+	t := &Transport{
+		base:        cfg.base,
+		clock:       cfg.clock,
+		headroom:    cfg.headroom,
+		maxWait:     cfg.maxWait,
+		log:         cfg.log,
+		classifiers: cfg.classifiers,
+		observers:   cfg.observers,
+		routes:      cfg.routes,
+		slotAlert:   cfg.slotAgeAlert,
+		tenantOf:    cfg.tenantOf,
+		meter:       cfg.meterFor(),
+	}
+	t.calls.New = func() any { return newPooledCall(t) }
+	t.useStore(&cfg)
+	for _, o := range t.observers {
+		if b, ok := o.(transportObserver); ok {
+			b.bind(t)
+		}
+	}
+	workloads := t.addWorkloads(&cfg)
+	t.addScopes(&cfg, workloads)
+	t.retry = cfg.retrier(t.scopes)
+	if err := errors.Join(cfg.errs...); err != nil {
+		t.err = fmt.Errorf("pacer: invalid configuration: %w", err)
+	}
+	for _, w := range cfg.warnings() {
+		t.log.Warn("pacer: " + w)
+	}
+	if cfg.concurrencyZero {
+		t.log.Info("pacer: WithConcurrency(0) sets no cap on the calls in flight on DefaultScope; 0 means no cap")
+	}
+	return t
+}
+
+// configure returns the defaults with opts applied in order. A mistake in
+// them is kept in the config's errs, never a panic.
+func configure(base http.RoundTripper, opts []Option) config {
+	cfg := config{base: base, headroom: DefaultHeadroom, clock: SystemClock, maxWait: DefaultMaxWait,
+		storeFailure: FallBackLocal(1), storeTimeout: DefaultStoreTimeout, retries: true}
 	if base == nil {
-		base = http.DefaultTransport
+		cfg.base = http.DefaultTransport
 	} else if isNil(base) {
 		// A nil *http.Transport would panic inside net/http on the first call.
 		cfg.errs = append(cfg.errs, fmt.Errorf("New: the base RoundTripper is a nil %T; pass nil itself for http.DefaultTransport", base))
@@ -92,114 +131,102 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 		}
 		opt(&cfg)
 	}
-	var guard *guardedStore
-	if cfg.store == nil {
-		cfg.store = NewMemoryStore()
-	}
-	var limits *limitSync
-	if cfg.limitSync > 0 {
-		if ls, ok := cfg.store.(LimitStore); ok {
-			limits = &limitSync{store: ls, interval: cfg.limitSync, timeout: cfg.storeTimeout, versions: make(map[string]int64)}
-		} else {
-			cfg.errs = append(cfg.errs, fmt.Errorf("WithLimitSync: the store (%T) keeps no limits; use one that implements LimitStore (MemoryStore, store/redisstore)", cfg.store))
-		}
-	}
-	if _, ok := cfg.store.(*MemoryStore); !ok {
-		// A shared store: survive its failures (storefailure.go), and lease
-		// from it (lease.go). The lease is outside the guard: tokens it
-		// holds were granted by the store, so they are spent while the
-		// store is down, and spending them needs none of what the guard
-		// spends on a round trip.
-		guard = guardStore(cfg.store, cfg.storeFailure, cfg.storeTimeout)
-		cfg.store = guard
-		if cfg.lease.Size > 0 {
-			cfg.store = NewLeaseStore(guard, cfg.lease)
-		}
-	}
 	if cfg.log == nil {
 		cfg.log = slog.Default()
 	}
-	t := &Transport{
-		base:        base,
-		clock:       cfg.clock,
-		headroom:    cfg.headroom,
-		maxWait:     cfg.maxWait,
-		log:         cfg.log,
-		classifiers: cfg.classifiers,
-		observers:   cfg.observers,
-		store:       cfg.store,
-		scopes:      make(map[string]*scopeClass, len(cfg.scopes)),
-		routes:      cfg.routes,
-		workloads:   make(map[string]*workloadState),
-		slotAlert:   cfg.slotAgeAlert,
-		limitSync:   limits,
-		tenantOf:    cfg.tenantOf,
-		meter:       cfg.meterFor(),
+	return cfg
+}
+
+// useStore sets the Transport's store: the memory store by default; a shared
+// one behind its failure guard (storefailure.go) and its lease (lease.go).
+// The lease is outside the guard: tokens it holds were granted by the store,
+// so they are spent while the store is down, and spending them needs none of
+// what the guard spends on a round trip.
+func (t *Transport) useStore(cfg *config) {
+	store := cfg.store
+	if store == nil {
+		store = NewMemoryStore()
 	}
-	t.calls.New = func() any { return newPooledCall(t) }
-	if guard != nil {
-		guard.bind(t)
-	}
-	for _, o := range t.observers {
-		if b, ok := o.(transportObserver); ok {
-			b.bind(t)
+	if cfg.limitSync > 0 {
+		if ls, ok := store.(LimitStore); ok {
+			t.limitSync = &limitSync{store: ls, interval: cfg.limitSync, timeout: cfg.storeTimeout, versions: make(map[string]int64)}
+		} else {
+			cfg.errs = append(cfg.errs, fmt.Errorf("WithLimitSync: the store (%T) keeps no limits; use one that implements LimitStore (MemoryStore, store/redisstore)", store))
 		}
 	}
-	errs := cfg.errs // after meterFor, which may add to them
+	if _, ok := store.(*MemoryStore); !ok {
+		guard := guardStore(store, cfg.storeFailure, cfg.storeTimeout)
+		guard.bind(t)
+		store = guard
+		if cfg.lease.Size > 0 {
+			store = NewLeaseStore(guard, cfg.lease)
+		}
+	}
+	t.store = store
+}
+
+// addWorkloads validates the configured workloads, DefaultWorkload among
+// them, and returns them in their index order.
+func (t *Transport) addWorkloads(cfg *config) []*workloadState {
 	if _, ok := findWorkload(cfg.workloads, DefaultWorkload); !ok {
 		cfg.workloads = append([]namedWorkload{{name: DefaultWorkload}}, cfg.workloads...)
 	}
+	t.workloads = make(map[string]*workloadState, len(cfg.workloads))
 	var list []*workloadState
 	var reserves float64
 	for _, w := range cfg.workloads {
 		if err := w.validate(w.name); err != nil {
-			errs = append(errs, err)
+			cfg.errs = append(cfg.errs, err)
 		}
 		reserves += w.Reserve
 		ws := &workloadState{Workload: w.Workload, name: w.name, index: len(list)}
 		ws.waiting.max, ws.waiting.policy = w.MaxWaiting, w.WhenFull
 		if err := t.initBudget(ws); err != nil {
-			errs = append(errs, err)
+			cfg.errs = append(cfg.errs, err)
 		}
 		list = append(list, ws)
 		t.current = append(t.current, w.Workload)
 		t.workloads[w.name] = ws
 	}
 	if reserves > 1+1e-9 {
-		errs = append(errs, fmt.Errorf("the workloads' reserves add up to %v; they must add up to at most 1", reserves))
+		cfg.errs = append(cfg.errs, fmt.Errorf("the workloads' reserves add up to %v; they must add up to at most 1", reserves))
 	}
 	t.defaultWorkload = t.workloads[DefaultWorkload]
+	return list
+}
+
+// addScopes validates the configured scopes and sets each one's shares of
+// the workloads.
+func (t *Transport) addScopes(cfg *config, workloads []*workloadState) {
+	t.scopes = make(map[string]*scopeClass, len(cfg.scopes))
 	for _, s := range cfg.scopes {
-		class := newScopeClass(s, cfg.headroom, list, cfg.clock)
+		class := newScopeClass(s, cfg.headroom, workloads, cfg.clock)
 		if err := class.validate(); err != nil {
-			errs = append(errs, err)
+			cfg.errs = append(cfg.errs, err)
 		}
 		t.scopes[s.Name] = class
 	}
 	t.defaultClass = t.scopes[DefaultScope]
-	if !cfg.noRetry || cfg.idempotencyKey {
-		p := cfg.retry.withDefaults()
-		if cfg.noRetry {
-			p.MaxAttempts = 1 // only the key is wanted
-		}
-		if err := p.validate(); err != nil {
-			errs = append(errs, err)
-		}
-		t.retry = &retrier{RetryPolicy: p, injectKey: cfg.idempotencyKey}
-		for _, class := range t.scopes {
-			class.retryCredit.Store(int64(p.Budget.Min) * retryUnit)
-		}
+}
+
+// retrier returns the retrier that goes around every attempt: nil when a
+// call is sent once as it is. With retries off, WithIdempotencyKey still
+// needs it, to add the key; it then makes one attempt.
+func (cfg *config) retrier(scopes map[string]*scopeClass) *retrier {
+	if !cfg.retries && !cfg.idempotencyKey {
+		return nil
 	}
-	if err := errors.Join(errs...); err != nil {
-		t.err = fmt.Errorf("pacer: invalid configuration: %w", err)
+	p := cfg.retry.withDefaults()
+	if !cfg.retries {
+		p.MaxAttempts = 1
 	}
-	for _, w := range cfg.warnings() {
-		t.log.Warn("pacer: " + w)
+	if err := p.validate(); err != nil {
+		cfg.errs = append(cfg.errs, err)
 	}
-	if cfg.concurrencyZero {
-		t.log.Info("pacer: WithConcurrency(0) sets no cap on the calls in flight on DefaultScope; 0 means no cap")
+	for _, class := range scopes {
+		class.retryCredit.Store(int64(p.Budget.Min) * retryUnit)
 	}
-	return t
+	return &retrier{RetryPolicy: p, injectKey: cfg.idempotencyKey}
 }
 
 // isNil reports whether rt is an interface holding a nil pointer, func, map
