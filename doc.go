@@ -5,26 +5,46 @@
 // Wrap any http.Client, or an official SDK's, and every call is paced below
 // the provider's published limit, capped in flight, charged to its
 // workload's share and budget, informed by the provider's Retry-After and
-// RateLimit headers, and retried only when it is safe to send twice:
+// RateLimit headers, and retried only when it is safe to send twice.
+//
+// Most callers need five things: New with the provider's limit (WithLimit,
+// or a preset from providers/...), Err to check the configuration when the
+// program starts, Client for the *http.Client to use, ContextWithWorkload
+// to say which workload a call belongs to, and errors.Is on what comes back
+// (ErrThrottled, ErrBudgetExhausted):
 //
 //	t := pacer.New(nil,
 //		pacer.WithLimit(pacer.PerMinute(3500)),
 //		pacer.WithConcurrency(50),
 //		pacer.WithWorkload("interactive", pacer.Workload{Reserve: 0.3}))
+//	if err := t.Err(); err != nil {
+//		log.Fatal(err) // a configuration mistake: it never panics
+//	}
 //	client := t.Client()
+//	req, _ := http.NewRequestWithContext(
+//		pacer.ContextWithWorkload(ctx, "interactive"), "GET", url, nil)
+//	resp, err := client.Do(req)
+//	if errors.Is(err, pacer.ErrThrottled) {
+//		// not sent: the wait could not end before ctx's deadline
+//	}
+//
+// Everything else is for when that is not enough: more scopes and routes,
+// budgets in money, a store shared by a fleet, permits for calls that are
+// not HTTP, observers and metrics.
 //
 // # The path of a request
 //
 // RoundTrip, in transport.go, takes each request through the same steps:
-// route it to the scopes it is charged to and its cost on each (scope.go);
-// read its workload from the context (workload.go); spend the workload's
-// budget; admit it — a concurrency slot and tokens on every scope, all or
-// none, higher-reserve workloads first, failing at once when the wait cannot
-// end before the context's deadline (admission.go, waitqueue.go,
-// concurrency.go); send it; learn from the response's headers (adaptive.go,
-// retryafter.go, ratelimit_headers.go); retry it if that is safe (retry.go);
-// and hand back the response with its body wrapped, so the call's slot is
-// released exactly once, when the body is closed or read to its end.
+// route it to the scopes it is charged to and its cost on each (route.go,
+// scope.go); read its workload from the context (workload.go); spend the
+// workload's budget (budget.go); admit it — a concurrency slot and tokens on
+// every scope, all or none, higher-reserve workloads first, failing at once
+// when the wait cannot end before the context's deadline (admission.go,
+// waitqueue.go, concurrency.go); send it; learn from the response's headers
+// (adaptive.go, retryafter.go, ratelimit_headers.go); retry it if that is
+// safe (retry.go); and hand back the response with its body wrapped, so the
+// call's slot is released exactly once, when the body is closed or read to
+// its end. A pooled call carries the request through (call.go).
 //
 // # Calls that are not HTTP
 //
