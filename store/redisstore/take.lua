@@ -18,10 +18,12 @@
 -- tokens = min(burst, tokens + elapsed*rate); a window bucket is full again
 -- once its window has passed; a lowered burst applies at once.
 --
--- Replies are strings, because Redis truncates Lua numbers to integers:
--- take  -> {"1", now in µs} granted, or {"0", blocked (0-based), wait in ns or "-1" for never}
+-- Replies are arrays of integers (Redis truncates a Lua number to an
+-- integer, and every number replied is one: times in µs, a wait rounded up
+-- to ns), which the client reads without parsing or allocating strings:
+-- take  -> {1, now in µs} granted, or {0, blocked (0-based), wait in ns or -1 for never}
 -- peek  -> as take, without the now
--- other -> {"1"}
+-- other -> {1}
 --
 -- A wait saturates at LONGEST, pacer.LongestWait (2^62 ns): a rate too small
 -- to divide by, or a window of centuries, must not overflow the reply. A TTL
@@ -117,10 +119,10 @@ if mode == 'take' or mode == 'peek' then
     end
   end
   if blocked ~= -1 then
-    return {'0', tostring(blocked - 1), string.format('%.0f', longest)}
+    return {0, blocked - 1, longest}
   end
   if mode == 'peek' then
-    return {'1'}
+    return {1}
   end
   for i = 1, n do
     if cost[i] > 0 then
@@ -128,7 +130,7 @@ if mode == 'take' or mode == 'peek' then
       save(i)
     end
   end
-  return {'1', string.format('%.0f', now)}
+  return {1, now}
 elseif mode == 'refund' or mode == 'undo' then
   local took = tonumber(ARGV[3 + 5 * n])
   for i = 1, n do
@@ -140,7 +142,7 @@ elseif mode == 'refund' or mode == 'undo' then
       end
     end
   end
-  return {'1'}
+  return {1}
 elseif mode == 'clamp' then
   for i = 1, n do
     level(i)
@@ -149,6 +151,6 @@ elseif mode == 'clamp' then
     end
     save(i)
   end
-  return {'1'}
+  return {1}
 end
 return redis.error_reply('pacer: unknown mode ' .. tostring(mode))
