@@ -87,7 +87,9 @@ local function save(i)
     ttl = 86400000 -- never refills: keep it a day, then forgive
   end
   ttl = math.min(MAX_TTL, math.max(1000, math.ceil(ttl)))
-  redis.call('HSET', KEYS[i], 't', string.format('%.17g', tok), 's', string.format('%.0f', st))
+  -- redis.call writes a number as '%.17g' would, which reads back the same
+  -- double, without making a Lua string of it first.
+  redis.call('HSET', KEYS[i], 't', tok, 's', st)
   redis.call('PEXPIRE', KEYS[i], ttl)
 end
 
