@@ -24,7 +24,7 @@ import (
 func benchCluster(b *testing.B) (*redis.ClusterClient, *roundTrips) {
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: testservers.RedisClusterAddrs(b), PoolSize: callers})
 	b.Cleanup(func() { cc.Close() })
-	rt := &roundTrips{}
+	rt := &roundTrips{client: cc}
 	cc.AddHook(rt)
 	return cc, rt
 }
