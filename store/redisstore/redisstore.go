@@ -155,8 +155,8 @@ var takeLua string
 var script = redis.NewScript(takeLua)
 
 // The command's fixed arguments, boxed once: putting a string in an
-// interface allocates, and a decision's client-side cost is mostly
-// allocations (see BENCHMARKS.md).
+// interface allocates, and allocations were most of what a decision cost
+// the client beyond its system calls (see BENCHMARKS.md).
 var (
 	argEvalSha any = "evalsha"
 	argEval    any = "eval"
