@@ -24,7 +24,7 @@ import (
 func benchCluster(b *testing.B) (*redis.ClusterClient, *roundTrips) {
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: testservers.RedisClusterAddrs(b), PoolSize: callers})
 	b.Cleanup(func() { cc.Close() })
-	rt := &roundTrips{}
+	rt := &roundTrips{client: cc}
 	cc.AddHook(rt)
 	return cc, rt
 }
@@ -43,7 +43,12 @@ func BenchmarkRedisstoreClusterTwoScopes(b *testing.B) {
 
 func BenchmarkRedisRateCluster(b *testing.B) {
 	cc, rt := benchCluster(b)
-	benchRedisRate(b, cc, rt)
+	benchRedisRate(b, cc, rt, 1e9)
+}
+
+func BenchmarkRedisRateClusterWrites(b *testing.B) {
+	cc, rt := benchCluster(b)
+	benchRedisRate(b, cc, rt, 1e6)
 }
 
 // keys is how many buckets the spread benchmarks cycle through: a scope

@@ -25,9 +25,11 @@ func (s *Store) takeEach(ctx context.Context, now time.Time, demands []pacer.Dem
 		reply, err := s.run(ctx, "take", now, demands[i:i+1], nil, "")
 		var d pacer.Decision
 		if err == nil {
-			d, took[i], err = decision(reply, 1)
-			if err == nil && d.OK && took[i] == "" {
-				err = fmt.Errorf("redisstore: unexpected reply %q to a take", reply)
+			d, err = decision(reply, 1)
+			if err == nil && d.OK {
+				if took[i] = tookOf(reply); took[i] == "" {
+					err = fmt.Errorf("redisstore: unexpected reply %v to a take", reply)
+				}
 			}
 		}
 		if err != nil {
@@ -61,7 +63,7 @@ func (s *Store) denied(ctx context.Context, now time.Time, demands []pacer.Deman
 		if jobs[k].mode != "peek" || r.err != nil {
 			continue
 		}
-		if d, _, err := decision(r.reply, 1); err == nil && !d.OK {
+		if d, err := decision(r.reply, 1); err == nil && !d.OK {
 			waits[jobs[k].i] = d.Wait
 		}
 	}
@@ -85,7 +87,7 @@ type job struct {
 }
 
 type result struct {
-	reply []string
+	reply []int64
 	err   error
 }
 
@@ -108,10 +110,10 @@ func (s *Store) each(ctx context.Context, now time.Time, demands []pacer.Demand,
 		return results
 	}
 	pipe := s.client.Pipeline()
-	cmds := make([]*redis.Cmd, len(jobs))
+	cmds := make([]*redis.IntSliceCmd, len(jobs))
 	for k, j := range jobs {
-		keys, args := s.scriptArgs(j.mode, now, demands[j.i:j.i+1], nil, j.took)
-		cmds[k] = pipe.EvalSha(ctx, script.Hash(), keys, args...)
+		cmds[k] = s.command(ctx, j.mode, now, demands[j.i:j.i+1], nil, j.took)
+		_ = pipe.Process(ctx, cmds[k])
 	}
 	pipe.Exec(ctx) // each command keeps its own error
 	failed := false
@@ -121,7 +123,7 @@ func (s *Store) each(ctx context.Context, now time.Time, demands []pacer.Demand,
 			results[k].reply, results[k].err = s.run(ctx, j.mode, now, demands[j.i:j.i+1], nil, j.took)
 			continue
 		}
-		results[k].reply, results[k].err = c.StringSlice()
+		results[k].reply, results[k].err = c.Result()
 		if results[k].err != nil {
 			failed = true
 			results[k].err = fmt.Errorf("redisstore: %s: %w", j.mode, results[k].err)

@@ -9,7 +9,8 @@
 // and sent again with EVAL when the server answers NOSCRIPT (after a restart
 // or SCRIPT FLUSH): one round trip, atomic across every bucket a request is
 // charged to — on a Cluster, across the buckets of one call that share a
-// slot (see Atomicity).
+// slot (see Atomicity). The script replies with integers, which the client
+// reads into an []int64 without making a string of them.
 //
 // # Time
 //
@@ -153,6 +154,17 @@ var takeLua string
 
 var script = redis.NewScript(takeLua)
 
+// The command's fixed arguments, boxed once: putting a string in an
+// interface allocates, and allocations were most of what a decision cost
+// the client beyond its system calls (see BENCHMARKS.md).
+var (
+	argEvalSha any = "evalsha"
+	argEval    any = "eval"
+	argSHA     any = script.Hash()
+	argScript  any = takeLua
+	argNoNow   any = ""
+)
+
 // Store is a pacer.Store in Redis. It is safe for concurrent use.
 type Store struct {
 	client      redis.UniversalClient
@@ -228,6 +240,10 @@ const maxPlainKey = 256
 // Key returns the Redis key of the bucket of scope and key: see the package
 // doc's Keys.
 func (s *Store) Key(scope, key string) string {
+	if !s.spread && len(scope)+len(key) <= maxPlainKey {
+		// The common case as one concatenation: one allocation.
+		return "{" + s.prefix + "}:" + strconv.Itoa(len(scope)) + ":" + scope + ":" + key
+	}
 	name := strconv.Itoa(len(scope)) + ":" + scope + ":" + key
 	if len(scope)+len(key) > maxPlainKey {
 		sum := sha256.Sum256([]byte(name))
@@ -260,32 +276,32 @@ func (s *Store) Take(ctx context.Context, now time.Time, demands []pacer.Demand)
 	if err != nil {
 		return pacer.Decision{}, err
 	}
-	d, _, err := decision(reply, len(demands))
-	return d, err
+	return decision(reply, len(demands))
 }
 
-// decision reads the reply of a take or a peek of n demands, and for a
-// granted take the server's time of it.
-func decision(reply []string, n int) (d pacer.Decision, took string, err error) {
-	if len(reply) >= 1 && len(reply) <= 2 && reply[0] == "1" {
-		if len(reply) == 2 {
-			took = reply[1]
-		}
-		return pacer.Decision{OK: true}, took, nil
+// decision reads the reply of a take or a peek of n demands (see take.lua):
+// {1} or {1, time} granted, {0, blocked, wait} denied.
+func decision(reply []int64, n int) (pacer.Decision, error) {
+	if len(reply) >= 1 && len(reply) <= 2 && reply[0] == 1 {
+		return pacer.Decision{OK: true}, nil
 	}
-	if len(reply) != 3 {
-		return pacer.Decision{}, "", fmt.Errorf("redisstore: unexpected reply %q", reply)
+	if len(reply) != 3 || reply[0] != 0 || reply[1] < 0 || reply[1] >= int64(n) || reply[2] < -1 {
+		return pacer.Decision{}, fmt.Errorf("redisstore: unexpected reply %v", reply)
 	}
-	blocked, err1 := strconv.Atoi(reply[1])
-	wait, err2 := strconv.ParseInt(reply[2], 10, 64)
-	if err := errors.Join(err1, err2); err != nil || blocked < 0 || blocked >= n {
-		return pacer.Decision{}, "", fmt.Errorf("redisstore: unexpected reply %q", reply)
-	}
-	d = pacer.Decision{Blocked: blocked, Wait: time.Duration(wait)}
-	if wait < 0 {
+	d := pacer.Decision{Blocked: int(reply[1]), Wait: time.Duration(reply[2])}
+	if reply[2] == -1 {
 		d.Wait = pacer.Never
 	}
-	return d, "", nil
+	return d, nil
+}
+
+// tookOf returns the server's time of a granted take, as the undo of that
+// take sends it back; "" if the reply carries none.
+func tookOf(reply []int64) string {
+	if len(reply) != 2 || reply[0] != 1 {
+		return ""
+	}
+	return strconv.FormatInt(reply[1], 10)
 }
 
 // Refund implements pacer.Store.
@@ -362,7 +378,7 @@ func costly(demands []pacer.Demand) int {
 // caller's, not an outage: it matches pacer.ErrInvalidDemand. Every other
 // error reply (LOADING, BUSY, READONLY, OOM, CLUSTERDOWN...) and every
 // network error says the store cannot serve anyone.
-func (s *Store) run(ctx context.Context, mode string, now time.Time, demands []pacer.Demand, level *float64, took string) ([]string, error) {
+func (s *Store) run(ctx context.Context, mode string, now time.Time, demands []pacer.Demand, level *float64, took string) ([]int64, error) {
 	for i := range demands {
 		if err := demands[i].Validate(); err != nil {
 			return nil, fmt.Errorf("redisstore: %s: %w", mode, err)
@@ -371,8 +387,14 @@ func (s *Store) run(ctx context.Context, mode string, now time.Time, demands []p
 	if level != nil && math.IsNaN(*level) {
 		return nil, fmt.Errorf("redisstore: %s: %w: the level is NaN", mode, pacer.ErrInvalidDemand)
 	}
-	keys, args := s.scriptArgs(mode, now, demands, level, took)
-	reply, err := script.Run(ctx, s.client, keys, args...).StringSlice()
+	cmd := s.command(ctx, mode, now, demands, level, took)
+	_ = s.client.Process(ctx, cmd)
+	// (HasErrorPrefix allocates, even for no error.)
+	if cmd.Err() != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		cmd = withSource(ctx, cmd)
+		_ = s.client.Process(ctx, cmd)
+	}
+	reply, err := cmd.Result()
 	if err != nil {
 		var rerr redis.Error
 		if errors.As(err, &rerr) && strings.Contains(rerr.Error(), "user_script") {
@@ -384,28 +406,70 @@ func (s *Store) run(ctx context.Context, mode string, now time.Time, demands []p
 	return reply, nil
 }
 
-// scriptArgs returns the script's KEYS and ARGV (see take.lua).
-func (s *Store) scriptArgs(mode string, now time.Time, demands []pacer.Demand, level *float64, took string) ([]string, []any) {
-	keys := make([]string, len(demands))
-	args := make([]any, 0, 3+5*len(demands))
-	args = append(args, mode, "")
-	if s.callerClock {
-		args[1] = strconv.FormatInt(now.UnixMicro(), 10)
+// command returns the EVALSHA of the script on demands (see take.lua for
+// its KEYS and ARGV). It is built by hand rather than with Script.Run so
+// that the reply is read as integers (an IntSliceCmd, not a Cmd of boxed
+// values), and so that the arguments cost few allocations: the fixed ones
+// are boxed once, and the numbers of every demand are copied into one
+// array that the arguments point into (go-redis writes a *float64 as the
+// shortest decimal that reads back as the same double).
+func (s *Store) command(ctx context.Context, mode string, now time.Time, demands []pacer.Demand, level *float64, took string) *redis.IntSliceCmd {
+	n := len(demands)
+	args := make([]any, 0, 5+6*n+1)
+	args = append(args, argEvalSha, argSHA, n)
+	for i := range demands {
+		args = append(args, s.Key(demands[i].Scope, demands[i].Key))
 	}
+	args = append(args, boxMode(mode), argNoNow)
+	if s.callerClock {
+		args[len(args)-1] = now.UnixMicro()
+	}
+	nums := make([]float64, 4*n)
 	for i := range demands {
 		d := &demands[i]
-		keys[i] = s.Key(d.Scope, d.Key)
-		cost := d.Cost
+		f := nums[4*i : 4*i+4 : 4*i+4]
+		f[0], f[1], f[2], f[3] = d.Rate, d.Burst, d.Cost, d.Floor
 		if level != nil {
-			cost = *level
+			f[2] = *level
 		}
-		args = append(args, formatFloat(d.Rate), formatFloat(d.Burst),
-			strconv.FormatInt(d.Window.Microseconds(), 10), formatFloat(cost), formatFloat(d.Floor))
+		// A window of zero (most buckets) boxes without allocating.
+		args = append(args, &f[0], &f[1], d.Window.Microseconds(), &f[2], &f[3])
 	}
 	if took != "" {
 		args = append(args, took)
 	}
-	return keys, args
+	cmd := redis.NewIntSliceCmd(ctx, args...)
+	cmd.SetFirstKeyPos(3) // for a Cluster client: the slot is the first key's
+	return cmd
+}
+
+// withSource returns cmd as an EVAL that carries the script, for a server
+// that answered NOSCRIPT.
+func withSource(ctx context.Context, cmd *redis.IntSliceCmd) *redis.IntSliceCmd {
+	args := append([]any{argEval, argScript}, cmd.Args()[2:]...)
+	c := redis.NewIntSliceCmd(ctx, args...)
+	c.SetFirstKeyPos(3)
+	return c
+}
+
+// boxMode returns mode in an interface; the script's modes are constants,
+// which box without allocating.
+func boxMode(mode string) any {
+	switch mode {
+	case "take":
+		return "take"
+	case "peek":
+		return "peek"
+	case "refund":
+		return "refund"
+	case "undo":
+		return "undo"
+	case "clamp":
+		return "clamp"
+	case "adjust":
+		return "adjust"
+	}
+	return mode
 }
 
 // reloadSlots asks a Cluster client to learn again which node serves which
@@ -420,6 +484,3 @@ func (s *Store) reloadSlots() {
 		c.ReloadState(context.Background())
 	}
 }
-
-// formatFloat formats f so that Lua's tonumber reads back the same double.
-func formatFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }

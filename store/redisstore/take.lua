@@ -21,10 +21,12 @@
 -- tokens = min(burst, tokens + elapsed*rate); a window bucket is full again
 -- once its window has passed; a lowered burst applies at once.
 --
--- Replies are strings, because Redis truncates Lua numbers to integers:
--- take  -> {"1", now in µs} granted, or {"0", blocked (0-based), wait in ns or "-1" for never}
+-- Replies are arrays of integers (Redis truncates a Lua number to an
+-- integer, and every number replied is one: times in µs, a wait rounded up
+-- to ns), which the client reads without parsing or allocating strings:
+-- take  -> {1, now in µs} granted, or {0, blocked (0-based), wait in ns or -1 for never}
 -- peek  -> as take, without the now
--- other -> {"1"}
+-- other -> {1}
 --
 -- A wait saturates at LONGEST, pacer.LongestWait (2^62 ns): a rate too small
 -- to divide by, or a window of centuries, must not overflow the reply. A TTL
@@ -88,7 +90,9 @@ local function save(i)
     ttl = 86400000 -- never refills: keep it a day, then forgive
   end
   ttl = math.min(MAX_TTL, math.max(1000, math.ceil(ttl)))
-  redis.call('HSET', KEYS[i], 't', string.format('%.17g', tok), 's', string.format('%.0f', st))
+  -- redis.call writes a number as '%.17g' would, which reads back the same
+  -- double, without making a Lua string of it first.
+  redis.call('HSET', KEYS[i], 't', tok, 's', st)
   redis.call('PEXPIRE', KEYS[i], ttl)
 end
 
@@ -120,10 +124,10 @@ if mode == 'take' or mode == 'peek' then
     end
   end
   if blocked ~= -1 then
-    return {'0', tostring(blocked - 1), string.format('%.0f', longest)}
+    return {0, blocked - 1, longest}
   end
   if mode == 'peek' then
-    return {'1'}
+    return {1}
   end
   for i = 1, n do
     if cost[i] > 0 then
@@ -131,7 +135,7 @@ if mode == 'take' or mode == 'peek' then
       save(i)
     end
   end
-  return {'1', string.format('%.0f', now)}
+  return {1, now}
 elseif mode == 'refund' or mode == 'undo' then
   local took = tonumber(ARGV[3 + 5 * n])
   for i = 1, n do
@@ -143,7 +147,7 @@ elseif mode == 'refund' or mode == 'undo' then
       end
     end
   end
-  return {'1'}
+  return {1}
 elseif mode == 'adjust' then
   for i = 1, n do
     if cost[i] ~= 0 then
@@ -152,7 +156,7 @@ elseif mode == 'adjust' then
       save(i)
     end
   end
-  return {'1'}
+  return {1}
 elseif mode == 'clamp' then
   for i = 1, n do
     level(i)
@@ -161,6 +165,6 @@ elseif mode == 'clamp' then
     end
     save(i)
   end
-  return {'1'}
+  return {1}
 end
 return redis.error_reply('pacer: unknown mode ' .. tostring(mode))
