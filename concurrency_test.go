@@ -312,34 +312,37 @@ func closeAll(open []*http.Response) {
 
 // A 429 that teaches nothing lowers the cap of a scope that limits only
 // concurrency, as it lowers a rate — the provider's real cap may be below
-// the configured one (Twilio and Stripe publish none) — and successes give
-// the slots back.
+// the configured one (Twilio and Stripe publish none) — and the slots come
+// back by time, not by successes.
 func TestA429LowersAConcurrencyCap(t *testing.T) {
-	api := &scriptedAPI{steps: []scripted{{status: http.StatusTooManyRequests}}}
-	tr := New(api, slotsOnly(10)...)
-	roundTrip(t, tr).Body.Close() // the 429
-	open := openCalls(t, tr, context.Background(), 8)
-	if err := get(tr, context.Background(), "http://api.test/"); !errors.Is(err, ErrThrottled) {
-		t.Fatalf("a ninth call: err = %v, want throttled: 85%% of 10 slots is 8", err)
-	}
-	closeAll(open)
-	for range 1000 { // about 800 successes climb back from one cut
-		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
-	}
-	closeAll(openCalls(t, tr, context.Background(), 10))
+	synctest.Test(t, func(t *testing.T) {
+		api := &scriptedAPI{steps: []scripted{{status: http.StatusTooManyRequests}}}
+		tr := New(api, slotsOnly(10)...)
+		roundTrip(t, tr).Body.Close() // the 429
+		open := openCalls(t, tr, context.Background(), 8)
+		if err := get(tr, context.Background(), "http://api.test/"); !errors.Is(err, ErrThrottled) {
+			t.Fatalf("a ninth call: err = %v, want throttled: 85%% of 10 slots is 8", err)
+		}
+		closeAll(open)
+		time.Sleep(cheapRecovery)
+		closeAll(openCalls(t, tr, context.Background(), 10))
+	})
 }
 
 // A lowered cap lowers the reserved slots in proportion, so a workload
 // without a reserve is never left with none.
 func TestALoweredCapLeavesRoomForEveryWorkload(t *testing.T) {
-	api := &scriptedAPI{steps: []scripted{{status: http.StatusTooManyRequests}, {status: http.StatusTooManyRequests}, {status: http.StatusTooManyRequests}}}
-	tr := New(api, append(slotsOnly(4), WithWorkload("interactive", Workload{Reserve: 0.5}))...)
-	for range 3 { // three cuts: 4 slots at 0.85³ = 0.61 is 2, of which 1 reserved
-		roundTrip(t, tr).Body.Close()
-	}
-	open := openCalls(t, tr, context.Background(), 1)
-	if err := get(tr, context.Background(), "http://api.test/"); !errors.Is(err, ErrThrottled) {
-		t.Fatalf("a second call of the default workload: err = %v, want throttled", err)
-	}
-	closeAll(append(open, openCalls(t, tr, ContextWithWorkload(context.Background(), "interactive"), 1)...))
+	synctest.Test(t, func(t *testing.T) {
+		api := &scriptedAPI{steps: []scripted{{status: http.StatusTooManyRequests}, {status: http.StatusTooManyRequests}, {status: http.StatusTooManyRequests}}}
+		tr := New(api, append(slotsOnly(4), WithWorkload("interactive", Workload{Reserve: 0.5}))...)
+		for range 3 { // three cuts, a second apart: 4 slots at about 0.85³ is 2, of which 1 reserved
+			roundTrip(t, tr).Body.Close()
+			time.Sleep(time.Second)
+		}
+		open := openCalls(t, tr, context.Background(), 1)
+		if err := get(tr, context.Background(), "http://api.test/"); !errors.Is(err, ErrThrottled) {
+			t.Fatalf("a second call of the default workload: err = %v, want throttled", err)
+		}
+		closeAll(append(open, openCalls(t, tr, ContextWithWorkload(context.Background(), "interactive"), 1)...))
+	})
 }

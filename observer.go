@@ -21,6 +21,8 @@ type Event struct {
 	Status   int           // EventRejected: the provider's status
 	Attempt  int           // EventRetried: the attempt about to be made, 2 or more
 	Err      error         // EventThrottled, EventStoreFailure: what happened
+	Rate     float64       // EventPaceChanged: the scope's pace now, in units a second
+	Reason   string        // EventPaceChanged: why the pace changed
 }
 
 // An EventKind says what kind of thing happened.
@@ -36,9 +38,10 @@ const (
 	EventRetried                          // a call is about to be sent again
 	EventBudgetExhausted                  // a workload's budget refused a call
 	EventStoreFailure                     // the store failed to answer
+	EventPaceChanged                      // what the provider said changed a scope's pace
 )
 
-var eventNames = [...]string{"admitted", "waited", "throttled", "rejected", "cooldown_started", "cooldown_ended", "retried", "budget_exhausted", "store_failure"}
+var eventNames = [...]string{"admitted", "waited", "throttled", "rejected", "cooldown_started", "cooldown_ended", "retried", "budget_exhausted", "store_failure", "pace_changed"}
 
 // String returns the kind's name in snake case, fit for a metric label.
 func (k EventKind) String() string {

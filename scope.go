@@ -81,6 +81,8 @@ type scopeClass struct {
 	Scope
 	retryCredit    atomic.Int64 // retries the scope may make, in retryUnits
 	rate, burst    float64      // the pace, after headroom
+	raw            float64      // the limit, in units a second, before headroom
+	edgeBurst      float64      // the burst while the provider reports what remains (edgeBurst)
 	countsRequests bool         // Unit is UnitRequests
 	sharesSlots    bool         // some workload reserves or caps slots
 	// Per workload, by index: the share of the burst others reserve; the
@@ -109,6 +111,10 @@ func newScopeClass(s Scope, headroom float64, workloads []*workloadState, clock 
 	c := &scopeClass{Scope: s, keyed: make(map[string]*scopeState), clock: clock}
 	c.rate, c.burst = s.Limit.pace(headroom)
 	c.countsRequests = s.Unit == UnitRequests
+	if c.rate > 0 {
+		c.raw = float64(s.Limit.Count) / s.Limit.Per.Seconds()
+		c.edgeBurst = edgeBurst(c.countsRequests, float64(s.Limit.Count), c.burst)
+	}
 	n := len(workloads)
 	c.othersReserve = make([]float64, n)
 	c.reservedSlots = make([]int, n)
