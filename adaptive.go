@@ -206,6 +206,11 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 				c.paceChanged(s, "the provider reports what remains until its reset")
 			}
 		}
+		if q.Reset > 0 {
+			// A 429 that says what remains until when is the remaining
+			// count's lesson, which paces the scope: no cut on top.
+			taught = true
+		}
 		if q.Remaining == 0 && q.Reset > 0 {
 			if pause := pauseForNoneLeft(q.Reset, t.maxWait); pause > 0 {
 				c.coolDown(s, now, pause)
@@ -213,7 +218,6 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 				// restart is paced, at the pace after the reset.
 				left = min(left, -s.blindRate()*pause.Seconds())
 			}
-			taught = true
 		}
 		c.clamp(ctx, now, i, left)
 	}

@@ -34,12 +34,15 @@ type toldPace struct {
 // remaining count, to measure how fast the provider gives quota back.
 // Under the scope state's mu.
 type remainingReports struct {
-	at        int64   // UnixNano of the last report
-	remaining float64 // the count it gave
-	spent     int64   // the scope's spent units when the call it answered was admitted
-	supply    float64 // units a second the provider adds back, less what others take
-	known     bool    // supply has a first measurement
-	peak      float64 // the largest count seen, for a limit that is not published
+	at           int64   // UnixNano of the last report
+	remaining    float64 // the count it gave
+	spent        int64   // the scope's spent units when the call it answered was admitted
+	supply       float64 // units a second the provider adds back, less what others take
+	interval     float64 // seconds between reports, averaged
+	latest       int64   // the spent units of the latest report taken
+	reportsSince int     // reports since the anchor (at, remaining, spent)
+	known        bool    // supply has a first measurement
+	peak         float64 // the largest count seen, for a limit that is not published
 
 	// The window the provider does not state, from successive resets.
 	lastReset int64         // UnixNano of the latest reset seen
@@ -65,7 +68,10 @@ func (s *scopeState) basePace(now time.Time) (rate, burst float64) {
 				// the limit, as Limit's doc says of the blind headroom.
 				rate, burst = raw*toldHeadroom, edgeBurst
 			}
-			rate = min(rate, tp.rate)
+			// A call that waits at the reported pace wakes by the time the
+			// report runs out, to pace itself anew: nothing else wakes it
+			// when no call is in flight.
+			rate = min(rate, max(tp.rate, burst*1e9/float64(tp.until-now.UnixNano())))
 		} else {
 			s.told.CompareAndSwap(tp, nil)
 		}
@@ -120,29 +126,39 @@ func (s *scopeState) reportRemaining(now time.Time, remaining int64, reset time.
 	o := &s.reports
 	r := float64(remaining)
 	o.peak = max(o.peak, r)
-	if spentAt < o.spent {
+	if spentAt < o.latest {
 		s.mu.Unlock()
 		return 0, false // an answer overtaken by a later one: old news
 	}
-	if o.at != 0 && local {
+	o.latest = spentAt
+	if o.at != 0 && local && spentAt >= o.spent {
 		dt := float64(now.UnixNano()-o.at) / 1e9
 		gain := r - o.remaining + float64(spentAt-o.spent)
 		// A gain of a large part of the limit at once is a fixed window
 		// refilled at its reset, not a rate: spreading takes care of it.
 		jump := max(3, 0.2*math.Max(float64(limit), o.peak))
 		if dt > 0 && gain <= jump {
-			w := min(1, dt/supplyTime.Seconds())
+			// Averaged over several reports, at least supplyTime: one
+			// report's count is rounded to a whole call, and calls are
+			// answered in another order than they were admitted in.
+			o.interval += (dt - o.interval) / 8
+			w := min(1, dt/max(supplyTime.Seconds(), 8*o.interval))
 			if !o.known {
-				w = 1
+				w, o.interval = 1, dt
 			}
 			o.supply += w * (gain/dt - o.supply)
 			o.known = true
 		}
 	}
-	o.at, o.remaining, o.spent = now.UnixNano(), r, spentAt
-	supply := 0.0
+	if dt := now.UnixNano() - o.at; o.at == 0 || dt > 0 || spentAt > o.spent {
+		o.at, o.remaining, o.spent = now.UnixNano(), r, spentAt
+	}
+	// Never below nothing: a neighbour's share is already out of what
+	// remains, and a negative measure is as likely the noise of calls
+	// answered out of order, which would stall the scope.
+	supply, first := 0.0, !o.known
 	if local && o.known {
-		supply = o.supply
+		supply = max(0, o.supply)
 	}
 	s.mu.Unlock()
 
@@ -151,15 +167,23 @@ func (s *scopeState) reportRemaining(now time.Time, remaining int64, reset time.
 		margin = max(1, remainingMargin*float64(limit))
 	}
 	left := r - float64(s.spent.Load()-spentAt)
-	spread := reset + wholeSecondSlack(reset)
-	rate := supply + (left-margin)/spread.Seconds()
+	// Spread over the reset as stated: a whole-second reset may be up to a
+	// second later, but spending what is left a little early is safe (the
+	// clamp keeps the bucket within it), and spreading it over the longer
+	// time would leave a one-second window half used.
+	rate := supply + (left-margin)/reset.Seconds()
+	if first && local {
+		// What the provider adds back is not measured yet: until the next
+		// report, the clamp alone guards, at the blind pace.
+		rate = max(rate, s.blindRate())
+	}
 	// However little is left, the scope sends again within the maximum
 	// wait, and a corrected report can teach it back.
 	rate = max(rate, s.floorRate(maxWait))
 	// A report holds until its reset, at the latest; one that says none is
 	// left, only while the reset plausibly lies ahead (pauseForNoneLeft):
 	// then the scope probes at its own pace.
-	hold := min(spread, maxWait)
+	hold := min(reset+wholeSecondSlack(reset), maxWait)
 	if remaining == 0 {
 		hold = pauseForNoneLeft(reset, maxWait)
 	}
@@ -196,7 +220,7 @@ func edgeBurst(countsRequests bool, count, burst float64) float64 {
 
 // supplyTime is how long the measure of what a provider adds back takes to
 // follow a change.
-const supplyTime = time.Second
+const supplyTime = 100 * time.Millisecond
 
 // wholeSecondSlack is how late a reset given in whole seconds may be: a
 // reset written as Unix seconds, or measured against a Date header, is
