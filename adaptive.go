@@ -206,11 +206,9 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 				c.paceChanged(s, "the provider reports what remains until its reset")
 			}
 		}
-		if q.Reset > 0 {
-			// A 429 that says what remains until when is the remaining
-			// count's lesson, which paces the scope: no cut on top.
-			taught = true
-		}
+		// A 429 that says what remains is the remaining count's lesson,
+		// which paces the scope: no cut on top.
+		taught = true
 		if q.Remaining == 0 && q.Reset > 0 {
 			if pause := pauseForNoneLeft(q.Reset, t.maxWait); pause > 0 {
 				c.coolDown(s, now, pause)

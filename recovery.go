@@ -24,6 +24,7 @@ import (
 // loses every caller's time (costlyRecovery).
 const (
 	capacityHeadroom = 0.95
+	costlyHeadroom   = 0.9
 	shortHistoryCut  = 0.5
 	// cutFactor is the cut of a scope that limits only concurrency, which
 	// has no rate to measure a capacity in.
@@ -191,6 +192,11 @@ func (s *scopeState) cut(admittedAt int64, now time.Time, costly bool, maxWait t
 	case ok:
 		wmax = min(cur, accepted/base)
 		f0 = wmax * capacityHeadroom
+		if costly {
+			// The measure may hold a burst the server let through after
+			// the last pause, and the next refusal costs another pause.
+			f0 = wmax * costlyHeadroom
+		}
 	default:
 		wmax, f0 = cur, cur*shortHistoryCut
 	}

@@ -39,6 +39,7 @@ type remainingReports struct {
 	spent        int64   // the scope's spent units when the call it answered was admitted
 	supply       float64 // units a second the provider adds back, less what others take
 	interval     float64 // seconds between reports, averaged
+	first        int64   // UnixNano of the first report
 	latest       int64   // the spent units of the latest report taken
 	reportsSince int     // reports since the anchor (at, remaining, spent)
 	known        bool    // supply has a first measurement
@@ -89,7 +90,7 @@ func (s *scopeState) blindRate() float64 {
 }
 
 // pace returns the scope state's current pace: basePace, times the share
-// a cut left (recovery.go). The common case — nothing learned, nothing
+// a cut left (recovery.go) unless a live remaining count sets it. The common case — nothing learned, nothing
 // cut — reads two pointers and no clock.
 func (s *scopeState) pace() (rate, burst float64) {
 	if s.told.Load() == nil && s.recov.Load() == nil {
@@ -102,7 +103,12 @@ func (s *scopeState) pace() (rate, burst float64) {
 	now := s.class.clock.Now()
 	rate, burst = s.basePace(now)
 	if r := s.recov.Load(); r != nil {
-		rate *= s.factorOf(r, now.UnixNano())
+		f := s.factorOf(r, now.UnixNano())
+		if tp := s.told.Load(); tp == nil || now.UnixNano() >= tp.until {
+			// A live remaining count paces by what it says; a cut is
+			// for the pace without one.
+			rate *= f
+		}
 	}
 	return rate, burst
 }
@@ -156,7 +162,10 @@ func (s *scopeState) reportRemaining(now time.Time, remaining int64, reset time.
 	// Never below nothing: a neighbour's share is already out of what
 	// remains, and a negative measure is as likely the noise of calls
 	// answered out of order, which would stall the scope.
-	supply, first := 0.0, !o.known
+	if o.first == 0 {
+		o.first = now.UnixNano()
+	}
+	supply, first := 0.0, !o.known || now.UnixNano()-o.first < int64(trustAfter)
 	if local && o.known {
 		supply = max(0, o.supply)
 	}
@@ -171,22 +180,41 @@ func (s *scopeState) reportRemaining(now time.Time, remaining int64, reset time.
 	// second later, but spending what is left a little early is safe (the
 	// clamp keeps the bucket within it), and spreading it over the longer
 	// time would leave a one-second window half used.
-	rate := supply + (left-margin)/reset.Seconds()
-	if first && local {
-		// What the provider adds back is not measured yet: until the next
-		// report, the clamp alone guards, at the blind pace.
-		rate = max(rate, s.blindRate())
+	// A reset within a window of a second or two is as likely a sliding
+	// window's, which gives back what was spent a window ago, as a fixed
+	// one's: close the gap to the margin within half a second, and let the
+	// clamp and the margin guard; a far reset spreads what is left over it.
+	horizon := reset
+	if reset <= 2*time.Second {
+		horizon = min(reset, catchUpTime)
+	}
+	rate := supply + (left-margin)/horizon.Seconds()
+	if left < margin {
+		// Below the margin, slow down within a fraction of a second, not
+		// by the reset: on a sliding window the next call may be refused.
+		// But not below half the blind pace: the calls are what bring the
+		// news that the margin is back, and none left at all pauses the
+		// scope (pauseForNoneLeft) anyway.
+		rate = max(supply+(left-margin)/min(reset, deficitTime).Seconds(), s.blindRate()/2)
+	}
+	if blind := s.blindRate(); left >= margin && (first && local || left-margin >= (blind-supply)*reset.Seconds()) {
+		// What the provider adds back is not measured well yet, or what is left
+		// lasts until the reset at the blind pace: the report may raise
+		// the pace to the edge, not lower it below the blind one. The
+		// clamp guards meanwhile.
+		rate = max(rate, blind)
 	}
 	// However little is left, the scope sends again within the maximum
 	// wait, and a corrected report can teach it back.
 	rate = max(rate, s.floorRate(maxWait))
-	// A report holds until its reset, at the latest; one that says none is
-	// left, only while the reset plausibly lies ahead (pauseForNoneLeft):
-	// then the scope probes at its own pace.
-	hold := min(reset+wholeSecondSlack(reset), maxWait)
-	if remaining == 0 {
-		hold = pauseForNoneLeft(reset, maxWait)
+	// A report holds until its reset, at the latest.
+	if remaining == 0 && pauseForNoneLeft(reset, maxWait) > 0 {
+		// The scope pauses until the reset and probes at its own pace
+		// after it: the report sets no pace of its own.
+		s.told.Store(nil)
+		return 0, false
 	}
+	hold := min(reset+wholeSecondSlack(reset), maxWait)
 	edge := true
 	if c := s.class; c.rate > 0 && s.learned.Load() == nil && limit > int64(c.Limit.Count) {
 		edge = false
@@ -218,9 +246,22 @@ func edgeBurst(countsRequests bool, count, burst float64) float64 {
 	return min(burst, max(1, math.Floor((1-toldHeadroom)*count+1e-9)))
 }
 
+// trustAfter is how long a scope measures what the provider adds back
+// before that measure may slow it below its blind pace: at least one
+// window of a sliding-window counter, which adds nothing back in its first.
+const trustAfter = 1500 * time.Millisecond
+
+// catchUpTime is how soon a scope spends what remains beyond its margin
+// when the reset is a second or two away.
+const catchUpTime = 500 * time.Millisecond
+
+// deficitTime is how soon a scope that has spent into its margin gives it
+// back.
+const deficitTime = 250 * time.Millisecond
+
 // supplyTime is how long the measure of what a provider adds back takes to
 // follow a change.
-const supplyTime = 100 * time.Millisecond
+const supplyTime = 300 * time.Millisecond
 
 // wholeSecondSlack is how late a reset given in whole seconds may be: a
 // reset written as Unix seconds, or measured against a Date header, is
