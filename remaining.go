@@ -185,7 +185,7 @@ func (s *scopeState) reportRemaining(now time.Time, remaining int64, reset time.
 	// one's: close the gap to the margin within half a second, and let the
 	// clamp and the margin guard; a far reset spreads what is left over it.
 	horizon := reset
-	if reset <= 2*time.Second {
+	if reset <= 2*time.Second && !first {
 		horizon = min(reset, catchUpTime)
 	}
 	rate := supply + (left-margin)/horizon.Seconds()
@@ -197,7 +197,7 @@ func (s *scopeState) reportRemaining(now time.Time, remaining int64, reset time.
 		// scope (pauseForNoneLeft) anyway.
 		rate = max(supply+(left-margin)/min(reset, deficitTime).Seconds(), s.blindRate()/2)
 	}
-	if blind := s.blindRate(); left >= margin && (first && local || left-margin >= (blind-supply)*reset.Seconds()) {
+	if blind := s.blindRate(); left >= margin && left-margin >= (blind-supply)*reset.Seconds() {
 		// What the provider adds back is not measured well yet, or what is left
 		// lasts until the reset at the blind pace: the report may raise
 		// the pace to the edge, not lower it below the blind one. The
@@ -219,6 +219,10 @@ func (s *scopeState) reportRemaining(now time.Time, remaining int64, reset time.
 	if c := s.class; c.rate > 0 && s.learned.Load() == nil && limit > int64(c.Limit.Count) {
 		edge = false
 	}
+	// Not at the edge before what the provider gives back is measured:
+	// a sliding window that has been idle lets a whole window through,
+	// and the next one starts full.
+	edge = edge && !first
 	old := s.told.Swap(&toldPace{rate: rate, until: now.Add(hold).UnixNano(), edge: edge})
 	return rate, old == nil || old.until <= now.UnixNano()
 }
@@ -287,32 +291,31 @@ func pauseForNoneLeft(reset, maxWait time.Duration) time.Duration {
 
 // learnWindow learns the window of a limit published without one, from
 // successive resets: the reset moves on by one window each time one ends.
-// The shortest gap seen twice is taken (a gap may span windows in which the
-// scope sent nothing). resetAt is the reset on the server's clock. It
+// The shortest gap seen twice is taken, and replaced by a shorter one seen
+// twice later (a gap may span windows in which no answer gave a reset). resetAt is the reset on the server's clock. It
 // returns the window, once learned.
 func (s *scopeState) learnWindow(resetAt time.Time, whole bool) time.Duration {
 	at := resetAt.UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o := &s.reports
-	if o.window > 0 {
-		return o.window
-	}
 	last := o.lastReset
 	if at <= last {
-		return 0
+		return o.window
 	}
 	o.lastReset = at
 	if last == 0 {
-		return 0
+		return o.window
 	}
 	gap := time.Duration(at - last)
 	if whole {
 		gap = gap.Round(time.Second)
 	}
-	if gap < 900*time.Millisecond {
-		return 0 // the same window, read again through a truncated Date
+	if gap < 900*time.Millisecond || o.window > 0 && gap >= o.window {
+		return o.window // the same window read again, or nothing shorter
 	}
+	// A shorter gap seen twice replaces a window learned from longer ones
+	// (windows in which no answer gave a reset).
 	switch {
 	case gap == o.candidate:
 		o.window = gap

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"sync/atomic"
 	"time"
 
@@ -165,14 +164,6 @@ func NewClient(name string, cfg ClientConfig, base http.RoundTripper) (*http.Cli
 			release = func() { rdb.Close() }
 		}
 		tr := pacer.New(base, opts...)
-		if os.Getenv("PACER_BENCH_DEBUG") != "" {
-			go func() {
-				for range time.Tick(500 * time.Millisecond) {
-					s := tr.Stats().Scopes[0]
-					fmt.Fprintf(os.Stderr, "debug %s rate %.1f burst %.0f factor %.3f why %q cooldown %v\n", time.Now().Format("05.000"), s.Rate, s.Burst, s.Factor, s.Why, s.Cooldown)
-				}
-			}()
-		}
 		if err := tr.Err(); err != nil {
 			release()
 			return nil, nil, err

@@ -95,7 +95,6 @@ func run(o bench.Options, scenarioList, clientList, out string) error {
 			if err != nil {
 				return fmt.Errorf("scenario %d, %s: %w", sc.ID, c, err)
 			}
-			fmt.Fprintln(os.Stderr, r.PerSecond)
 			fmt.Fprintf(os.Stderr, "scenario %d %-13s accepted %5d  rejected %6d  failed %4d  goodput %.3f\n",
 				sc.ID, c, r.Accepted, r.Rejected(), r.Failed, r.Goodput())
 			results = append(results, r)
