@@ -20,7 +20,7 @@ type ScopeStats struct {
 	Unit string
 	Keys int // keyed buckets this process holds; 0 for a scope without keys
 
-	Rate    float64 // the pace now, in units a second, after learning and AIMD
+	Rate    float64 // the pace now, in units a second, after learning and any cut
 	Burst   float64
 	Learned bool    // the pace comes from a limit the provider published
 	Factor  float64 // the share of the rate a cut left (of the slots, for a scope without a rate), 1 when not cut

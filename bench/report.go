@@ -50,14 +50,9 @@ func writeExtras(w io.Writer, results []Result) {
 		if r.Scenario.Neighbour == 0 {
 			continue
 		}
-		if !header {
-			fmt.Fprintln(w)
-			fmt.Fprintln(w, "The unpaced neighbour beside each client (same key, a call every 1/rate s):")
-			fmt.Fprintln(w)
-			fmt.Fprintln(w, "| # | client | neighbour's rate | its calls accepted | its 429s | 429s of its calls |")
-			fmt.Fprintln(w, "|--:|--------|-----------------:|-------------------:|---------:|------------------:|")
-			header = true
-		}
+		header = tableHeader(w, header, "The unpaced neighbour beside each client (same key, a call every 1/rate s):",
+			"| # | client | neighbour's rate | its calls accepted | its 429s | 429s of its calls |",
+			"|--:|--------|-----------------:|-------------------:|---------:|------------------:|")
 		n := r.Neighbour
 		fmt.Fprintf(w, "| %d | %s | %.0f/s | %d | %d | %s |\n", r.Scenario.ID, r.Client, r.Scenario.Neighbour,
 			n.Accepted, n.TooMany+n.Unavailable, percent(n.TooMany+n.Unavailable, n.Accepted+n.TooMany+n.Unavailable))
@@ -68,14 +63,9 @@ func writeExtras(w io.Writer, results []Result) {
 		if g == nil || g.Incident == 0 {
 			continue
 		}
-		if !header {
-			fmt.Fprintln(w)
-			fmt.Fprintln(w, "Recovery after the incident: accepted a second over the run's last 5 s (55–60 s after the incident ended), as a share of the limit:")
-			fmt.Fprintln(w)
-			fmt.Fprintln(w, "| # | client | recovered to | accepted by second after the incident (10 s buckets) |")
-			fmt.Fprintln(w, "|--:|--------|-------------:|------------------------------------------------------|")
-			header = true
-		}
+		header = tableHeader(w, header, "Recovery after the incident: accepted a second over the run's last 5 s (55–60 s after the incident ended), as a share of the limit:",
+			"| # | client | recovered to | accepted by second after the incident (10 s buckets) |",
+			"|--:|--------|-------------:|------------------------------------------------------|")
 		var buckets []string
 		from := int(g.Incident / time.Second)
 		for s := from; s < len(r.PerSecond); s += 10 {
@@ -87,6 +77,15 @@ func writeExtras(w io.Writer, results []Result) {
 		}
 		fmt.Fprintf(w, "| %d | %s | %.3f | %s |\n", r.Scenario.ID, r.Client, r.Recovered(), strings.Join(buckets, " "))
 	}
+}
+
+// tableHeader writes a table's title and header unless written is true,
+// and returns true.
+func tableHeader(w io.Writer, written bool, title, columns, rule string) bool {
+	if !written {
+		fmt.Fprintf(w, "\n%s\n\n%s\n%s\n", title, columns, rule)
+	}
+	return true
 }
 
 func find(results []Result, scenario int, client string) (Result, bool) {
