@@ -14,51 +14,27 @@ import (
 // must not park a goroutine for 31 years.
 const DefaultMaxWait = 10 * time.Minute
 
-// The AIMD constants. A 429 that teaches nothing cuts a scope's rate (or,
-// for a scope that limits only concurrency, its cap on calls in flight) to
-// cutFactor of what it was — once for the calls admitted before a cut, whose
-// 429s carry old news, the way TCP cuts once a round trip. Every success then
-// adds back raiseShare of the rate the cut left, so climbing back takes about
-// ln(1/cutFactor)/raiseShare ≈ 800 successes: one 429 in several hundred
-// calls at the steady state, with the rate between 85% and 100% of the limit.
-const (
-	cutFactor  = 0.85
-	raiseShare = 0.0002
-	minFactor  = 1.0 / 1024
-)
-
-// pace is a bucket's rate and capacity.
-type pace struct{ rate, burst float64 }
+// pace is a bucket's rate and capacity; raw, the limit it was taken from in
+// units a second, before any headroom; and the burst it keeps at the edge
+// (see edgeBurst).
+type pace struct{ rate, burst, raw, edgeBurst float64 }
 
 // feedback is what a scope's bucket has learned from the provider. Every
-// field is read on the hot path without a lock.
+// atomic field is read on the hot path without a lock.
 type feedback struct {
-	learned  atomic.Pointer[pace] // a limit the provider published; nil if none
-	factor   atomic.Uint64        // AIMD: float64 bits of the rate's share, 0 meaning 1
-	admitted atomic.Int64         // calls admitted, to tell which 429s are news
-	spent    atomic.Int64         // units admitted, to tell what was sent since a response
-	cooldown atomic.Int64         // UnixNano until which nothing may be sent; 0 if none
+	learned    atomic.Pointer[pace]     // a limit the provider published; nil if none
+	told       atomic.Pointer[toldPace] // what a live remaining count allows; nil if none
+	recov      atomic.Pointer[recovery] // the climb back after a cut; nil at the full pace
+	recovered  atomic.Bool              // a climb has just ended, not yet reported
+	admitted   atomic.Int64             // calls admitted, to tell which 429s are news
+	spent      atomic.Int64             // units admitted, to tell what was sent since a response
+	cooldown   atomic.Int64             // UnixNano until which nothing may be sent; 0 if none
+	acceptance                          // calls the provider accepted, for a cut to measure
 
 	// Under the scope state's mu:
-	cutAt int64   // the admitted count at the last cut
-	raise float64 // what each success adds to factor since the last cut
-}
-
-// pace returns the scope state's current pace: the provider's published
-// limit when it taught one, else the configured one, times the AIMD factor.
-func (s *scopeState) pace() (rate, burst float64) {
-	rate, burst = s.class.configuredPace()
-	if p := s.learned.Load(); p != nil {
-		rate, burst = p.rate, p.burst
-	}
-	return rate * s.rateFactor(), burst
-}
-
-func (s *scopeState) rateFactor() float64 {
-	if bits := s.factor.Load(); bits != 0 {
-		return math.Float64frombits(bits)
-	}
-	return 1
+	cutAt      int64 // the admitted count at the last cut
+	quietUntil int64 // UnixNano before which a rejection does not cut again
+	reports    remainingReports
 }
 
 // coolDown stops the scope until now+d, unless it is stopped longer already.
@@ -95,14 +71,20 @@ func (c *call) cooledDown(s *scopeState, now time.Time) (time.Duration, bool) {
 // learnLimit takes a limit the provider published as the scope's pace, at
 // the Transport's headroom, unless the configured limit is lower and not
 // provisional. A published limit that rises back above the configured one
-// gives the configured pace back.
+// gives the configured pace back. It reports whether the pace changed.
 //
 // A quota whose reset is further off than its window counts a longer
 // period than the window says (a day's requests reported beside a
 // per-minute limit, say): it may lower the pace, never raise it.
-func (s *scopeState) learnLimit(q Quota, headroom float64, log *slog.Logger) {
+//
+// However long the published window (a year, say), the learned pace lets a
+// full bucket refill within maxWait — or at the configured pace, if that
+// is slower: one response cannot stop a scope beyond the maximum wait, and
+// the scope keeps sending, so a corrected server can teach it back.
+func (s *scopeState) learnLimit(q Quota, headroom float64, maxWait time.Duration, log *slog.Logger) bool {
 	l := Limit{Count: int(min(q.Limit, math.MaxInt32)), Per: q.Window}
 	rate, burst := l.pace(headroom)
+	raw := float64(l.Count) / l.Per.Seconds()
 	c := s.class
 	cfg := c.configured.Load() // a limit set at runtime merges as one set at New
 	if cfg.rate > 0 {
@@ -111,19 +93,23 @@ func (s *scopeState) learnLimit(q Quota, headroom float64, log *slog.Logger) {
 			// The configured limit is what the provider allows, or below it.
 			if s.learned.Load() != nil {
 				s.learned.Store(nil)
+				return true
 			}
-			return
+			return false
 		}
 		// Keep the configured bucket's shape: one that holds a full minute
 		// of tokens, so that any request within the limit fits, still does.
 		burst = max(1, cfg.burst*rate/cfg.rate)
+		rate = max(rate, min(cfg.rate, s.floorRate(maxWait)))
+	} else {
+		rate = max(rate, s.floorRate(maxWait))
 	}
 	if p := s.learned.Load(); p != nil && p.rate == rate && p.burst == burst {
-		return
+		return false
 	}
-	s.learned.Store(&pace{rate, burst})
+	s.learned.Store(&pace{rate, burst, raw, edgeBurst(c.countsRequests, float64(l.Count), burst)})
 	if cfg.rate == 0 {
-		return // nothing configured to say it replaces
+		return true // nothing configured to say it replaces
 	}
 	attrs := []any{"scope", c.Name, "configured", cfg.limit.String(), "published", l.String()}
 	if s.key != "" {
@@ -134,59 +120,30 @@ func (s *scopeState) learnLimit(q Quota, headroom float64, log *slog.Logger) {
 	} else {
 		log.Warn("pacer: the provider publishes a lower limit than configured; pacing by the provider's", attrs...)
 	}
-}
-
-// cut lowers the scope's rate after a 429 that taught nothing else, for a
-// call admitted when the admitted count was admittedAt.
-func (s *scopeState) cut(admittedAt int64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if admittedAt <= s.cutAt {
-		return // sent before the last cut, at the old rate
-	}
-	s.cutAt = s.admitted.Load()
-	f := max(minFactor, s.rateFactor()*cutFactor)
-	s.raise = f * raiseShare
-	s.factor.Store(math.Float64bits(f))
-}
-
-// succeeded raises a cut rate additively back toward the full rate.
-func (s *scopeState) succeeded() {
-	for {
-		bits := s.factor.Load()
-		if bits == 0 {
-			return // at the full rate: the common case costs one load
-		}
-		f := math.Float64frombits(bits)
-		s.mu.Lock()
-		raise := s.raise
-		s.mu.Unlock()
-		next := math.Float64bits(f + raise)
-		if f+raise >= 1 {
-			next = 0
-		}
-		if s.factor.CompareAndSwap(bits, next) {
-			return
-		}
-	}
+	return true
 }
 
 // learn reads what the response says about the scopes the call was charged
 // to, and adjusts them for every caller:
 //
 //   - a quota's published limit becomes the scope's pace (see learnLimit);
-//   - a quota's remaining count clamps the bucket, less what was sent since;
-//     none remaining with a reset stops the scope until the reset;
+//     a limit published without a window takes the window that successive
+//     resets show, or until they do, a 429's Retry-After;
+//   - a quota's remaining count clamps the bucket, less what was sent
+//     since, and — with a reset — paces the scope to spend what is left by
+//     the reset (reportRemaining); a success that took the last one pauses
+//     the scope only while the reset plausibly lies ahead;
 //   - a 429 or 503 with Retry-After (or a classifier's Verdict.Wait) stops every
 //     scope of the call until then; the bucket is emptied as well, so the
 //     restart is paced, not a stampede;
-//   - a 429 that teaches nothing else empties the bucket and cuts the rate,
-//     or a scope's cap on calls in flight when it has no rate (AIMD), and
-//     successes raise it back;
+//   - a 429 that teaches nothing else empties the bucket and cuts the pace
+//     to what the provider was measured to accept, or a scope's cap on
+//     calls in flight when it has no rate, and the pace climbs back by time
+//     (recovery.go);
 //   - a classifier that names the scopes a response concerns
 //     (Verdict.Scopes) confines the last two to them.
 //
-// Waits the headers ask for are clamped to the Transport's maximum wait.
+// Every pause a header asks for is clamped to the Transport's maximum wait.
 func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) {
 	status := resp.StatusCode
 	if verdict.Quota != "" {
@@ -200,24 +157,47 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 		// Most responses say nothing about limits: keep them cheap.
 		for _, ch := range c.charges {
 			ch.state.succeeded()
+			c.reportRecovered(ch.state)
 		}
 		return
 	}
 	t := c.t
 	now := t.clock.Now()
 	taught := false
+	wait, paused := RetryAfter(resp.Header, now)
+	if !paused && verdict.Wait > 0 {
+		wait, paused = verdict.Wait, true // the provider's documented wait
+	}
+	wait = min(wait, t.maxWait)
 	var quotas []Quota
 	if !quiet {
 		quotas = ParseQuotas(resp.Header, now)
 	}
+	_, local := t.store.(*MemoryStore)
+	var quoted, counted uint64 // by charge: a quota spoke of it; one said what remains
 	for _, q := range quotas {
 		i := c.chargeFor(q)
 		if i < 0 {
 			continue
 		}
+		quoted |= 1 << (i % 64)
+		if q.Remaining >= 0 {
+			counted |= 1 << (i % 64)
+		}
 		s := c.charges[i].state
+		if q.Limit > 0 && q.Window == 0 {
+			if q.Reset > 0 {
+				at := responseTime(resp.Header, now).Add(q.Reset)
+				q.Window = s.learnWindow(at, q.Reset%time.Second == 0)
+			}
+			if q.Window == 0 && status == http.StatusTooManyRequests && paused {
+				q.Window = s.windowHint(wait)
+			}
+		}
 		if q.Limit > 0 && q.Window > 0 {
-			s.learnLimit(q, t.headroom, t.log)
+			if s.learnLimit(q, t.headroom, t.maxWait, t.log) {
+				c.paceChanged(s, "the provider published its limit")
+			}
 			taught = true
 		}
 		if q.Remaining < 0 {
@@ -225,15 +205,32 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 		}
 		// What was admitted since this call may not be in the provider's
 		// count yet: take it off, in the scope's own units.
-		left := float64(q.Remaining) - float64(s.spent.Load()-c.charges[i].spentAt)
+		spentAt := c.charges[i].spentAt
+		left := float64(q.Remaining) - float64(s.spent.Load()-spentAt)
+		if q.Reset > 0 {
+			if _, began := s.reportRemaining(now, q.Remaining, q.Reset, q.Limit, spentAt, local, t.maxWait); began {
+				c.paceChanged(s, "the provider reports what remains until its reset")
+			}
+		}
+		// A 429 that says what remains is the remaining count's lesson,
+		// which paces the scope: no cut on top.
+		taught = true
 		if q.Remaining == 0 && q.Reset > 0 {
-			reset := min(q.Reset, t.maxWait)
-			c.coolDown(s, now, reset)
-			rate, _ := s.pace()
-			left = min(left, -rate*reset.Seconds())
-			taught = true
+			if pause := pauseForNoneLeft(q.Reset, t.maxWait); pause > 0 {
+				c.coolDown(s, now, pause)
+				// The bucket is empty, not full, when the pause ends: the
+				// restart is paced, at the pace after the reset.
+				left = min(left, -s.blindRate()*pause.Seconds())
+			}
 		}
 		c.clamp(ctx, now, i, left)
+	}
+	for i, ch := range c.charges {
+		if quoted&^counted&(1<<(i%64)) != 0 {
+			// The latest answer about the scope says nothing of what
+			// remains: an earlier count no longer paces it.
+			ch.state.told.Store(nil)
+		}
 	}
 	switch status {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
@@ -247,17 +244,14 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 		if status == http.StatusTooManyRequests && !taught {
 			for i, ch := range c.charges {
 				if verdict.concerns(ch.state.class.Name) {
-					ch.state.cut(ch.admittedAt)
+					if _, cut := ch.state.cut(ch.admittedAt, now, paused, t.maxWait); cut {
+						c.paceChanged(ch.state, "the provider refused a call")
+					}
 					c.clamp(ctx, now, i, 0) // the provider has nothing left
 				}
 			}
 		}
-		wait, ok := RetryAfter(resp.Header, now)
-		if !ok && verdict.Wait > 0 {
-			wait, ok = verdict.Wait, true // the provider's documented wait
-		}
-		if ok {
-			wait = min(wait, t.maxWait)
+		if paused {
 			for i, ch := range c.charges {
 				if !verdict.concerns(ch.state.class.Name) {
 					continue
@@ -273,8 +267,26 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 		if status < 400 {
 			for _, ch := range c.charges {
 				ch.state.succeeded()
+				c.reportRecovered(ch.state)
 			}
 		}
+	}
+}
+
+// paceChanged tells observers that a scope's pace changed, and why.
+func (c *call) paceChanged(s *scopeState, why string) {
+	if len(c.t.observers) == 0 {
+		return
+	}
+	rate, _ := s.pace()
+	c.t.emit(Event{Kind: EventPaceChanged, Scope: s.class.Name, Workload: c.workload.name, Rate: rate, Why: why})
+}
+
+// reportRecovered tells observers, once, that a scope climbed back to its
+// full pace after a cut.
+func (c *call) reportRecovered(s *scopeState) {
+	if s.recovered.Load() && s.recovered.CompareAndSwap(true, false) {
+		c.paceChanged(s, "recovered from a cut")
 	}
 }
 

@@ -89,8 +89,8 @@ func scaledReserve(r int, share float64) int {
 }
 
 // slots returns the cap on calls in flight now, and its share of the
-// configured cap. A scope that limits only concurrency takes the AIMD
-// factor that 429s lower and successes raise (adaptive.go) as the share of
+// configured cap. A scope that limits only concurrency takes the cut
+// factor that 429s lower and time raises (recovery.go) as the share of
 // its slots it may use: the provider's real cap may be below the
 // configured one. A scope with a rate takes it on the rate alone.
 func (s *scopeState) slots() (limit int, share float64) {

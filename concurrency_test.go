@@ -423,39 +423,42 @@ func closeAll(open []*http.Response) {
 
 // A 429 that teaches nothing lowers the cap of a scope that limits only
 // concurrency, as it lowers a rate — the provider's real cap may be below
-// the configured one (Twilio and Stripe publish none) — and successes give
-// the slots back.
+// the configured one (Twilio and Stripe publish none) — and the slots come
+// back by time, not by successes.
 func TestA429LowersAConcurrencyCap(t *testing.T) {
-	api := &scriptedAPI{steps: []scripted{{status: http.StatusTooManyRequests}}}
-	tr := New(api, slotsOnly(10)...)
-	roundTrip(t, tr).Body.Close() // the 429
-	open := openCalls(t, tr, context.Background(), 8)
-	if err := get(tr, context.Background(), "http://api.test/"); !errors.Is(err, ErrThrottled) {
-		t.Fatalf("a ninth call: err = %v, want throttled: 85%% of 10 slots is 8", err)
-	}
-	closeAll(open)
-	for range 1000 { // about 800 successes climb back from one cut
-		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
-	}
-	closeAll(openCalls(t, tr, context.Background(), 10))
+	synctest.Test(t, func(t *testing.T) {
+		api := &scriptedAPI{steps: []scripted{{status: http.StatusTooManyRequests}}}
+		tr := New(api, slotsOnly(10)...)
+		roundTrip(t, tr).Body.Close() // the 429
+		open := openCalls(t, tr, context.Background(), 8)
+		if err := get(tr, context.Background(), "http://api.test/"); !errors.Is(err, ErrThrottled) {
+			t.Fatalf("a ninth call: err = %v, want throttled: 85%% of 10 slots is 8", err)
+		}
+		closeAll(open)
+		time.Sleep(cheapRecovery)
+		closeAll(openCalls(t, tr, context.Background(), 10))
+	})
 }
 
 // A lowered cap lowers the reserved slots in proportion; a workload without
 // a reserve borrows the idle ones, up to the lowered cap.
 func TestALoweredCapLowersTheReserves(t *testing.T) {
-	api := &scriptedAPI{steps: []scripted{{status: http.StatusTooManyRequests}, {status: http.StatusTooManyRequests}, {status: http.StatusTooManyRequests}}}
-	tr := New(api, append(slotsOnly(4), WithWorkload("interactive", Workload{Reserve: 0.5}))...)
-	for range 3 { // three cuts: 4 slots at 0.85³ = 0.61 is 2, of which 1 reserved
-		roundTrip(t, tr).Body.Close()
-	}
-	open := openCalls(t, tr, context.Background(), 2)
-	if err := get(tr, context.Background(), "http://api.test/"); !errors.Is(err, ErrThrottled) {
-		t.Fatalf("a third call: err = %v, want throttled at the lowered cap", err)
-	}
-	closeAll(open[1:])
-	interactive := openCalls(t, tr, ContextWithWorkload(context.Background(), "interactive"), 1)
-	if err := get(tr, context.Background(), "http://api.test/"); !errors.Is(err, ErrThrottled) {
-		t.Fatalf("a call past the lowered cap: err = %v, want throttled", err)
-	}
-	closeAll(append(open[:1], interactive...))
+	synctest.Test(t, func(t *testing.T) {
+		api := &scriptedAPI{steps: []scripted{{status: http.StatusTooManyRequests}, {status: http.StatusTooManyRequests}, {status: http.StatusTooManyRequests}}}
+		tr := New(api, append(slotsOnly(4), WithWorkload("interactive", Workload{Reserve: 0.5}))...)
+		for range 3 { // three cuts, a second apart: 4 slots at about 0.85³ is 2, of which 1 reserved
+			roundTrip(t, tr).Body.Close()
+			time.Sleep(time.Second)
+		}
+		open := openCalls(t, tr, context.Background(), 2)
+		if err := get(tr, context.Background(), "http://api.test/"); !errors.Is(err, ErrThrottled) {
+			t.Fatalf("a third call: err = %v, want throttled at the lowered cap", err)
+		}
+		closeAll(open[1:])
+		interactive := openCalls(t, tr, ContextWithWorkload(context.Background(), "interactive"), 1)
+		if err := get(tr, context.Background(), "http://api.test/"); !errors.Is(err, ErrThrottled) {
+			t.Fatalf("a call past the lowered cap: err = %v, want throttled", err)
+		}
+		closeAll(append(open[:1], interactive...))
+	})
 }

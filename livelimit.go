@@ -9,11 +9,20 @@ import (
 type configuredLimit struct {
 	limit       Limit
 	rate, burst float64
+	raw         float64 // the limit, in units a second, before headroom; 0 without a rate
+	edgeBurst   float64 // the burst while the provider reports what remains (edgeBurst)
 }
 
+// setLimit makes l the scope's configured limit and returns the one it
+// replaces.
 func (c *scopeClass) setLimit(l Limit, headroom float64) *configuredLimit {
 	rate, burst := l.pace(headroom)
-	return c.configured.Swap(&configuredLimit{limit: l, rate: rate, burst: burst})
+	cl := &configuredLimit{limit: l, rate: rate, burst: burst}
+	if rate > 0 {
+		cl.raw = float64(l.Count) / l.Per.Seconds()
+		cl.edgeBurst = edgeBurst(c.countsRequests, float64(l.Count), burst)
+	}
+	return c.configured.Swap(cl)
 }
 
 // configuredPace returns the pace of the scope's configured Limit.

@@ -26,7 +26,9 @@ type Event struct {
 	// the workload (OriginSetWorkload).
 	Limit, Previous Limit
 	Origin          string
-	Percent         int // EventBudgetThreshold: the share of the budget crossed, 50, 80 or 100
+	Percent         int     // EventBudgetThreshold: the share of the budget crossed, 50, 80 or 100
+	Rate            float64 // EventPaceChanged: the scope's pace now, in units a second
+	Why             string  // EventPaceChanged: why the pace changed
 }
 
 // An EventKind says what kind of thing happened.
@@ -47,10 +49,11 @@ const (
 	EventLimitChanged                       // a scope's configured Limit was changed at runtime (SetLimit)
 	EventWorkloadChanged                    // a workload's Reserve, Max or queue bound was changed at runtime (SetWorkload)
 	EventBudgetThreshold                    // a workload's budget crossed 50, 80 or 100 % (Percent), once per period for the fleet
+	EventPaceChanged                        // what the provider said changed a scope's pace (Rate, Why)
 )
 
 var eventNames = [...]string{"admitted", "waited", "throttled", "rejected", "cooldown_started", "cooldown_ended", "retried", "budget_exhausted", "store_failure",
-	"body_not_replayable", "slot_held", "limit_changed", "workload_changed", "budget_threshold"}
+	"body_not_replayable", "slot_held", "limit_changed", "workload_changed", "budget_threshold", "pace_changed"}
 
 // String returns the kind's name in snake case, fit for a metric label.
 func (k EventKind) String() string {

@@ -53,25 +53,32 @@ func TestPermitRejectedPausesLikeRetryAfter(t *testing.T) {
 	}
 }
 
-// A bare rejection cuts the rate, as a bare 429 does, and acceptances raise
-// it back.
+// A bare rejection cuts the rate as a bare 429 does, an acceptance counts
+// as a 200 does, and a dropped call teaches nothing.
 func TestPermitRejectedWithoutWaitCutsRate(t *testing.T) {
-	tr := New(nil, WithLimit(PerSecond(100)))
-	s := tr.scopes[DefaultScope].shared
-	mustAcquire(t, tr, context.Background()).Done(Rejected(0))
-	if f := s.rateFactor(); f != cutFactor {
-		t.Fatalf("rate factor after a bare rejection = %v, want %v", f, cutFactor)
-	}
-	mustAcquire(t, tr, context.Background()).Done(Accepted())
-	if f := s.rateFactor(); f <= cutFactor {
-		t.Errorf("rate factor after an acceptance = %v, want above %v", f, cutFactor)
-	}
-	mustAcquire(t, tr, context.Background()).Done(Dropped())
-	before := s.rateFactor()
-	mustAcquire(t, tr, context.Background()).Done(Dropped())
-	if s.rateFactor() != before {
-		t.Errorf("a dropped call changed the rate factor")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		byPermit := New(nil, WithLimit(PerSecond(100)))
+		api := &scriptedAPI{steps: []scripted{{status: http.StatusTooManyRequests}, {status: http.StatusOK}}}
+		byResponse := New(api, WithLimit(PerSecond(100)), WithoutRetry())
+		p, r := byPermit.scopes[DefaultScope].shared, byResponse.scopes[DefaultScope].shared
+
+		mustAcquire(t, byPermit, context.Background()).Done(Rejected(0))
+		roundTrip(t, byResponse).Body.Close()
+		if fp, fr := p.rateFactor(), r.rateFactor(); fp >= 1 || fp != fr {
+			t.Fatalf("rate factor after a bare rejection = %v, after a bare 429 %v; want them equal and below 1", fp, fr)
+		}
+		time.Sleep(time.Second)
+		mustAcquire(t, byPermit, context.Background()).Done(Accepted())
+		roundTrip(t, byResponse).Body.Close()
+		if fp, fr := p.rateFactor(), r.rateFactor(); fp != fr {
+			t.Errorf("rate factor after an acceptance = %v, after a 200 %v; want them equal", fp, fr)
+		}
+		before := p.rateFactor()
+		mustAcquire(t, byPermit, context.Background()).Done(Dropped())
+		if p.rateFactor() != before {
+			t.Errorf("a dropped call changed the rate factor")
+		}
+	})
 }
 
 // Done releases the slot once, however often it is called; a permit never

@@ -34,8 +34,8 @@ type Scope struct {
 	// Concurrency caps the calls in flight on one bucket of this scope; zero
 	// means no cap. A call holds its slot until its response body is closed
 	// or read to the end. On a scope with no Limit, a 429 that teaches
-	// nothing lowers the cap as it would lower a rate, and successes raise
-	// it back (the provider's real cap may be lower than the one set here).
+	// nothing lowers the cap as it would lower a rate, and it climbs back
+	// by time (the provider's real cap may be lower than the one set here).
 	Concurrency int
 	// FailFast makes a call that cannot be admitted at once fail with a
 	// *ThrottledError instead of waiting.
@@ -104,8 +104,8 @@ func newScopeClass(s Scope, headroom float64, workloads []*workloadState, clock 
 		s.Unit = UnitRequests
 	}
 	c := &scopeClass{Scope: s, keyed: make(map[string]*scopeState), clock: clock}
+	c.countsRequests = s.Unit == UnitRequests // before setLimit, which reads it
 	c.setLimit(s.Limit, headroom)
-	c.countsRequests = s.Unit == UnitRequests
 	ws := make([]namedWorkload, len(workloads))
 	for i, w := range workloads {
 		ws[i] = namedWorkload{w.name, w.Workload}

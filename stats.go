@@ -19,10 +19,14 @@ type ScopeStats struct {
 	Unit string
 	Keys int // keyed buckets this process holds; 0 for a scope without keys
 
-	Rate    float64 // the pace now, in units a second, after learning and AIMD
+	Rate    float64 // the pace now, in units a second, after learning and any cut
 	Burst   float64
 	Learned bool    // the pace comes from a limit the provider published
-	Factor  float64 // the AIMD share of the rate in use (of the slots, for a scope without a rate), 1 when not cut
+	Factor  float64 // the share of the rate a cut left (of the slots, for a scope without a rate), 1 when not cut
+	// Why says what sets Rate: the configured limit, the provider's
+	// published one, what it reports remains, or a climb back after a
+	// refusal; "" for a scope that paces nothing.
+	Why string
 
 	// Tokens is what the scope's bucket holds now, when TokensKnown: the
 	// store is in this process's memory, the scope is paced by rate, and it
@@ -78,7 +82,7 @@ func (t *Transport) Stats() Stats {
 		rate, burst := s.pace()
 		sc := ScopeStats{
 			Name: class.Name, Unit: class.Unit,
-			Rate: rate, Burst: burst, Learned: s.learned.Load() != nil, Factor: s.rateFactor(),
+			Rate: rate, Burst: burst, Learned: s.learned.Load() != nil, Factor: s.rateFactor(), Why: s.why(now),
 			Admitted:    s.admitted.Load(),
 			InFlightBy:  map[string]int{},
 			RetryCredit: float64(class.retryCredit.Load()) / retryUnit,

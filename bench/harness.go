@@ -32,9 +32,14 @@ type Result struct {
 	Counts
 	// Ceiling is the most the server could have accepted in the run's
 	// window: rate × time + burst for limit_req, Conn × time ÷ Service for
-	// limit_conn.
+	// limit_conn, rate × time for httprate (its sliding window lets no
+	// more through at a steady pace), less the neighbour's rate × time, and
+	// the incident's time, where there are.
 	Ceiling float64
 	Service time.Duration // one call's duration on /conn, alone; 0 elsewhere
+	// Neighbour is what the server did with an unpaced neighbour's calls,
+	// in a scenario that has one.
+	Neighbour Counts
 }
 
 // Rejected is the server's refusals: 429s and 503s.
@@ -43,9 +48,33 @@ func (r Result) Rejected() int64 { return r.TooMany + r.Unavailable }
 // Goodput is the accepted requests as a share of the server's ceiling.
 func (r Result) Goodput() float64 { return float64(r.Accepted) / r.Ceiling }
 
-// Run measures one client in one scenario against a nginx of its own,
+// Recovered is, in a scenario with an incident, the accepted calls a second
+// over the run's last five seconds, as a share of the server's limit.
+func (r Result) Recovered() float64 {
+	g := r.Scenario.Go
+	secs := int(r.Scenario.Duration / time.Second)
+	if g == nil || g.Incident == 0 || len(r.PerSecond) < secs {
+		return 0
+	}
+	var n int64
+	for _, c := range r.PerSecond[secs-5 : secs] {
+		n += c
+	}
+	return float64(n) / 5 / (float64(g.Limit) / g.Window.Seconds())
+}
+
+// Run measures one client in one scenario against a server of its own,
 // started for this run alone, so that no run inherits another's debt.
 func Run(o Options, sc Scenario, client string) (Result, error) {
+	if sc.Duration > 0 {
+		o.Duration = sc.Duration
+	}
+	if sc.Nginx != nil {
+		o.Server = *sc.Nginx
+	}
+	if sc.Go != nil {
+		return runGo(o, sc, client)
+	}
 	n, err := StartNginx(o.NginxBin, o.Server)
 	if err != nil {
 		return Result{}, err
@@ -77,6 +106,62 @@ func Run(o Options, sc Scenario, client string) (Result, error) {
 		res.Ceiling = float64(o.Server.Rate)*secs + float64(o.Server.Burst)
 	}
 	return res, nil
+}
+
+// runGo measures one client in a scenario against go-chi/httprate, with
+// the scenario's neighbour beside it.
+func runGo(o Options, sc Scenario, client string) (Result, error) {
+	g, err := StartGoServer(*sc.Go)
+	if err != nil {
+		return Result{}, err
+	}
+	defer g.Stop()
+	rate := float64(sc.Go.Limit) / sc.Go.Window.Seconds()
+	res := Result{Scenario: sc, Client: client}
+	cfg := ClientConfig{Rate: int(rate) * sc.Scale, Burst: sc.Scale, MaxWait: o.Duration,
+		Headroom: o.Headroom, PacerBurst: o.PacerBurst}
+	spec := childSpec{Client: client, URL: g.URL + sc.Path, Goroutines: o.Goroutines, Duration: o.Duration, Config: cfg, Start: time.Now()}
+	done := make(chan Counts, 1)
+	if sc.Neighbour > 0 {
+		go func() { done <- neighbour(spec.URL, sc.Neighbour, spec.Start, o.Duration) }()
+	}
+	res.Counts, err = spec.run()
+	if err != nil {
+		return Result{}, err
+	}
+	if sc.Neighbour > 0 {
+		res.Neighbour = <-done
+	}
+	res.Ceiling = (rate - sc.Neighbour) * (o.Duration - sc.Go.Incident).Seconds()
+	return res, nil
+}
+
+// neighbour calls url every 1/rate s, on a plain client, from start for d:
+// a client on the same key that nothing paces.
+func neighbour(url string, rate float64, start time.Time, d time.Duration) Counts {
+	wire := NewWire()
+	defer wire.CloseIdle()
+	c := &http.Client{Transport: wire}
+	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
+	defer tick.Stop()
+	var n Counts
+	for now := range tick.C {
+		if now.Sub(start) >= d {
+			break
+		}
+		resp, err := c.Get(url)
+		if err != nil {
+			n.Failed++
+			continue
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			n.Accepted++
+		}
+	}
+	n.TooMany, n.Unavailable, n.Other = wire.tooMany.Load(), wire.unavailable.Load(), wire.other.Load()
+	return n
 }
 
 // callDuration is the shortest of three calls to url made one at a time: how

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
 )
 
@@ -37,6 +38,54 @@ func WriteTables(w io.Writer, results []Result) {
 			ratio(Percentile(r.Latencies, 0.5).Seconds(), Percentile(p.Latencies, 0.5).Seconds()),
 			ratio(Percentile(r.Latencies, 0.99).Seconds(), Percentile(p.Latencies, 0.99).Seconds()))
 	}
+	writeExtras(w, results)
+}
+
+// writeExtras writes, for the scenarios that have them, what an unpaced
+// neighbour saw beside each client, and how far each client had recovered
+// at the end of a run with an incident.
+func writeExtras(w io.Writer, results []Result) {
+	header := false
+	for _, r := range results {
+		if r.Scenario.Neighbour == 0 {
+			continue
+		}
+		header = tableHeader(w, header, "The unpaced neighbour beside each client (same key, a call every 1/rate s):",
+			"| # | client | neighbour's rate | its calls accepted | its 429s | 429s of its calls |",
+			"|--:|--------|-----------------:|-------------------:|---------:|------------------:|")
+		n := r.Neighbour
+		fmt.Fprintf(w, "| %d | %s | %.0f/s | %d | %d | %s |\n", r.Scenario.ID, r.Client, r.Scenario.Neighbour,
+			n.Accepted, n.TooMany+n.Unavailable, percent(n.TooMany+n.Unavailable, n.Accepted+n.TooMany+n.Unavailable))
+	}
+	header = false
+	for _, r := range results {
+		g := r.Scenario.Go
+		if g == nil || g.Incident == 0 {
+			continue
+		}
+		header = tableHeader(w, header, "Recovery after the incident: accepted a second over the run's last 5 s (55–60 s after the incident ended), as a share of the limit:",
+			"| # | client | recovered to | accepted by second after the incident (10 s buckets) |",
+			"|--:|--------|-------------:|------------------------------------------------------|")
+		var buckets []string
+		from := int(g.Incident / time.Second)
+		for s := from; s < len(r.PerSecond); s += 10 {
+			var n int64
+			for _, c := range r.PerSecond[s:min(s+10, len(r.PerSecond))] {
+				n += c
+			}
+			buckets = append(buckets, fmt.Sprint(n))
+		}
+		fmt.Fprintf(w, "| %d | %s | %.3f | %s |\n", r.Scenario.ID, r.Client, r.Recovered(), strings.Join(buckets, " "))
+	}
+}
+
+// tableHeader writes a table's title and header unless written is true,
+// and returns true.
+func tableHeader(w io.Writer, written bool, title, columns, rule string) bool {
+	if !written {
+		fmt.Fprintf(w, "\n%s\n\n%s\n%s\n", title, columns, rule)
+	}
+	return true
 }
 
 func find(results []Result, scenario int, client string) (Result, bool) {

@@ -17,16 +17,42 @@ type Scenario struct {
 	Path  string // the nginx location
 	Scale int    // the client is configured at Scale × the server's rate
 	Procs int    // OS processes sharing the server's limit
+
+	// Go, when set, makes the server go-chi/httprate (GoLimiter) instead of
+	// nginx; Nginx, when set, replaces the run's nginx rate and burst.
+	Go    *GoLimiter
+	Nginx *Server
+	// Duration, when set, replaces the run's duration.
+	Duration time.Duration
+	// Neighbour, when positive, is the rate of an unpaced client calling
+	// the same server, on the same key, beside the client measured.
+	Neighbour float64
 }
 
-// Scenarios are the five situations of the benchmark.
+// Scenarios are the situations of the benchmark: five against nginx at the
+// run's rate, then issue 14's, against go-chi/httprate at 100 a second and
+// nginx at 100 r/s, 20 s each (the incident's two minutes).
 var Scenarios = []Scenario{
-	{1, "limit known", PathLimit, 1, 1},
-	{2, "configured at 2× the limit", PathLimit, 2, 1},
-	{3, "4 processes share the limit", PathLimit, 1, 4},
-	{4, "concurrency cap (limit_conn)", PathConn, 1, 1},
-	{5, "Retry-After, configured at 2×", PathLimitRetryAfter, 2, 1},
+	{ID: 1, Name: "limit known", Path: PathLimit, Scale: 1, Procs: 1},
+	{ID: 2, Name: "configured at 2× the limit", Path: PathLimit, Scale: 2, Procs: 1},
+	{ID: 3, Name: "4 processes share the limit", Path: PathLimit, Scale: 1, Procs: 4},
+	{ID: 4, Name: "concurrency cap (limit_conn)", Path: PathConn, Scale: 1, Procs: 1},
+	{ID: 5, Name: "Retry-After, configured at 2×", Path: PathLimitRetryAfter, Scale: 2, Procs: 1},
+	{ID: 6, Name: "httprate: limit known", Path: PathLimit, Scale: 1, Procs: 1, Go: &httprate100, Duration: 20 * time.Second},
+	{ID: 7, Name: "httprate: told 2×, Retry-After", Path: PathLimit, Scale: 2, Procs: 1, Go: &httprate100, Duration: 20 * time.Second},
+	{ID: 8, Name: "httprate: told 2×, no Retry-After", Path: PathLimit, Scale: 2, Procs: 1, Go: &httprate100NoRA, Duration: 20 * time.Second},
+	{ID: 9, Name: "httprate: unpaced neighbour at 40%", Path: PathLimit, Scale: 1, Procs: 1, Go: &httprate100, Duration: 20 * time.Second, Neighbour: 40},
+	{ID: 10, Name: "nginx 100 r/s: told 2×, bare 429", Path: PathLimit, Scale: 2, Procs: 1, Nginx: &nginx100, Duration: 20 * time.Second},
+	{ID: 11, Name: "nginx 100 r/s: told 2×, Retry-After", Path: PathLimitRetryAfter, Scale: 2, Procs: 1, Nginx: &nginx100, Duration: 20 * time.Second},
+	{ID: 12, Name: "httprate: 1 min of bare 429s, then healthy", Path: PathLimit, Scale: 1, Procs: 1, Go: &httprateIncident, Duration: 2 * time.Minute},
 }
+
+var (
+	httprate100      = GoLimiter{Limit: 100, Window: time.Second, RetryAfter: true}
+	httprate100NoRA  = GoLimiter{Limit: 100, Window: time.Second}
+	httprateIncident = GoLimiter{Limit: 100, Window: time.Second, RetryAfter: true, Incident: time.Minute}
+	nginx100         = Server{Rate: 100, Burst: 20, Conn: 4}
+)
 
 // ScenarioByID returns the scenario with the given number.
 func ScenarioByID(id int) (Scenario, bool) {
@@ -50,6 +76,9 @@ type Counts struct {
 	// and in a client's retries, counts — until the body was read and
 	// closed.
 	Latencies []time.Duration `json:"latencies_ns"`
+	// PerSecond counts the accepted calls by the second of the run they
+	// ended in.
+	PerSecond []int64 `json:"per_second"`
 }
 
 func (c *Counts) add(o Counts) {
@@ -59,6 +88,12 @@ func (c *Counts) add(o Counts) {
 	c.Other += o.Other
 	c.Failed += o.Failed
 	c.Latencies = append(c.Latencies, o.Latencies...)
+	for i, n := range o.PerSecond {
+		for len(c.PerSecond) <= i {
+			c.PerSecond = append(c.PerSecond, 0)
+		}
+		c.PerSecond[i] += n
+	}
 }
 
 // Workload runs goroutines that each call url through client, one call after
@@ -103,6 +138,11 @@ func Workload(client *http.Client, wire *Wire, url string, goroutines int, start
 				case err == nil && resp.StatusCode == http.StatusOK:
 					if end := time.Now(); !end.After(deadline) {
 						mine.Latencies = append(mine.Latencies, end.Sub(t0))
+						sec := int(end.Sub(start) / time.Second)
+						for len(mine.PerSecond) <= sec {
+							mine.PerSecond = append(mine.PerSecond, 0)
+						}
+						mine.PerSecond[sec]++
 					} // else it ended outside the window the ceiling is computed for
 				default:
 					mine.Failed++

@@ -236,8 +236,8 @@ func paceLines(resp *http.Response, quotas []pacer.Quota, headroom float64) []st
 		switch {
 		case s.Learned:
 			per := q.Window
-			lines = append(lines, fmt.Sprintf("pacer would pace %s at %.4g %s/s: %.4g per %v, %.0f%% of the published %d, burst %.4g",
-				label, s.Rate, q.Unit, s.Rate*per.Seconds(), per, headroom*100, q.Limit, s.Burst))
+			lines = append(lines, fmt.Sprintf("pacer would pace %s at %.4g %s/s: %.4g per %v of the published %d, burst %.4g (set by %s)",
+				label, s.Rate, q.Unit, s.Rate*per.Seconds(), per, q.Limit, s.Burst, s.Why))
 		case q.Limit > 0:
 			lines = append(lines, fmt.Sprintf("pacer would pace %s at: the limit you configure; %d is published without a window, so pacer keeps to the remaining count instead", label, q.Limit))
 		default:

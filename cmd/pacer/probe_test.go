@@ -67,17 +67,17 @@ func TestProbeEachHeaderFamily(t *testing.T) {
 			`  NAME UNIT LIMIT REMAINING WINDOW RESET`,
 			`  basic requests 100 60 1m0s 58s`,
 			`Retry-After: none`,
-			`pacer would pace basic \(requests\) at 1.5 requests/s: 90 per 1m0s, 90% of the published 100, burst 10`,
+			`pacer would pace basic \(requests\) at 1 requests/s: 60 per 1m0s of the published 100, burst 10 \(set by what the provider reports remains\)`,
 		}},
 		{"ietf draft 07", 200, map[string]string{"RateLimit-Policy": "100;w=10", "RateLimit": "limit=100, remaining=50, reset=5"}, []string{
 			`Provider: ietf draft -07 .*`,
 			`  - requests 100 50 10s 5s`,
-			`pacer would pace - \(requests\) at 9 requests/s: 90 per 10s, 90% of the published 100, burst 10`,
+			`pacer would pace - \(requests\) at 9 requests/s: 90 per 10s of the published 100, burst 10 \(set by what the provider reports remains\)`,
 		}},
 		{"ietf separate fields", 200, map[string]string{"RateLimit-Limit": "100, 100;w=10", "RateLimit-Remaining": "1"}, []string{
 			`Provider: ietf draft -00 to -06 .*`,
 			`  - requests 100 1 10s -`,
-			`pacer would pace - \(requests\) at 9 requests/s: 90 per 10s, .*`,
+			`pacer would pace - \(requests\) at 9 requests/s: 90 per 10s of the published 100, burst 10 \(set by the provider's published limit\)`,
 		}},
 		{"openai", 200, map[string]string{
 			"X-Ratelimit-Limit-Requests": "60", "X-Ratelimit-Limit-Tokens": "150000",
@@ -88,8 +88,8 @@ func TestProbeEachHeaderFamily(t *testing.T) {
 			`Provider: openai .*`,
 			`  requests requests 60 59 1m0s 1s`,
 			`  tokens tokens 150000 149984 1m0s 6m0s`,
-			`pacer would pace requests \(requests\) at 0.9 requests/s: 54 per 1m0s, 90% of the published 60, burst 6`,
-			`pacer would pace tokens \(tokens\) at 2250 tokens/s: .*`,
+			`pacer would pace requests \(requests\) at 0.9 requests/s: 54 per 1m0s of the published 60, burst 6 \(set by what the provider reports remains\)`,
+			`pacer would pace tokens \(tokens\) at 408.3 tokens/s: .*`,
 		}},
 		{"anthropic", 429, map[string]string{
 			"Anthropic-Ratelimit-Requests-Limit": "50", "Anthropic-Ratelimit-Requests-Remaining": "0",
@@ -103,7 +103,7 @@ func TestProbeEachHeaderFamily(t *testing.T) {
 			`  requests requests 50 0 1m0s 30s`,
 			`  tokens tokens 50000 49000 1m0s 1m0s`,
 			`Retry-After: 30s`,
-			`pacer would pace requests \(requests\) at 0.75 requests/s: 45 per 1m0s, .*`,
+			`pacer would pace requests \(requests\) at 0.75 requests/s: 45 per 1m0s .*`,
 			`  and pause it for 30s first`,
 		}},
 		{"github", 200, map[string]string{
@@ -127,7 +127,7 @@ func TestProbeEachHeaderFamily(t *testing.T) {
 		{"x-ratelimit", 200, map[string]string{"X-Ratelimit-Limit": "100, 100;w=60", "X-Ratelimit-Remaining": "7", "X-Ratelimit-Reset": "20"}, []string{
 			`Provider: x-ratelimit .*`,
 			`  - requests 100 7 1m0s 20s`,
-			`pacer would pace - \(requests\) at 1.5 requests/s: 90 per 1m0s, .*`,
+			`pacer would pace - \(requests\) at 0.4762 requests/s: 28.57 per 1m0s .*`,
 		}},
 		{"shopify", 200, map[string]string{"X-Shopify-Shop-Api-Call-Limit": "32/40"}, []string{
 			`Provider: shopify .*`,

@@ -1,0 +1,457 @@
+package pacer
+
+import (
+	"context"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// windowAPI is a server-side limiter in virtual time, as go-chi/httprate
+// is one: limit calls per window, either a sliding-window counter (the
+// previous window's count weighted by how much of it still overlaps) or a
+// fixed window. Windows start offset past the second, as httprate aligns
+// them to its own start. Every response says X-RateLimit-Limit (no
+// window), -Remaining, and -Reset as Unix seconds, with a Date header,
+// both truncated to the second; a 429 adds Retry-After: the window.
+type windowAPI struct {
+	limit      int
+	window     time.Duration
+	offset     time.Duration
+	sliding    bool
+	retryAfter bool
+	quiet      bool                 // no headers at all: a bare 429, as nginx sends
+	down       func(time.Time) bool // while true, a bare 429 to everything
+
+	mu       sync.Mutex
+	start    time.Time // of the current window
+	cur      int
+	prev     int
+	accepted map[string][]time.Time
+	rejected map[string][]time.Time
+}
+
+func (a *windowAPI) RoundTrip(req *http.Request) (*http.Response, error) {
+	who := req.Header.Get("X-Client")
+	if who == "" {
+		who = "pacer"
+	}
+	now := time.Now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.accepted == nil {
+		a.accepted, a.rejected = map[string][]time.Time{}, map[string][]time.Time{}
+	}
+	ws := now.Add(-a.offset).Truncate(a.window).Add(a.offset)
+	if !ws.Equal(a.start) {
+		if ws.Sub(a.start) == a.window {
+			a.prev = a.cur
+		} else {
+			a.prev = 0
+		}
+		a.cur, a.start = 0, ws
+	}
+	used := float64(a.cur)
+	if a.sliding {
+		used += float64(a.prev) * (1 - float64(now.Sub(ws))/float64(a.window))
+	}
+	rate := int(math.Round(used))
+	h := http.Header{}
+	status, remaining := http.StatusOK, a.limit-rate-1
+	switch {
+	case a.down != nil && a.down(now):
+		a.rejected[who] = append(a.rejected[who], now)
+		return &http.Response{StatusCode: http.StatusTooManyRequests, Header: h, Body: http.NoBody, Request: req}, nil
+	case rate+1 <= a.limit:
+		a.cur++
+		a.accepted[who] = append(a.accepted[who], now)
+	default:
+		status, remaining = http.StatusTooManyRequests, a.limit-rate
+		a.rejected[who] = append(a.rejected[who], now)
+		if a.retryAfter {
+			h.Set("Retry-After", strconv.Itoa(int(a.window/time.Second)))
+		}
+	}
+	if !a.quiet {
+		h.Set("Date", now.UTC().Format(http.TimeFormat))
+		h.Set("X-RateLimit-Limit", strconv.Itoa(a.limit))
+		h.Set("X-RateLimit-Reset", strconv.FormatInt(ws.Add(a.window).Unix(), 10))
+		if remaining >= 0 {
+			h.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
+		}
+	}
+	return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader("")), Request: req}, nil
+}
+
+func (a *windowAPI) counts(who string, from, to time.Time) (accepted, rejected int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return between(a.accepted[who], from, to), between(a.rejected[who], from, to)
+}
+
+// toPresent moves the bubble's clock from 2000 to 2026: a reset written as
+// Unix seconds from before September 2001 reads as a delay in seconds.
+func toPresent() {
+	time.Sleep(time.Until(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)))
+}
+
+// hammer runs callers goroutines that call through rt as fast as it lets
+// them until end. A call that fails at once ends its goroutine's turn
+// for a millisecond, so that virtual time moves on.
+func hammer(rt http.RoundTripper, callers int, end time.Time) {
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() {
+			for time.Now().Before(end) {
+				if get(rt, context.Background(), "http://api.test/") != nil {
+					time.Sleep(time.Millisecond)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// neighbour calls api every 1/rate s until end, as a client pacer does
+// not control, on the same key.
+func neighbour(api http.RoundTripper, rate float64, end time.Time) {
+	for time.Now().Before(end) {
+		req, _ := http.NewRequest(http.MethodGet, "http://api.test/", nil)
+		req.Header.Set("X-Client", "neighbour")
+		if resp, err := api.RoundTrip(req); err == nil {
+			resp.Body.Close()
+		}
+		time.Sleep(time.Duration(float64(time.Second) / rate))
+	}
+}
+
+// check fails t unless accepted is at least want of the ceiling and the
+// 429s at most 1% of the calls.
+func check(t *testing.T, what string, accepted, rejected int, ceiling, want float64) {
+	t.Helper()
+	t.Logf("%s: %d accepted (%.3f of %.0f), %d 429s", what, accepted, float64(accepted)/ceiling, ceiling, rejected)
+	if float64(accepted) < want*ceiling {
+		t.Errorf("%s: %d accepted, want at least %.2f of %.0f", what, accepted, want, ceiling)
+	}
+	if float64(rejected) > 0.01*float64(accepted+rejected) {
+		t.Errorf("%s: %d 429s of %d calls, want at most 1%%", what, rejected, accepted+rejected)
+	}
+}
+
+// With the limit known and the server reporting live remaining counts,
+// pacer aims at the edge (98%), not at the blind 90%.
+func TestKnownLimitWithRemainingIsSpentToTheEdge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		api := &windowAPI{limit: 100, window: time.Second, offset: 370 * time.Millisecond, sliding: true, retryAfter: true}
+		tr := New(api, WithLimit(PerSecond(100)), WithoutRetry())
+		start := time.Now()
+		hammer(tr, 16, start.Add(22*time.Second))
+		a, r := api.counts("pacer", start.Add(2*time.Second), start.Add(22*time.Second))
+		check(t, "sliding window, 100/s", a, r, 2000, 0.97)
+	})
+}
+
+// A limit published without a window (X-RateLimit-Limit: 100) is learned
+// from the resets, which move on by one window each time: a Transport
+// configured at twice the limit then paces by the server's.
+func TestWindowlessLimitIsLearnedFromTheResets(t *testing.T) {
+	for _, ra := range []bool{false, true} {
+		t.Run("retry-after="+strconv.FormatBool(ra), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				toPresent()
+				api := &windowAPI{limit: 100, window: time.Second, offset: 370 * time.Millisecond, sliding: true, retryAfter: ra}
+				tr := New(api, WithLimit(PerSecond(200)), WithoutRetry(), WithLogger(slogTo(io.Discard)))
+				start := time.Now()
+				hammer(tr, 16, start.Add(3*time.Second))
+				if p := tr.defaultClass.shared.learned.Load(); p == nil || p.raw != 100 {
+					t.Fatalf("learned %+v after 3 s, want the published 100 a second", p)
+				}
+				hammer(tr, 16, start.Add(23*time.Second))
+				a, r := api.counts("pacer", start.Add(3*time.Second), start.Add(23*time.Second))
+				check(t, "told 2×", a, r, 2000, 0.95)
+			})
+		})
+	}
+}
+
+// A fixed window with a far reset, as GitHub's hourly primary limit: what
+// remains is spread until the reset, not spent at the configured pace and
+// then waited out, and each window is used to the edge.
+func TestFixedWindowIsSpreadUntilItsReset(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		api := &windowAPI{limit: 3600, window: time.Hour, offset: 17 * time.Minute}
+		tr := New(api, WithLimit(PerHour(3600)), WithoutRetry(), WithMaxWait(time.Hour))
+		start := time.Now()
+		hammer(tr, 16, start.Add(3*time.Hour+20*time.Minute))
+		for w := range 3 {
+			from := start.Add(17*time.Minute + time.Duration(w)*time.Hour)
+			a, r := api.counts("pacer", from, from.Add(time.Hour))
+			check(t, "window "+strconv.Itoa(w+1), a, r, 3600, 0.97)
+			if half, _ := api.counts("pacer", from, from.Add(30*time.Minute)); half > a*55/100 {
+				t.Errorf("window %d: %d of %d calls in its first half, want them spread", w+1, half, a)
+			}
+		}
+	})
+}
+
+// None remaining with a reset an hour off (GitHub) pauses until the reset
+// when the maximum wait allows; by default the pause ends at MaxWait with
+// one probe, which learns the reset is still ahead and pauses again.
+func TestHourlyResetPausesUntilItOrProbesAtMaxWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		reset := time.Now().Add(40 * time.Minute)
+		github := func(status int) scripted {
+			return scripted{status, map[string]string{"X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "0",
+				"X-RateLimit-Reset": strconv.FormatInt(reset.Unix(), 10), "X-RateLimit-Resource": "core"}}
+		}
+		api := &scriptedAPI{steps: []scripted{github(200), github(http.StatusForbidden), github(http.StatusForbidden), github(http.StatusForbidden)}}
+		tr := New(api, WithLimit(PerHour(5000)), WithoutRetry())
+		start := time.Now()
+		for range 5 {
+			get(tr, context.Background(), "http://api.test/")
+		}
+		sent := api.sentTimes()
+		for i, want := range []time.Duration{0, 10 * time.Minute, 20 * time.Minute, 30 * time.Minute, 40 * time.Minute} {
+			// Each pause ends with an empty bucket: a restart paced at 5,000 an
+			// hour at 90%, 0.8 s a call.
+			if got := sent[i].Sub(start); got < want || got > want+4*time.Second {
+				t.Errorf("call %d went at %v, want %v: a pause at most MaxWait, then a probe", i+1, got, want)
+			}
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		reset := time.Now().Add(40 * time.Minute)
+		api := &scriptedAPI{steps: []scripted{{200, map[string]string{"X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "0",
+			"X-RateLimit-Reset": strconv.FormatInt(reset.Unix(), 10)}}}}
+		tr := New(api, WithLimit(PerHour(5000)), WithoutRetry(), WithMaxWait(2*time.Hour))
+		start := time.Now()
+		get(tr, context.Background(), "http://api.test/")
+		get(tr, context.Background(), "http://api.test/")
+		if got := api.sentTimes()[1].Sub(start); got < 40*time.Minute || got > 40*time.Minute+2*time.Second {
+			t.Errorf("with MaxWait 2 h the next call went at %v, want at the reset, 40 min", got)
+		}
+	})
+}
+
+// openAIBucket is a requests bucket as OpenAI describes its limits: a
+// token bucket that refills continuously, reporting the time until it is
+// full as a Go duration ("6m0s"). Its capacity is 600 but it refills only
+// 100 a minute, while the headers' limit reads as 600 a minute.
+type openAIBucket struct {
+	mu       sync.Mutex
+	level    float64
+	at       time.Time
+	accepted []time.Time
+	rejected []time.Time
+}
+
+func (b *openAIBucket) RoundTrip(req *http.Request) (*http.Response, error) {
+	const capacity, perSecond = 600.0, 100.0 / 60
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	if b.at.IsZero() {
+		b.level = capacity
+	}
+	if !b.at.IsZero() {
+		b.level = min(capacity, b.level+now.Sub(b.at).Seconds()*perSecond)
+	}
+	b.at = now
+	status := http.StatusOK
+	if b.level >= 1 {
+		b.level--
+		b.accepted = append(b.accepted, now)
+	} else {
+		status = http.StatusTooManyRequests
+		b.rejected = append(b.rejected, now)
+	}
+	h := http.Header{}
+	h.Set("X-Ratelimit-Limit-Requests", "600")
+	h.Set("X-Ratelimit-Remaining-Requests", strconv.Itoa(int(b.level)))
+	full := time.Duration((capacity - b.level) / perSecond * float64(time.Second)).Round(100 * time.Millisecond)
+	h.Set("X-Ratelimit-Reset-Requests", full.String())
+	return &http.Response{StatusCode: status, Header: h, Body: http.NoBody, Request: req}, nil
+}
+
+// OpenAI-style resets ("6m0s" until full) on a bucket that refills slower
+// than its stated limit: pacer spends what remains and what the bucket
+// adds back, and no more.
+func TestOpenAIStyleResetsArePacedByWhatIsAddedBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		api := &openAIBucket{}
+		tr := New(api, WithoutRetry(), WithScope(Scope{Name: DefaultScope, Limit: PerMinute(600), Provisional: true}))
+		start := time.Now()
+		hammer(tr, 16, start.Add(30*time.Minute))
+		check(t, "600 at once, then 100 a minute", len(api.accepted), len(api.rejected), 600+100*30, 0.95)
+	})
+}
+
+// No single response stops a scope beyond MaxWait, whatever it claims: the
+// scope probes again, and a corrected server teaches it back.
+func TestHostileHeadersNeverStopAScopeBeyondMaxWait(t *testing.T) {
+	corrected := scripted{200, map[string]string{"RateLimit-Policy": `"p";q=100;w=1`}}
+	for _, tt := range []struct {
+		name   string
+		header map[string]string
+	}{
+		{"zero limit, none left, reset in the year 5138", map[string]string{"X-RateLimit-Limit": "0", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "99999999999"}},
+		{"a one-year policy", map[string]string{"RateLimit-Policy": `"p";q=1;w=31536000`}},
+		{"a one-year window in X-RateLimit-Limit", map[string]string{"X-RateLimit-Limit": "1, 1;w=31536000"}},
+		{"one left for a year", map[string]string{"X-RateLimit-Limit": "1", "X-RateLimit-Remaining": "1", "X-RateLimit-Reset": "31536000"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				toPresent()
+				api := &scriptedAPI{steps: []scripted{{200, tt.header}, {200, tt.header}, corrected}}
+				tr := New(api, WithLimit(PerSecond(100)), WithMaxWait(time.Minute), WithoutRetry(), WithLogger(slogTo(io.Discard)))
+				for range 3 {
+					mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+				}
+				sent := api.sentTimes()
+				for i := 1; i < 3; i++ {
+					if gap := sent[i].Sub(sent[i-1]); gap > time.Minute+time.Second {
+						t.Fatalf("call %d went %v after the one before, want a probe within MaxWait (1 min)", i+1, gap)
+					}
+				}
+				// Taught back: 100 calls within about a second.
+				t0 := time.Now()
+				for range 100 {
+					mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+				}
+				if took := time.Since(t0); took > 1500*time.Millisecond {
+					t.Errorf("100 calls took %v after the corrected answer, want about 1 s", took)
+				}
+			})
+		})
+	}
+}
+
+// One rejection measures the server's capacity: behind a bare-429 limiter
+// (a token bucket of 50 a second, as nginx's limit_req), a Transport
+// configured above it converges in one or two cuts, not in many 0.85
+// steps, and keeps near the limit.
+func TestOneRejectionMeasuresTheCapacity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		api := &limitedAPI{limit: 50, burst: 10, mode: "bare-429"}
+		var mu sync.Mutex
+		cuts := 0
+		tr := New(api, WithLimit(PerSecond(60)), WithoutRetry(), WithObserver(ObserverFunc(func(e Event) {
+			if e.Kind == EventPaceChanged && strings.Contains(e.Why, "refused") {
+				mu.Lock()
+				cuts++
+				mu.Unlock()
+			}
+		})))
+		start := time.Now()
+		hammer(tr, 16, start.Add(20*time.Second))
+		a, r := between(api.accepted, start.Add(5*time.Second), start.Add(20*time.Second)), between(api.rejected, start, start.Add(20*time.Second))
+		check(t, "nginx-like, 50/s", a, r, 50*15, 0.95)
+		if cuts > 3 {
+			t.Errorf("%d cuts in 20 s, want at most 3", cuts)
+		}
+	})
+}
+
+// After a minute of bare 429s (an incident) the pace is back within a
+// bounded time, however many cuts the incident made.
+func TestRecoveryAfterAnIncidentIsBoundedInTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		start := time.Now()
+		api := &windowAPI{limit: 1000, window: time.Second, quiet: true,
+			down: func(now time.Time) bool { return now.Sub(start) >= 10*time.Second && now.Sub(start) < 70*time.Second }}
+		tr := New(api, WithLimit(PerSecond(100)), WithoutRetry())
+		hammer(tr, 16, start.Add(130*time.Second))
+		_, r := api.counts("pacer", start.Add(10*time.Second), start.Add(70*time.Second))
+		a, _ := api.counts("pacer", start.Add(125*time.Second), start.Add(130*time.Second))
+		t.Logf("%d 429s during the incident; %d accepted from 55 s to 60 s after it", r, a)
+		if a < 90*5*9/10 {
+			t.Errorf("%d accepted 55 s after the incident, want at least 0.9 of the configured 90 a second", a)
+		}
+	})
+}
+
+// What a rejection costs prices the probing back: after a bare 429 the pace
+// is back in full within cheapRecovery; after a 429 that paused the scope it
+// climbs more slowly.
+func TestProbingIsPricedByWhatARejectionCosts(t *testing.T) {
+	for _, tt := range []struct {
+		header map[string]string
+		full   bool
+	}{{nil, true}, {map[string]string{"Retry-After": "1"}, false}} {
+		synctest.Test(t, func(t *testing.T) {
+			toPresent()
+			api := &scriptedAPI{steps: []scripted{{http.StatusTooManyRequests, tt.header}}}
+			tr := New(api, WithLimit(PerSecond(100)), WithoutRetry())
+			get(tr, context.Background(), "http://api.test/")
+			time.Sleep(cheapRecovery)
+			if f := tr.Stats().Scopes[0].Factor; (f == 1) != tt.full {
+				t.Errorf("429 with %v: factor %v after %v", tt.header, f, cheapRecovery)
+			}
+		})
+	}
+}
+
+// On a key shared with an unpaced client, pacer spends only what remains:
+// the neighbour is not pushed into 429s.
+func TestUnpacedNeighbourKeepsItsShare(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		api := &windowAPI{limit: 100, window: time.Second, offset: 370 * time.Millisecond, sliding: true, retryAfter: true}
+		tr := New(api, WithLimit(PerSecond(100)), WithoutRetry())
+		start := time.Now()
+		end := start.Add(25 * time.Second)
+		go neighbour(api, 40, end)
+		hammer(tr, 16, end)
+		a, r := api.counts("pacer", start.Add(5*time.Second), end)
+		// 0.90 and more without the race detector; one 429 (and its
+		// Retry-After pause) costs 0.05 under its scheduling.
+		check(t, "pacer", a, r, 60*20, 0.85)
+		na, nr := api.counts("neighbour", start.Add(5*time.Second), end)
+		check(t, "neighbour", na, nr, 40*20, 0.99)
+	})
+}
+
+// Every pace change is an event with its reason, and Stats says why.
+func TestPaceChangesAreObservable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		api := &scriptedAPI{steps: []scripted{
+			{200, map[string]string{"RateLimit-Policy": `"p";q=50;w=1`}},
+			{http.StatusTooManyRequests, nil},
+		}}
+		var reasons []string
+		tr := New(api, WithLimit(PerSecond(100)), WithoutRetry(), WithLogger(slogTo(io.Discard)),
+			WithObserver(ObserverFunc(func(e Event) {
+				if e.Kind == EventPaceChanged {
+					reasons = append(reasons, e.Why)
+				}
+			})))
+		get(tr, context.Background(), "http://api.test/")
+		if why := tr.Stats().Scopes[0].Why; why != "the provider's published limit" {
+			t.Errorf("Why = %q after a published limit", why)
+		}
+		get(tr, context.Background(), "http://api.test/")
+		if why := tr.Stats().Scopes[0].Why; why != "recovering from a refusal" {
+			t.Errorf("Why = %q after a 429", why)
+		}
+		time.Sleep(cheapRecovery)
+		get(tr, context.Background(), "http://api.test/")
+		want := []string{"the provider published its limit", "the provider refused a call", "recovered from a cut"}
+		if strings.Join(reasons, "; ") != strings.Join(want, "; ") {
+			t.Errorf("reasons %q, want %q", reasons, want)
+		}
+	})
+}

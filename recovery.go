@@ -1,0 +1,212 @@
+package pacer
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+)
+
+// What a rejection that teaches nothing else does to a scope's pace.
+//
+// A 429 is a measurement: the server refused the calls above its capacity
+// and accepted the rest, so what it accepted over the last window is its
+// capacity, near enough. The pace jumps there, less capacityHeadroom, in
+// one step instead of in many geometric ones. When the scope has too little
+// history to measure (its first calls were refused), it halves instead.
+//
+// The pace then climbs back by time, not by successes, on a cubic curve
+// like TCP CUBIC's: quickly at first, flat near the level the server last
+// refused, then faster again beyond it. So probing the old ceiling again is
+// rare, and a scope cut to the floor by an incident is back at its full
+// pace after a bounded time, however many cuts the incident made. How long
+// the curve takes is priced by what a rejection costs: a bare 429 loses
+// one call (cheapRecovery), a 429 that paused the whole scope (Retry-After)
+// loses every caller's time (costlyRecovery).
+const (
+	capacityHeadroom = 0.95
+	costlyHeadroom   = 0.9
+	shortHistoryCut  = 0.5
+	// cutFactor is the cut of a scope that limits only concurrency, which
+	// has no rate to measure a capacity in.
+	cutFactor = 0.85
+	minFactor = 1.0 / 1024
+
+	// From the floor back to the full pace after a cut, when nothing is
+	// refused on the way.
+	cheapRecovery  = 40 * time.Second
+	costlyRecovery = 120 * time.Second
+)
+
+// recovery is the curve a cut scope climbs back on: factor(t) =
+// wmax + c·(t − k)³, between f0 and 1, t in seconds since the cut.
+// It is immutable; a cut stores a new one.
+type recovery struct {
+	at   int64   // UnixNano of the cut
+	wmax float64 // the factor the server was measured to accept
+	f0   float64 // the factor just after the cut
+	c    float64 // per second cubed
+	k    float64 // seconds until the curve is back at wmax
+	full int64   // UnixNano when the curve reaches 1
+}
+
+func newRecovery(now time.Time, wmax, f0 float64, over time.Duration) *recovery {
+	r := &recovery{at: now.UnixNano(), wmax: wmax, f0: f0}
+	s := over.Seconds()
+	r.c = 1 / (s * s * s)
+	r.k = math.Cbrt((wmax - f0) / r.c)
+	// wmax + c·(t−k)³ = 1  ⇔  t = k + ∛((1−wmax)/c)
+	r.full = r.at + int64((r.k+math.Cbrt((1-wmax)/r.c))*1e9)
+	return r
+}
+
+func (r *recovery) factor(now int64) float64 {
+	if now >= r.full {
+		return 1
+	}
+	t := float64(now-r.at)/1e9 - r.k
+	return min(1, max(r.f0, r.wmax+r.c*t*t*t))
+}
+
+// rateFactor returns the share of the scope's pace in use now: below 1
+// while the scope recovers from a cut.
+func (s *scopeState) rateFactor() float64 {
+	r := s.recov.Load()
+	if r == nil {
+		return 1
+	}
+	return s.factorOf(r, s.class.clock.Now().UnixNano())
+}
+
+// factorOf returns r's factor at now, and forgets r once it is back at 1.
+func (s *scopeState) factorOf(r *recovery, now int64) float64 {
+	if now >= r.full {
+		if s.recov.CompareAndSwap(r, nil) {
+			s.recovered.Store(true)
+		}
+		return 1
+	}
+	return r.factor(now)
+}
+
+// acceptance keeps a few points of the scope's count of accepted calls, so
+// that a rejection can tell how many the server accepted over the last
+// window. A point is taken every acceptanceStep successes, not every call:
+// the history spans acceptancePoints × acceptanceStep calls, whatever the
+// rate, and a success costs one atomic add.
+const (
+	acceptanceStep   = 8
+	acceptancePoints = 32
+)
+
+type acceptancePoint struct {
+	at int64 // UnixNano
+	n  int64 // accepted calls then
+}
+
+type acceptance struct {
+	ok     atomic.Int64 // calls the provider accepted
+	points [acceptancePoints]acceptancePoint
+	next   int
+}
+
+// succeeded counts a call the provider accepted.
+func (s *scopeState) succeeded() {
+	if n := s.ok.Add(1); n%acceptanceStep == 0 {
+		now := s.class.clock.Now().UnixNano()
+		s.mu.Lock()
+		s.points[s.next%acceptancePoints] = acceptancePoint{now, n}
+		s.next++
+		s.mu.Unlock()
+	}
+}
+
+// acceptedRate returns how many calls a second the provider accepted over
+// about the last window before now, and false when the scope has less than
+// half a window of history. Under s.mu.
+func (s *scopeState) acceptedRate(now time.Time, window time.Duration) (float64, bool) {
+	from := now.UnixNano() - int64(window)
+	var newestOld, oldest acceptancePoint
+	for i := range min(s.next, acceptancePoints) {
+		p := s.points[i]
+		if p.at <= from && p.at > newestOld.at {
+			newestOld = p
+		}
+		if oldest.at == 0 || p.at < oldest.at {
+			oldest = p
+		}
+	}
+	best := newestOld
+	if best.at == 0 {
+		best = oldest
+	}
+	if best.at == 0 {
+		return 0, false
+	}
+	span := time.Duration(now.UnixNano() - best.at)
+	if span < window/2 || span <= 0 {
+		return 0, false
+	}
+	return float64(s.ok.Load()-best.n) / span.Seconds(), true
+}
+
+// measuringWindow is the window a rejection measures the accepted rate
+// over: long enough to hold twenty calls at the scope's base pace, and
+// between a second and a minute.
+func measuringWindow(base float64) time.Duration {
+	w := time.Second
+	if base > 0 {
+		w = time.Duration(20 / base * float64(time.Second))
+	}
+	return min(max(w, time.Second), time.Minute)
+}
+
+// cut lowers the scope's pace after a rejection that taught nothing else,
+// for a call admitted when the admitted count was admittedAt. costly says
+// the rejection paused the scope. It returns the new factor, and false when
+// the rejection was old news: a call sent before the last cut, or within a
+// measuring window of it, saw the pace the cut already answered.
+func (s *scopeState) cut(admittedAt int64, now time.Time, costly bool, maxWait time.Duration) (float64, bool) {
+	base, burst := s.basePace(now)
+	window := measuringWindow(base)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if admittedAt <= s.cutAt || now.UnixNano() < s.quietUntil {
+		return 0, false
+	}
+	s.cutAt = s.admitted.Load()
+	s.quietUntil = now.Add(window).UnixNano()
+	cur := 1.0
+	if r := s.recov.Load(); r != nil {
+		cur = r.factor(now.UnixNano())
+	}
+	floor := minFactor
+	if base > 0 && burst > 0 {
+		// However low the pace is cut, the scope always probes again
+		// within the maximum wait.
+		floor = max(floor, min(1, s.floorRate(maxWait)/base))
+	}
+	var wmax, f0 float64
+	switch accepted, ok := s.acceptedRate(now, window); {
+	case base == 0: // a scope that limits only concurrency
+		wmax, f0 = cur, cur*cutFactor
+	case ok:
+		wmax = min(cur, accepted/base)
+		f0 = wmax * capacityHeadroom
+		if costly {
+			// The measure may hold a burst the server let through after
+			// the last pause, and the next refusal costs another pause.
+			f0 = wmax * costlyHeadroom
+		}
+	default:
+		wmax, f0 = cur, cur*shortHistoryCut
+	}
+	f0 = max(f0, floor)
+	wmax = max(wmax, f0)
+	over := cheapRecovery
+	if costly {
+		over = costlyRecovery
+	}
+	s.recov.Store(newRecovery(now, wmax, f0, over))
+	s.recovered.Store(false)
+	return f0, true
+}

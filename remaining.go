@@ -1,0 +1,368 @@
+package pacer
+
+import (
+	"math"
+	"time"
+)
+
+// toldHeadroom is the share of a limit pacer aims at while the provider
+// reports live remaining counts. The configured headroom is for flying
+// blind; with the provider saying what is left, the remaining count is the
+// guard, and the margin it keeps (remainingMargin) is the headroom.
+const toldHeadroom = 0.98
+
+// remainingMargin is the share of a limit that remaining-driven pacing
+// leaves unspent, at least one call: what an unpaced neighbour on the same
+// key finds when it calls, and slack for the rounding of the count.
+const remainingMargin = 0.02
+
+// toldPace is what a provider's live remaining count allows: the scope may
+// send its remaining calls before the reset, spread over the time to it,
+// plus what the provider adds back meanwhile. Immutable; each report
+// stores a new one.
+type toldPace struct {
+	rate  float64 // units a second
+	until int64   // UnixNano when the report stops applying
+	// edge says the report is about the limit the scope paces by, so that
+	// it may aim at toldHeadroom of it. It is not when the scope's
+	// configured limit is below the published one: a limit set low on
+	// purpose keeps its headroom.
+	edge bool
+}
+
+// remainingReports is what a scope remembers of the provider's last
+// remaining count, to measure how fast the provider gives quota back.
+// Under the scope state's mu.
+type remainingReports struct {
+	at           int64   // UnixNano of the last report
+	remaining    float64 // the count it gave
+	spent        int64   // the scope's spent units when the call it answered was admitted
+	supply       float64 // units a second the provider adds back, less what others take
+	interval     float64 // seconds between reports, averaged
+	first        int64   // UnixNano of the first report
+	latest       int64   // the spent units of the latest report taken
+	reportsSince int     // reports since the anchor (at, remaining, spent)
+	known        bool    // supply has a first measurement
+	peak         float64 // the largest count seen, for a limit that is not published
+
+	// The window the provider does not state, from successive resets.
+	lastReset int64         // UnixNano of the latest reset seen
+	candidate time.Duration // the shortest gap between resets seen so far
+	window    time.Duration // a window learned; 0 until one is
+}
+
+// basePace returns the scope's pace before any cut: the configured or
+// published limit at the Transport's headroom, or — while the provider
+// reports live remaining counts — at toldHeadroom, and no faster than
+// the remaining count allows.
+func (s *scopeState) basePace(now time.Time) (rate, burst float64) {
+	cfg := s.class.configured.Load()
+	rate, burst = cfg.rate, cfg.burst
+	raw, edgeBurst := cfg.raw, cfg.edgeBurst
+	if p := s.learned.Load(); p != nil {
+		rate, burst, raw, edgeBurst = p.rate, p.burst, p.raw, p.edgeBurst
+	}
+	if tp := s.told.Load(); tp != nil && rate > 0 {
+		if now.UnixNano() < tp.until {
+			if tp.edge && edgeBurst > 0 && raw*toldHeadroom > rate {
+				// In any window, the burst and what refills add up to
+				// the limit, as Limit's doc says of the blind headroom.
+				rate, burst = raw*toldHeadroom, edgeBurst
+			}
+			// A call that waits at the reported pace wakes by the time the
+			// report runs out, to pace itself anew: nothing else wakes it
+			// when no call is in flight.
+			rate = min(rate, max(tp.rate, burst*1e9/float64(tp.until-now.UnixNano())))
+		} else {
+			s.told.CompareAndSwap(tp, nil)
+		}
+	}
+	return rate, burst
+}
+
+// blindRate is the scope's rate from its configured or published limit
+// alone: the pace it returns to once a report of what remains has run out.
+func (s *scopeState) blindRate() float64 {
+	if p := s.learned.Load(); p != nil {
+		return p.rate
+	}
+	rate, _ := s.class.configuredPace()
+	return rate
+}
+
+// pace returns the scope state's current pace: basePace, times the share
+// a cut left (recovery.go) unless a live remaining count sets it. The common case — nothing learned, nothing
+// cut — reads two pointers and no clock.
+func (s *scopeState) pace() (rate, burst float64) {
+	if s.told.Load() == nil && s.recov.Load() == nil {
+		rate, burst = s.class.configuredPace()
+		if p := s.learned.Load(); p != nil {
+			rate, burst = p.rate, p.burst
+		}
+		return rate, burst
+	}
+	now := s.class.clock.Now()
+	rate, burst = s.basePace(now)
+	if r := s.recov.Load(); r != nil {
+		f := s.factorOf(r, now.UnixNano())
+		if tp := s.told.Load(); tp == nil || now.UnixNano() >= tp.until {
+			// A live remaining count paces by what it says; a cut is
+			// for the pace without one.
+			rate *= f
+		}
+	}
+	return rate, burst
+}
+
+// reportRemaining takes a provider's report that remaining units are left
+// until reset, in answer to a call admitted when the scope had spent
+// spentAt, and sets the pace that spends them: what is left after the calls
+// admitted since, spread over the time to the reset (a whole-second reset
+// may be up to a second late), plus what the provider has been adding back
+// net of what others take — measured from successive reports, so that on a
+// key shared with clients pacer does not control it spends only what is
+// left. limit is the published limit, or -1. local says the scope's
+// bucket is this process's alone; in a shared store the other processes'
+// calls would count as a neighbour's, so only the spread applies. It
+// returns the new pace, and whether remaining-driven pacing has just begun.
+func (s *scopeState) reportRemaining(now time.Time, remaining int64, reset time.Duration, limit int64, spentAt int64, local bool, maxWait time.Duration) (float64, bool) {
+	if reset <= 0 || remaining < 0 {
+		return 0, false
+	}
+	s.mu.Lock()
+	o := &s.reports
+	r := float64(remaining)
+	o.peak = max(o.peak, r)
+	if spentAt < o.latest {
+		s.mu.Unlock()
+		return 0, false // an answer overtaken by a later one: old news
+	}
+	o.latest = spentAt
+	if o.at != 0 && local && spentAt >= o.spent {
+		dt := float64(now.UnixNano()-o.at) / 1e9
+		gain := r - o.remaining + float64(spentAt-o.spent)
+		// A gain of a large part of the limit at once is a fixed window
+		// refilled at its reset, not a rate: spreading takes care of it.
+		jump := max(3, 0.2*math.Max(float64(limit), o.peak))
+		if dt > 0 && gain <= jump {
+			// Averaged over several reports, at least supplyTime: one
+			// report's count is rounded to a whole call, and calls are
+			// answered in another order than they were admitted in.
+			o.interval += (dt - o.interval) / 8
+			w := min(1, dt/max(supplyTime.Seconds(), 8*o.interval))
+			if !o.known {
+				w, o.interval = 1, dt
+			}
+			o.supply += w * (gain/dt - o.supply)
+			o.known = true
+		}
+	}
+	if dt := now.UnixNano() - o.at; o.at == 0 || dt > 0 || spentAt > o.spent {
+		o.at, o.remaining, o.spent = now.UnixNano(), r, spentAt
+	}
+	// Never below nothing: a neighbour's share is already out of what
+	// remains, and a negative measure is as likely the noise of calls
+	// answered out of order, which would stall the scope.
+	if o.first == 0 {
+		o.first = now.UnixNano()
+	}
+	supply, first := 0.0, !o.known || now.UnixNano()-o.first < int64(trustAfter)
+	if local && o.known {
+		supply = max(0, o.supply)
+	}
+	s.mu.Unlock()
+
+	margin := 1.0
+	if limit > 0 {
+		margin = max(1, remainingMargin*float64(limit))
+	}
+	left := r - float64(s.spent.Load()-spentAt)
+	// Spread over the reset as stated: a whole-second reset may be up to a
+	// second later, but spending what is left a little early is safe (the
+	// clamp keeps the bucket within it), and spreading it over the longer
+	// time would leave a one-second window half used.
+	// A reset within a window of a second or two is as likely a sliding
+	// window's, which gives back what was spent a window ago, as a fixed
+	// one's: close the gap to the margin within half a second, and let the
+	// clamp and the margin guard; a far reset spreads what is left over it.
+	horizon := reset
+	if reset <= 2*time.Second && !first {
+		horizon = min(reset, catchUpTime)
+	}
+	rate := supply + (left-margin)/horizon.Seconds()
+	if left < margin {
+		// Below the margin, slow down within a fraction of a second, not
+		// by the reset: on a sliding window the next call may be refused.
+		// But not below half the blind pace: the calls are what bring the
+		// news that the margin is back, and none left at all pauses the
+		// scope (pauseForNoneLeft) anyway.
+		rate = max(supply+(left-margin)/min(reset, deficitTime).Seconds(), s.blindRate()/2)
+	}
+	if blind := s.blindRate(); left >= margin && left-margin >= (blind-supply)*reset.Seconds() {
+		// What the provider adds back is not measured well yet, or what is left
+		// lasts until the reset at the blind pace: the report may raise
+		// the pace to the edge, not lower it below the blind one. The
+		// clamp guards meanwhile.
+		rate = max(rate, blind)
+	}
+	// However little is left, the scope sends again within the maximum
+	// wait, and a corrected report can teach it back.
+	rate = max(rate, s.floorRate(maxWait))
+	// A report holds until its reset, at the latest.
+	if remaining == 0 && pauseForNoneLeft(reset, maxWait) > 0 {
+		// The scope pauses until the reset and probes at its own pace
+		// after it: the report sets no pace of its own.
+		s.told.Store(nil)
+		return 0, false
+	}
+	hold := min(reset+wholeSecondSlack(reset), maxWait)
+	edge := true
+	if cfg := s.class.configured.Load(); cfg.rate > 0 && s.learned.Load() == nil && limit > int64(cfg.limit.Count) {
+		edge = false
+	}
+	// Not at the edge before what the provider gives back is measured:
+	// a sliding window that has been idle lets a whole window through,
+	// and the next one starts full.
+	edge = edge && !first
+	old := s.told.Swap(&toldPace{rate: rate, until: now.Add(hold).UnixNano(), edge: edge})
+	return rate, old == nil || old.until <= now.UnixNano()
+}
+
+// floorRate is the least pace a report or a cut leaves a scope: one call
+// per maximum wait (for a scope counted in another unit, a full bucket per
+// maximum wait), so that no response stops a scope for longer.
+func (s *scopeState) floorRate(maxWait time.Duration) float64 {
+	units := 1.0
+	if !s.class.countsRequests {
+		_, units = s.basePace(s.class.clock.Now())
+	}
+	return units / maxWait.Seconds()
+}
+
+// edgeBurst is the burst a scope counted in requests keeps while it aims at
+// toldHeadroom of a limit of count per window: (1 − toldHeadroom) × count,
+// at least one, and no more than burst. A scope counted in another unit
+// keeps its burst, which must hold its largest request, and its headroom:
+// 0.
+func edgeBurst(countsRequests bool, count, burst float64) float64 {
+	if !countsRequests || count <= 0 {
+		return 0
+	}
+	return min(burst, max(1, math.Floor((1-toldHeadroom)*count+1e-9)))
+}
+
+// trustAfter is how long a scope measures what the provider adds back
+// before that measure may slow it below its blind pace: at least one
+// window of a sliding-window counter, which adds nothing back in its first.
+const trustAfter = 1500 * time.Millisecond
+
+// catchUpTime is how soon a scope spends what remains beyond its margin
+// when the reset is a second or two away.
+const catchUpTime = 500 * time.Millisecond
+
+// deficitTime is how soon a scope that has spent into its margin gives it
+// back.
+const deficitTime = 250 * time.Millisecond
+
+// supplyTime is how long the measure of what a provider adds back takes to
+// follow a change.
+const supplyTime = 300 * time.Millisecond
+
+// wholeSecondSlack is how late a reset given in whole seconds may be: a
+// reset written as Unix seconds, or measured against a Date header, is
+// truncated to the second.
+func wholeSecondSlack(reset time.Duration) time.Duration {
+	if reset%time.Second == 0 {
+		return time.Second
+	}
+	return 0
+}
+
+// pauseForNoneLeft is how long a success that took the last unit pauses
+// the scope: until the reset, at most maxWait — unless the reset is within
+// a whole-second reset's slack, and so may already be here. Then the scope
+// does not stop: it spends at the pace that what the provider adds back
+// allows (reportRemaining), and the next answer says more.
+func pauseForNoneLeft(reset, maxWait time.Duration) time.Duration {
+	if reset <= wholeSecondSlack(reset) {
+		return 0
+	}
+	return min(reset, maxWait)
+}
+
+// learnWindow learns the window of a limit published without one, from
+// successive resets: the reset moves on by one window each time one ends.
+// The shortest gap seen twice is taken, and replaced by a shorter one seen
+// twice later (a gap may span windows in which no answer gave a reset). resetAt is the reset on the server's clock. It
+// returns the window, once learned.
+func (s *scopeState) learnWindow(resetAt time.Time, whole bool) time.Duration {
+	at := resetAt.UnixNano()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := &s.reports
+	last := o.lastReset
+	if at <= last {
+		return o.window
+	}
+	o.lastReset = at
+	if last == 0 {
+		return o.window
+	}
+	gap := time.Duration(at - last)
+	if whole {
+		gap = gap.Round(time.Second)
+	}
+	if gap < 900*time.Millisecond || o.window > 0 && gap >= o.window {
+		return o.window // the same window read again, or nothing shorter
+	}
+	// A shorter gap seen twice replaces a window learned from longer ones
+	// (windows in which no answer gave a reset).
+	switch {
+	case gap == o.candidate:
+		o.window = gap
+	case o.candidate == 0 || gap < o.candidate:
+		o.candidate = gap
+	}
+	return o.window
+}
+
+// windowHint takes a provider's Retry-After as the window of a limit
+// published without one, until successive resets teach the real one: a
+// server that publishes a count but not its window and asks to come back
+// after a while most often means the window.
+func (s *scopeState) windowHint(wait time.Duration) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reports.window == 0 && s.reports.candidate == 0 && wait >= time.Second && wait <= time.Hour {
+		s.reports.candidate = wait
+	}
+	if s.reports.window > 0 {
+		return s.reports.window
+	}
+	return s.reports.candidate
+}
+
+// knownWindow returns the window learned for the scope's published limit,
+// or 0.
+func (s *scopeState) knownWindow() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reports.window
+}
+
+// why says what sets the scope's pace now, for Stats.
+func (s *scopeState) why(now time.Time) string {
+	if r := s.recov.Load(); r != nil && now.UnixNano() < r.full {
+		return "recovering from a refusal"
+	}
+	if tp := s.told.Load(); tp != nil && now.UnixNano() < tp.until {
+		return "what the provider reports remains"
+	}
+	if s.learned.Load() != nil {
+		return "the provider's published limit"
+	}
+	if rate, _ := s.class.configuredPace(); rate > 0 {
+		return "the configured limit"
+	}
+	return ""
+}
