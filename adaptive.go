@@ -174,15 +174,10 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 		quotas = ParseQuotas(resp.Header, now)
 	}
 	_, local := t.store.(*MemoryStore)
-	var quoted, counted uint64 // by charge: a quota spoke of it; one said what remains
 	for _, q := range quotas {
 		i := c.chargeFor(q)
 		if i < 0 {
 			continue
-		}
-		quoted |= 1 << (i % 64)
-		if q.Remaining >= 0 {
-			counted |= 1 << (i % 64)
 		}
 		s := c.charges[i].state
 		if q.Limit > 0 && q.Window == 0 {
@@ -224,13 +219,6 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 			}
 		}
 		c.clamp(ctx, now, i, left)
-	}
-	for i, ch := range c.charges {
-		if quoted&^counted&(1<<(i%64)) != 0 {
-			// The latest answer about the scope says nothing of what
-			// remains: an earlier count no longer paces it.
-			ch.state.told.Store(nil)
-		}
 	}
 	switch status {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:

@@ -300,7 +300,7 @@ func TestOpenAIStyleResetsArePacedByWhatIsAddedBack(t *testing.T) {
 // No single response stops a scope beyond MaxWait, whatever it claims: the
 // scope probes again, and a corrected server teaches it back.
 func TestHostileHeadersNeverStopAScopeBeyondMaxWait(t *testing.T) {
-	corrected := scripted{200, map[string]string{"RateLimit-Policy": `"p";q=100;w=1`}}
+	corrected := scripted{200, map[string]string{"RateLimit-Policy": `"p";q=100;w=1`, "RateLimit": `"p";r=99;t=1`}}
 	for _, tt := range []struct {
 		name   string
 		header map[string]string

@@ -123,8 +123,9 @@ func (s *scopeState) pace() (rate, burst float64) {
 // key shared with clients pacer does not control it spends only what is
 // left. limit is the published limit, or -1. local says the scope's
 // bucket is this process's alone; in a shared store the other processes'
-// calls would count as a neighbour's, so only the spread applies. It
-// returns the new pace, and whether remaining-driven pacing has just begun.
+// calls would count as a neighbour's, so only the spread applies, never
+// at the edge. It returns the new pace, and whether remaining-driven
+// pacing has just begun.
 func (s *scopeState) reportRemaining(now time.Time, remaining int64, reset time.Duration, limit int64, spentAt int64, local bool, maxWait time.Duration) (float64, bool) {
 	if reset <= 0 || remaining < 0 {
 		return 0, false
@@ -160,12 +161,13 @@ func (s *scopeState) reportRemaining(now time.Time, remaining int64, reset time.
 	if dt := now.UnixNano() - o.at; o.at == 0 || dt > 0 || spentAt > o.spent {
 		o.at, o.remaining, o.spent = now.UnixNano(), r, spentAt
 	}
-	// Never below nothing: a neighbour's share is already out of what
-	// remains, and a negative measure is as likely the noise of calls
-	// answered out of order, which would stall the scope.
 	if o.first == 0 {
 		o.first = now.UnixNano()
 	}
+	// Until trustAfter, the measure of what the provider gives back is too
+	// young to go by. Never below nothing: a neighbour's share is already
+	// out of what remains, and a negative measure is as likely the noise
+	// of calls answered out of order, which would stall the scope.
 	supply, first := 0.0, !o.known || now.UnixNano()-o.first < int64(trustAfter)
 	if local && o.known {
 		supply = max(0, o.supply)
@@ -180,11 +182,11 @@ func (s *scopeState) reportRemaining(now time.Time, remaining int64, reset time.
 	// Spread over the reset as stated: a whole-second reset may be up to a
 	// second later, but spending what is left a little early is safe (the
 	// clamp keeps the bucket within it), and spreading it over the longer
-	// time would leave a one-second window half used.
-	// A reset within a window of a second or two is as likely a sliding
-	// window's, which gives back what was spent a window ago, as a fixed
-	// one's: close the gap to the margin within half a second, and let the
-	// clamp and the margin guard; a far reset spreads what is left over it.
+	// time would leave a one-second window half used. Once what comes
+	// back is measured, a reset a second or two away is as likely a
+	// sliding window's, which gives back what was spent a window ago, as a
+	// fixed one's: close the gap to the margin within half a second, and
+	// let the clamp and the margin guard.
 	horizon := reset
 	if reset <= 2*time.Second && !first {
 		horizon = min(reset, catchUpTime)
@@ -199,22 +201,21 @@ func (s *scopeState) reportRemaining(now time.Time, remaining int64, reset time.
 		rate = max(supply+(left-margin)/min(reset, deficitTime).Seconds(), s.blindRate()/2)
 	}
 	if blind := s.blindRate(); left >= margin && left-margin >= (blind-supply)*reset.Seconds() {
-		// What the provider adds back is not measured well yet, or what is left
-		// lasts until the reset at the blind pace: the report may raise
-		// the pace to the edge, not lower it below the blind one. The
-		// clamp guards meanwhile.
+		// What is left lasts until the reset at the blind pace: the
+		// report may raise the pace toward the edge, not lower it below
+		// the blind one.
 		rate = max(rate, blind)
 	}
 	// However little is left, the scope sends again within the maximum
 	// wait, and a corrected report can teach it back.
 	rate = max(rate, s.floorRate(maxWait))
-	// A report holds until its reset, at the latest.
 	if remaining == 0 && pauseForNoneLeft(reset, maxWait) > 0 {
 		// The scope pauses until the reset and probes at its own pace
 		// after it: the report sets no pace of its own.
 		s.told.Store(nil)
 		return 0, false
 	}
+	// A report holds until its reset, at the latest.
 	hold := min(reset+wholeSecondSlack(reset), maxWait)
 	edge := true
 	if cfg := s.class.configured.Load(); cfg.rate > 0 && s.learned.Load() == nil && limit > int64(cfg.limit.Count) {
