@@ -71,9 +71,16 @@ func TestShortRun(t *testing.T) {
 		}
 		// The server cannot accept more than its ceiling; the 5% is for
 		// the clocks of client and server not starting together.
-		if float64(res.Accepted) > 1.05*res.Ceiling+1 {
+		ceiling := res.Ceiling
+		if sc.Go != nil {
+			// An idle sliding window lets a whole window through at once:
+			// beside 20 s at the limit it is noise, beside half a second
+			// it is more than the rate allows.
+			ceiling += float64(sc.Go.Limit)
+		}
+		if float64(res.Accepted) > 1.05*ceiling+1 {
 			t.Errorf("scenario %d, %s: %d accepted, above the ceiling %.0f: the counts or the ceiling are wrong",
-				r.scenario, r.client, res.Accepted, res.Ceiling)
+				r.scenario, r.client, res.Accepted, ceiling)
 		}
 		switch {
 		case r.client == Plain && res.TooMany == 0:
