@@ -23,6 +23,7 @@ type pace struct{ rate, burst, raw, edgeBurst float64 }
 // atomic field is read on the hot path without a lock.
 type feedback struct {
 	learned    atomic.Pointer[pace]     // a limit the provider published; nil if none
+	believed   atomic.Int64             // UnixNano until which learned holds unless published again
 	told       atomic.Pointer[toldPace] // what a live remaining count allows; nil if none
 	recov      atomic.Pointer[recovery] // the climb back after a cut; nil at the full pace
 	recovered  atomic.Bool              // a climb has just ended, not yet reported
@@ -158,6 +159,9 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 		for _, ch := range c.charges {
 			ch.state.succeeded()
 			c.reportRecovered(ch.state)
+			if ch.state.learned.Load() != nil {
+				c.forgetUnconfirmed(ch.state, c.t.clock.Now())
+			}
 		}
 		return
 	}
@@ -180,6 +184,13 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 			continue
 		}
 		s := c.charges[i].state
+		if cfg := s.class.configured.Load(); q.Limit > 0 && q.Window == 0 && q.Limit == int64(cfg.limit.Count) {
+			// The configured count, published without a window: the
+			// configured limit, whose window the gaps between resets would
+			// only overstate (a window that starts at the first call after
+			// the last one ended, as GitHub's do, is followed by a gap).
+			q.Window = cfg.limit.Per
+		}
 		if q.Limit > 0 && q.Window == 0 {
 			if q.Reset > 0 {
 				at := responseTime(resp.Header, now).Add(q.Reset)
@@ -190,6 +201,7 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 			}
 		}
 		if q.Limit > 0 && q.Window > 0 {
+			s.believed.Store(now.Add(believeFor(q.Window, t.maxWait)).UnixNano())
 			if s.learnLimit(q, t.headroom, t.maxWait, t.log) {
 				c.paceChanged(s, "the provider published its limit")
 			}
@@ -258,6 +270,31 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 				c.reportRecovered(ch.state)
 			}
 		}
+	}
+	for _, ch := range c.charges {
+		c.forgetUnconfirmed(ch.state, now)
+	}
+}
+
+// believeFor is how long a published limit holds without being published
+// again: its window, at least a minute, and at most maxWait. A limit from
+// one answer — a year's window, say — cannot hold a scope below its
+// configured pace for longer than the maximum wait, and a server that
+// stops publishing its limit is paced as configured again, until it
+// publishes one.
+func believeFor(window, maxWait time.Duration) time.Duration {
+	return min(max(window, time.Minute), maxWait)
+}
+
+// forgetUnconfirmed forgets the scope's published limit once no response
+// has published it again for as long as believeFor allows.
+func (c *call) forgetUnconfirmed(s *scopeState, now time.Time) {
+	p := s.learned.Load()
+	if p == nil || now.UnixNano() < s.believed.Load() {
+		return
+	}
+	if s.learned.CompareAndSwap(p, nil) {
+		c.paceChanged(s, "the provider's published limit was not published again: the configured limit paces the scope")
 	}
 }
 

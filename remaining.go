@@ -12,8 +12,11 @@ import (
 const toldHeadroom = 0.98
 
 // remainingMargin is the share of a limit that remaining-driven pacing
-// leaves unspent, at least one call: what an unpaced neighbour on the same
-// key finds when it calls, and slack for the rounding of the count.
+// leaves unspent, at least a quarter of a call: what an unpaced neighbour
+// on the same key finds when it calls, and slack for the rounding of the
+// count. Not a whole call: on a small limit that is a large share (one of
+// GitHub's 9 code searches a minute is 11 %), and a window that starts at
+// the first call after the last one ended loses the gap besides.
 const remainingMargin = 0.02
 
 // toldPace is what a provider's live remaining count allows: the scope may
@@ -176,7 +179,7 @@ func (s *scopeState) reportRemaining(now time.Time, remaining int64, reset time.
 
 	margin := 1.0
 	if limit > 0 {
-		margin = max(1, remainingMargin*float64(limit))
+		margin = max(0.25, remainingMargin*float64(limit))
 	}
 	left := r - float64(s.spent.Load()-spentAt)
 	// Spread over the reset as stated: a whole-second reset may be up to a

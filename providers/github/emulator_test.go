@@ -64,7 +64,8 @@ func TestPresetAgainstTheEmulator(t *testing.T) {
 					{"comments", server.Tally.Accepted("content"), emu.ContentPerHour * run.Hours()},
 					{"core calls", server.Tally.Accepted("core"), emu.CorePerHour * run.Hours()},
 				} {
-					if float64(c.got) < 0.85*c.want {
+					t.Logf("%s: %d of %.0f", c.what, c.got, c.want)
+			if float64(c.got) < 0.85*c.want {
 						t.Errorf("%d %s in %v, want at least 85%% of %.0f", c.got, c.what, run, c.want)
 					}
 				}
