@@ -77,6 +77,12 @@ func (c *call) emitRefusal(err error) {
 func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 	now := c.t.clock.Now()
 	for _, ch := range c.charges {
+		if ch.state.learned.Load() != nil {
+			// Responses forget a published limit nobody confirms; so must
+			// a scope that one holds back, or it holds back the very calls
+			// whose answers would forget it.
+			c.forgetUnconfirmed(ch.state, now)
+		}
 		if wait, ok := c.cooledDown(ch.state, now); !ok {
 			return blocked{state: ch.state, reason: ReasonCooldown, wait: wait}, nil
 		}

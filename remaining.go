@@ -37,16 +37,15 @@ type toldPace struct {
 // remaining count, to measure how fast the provider gives quota back.
 // Under the scope state's mu.
 type remainingReports struct {
-	at           int64   // UnixNano of the last report
-	remaining    float64 // the count it gave
-	spent        int64   // the scope's spent units when the call it answered was admitted
-	supply       float64 // units a second the provider adds back, less what others take
-	interval     float64 // seconds between reports, averaged
-	first        int64   // UnixNano of the first report
-	latest       int64   // the spent units of the latest report taken
-	reportsSince int     // reports since the anchor (at, remaining, spent)
-	known        bool    // supply has a first measurement
-	peak         float64 // the largest count seen, for a limit that is not published
+	at        int64   // UnixNano of the last report
+	remaining float64 // the count it gave
+	spent     int64   // the scope's spent units when the call it answered was admitted
+	supply    float64 // units a second the provider adds back, less what others take
+	interval  float64 // seconds between reports, averaged
+	first     int64   // UnixNano of the first report
+	latest    int64   // the spent units of the latest report taken
+	known     bool    // supply has a first measurement
+	peak      float64 // the largest count seen, for a limit that is not published
 
 	// The window the provider does not state, from successive resets.
 	lastReset int64         // UnixNano of the latest reset seen
@@ -344,14 +343,6 @@ func (s *scopeState) windowHint(wait time.Duration) time.Duration {
 		return s.reports.window
 	}
 	return s.reports.candidate
-}
-
-// knownWindow returns the window learned for the scope's published limit,
-// or 0.
-func (s *scopeState) knownWindow() time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.reports.window
 }
 
 // why says what sets the scope's pace now, for Stats.

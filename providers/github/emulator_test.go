@@ -65,7 +65,7 @@ func TestPresetAgainstTheEmulator(t *testing.T) {
 					{"core calls", server.Tally.Accepted("core"), emu.CorePerHour * run.Hours()},
 				} {
 					t.Logf("%s: %d of %.0f", c.what, c.got, c.want)
-			if float64(c.got) < 0.85*c.want {
+					if float64(c.got) < 0.85*c.want {
 						t.Errorf("%d %s in %v, want at least 85%% of %.0f", c.got, c.what, run, c.want)
 					}
 				}
