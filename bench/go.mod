@@ -9,6 +9,7 @@ replace (
 
 require (
 	github.com/failsafe-go/failsafe-go v0.9.8
+	github.com/go-chi/httprate v0.16.1
 	github.com/hashicorp/go-retryablehttp v0.7.8
 	github.com/pacer-go/pacer v0.0.0
 	github.com/pacer-go/pacer/store/redisstore v0.0.0
@@ -21,7 +22,6 @@ require (
 	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dunglas/httpsfv v1.1.2 // indirect
-	github.com/go-chi/httprate v0.16.1 // indirect
 	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
 	github.com/influxdata/tdigest v0.0.1 // indirect
 	github.com/klauspost/cpuid/v2 v2.4.0 // indirect
