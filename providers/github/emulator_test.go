@@ -95,12 +95,7 @@ func TestFiguresMatchTheEmulator(t *testing.T) {
 		"github/content-creating requests per minute":            emu.ContentPerMinute,
 		"github/content-creating requests per hour":              emu.ContentPerHour,
 	}
-	fs := github.Figures()
-	for key, v := range want {
-		preset, name, _ := strings.Cut(key, "/")
-		f, ok := figures.Find(fs, preset, name)
-		if !ok || f.Value != v {
-			t.Errorf("%s: preset figure %v, emulator's documented %v", key, f.Value, v)
-		}
+	if err := figures.Compare(github.Figures(), want); err != nil {
+		t.Error(err)
 	}
 }
