@@ -287,15 +287,18 @@ func believeFor(window, maxWait time.Duration) time.Duration {
 }
 
 // forgetUnconfirmed forgets the scope's published limit once no response
-// has published it again for as long as believeFor allows.
-func (c *call) forgetUnconfirmed(s *scopeState, now time.Time) {
+// has published it again for as long as believeFor allows, and reports
+// whether it did.
+func (c *call) forgetUnconfirmed(s *scopeState, now time.Time) bool {
 	p := s.learned.Load()
 	if p == nil || now.UnixNano() < s.believed.Load() {
-		return
+		return false
 	}
-	if s.learned.CompareAndSwap(p, nil) {
-		c.paceChanged(s, "the provider's published limit was not published again: the configured limit paces the scope")
+	if !s.learned.CompareAndSwap(p, nil) {
+		return false
 	}
+	c.paceChanged(s, "the provider's published limit was not published again: the configured limit paces the scope")
+	return true
 }
 
 // paceChanged tells observers that a scope's pace changed, and why.

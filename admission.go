@@ -77,12 +77,6 @@ func (c *call) emitRefusal(err error) {
 func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 	now := c.t.clock.Now()
 	for _, ch := range c.charges {
-		if ch.state.learned.Load() != nil {
-			// Responses forget a published limit nobody confirms; so must
-			// a scope that one holds back, or it holds back the very calls
-			// whose answers would forget it.
-			c.forgetUnconfirmed(ch.state, now)
-		}
 		if wait, ok := c.cooledDown(ch.state, now); !ok {
 			return blocked{state: ch.state, reason: ReasonCooldown, wait: wait}, nil
 		}
@@ -127,6 +121,13 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 		return blocked{}, fmt.Errorf("pacer: taking tokens: %w", err)
 	}
 	b := blocked{state: c.charges[c.owners[d.Blocked]].state, reason: ReasonRate, wait: d.Wait}
+	if b.state.learned.Load() != nil && c.forgetUnconfirmed(b.state, now) {
+		// Responses forget a published limit nobody confirms; so must a
+		// scope that one holds back, or it holds back the very calls whose
+		// answers would forget it. Try again at the configured pace: once,
+		// since the limit is forgotten now.
+		return c.tryAdmit(ctx)
+	}
 	if d.Wait == Never {
 		b.reason = ReasonCapacity
 	}
