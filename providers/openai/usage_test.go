@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/pacer-go/pacer"
@@ -27,40 +28,44 @@ func (billing) RoundTrip(req *http.Request) (*http.Response, error) {
 // reported (input and output: what TPM counts), and a budget in dollars at
 // the prices given WithPrices.
 func TestPresetSettlesTokensAndMoneyOnUsage(t *testing.T) {
-	price := prices.Price{Input: prices.USD(1), CacheRead: prices.USD(0.1), Output: prices.USD(4),
-		Source: "https://example.test/my-negotiated-prices", Read: "2026-12-01"}
-	tr := pacer.New(billing{},
-		openai.PresetLimits(openai.Limits{Models: map[string]openai.ModelLimits{"gpt-test": {RPM: 1000, TPM: 100_000}}}),
-		pacer.WithPrices(prices.Table{"gpt-test": price}),
-		pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Limit: 1, Per: time.Hour, Unit: pacer.UnitUSD}}))
-	if err := tr.Err(); err != nil {
-		t.Fatal(err)
-	}
-	req, _ := http.NewRequestWithContext(pacer.ContextWithWorkload(context.Background(), "backfill"), http.MethodPost,
-		"https://api.openai.com/v1/chat/completions",
-		strings.NewReader(`{"model":"gpt-test-2026-01-01","max_tokens":2000,"messages":[{"role":"user","content":"hello"}]}`))
-	resp, err := tr.RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	st := tr.Stats()
-	found := false
-	for _, s := range st.Scopes {
-		if s.Name != "openai/gpt-test/tokens" {
-			continue
+	// In a bubble: the level is read the moment the call ends, with no
+	// refill on a loaded machine between the two.
+	synctest.Test(t, func(t *testing.T) {
+		price := prices.Price{Input: prices.USD(1), CacheRead: prices.USD(0.1), Output: prices.USD(4),
+			Source: "https://example.test/my-negotiated-prices", Read: "2026-12-01"}
+		tr := pacer.New(billing{},
+			openai.PresetLimits(openai.Limits{Models: map[string]openai.ModelLimits{"gpt-test": {RPM: 1000, TPM: 100_000}}}),
+			pacer.WithPrices(prices.Table{"gpt-test": price}),
+			pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Limit: 1, Per: time.Hour, Unit: pacer.UnitUSD}}))
+		if err := tr.Err(); err != nil {
+			t.Fatal(err)
 		}
-		found = true
-		if !s.TokensKnown || s.Tokens < s.Burst-150 || s.Tokens > s.Burst-150+1 {
-			t.Errorf("the tokens scope holds %v, want %v less the 150 billed (plus what refilled meanwhile)", s.Tokens, s.Burst)
+		req, _ := http.NewRequestWithContext(pacer.ContextWithWorkload(context.Background(), "backfill"), http.MethodPost,
+			"https://api.openai.com/v1/chat/completions",
+			strings.NewReader(`{"model":"gpt-test-2026-01-01","max_tokens":2000,"messages":[{"role":"user","content":"hello"}]}`))
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if !found {
-		t.Errorf("no scope openai/gpt-test/tokens in %+v", st.Scopes)
-	}
-	// 100 uncached at $1/M, 20 cached at $0.1/M, 30 out at $4/M: 222 micro-USD.
-	if w := st.Workloads[0]; w.Spent*prices.MicrosPerUnit != 222 || w.Reserved != 0 {
-		t.Errorf("stats %+v, want $0.000222 spent and nothing reserved", w)
-	}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		st := tr.Stats()
+		found := false
+		for _, s := range st.Scopes {
+			if s.Name != "openai/gpt-test/tokens" {
+				continue
+			}
+			found = true
+			if !s.TokensKnown || s.Tokens < s.Burst-150 || s.Tokens > s.Burst-150 {
+				t.Errorf("the tokens scope holds %v, want %v less the 150 billed", s.Tokens, s.Burst)
+			}
+		}
+		if !found {
+			t.Errorf("no scope openai/gpt-test/tokens in %+v", st.Scopes)
+		}
+		// 100 uncached at $1/M, 20 cached at $0.1/M, 30 out at $4/M: 222 micro-USD.
+		if w := st.Workloads[0]; w.Spent*prices.MicrosPerUnit != 222 || w.Reserved != 0 {
+			t.Errorf("stats %+v, want $0.000222 spent and nothing reserved", w)
+		}
+	})
 }
