@@ -106,10 +106,8 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 		if c.holdsSlots {
 			c.t.checkAllSlots(now)
 		}
-		for i := range c.charges {
-			ch := &c.charges[i]
-			ch.admittedAt = ch.state.admitted.Add(1)
-			ch.spentAt = ch.state.spent.Add(int64(ch.cost))
+		if !c.prepaid { // a reservation counted its call when it took the tokens
+			c.countAdmitted()
 		}
 		return blocked{}, nil
 	}
@@ -132,6 +130,16 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 		b.reason = ReasonCapacity
 	}
 	return b, nil
+}
+
+// countAdmitted counts the call as admitted, and its cost as spent, on
+// every scope: what learn measures a response's remaining count against.
+func (c *call) countAdmitted() {
+	for i := range c.charges {
+		ch := &c.charges[i]
+		ch.admittedAt = ch.state.admitted.Add(1)
+		ch.spentAt = ch.state.spent.Add(int64(ch.cost))
+	}
 }
 
 // releaseSlots gives back the slots of the first n charges.

@@ -230,11 +230,7 @@ func (t *Transport) Reserve(ctx context.Context, charges ...Charge) (*Reservatio
 		}
 	}
 	c.prepaid = true
-	for i := range c.charges {
-		ch := &c.charges[i]
-		ch.admittedAt = ch.state.admitted.Add(1)
-		ch.spentAt = ch.state.spent.Add(int64(ch.cost))
-	}
+	c.countAdmitted()
 	return &Reservation{t: t, c: c, at: now.Add(delay)}, nil
 }
 

@@ -323,3 +323,20 @@ func TestPermitNeverDoneIsReported(t *testing.T) {
 		}
 	})
 }
+
+// A reserved call is counted once, when it takes its tokens, not again when
+// Wait admits it: learn measures the provider's remaining count against it.
+func TestReservationIsCountedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(nil, WithLimit(PerSecond(10)), WithConcurrency(1))
+		s := tr.scopes[DefaultScope].shared
+		r, err := tr.Reserve(context.Background())
+		mustNotErr(t, err)
+		p, err := r.Wait(context.Background())
+		mustNotErr(t, err)
+		p.Done(Accepted())
+		if admitted, spent := s.admitted.Load(), s.spent.Load(); admitted != 1 || spent != 1 {
+			t.Errorf("after one reserved call, admitted %d and spent %d; want 1 and 1", admitted, spent)
+		}
+	})
+}
