@@ -1,7 +1,8 @@
 //go:build !race
 
-// A bound on wall-clock time, without the race detector, which slows the
-// queue tenfold; TestQueueCostsLogN checks the same on the queue's shape.
+// Without the race detector, which slows the queue tenfold. The cost of
+// each operation is asserted on the queue's shape (TestQueueCostsLogN) and
+// measured by BenchmarkQueue; the wall time here is only logged.
 
 package pacer
 
@@ -12,10 +13,9 @@ import (
 )
 
 // TestQueueOfAHundredThousand queues 100,000 waiters on one scope and
-// cancels them in a random order: each operation must cost O(log n), not
-// O(queue), so the whole takes a small fraction of a second (0.15 s of CPU;
-// it took 17 s when queueing was a sorted slice). The bound is generous,
-// for a busy machine: it fails on quadratic work, not on noise.
+// cancels them in a random order, checking what each waiter is told is
+// ahead of it and that the head stays the oldest left (0.15 s of CPU; it
+// took 17 s when queueing was a sorted slice).
 func TestQueueOfAHundredThousand(t *testing.T) {
 	const n = 100_000
 	s := queueState()
@@ -41,9 +41,7 @@ func TestQueueOfAHundredThousand(t *testing.T) {
 			}
 		}
 	}
-	if elapsed := time.Since(start); elapsed > 5*time.Second {
-		t.Errorf("queueing and cancelling %d waiters took %v, want well under a second", n, elapsed)
-	}
+	t.Logf("queued and cancelled %d waiters in %v", n, time.Since(start))
 	if got := s.waiting.Load(); got != 0 {
 		t.Errorf("%d waiting after every waiter left", got)
 	}
