@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -56,8 +57,8 @@ type limitSync struct {
 	store    LimitStore
 	interval time.Duration
 	timeout  time.Duration
-	next     int64 // Unix nanoseconds of the next read; under mu
-	mu       sync.Mutex
+	next     atomic.Int64     // Unix nanoseconds of the next read
+	mu       sync.Mutex       // held by the one call that reads
 	versions map[string]int64 // by scope, the version applied
 }
 
@@ -67,14 +68,14 @@ type limitSync struct {
 func (t *Transport) syncLimits(ctx context.Context) {
 	ls := t.limitSync
 	now := t.clock.Now().UnixNano()
-	if !ls.mu.TryLock() {
-		return
+	if now < ls.next.Load() || !ls.mu.TryLock() {
+		return // between reads, every call goes on without the lock
 	}
 	defer ls.mu.Unlock()
-	if now < ls.next {
+	if now < ls.next.Load() {
 		return
 	}
-	ls.next = now + int64(ls.interval)
+	ls.next.Store(now + int64(ls.interval))
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ls.timeout)
 	defer cancel()
 	published, err := ls.store.PublishedLimits(ctx)
