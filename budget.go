@@ -269,10 +269,11 @@ func (t *Transport) initBudget(w *workloadState) error {
 
 // callMeter is what a metered call reserved, to settle when it ends.
 type callMeter struct {
-	on    bool // the Meter estimated the call: it settles on usage
-	model string
-	est   usage.Usage
-	price *prices.Price // the model's, for a budget in money
+	on     bool // the Meter estimated the call: it settles on usage
+	model  string
+	est    usage.Usage
+	price  prices.Price // the model's, for a budget in money, when priced
+	priced bool
 	// periodStart is the start of the budget's period when the call spent
 	// it, so that Stats count a settlement in the period it belongs to.
 	periodStart time.Time
@@ -308,7 +309,7 @@ func (c *call) meterFor(req *http.Request, m *Meter) error {
 			"give its price WithPrices (from the provider's pricing page) so that its calls are counted, not free",
 			ErrNoPrice, c.workload.name, UnitUSD, e.Model)
 	}
-	c.metered.price = &p
+	c.metered.price, c.metered.priced = p, true
 	return nil
 }
 
@@ -336,8 +337,8 @@ func (c *call) budgetFor(vals *callValues) {
 func (c *call) budgetCost(vals *callValues) float64 {
 	unit := c.workload.Budget.unit()
 	if unit == UnitUSD {
-		if p := c.metered.price; c.metered.on && p != nil {
-			return float64(p.Cost(c.metered.est))
+		if c.metered.on && c.metered.priced {
+			return float64(c.metered.price.Cost(c.metered.est))
 		}
 		return 0
 	}
@@ -499,8 +500,8 @@ func (c *call) settle(u usage.Usage, final bool) {
 	var actual float64
 	switch unit := c.workload.Budget.unit(); {
 	case unit == UnitUSD:
-		if p := c.metered.price; p != nil {
-			actual = float64(p.Cost(u))
+		if c.metered.priced {
+			actual = float64(c.metered.price.Cost(u))
 		}
 	default:
 		n, ok := m.tokens(unit, u)
