@@ -160,9 +160,9 @@ func fakeCharge(path string, body []byte) int64 {
 		n += 3
 	}
 	if len(r.Tools) > 0 {
-		n += fakeTokenize(string(r.Tools))
+		n += emu.Tokenize(string(r.Tools))
 	}
-	n += fakeTokenize(r.Instructions) + fakeTokensOf(r.Input)
+	n += emu.Tokenize(r.Instructions) + fakeTokensOf(r.Input)
 	return n + r.MaxTokens + r.MaxComp + r.MaxOut
 }
 
@@ -171,7 +171,7 @@ func fakeCharge(path string, body []byte) int64 {
 func fakeTokensOf(raw json.RawMessage) int64 {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return fakeTokenize(s)
+		return emu.Tokenize(s)
 	}
 	var list []json.RawMessage
 	if json.Unmarshal(raw, &list) != nil {
@@ -183,15 +183,13 @@ func fakeTokensOf(raw json.RawMessage) int64 {
 			Text string `json:"text"`
 		}
 		if json.Unmarshal(item, &s) == nil {
-			n += fakeTokenize(s)
+			n += emu.Tokenize(s)
 		} else if json.Unmarshal(item, &part) == nil {
-			n += fakeTokenize(part.Text)
+			n += emu.Tokenize(part.Text)
 		}
 	}
 	return n
 }
-
-func fakeTokenize(s string) int64 { return emu.Tokenize(s) }
 
 // jsonBody marshals v for a request body.
 func jsonBody(v any) []byte {
