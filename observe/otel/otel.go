@@ -24,6 +24,11 @@
 //	pacer.retries             counter    calls sent again
 //	pacer.budget.exhausted    counter    calls refused by a spend budget
 //	pacer.store.failures      counter    store calls that went unanswered
+//	pacer.pace.changes        counter    times what the provider said changed a scope's pace
+//	pacer.slots.held          counter    slots held longer than WithSlotAgeAlert allows
+//	pacer.not_replayable      counter    calls sent once: their body was too large to keep for a retry
+//	pacer.limit.changes       counter    runtime changes of a scope's configured limit (pacer.origin)
+//	pacer.budget.thresholds   counter    budgets crossing 50, 80 and 100 % (pacer.budget.percent)
 //	pacer.in_flight           gauge      calls in flight (on scopes that cap concurrency)
 //	pacer.waiting             gauge      calls waiting for admission
 //	pacer.rate                gauge      the pace now, in units a second
@@ -56,6 +61,8 @@ const (
 	AttrWorkload = attribute.Key("pacer.workload")
 	AttrUnit     = attribute.Key("pacer.unit")
 	AttrStatus   = attribute.Key("http.response.status_code")
+	AttrOrigin   = attribute.Key("pacer.origin")         // who changed a limit: pacer.OriginSetLimit or pacer.OriginStore
+	AttrPercent  = attribute.Key("pacer.budget.percent") // the share of a budget crossed: 50, 80 or 100
 )
 
 // WaitBuckets are the wait histogram's default boundaries, in seconds: from
@@ -70,6 +77,8 @@ type Metrics struct {
 
 	admitted, throttled, rejections, cooldowns metric.Int64Counter
 	retries, budgetExhausted, storeFailures    metric.Int64Counter
+	paceChanges, slotsHeld, notReplayable      metric.Int64Counter
+	limitChanges, budgetThresholds             metric.Int64Counter
 	wait                                       metric.Float64Histogram
 
 	inFlight, waiting                   metric.Int64ObservableGauge
@@ -87,8 +96,12 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	meter := mp.Meter(ScopeName)
 	m := &Metrics{}
 	var err error
-	counter := func(name, desc string) metric.Int64Counter {
-		c, e := meter.Int64Counter(name, metric.WithDescription(desc), metric.WithUnit("{call}"))
+	counter := func(name, desc string, unit ...string) metric.Int64Counter {
+		u := "{call}"
+		if len(unit) > 0 {
+			u = unit[0]
+		}
+		c, e := meter.Int64Counter(name, metric.WithDescription(desc), metric.WithUnit(u))
 		if err == nil {
 			err = e
 		}
@@ -101,6 +114,11 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	m.retries = counter("pacer.retries", "Calls sent again.")
 	m.budgetExhausted = counter("pacer.budget.exhausted", "Calls refused because their workload's spend budget was exhausted.")
 	m.storeFailures = counter("pacer.store.failures", "Calls to the shared store that went unanswered.")
+	m.paceChanges = counter("pacer.pace.changes", "Times what the provider said changed a scope's pace.", "{change}")
+	m.slotsHeld = counter("pacer.slots.held", "Concurrency slots held longer than the slot-age alert allows.", "{slot}")
+	m.notReplayable = counter("pacer.not_replayable", "Calls sent once because their body was too large to keep for a retry.")
+	m.limitChanges = counter("pacer.limit.changes", "Runtime changes of a scope's configured limit.", "{change}")
+	m.budgetThresholds = counter("pacer.budget.thresholds", "Times a workload's budget crossed 50, 80 or 100 percent of its limit.", "{crossing}")
 	m.wait, err = histogram(meter, err, "pacer.wait", "How long calls that waited for admission waited.")
 	intGauge := func(name, desc string) metric.Int64ObservableGauge {
 		g, e := meter.Int64ObservableGauge(name, metric.WithDescription(desc), metric.WithUnit("{call}"))
@@ -184,6 +202,16 @@ func (m *Metrics) Observe(e pacer.Event) {
 		m.budgetExhausted.Add(ctx, 1, metric.WithAttributes(AttrWorkload.String(e.Workload)))
 	case pacer.EventStoreFailure:
 		m.storeFailures.Add(ctx, 1, metric.WithAttributes(AttrScope.String(e.Scope)))
+	case pacer.EventPaceChanged:
+		m.paceChanges.Add(ctx, 1, metric.WithAttributes(AttrScope.String(e.Scope)))
+	case pacer.EventSlotHeld:
+		m.slotsHeld.Add(ctx, 1, metric.WithAttributes(AttrScope.String(e.Scope)))
+	case pacer.EventBodyNotReplayable:
+		m.notReplayable.Add(ctx, 1, metric.WithAttributes(AttrWorkload.String(e.Workload)))
+	case pacer.EventLimitChanged:
+		m.limitChanges.Add(ctx, 1, metric.WithAttributes(AttrScope.String(e.Scope), AttrOrigin.String(e.Origin)))
+	case pacer.EventBudgetThreshold:
+		m.budgetThresholds.Add(ctx, 1, metric.WithAttributes(AttrWorkload.String(e.Workload), AttrPercent.Int(e.Percent)))
 	}
 }
 

@@ -5,11 +5,13 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/observe/internal/observetest"
 	paceroptel "github.com/pacer-go/pacer/observe/otel"
 )
@@ -150,4 +152,41 @@ func TestMetricsThroughAnInMemoryReader(t *testing.T) {
 			t.Error("the gauges are still reported after Close")
 		}
 	})
+}
+
+// The events that change a Transport's configuration or warn of trouble
+// are counted too, each under attributes the configuration bounds.
+func TestMetricsCountWarningsAndChanges(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	m, err := paceroptel.New(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []pacer.Event{
+		{Kind: pacer.EventPaceChanged, Scope: "openai/requests", Workload: "batch", Rate: 8},
+		{Kind: pacer.EventPaceChanged, Scope: "openai/requests", Workload: "default", Rate: 9},
+		{Kind: pacer.EventSlotHeld, Scope: "default", Wait: 10 * time.Minute},
+		{Kind: pacer.EventBodyNotReplayable, Workload: "batch"},
+		{Kind: pacer.EventLimitChanged, Scope: "default", Origin: pacer.OriginSetLimit},
+		{Kind: pacer.EventLimitChanged, Scope: "default", Origin: pacer.OriginStore},
+		{Kind: pacer.EventBudgetThreshold, Workload: "batch", Percent: 80},
+	} {
+		m.Observe(e)
+	}
+	got := collect(t, reader)
+	for _, c := range []struct {
+		name, attrs string
+		want        float64
+	}{
+		{"pacer.pace.changes", "pacer.scope=openai/requests", 2},
+		{"pacer.slots.held", "pacer.scope=default", 1},
+		{"pacer.not_replayable", "pacer.workload=batch", 1},
+		{"pacer.limit.changes", "pacer.origin=set_limit,pacer.scope=default", 1},
+		{"pacer.limit.changes", "pacer.origin=store,pacer.scope=default", 1},
+		{"pacer.budget.thresholds", "pacer.budget.percent=80,pacer.workload=batch", 1},
+	} {
+		if v := value(t, got, c.name, c.attrs); v != c.want {
+			t.Errorf("%s{%s} = %v, want %v", c.name, c.attrs, v, c.want)
+		}
+	}
 }

@@ -26,6 +26,11 @@
 //	pacer_retries_total{scope,workload}             calls sent again
 //	pacer_budget_exhausted_total{workload}          calls refused by a spend budget
 //	pacer_store_failures_total{scope}               store calls that went unanswered
+//	pacer_pace_changes_total{scope}                 times what the provider said changed a scope's pace
+//	pacer_slots_held_total{scope}                   slots held longer than WithSlotAgeAlert allows
+//	pacer_bodies_not_replayable_total{workload}     calls sent once: their body was too large to keep for a retry
+//	pacer_limit_changes_total{scope,origin}         runtime changes of a scope's configured limit (SetLimit, or the store)
+//	pacer_budget_thresholds_total{workload,percent} budgets crossing 50, 80 and 100 % of their limit
 //
 // and, from Stats at each scrape:
 //
@@ -77,6 +82,9 @@ type Collector struct {
 	rejections                    *prometheus.CounterVec
 	cooldowns, storeFailures      *prometheus.CounterVec
 	budgetExhausted               *prometheus.CounterVec
+	paceChanges, slotsHeld        *prometheus.CounterVec
+	notReplayable, limitChanges   *prometheus.CounterVec
+	budgetThresholds              *prometheus.CounterVec
 	wait                          *prometheus.HistogramVec
 	inFlight, waiting, rate       *prometheus.Desc
 	tokens, cooldown, retryCredit *prometheus.Desc
@@ -103,13 +111,18 @@ func New(opts ...Option) *Collector {
 		return prometheus.NewDesc(prometheus.BuildFQName(o.namespace, "", name), help, labels, nil)
 	}
 	return &Collector{
-		admitted:        counter("admitted_total", "Calls admitted and sent.", "scope", "workload"),
-		throttled:       counter("throttled_total", "Calls refused by pacer because their wait could not be made.", "scope", "workload"),
-		rejections:      counter("provider_rejections_total", "Calls the provider rejected: 429, 503 or a back-pressure status.", "scope", "workload", "status"),
-		cooldowns:       counter("cooldowns_total", "Pauses the provider imposed on a scope.", "scope"),
-		retries:         counter("retries_total", "Calls sent again.", "scope", "workload"),
-		budgetExhausted: counter("budget_exhausted_total", "Calls refused because their workload's spend budget was exhausted.", "workload"),
-		storeFailures:   counter("store_failures_total", "Calls to the shared store that went unanswered.", "scope"),
+		admitted:         counter("admitted_total", "Calls admitted and sent.", "scope", "workload"),
+		throttled:        counter("throttled_total", "Calls refused by pacer because their wait could not be made.", "scope", "workload"),
+		rejections:       counter("provider_rejections_total", "Calls the provider rejected: 429, 503 or a back-pressure status.", "scope", "workload", "status"),
+		cooldowns:        counter("cooldowns_total", "Pauses the provider imposed on a scope.", "scope"),
+		retries:          counter("retries_total", "Calls sent again.", "scope", "workload"),
+		budgetExhausted:  counter("budget_exhausted_total", "Calls refused because their workload's spend budget was exhausted.", "workload"),
+		storeFailures:    counter("store_failures_total", "Calls to the shared store that went unanswered.", "scope"),
+		paceChanges:      counter("pace_changes_total", "Times what the provider said changed a scope's pace.", "scope"),
+		slotsHeld:        counter("slots_held_total", "Concurrency slots held longer than the slot-age alert allows.", "scope"),
+		notReplayable:    counter("bodies_not_replayable_total", "Calls sent once because their body was too large to keep for a retry.", "workload"),
+		limitChanges:     counter("limit_changes_total", "Runtime changes of a scope's configured limit.", "scope", "origin"),
+		budgetThresholds: counter("budget_thresholds_total", "Times a workload's budget crossed 50, 80 or 100 percent of its limit.", "workload", "percent"),
 		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: o.namespace, Name: "wait_seconds",
 			Help: "How long calls that waited for admission waited.", Buckets: o.buckets}, []string{"scope", "workload"}),
 		inFlight:       desc("in_flight", "Calls in flight, counted on scopes that cap concurrency.", "scope", "workload"),
@@ -148,6 +161,16 @@ func (c *Collector) Observe(e pacer.Event) {
 		c.budgetExhausted.WithLabelValues(e.Workload).Inc()
 	case pacer.EventStoreFailure:
 		c.storeFailures.WithLabelValues(e.Scope).Inc()
+	case pacer.EventPaceChanged:
+		c.paceChanges.WithLabelValues(e.Scope).Inc()
+	case pacer.EventSlotHeld:
+		c.slotsHeld.WithLabelValues(e.Scope).Inc()
+	case pacer.EventBodyNotReplayable:
+		c.notReplayable.WithLabelValues(e.Workload).Inc()
+	case pacer.EventLimitChanged:
+		c.limitChanges.WithLabelValues(e.Scope, e.Origin).Inc()
+	case pacer.EventBudgetThreshold:
+		c.budgetThresholds.WithLabelValues(e.Workload, strconv.Itoa(e.Percent)).Inc()
 	}
 }
 
@@ -160,7 +183,8 @@ func statusLabel(status int) string {
 }
 
 func (c *Collector) vecs() []prometheus.Collector {
-	return []prometheus.Collector{c.admitted, c.throttled, c.rejections, c.cooldowns, c.retries, c.budgetExhausted, c.storeFailures, c.wait}
+	return []prometheus.Collector{c.admitted, c.throttled, c.rejections, c.cooldowns, c.retries, c.budgetExhausted, c.storeFailures, c.wait,
+		c.paceChanges, c.slotsHeld, c.notReplayable, c.limitChanges, c.budgetThresholds}
 }
 
 // Describe implements prometheus.Collector.

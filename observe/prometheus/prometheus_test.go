@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -136,5 +137,46 @@ func TestMetricsLint(t *testing.T) {
 	}
 	if n := testutil.CollectAndCount(m, "api_rate"); n != 1 {
 		t.Errorf("%d api_rate series, want 1 for the default scope", n)
+	}
+}
+
+// The events that change a Transport's configuration or warn of trouble
+// are counted too, each under labels the Transport's configuration bounds.
+func TestMetricsCountWarningsAndChanges(t *testing.T) {
+	m := pacerprom.New()
+	for _, e := range []pacer.Event{
+		{Kind: pacer.EventPaceChanged, Scope: "openai/requests", Workload: "batch", Rate: 8, Why: "the provider published its limit"},
+		{Kind: pacer.EventPaceChanged, Scope: "openai/requests", Workload: "default", Rate: 9},
+		{Kind: pacer.EventSlotHeld, Scope: "default", Wait: 10 * time.Minute},
+		{Kind: pacer.EventBodyNotReplayable, Workload: "batch"},
+		{Kind: pacer.EventLimitChanged, Scope: "default", Limit: pacer.PerSecond(5), Previous: pacer.PerSecond(10), Origin: pacer.OriginSetLimit},
+		{Kind: pacer.EventLimitChanged, Scope: "default", Limit: pacer.PerSecond(4), Previous: pacer.PerSecond(5), Origin: pacer.OriginStore},
+		{Kind: pacer.EventBudgetThreshold, Workload: "batch", Percent: 50},
+		{Kind: pacer.EventBudgetThreshold, Workload: "batch", Percent: 80},
+	} {
+		m.Observe(e)
+	}
+	want := `
+# HELP pacer_bodies_not_replayable_total Calls sent once because their body was too large to keep for a retry.
+# TYPE pacer_bodies_not_replayable_total counter
+pacer_bodies_not_replayable_total{workload="batch"} 1
+# HELP pacer_budget_thresholds_total Times a workload's budget crossed 50, 80 or 100 percent of its limit.
+# TYPE pacer_budget_thresholds_total counter
+pacer_budget_thresholds_total{percent="50",workload="batch"} 1
+pacer_budget_thresholds_total{percent="80",workload="batch"} 1
+# HELP pacer_limit_changes_total Runtime changes of a scope's configured limit.
+# TYPE pacer_limit_changes_total counter
+pacer_limit_changes_total{origin="set_limit",scope="default"} 1
+pacer_limit_changes_total{origin="store",scope="default"} 1
+# HELP pacer_pace_changes_total Times what the provider said changed a scope's pace.
+# TYPE pacer_pace_changes_total counter
+pacer_pace_changes_total{scope="openai/requests"} 2
+# HELP pacer_slots_held_total Concurrency slots held longer than the slot-age alert allows.
+# TYPE pacer_slots_held_total counter
+pacer_slots_held_total{scope="default"} 1
+`
+	if err := testutil.CollectAndCompare(m, strings.NewReader(want), "pacer_bodies_not_replayable_total", "pacer_budget_thresholds_total",
+		"pacer_limit_changes_total", "pacer_pace_changes_total", "pacer_slots_held_total"); err != nil {
+		t.Error(err)
 	}
 }
