@@ -89,6 +89,14 @@
 // Stamps never move backwards: a transaction that started before the last
 // write (it waited on the lock) refills nothing.
 //
+// # Limits for the fleet
+//
+// The store is a pacer.LimitStore: a SetLimit on a Transport built
+// WithLimitSync is published in "<table>_limits", one row a scope, under a
+// version from the sequence "<table>_limits_version", and every instance
+// reads the table at its sync interval. Migrate creates both; a table
+// migrated by an earlier version gains them when Migrate runs again.
+//
 // # Idle buckets
 //
 // Each row carries expires_at, when it would be full again. A full bucket is
@@ -182,14 +190,18 @@ func New(pool *pgxpool.Pool, opts ...Option) *Store {
 // Table returns the name of the store's table.
 func (s *Store) Table() string { return s.table }
 
-// Migrate creates the store's table if it does not exist.
+// Migrate creates the store's tables if they do not exist: the buckets'
+// and the published limits' (see Limits for the fleet). It is safe to run
+// on a table an earlier version created; it adds what is missing.
 func (s *Store) Migrate(ctx context.Context) error {
 	if s.err != nil {
 		return s.err
 	}
-	_, err := s.pool.Exec(ctx, expand(migrateSQL, s.table))
-	if err != nil {
+	if _, err := s.pool.Exec(ctx, expand(migrateSQL, s.table)); err != nil {
 		return fmt.Errorf("pgstore: creating table %s: %w", s.table, err)
+	}
+	if _, err := s.pool.Exec(ctx, expand(migrateLimitsSQL, s.table)); err != nil {
+		return fmt.Errorf("pgstore: creating table %s_limits: %w", s.table, err)
 	}
 	return nil
 }

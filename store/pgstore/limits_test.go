@@ -1,0 +1,74 @@
+package pgstore_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store/pgstore"
+	"github.com/pacer-go/pacer/storetest"
+)
+
+// A fleet of four on Postgres sees a SetLimit within the sync interval.
+func TestLimitSync(t *testing.T) {
+	p := pool(t, 8)
+	s := newStore(t, p, pgstore.WithCallerClock())
+	t.Cleanup(func() {
+		p.Exec(context.Background(), "DROP TABLE "+s.Table()+"_limits")
+		p.Exec(context.Background(), "DROP SEQUENCE "+s.Table()+"_limits_version")
+	})
+	storetest.LimitSync(t, s)
+}
+
+// Each publication gets a larger version, a scope keeps only its newest
+// limit, and a store whose limits table is missing says to run Migrate.
+func TestPublishedLimits(t *testing.T) {
+	ctx := context.Background()
+	p := pool(t, 8)
+	s := newStore(t, p)
+	t.Cleanup(func() { p.Exec(ctx, "DROP SEQUENCE IF EXISTS "+s.Table()+"_limits_version") })
+	v1, err := s.PublishLimit(ctx, "a", pacer.PerSecond(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2, err := s.PublishLimit(ctx, "b", pacer.PerMinute(60))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v3, err := s.PublishLimit(ctx, "a", pacer.Limit{Count: 5, Per: 2e9, Burst: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(v1 < v2 && v2 < v3) {
+		t.Fatalf("versions %d, %d, %d do not grow", v1, v2, v3)
+	}
+	got, err := s.PublishedLimits(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]pacer.PublishedLimit{
+		"a": {Limit: pacer.Limit{Count: 5, Per: 2e9, Burst: 3}, Version: v3},
+		"b": {Limit: pacer.PerMinute(60), Version: v2},
+	}
+	if len(got) != len(want) || got["a"] != want["a"] || got["b"] != want["b"] {
+		t.Fatalf("published %v, want %v", got, want)
+	}
+
+	if _, err := p.Exec(ctx, "DROP TABLE "+s.Table()+"_limits"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PublishLimit(ctx, "a", pacer.PerSecond(1)); err == nil || !strings.Contains(err.Error(), "run Migrate") {
+		t.Errorf("publishing without a limits table: %v, want an error that says to run Migrate", err)
+	}
+	if _, err := s.PublishedLimits(ctx); err == nil || !strings.Contains(err.Error(), "run Migrate") {
+		t.Errorf("reading without a limits table: %v, want an error that says to run Migrate", err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.PublishedLimits(ctx); err != nil || len(got) != 0 {
+		t.Errorf("after Migrate again: %v, %v; want an empty table", got, err)
+	}
+	p.Exec(ctx, "DROP TABLE "+s.Table()+"_limits")
+}
