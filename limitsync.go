@@ -10,7 +10,8 @@ import (
 
 // A LimitStore keeps the scopes' limits for a fleet, beside the buckets:
 // what one instance's SetLimit publishes, every instance sharing the store
-// reads (WithLimitSync). MemoryStore, store/redisstore and store/pgstore implement it.
+// reads (WithLimitSync). MemoryStore, store/redisstore and store/pgstore
+// implement it.
 type LimitStore interface {
 	// PublishLimit records l as the scope's limit and returns its version,
 	// larger than any the store returned before.
