@@ -120,3 +120,33 @@ func TestQuotaCodesAreTold(t *testing.T) {
 }
 
 func errorsAs(err error, target **pacer.QuotaError) bool { return errors.As(err, target) }
+
+// The preset paces tokens by x-ratelimit-*-tokens alone: no OpenAI page
+// names the tokens_usage_based headers (see Figures), so when they say
+// something else — here a tenth of the limit, nothing left and an hour to
+// wait — gpt-4o's drafts still use its 30,000 tokens a minute and are
+// refused nothing. A preset that read them as its tokens quota would stop
+// for the hour.
+func TestUsageBasedHeadersAreNotRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		providertest.Today()
+		server := emu.New(emu.Tier1)
+		server.UsageBasedDiffers = true
+		server.Latency = 500 * time.Millisecond
+		probe, _ := emulator.Transport(server).RoundTrip(draft(0, 0))
+		if h := probe.Header; h.Get("X-Ratelimit-Remaining-Tokens_usage_based") == h.Get("X-Ratelimit-Remaining-Tokens") {
+			t.Fatalf("the emulator sent the same usage-based figures as the tokens ones: %v", h)
+		}
+		probe.Body.Close()
+		client := pacer.New(emulator.Transport(server), openai.Preset(openai.Tier1)).Client()
+		const batch = 10 * time.Minute
+		statuses := providertest.Drive(client, 16, batch, draft)
+		if refused := server.Tally.Refused(); len(refused) > 0 {
+			t.Errorf("refused: %v (statuses %v)", refused, statuses)
+		}
+		gpt4o := emu.Tier1["gpt-4o"]
+		if got, want := server.Tally.Units("gpt-4o tokens"), 0.85*float64(gpt4o.TPM)*batch.Minutes(); float64(got) < want {
+			t.Errorf("%d gpt-4o tokens in %v, want at least %.0f (85%% of %d a minute): the usage-based headers were read", got, batch, want, gpt4o.TPM)
+		}
+	})
+}
