@@ -150,3 +150,29 @@ func TestUsageBasedHeadersAreNotRead(t *testing.T) {
 		}
 	})
 }
+
+// A tier-1 figure quoted from the forum's copy of the model pages' table
+// ("model | RPM | RPD | TPM | batch queue") is the number in its column.
+func TestTier1FiguresAreTheirQuotedRows(t *testing.T) {
+	column := map[string]int{"requests per minute": 1, "requests per day": 2, "tokens per minute": 3}
+	quoted := 0
+	for _, f := range openai.Figures() {
+		if f.Preset != "openai tier 1" || f.Quote == "" {
+			continue
+		}
+		cells := strings.Split(f.Quote, " | ")
+		model, dim, _ := strings.Cut(f.Name, " ")
+		i, ok := column[dim]
+		if !ok || cells[0] != model || i >= len(cells) {
+			t.Errorf("%v: quote %q does not give its %s", f, f.Quote, dim)
+			continue
+		}
+		if got := strings.ReplaceAll(cells[i], ",", ""); got != figures.FormatValue(f.Value) {
+			t.Errorf("%v: the quoted row says %s", f, cells[i])
+		}
+		quoted++
+	}
+	if quoted < 6 {
+		t.Errorf("%d tier-1 figures quoted, want the RPM and TPM of each of the three models", quoted)
+	}
+}

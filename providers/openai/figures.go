@@ -32,6 +32,14 @@ const (
 	mirrorNote       = "read in a mirror of OpenAI's own page: %s is the Markdown of %s.md as developers.openai.com served it on 2026-06-27 05:54 UTC (the mirror's manifest gives that fetch time and the page's checksum); no copy of OpenAI's page itself is stored"
 )
 
+// tier1Rows are the rows of the tier-1 table on forumTier1, which copies
+// the model pages' tables: "| Model | RPM | RPD | TPM | Batch Queue Limit |".
+var tier1Rows = map[string]string{
+	"gpt-4o":                 "gpt-4o | 500 | - | 30,000 | 90,000",
+	"gpt-4o-mini":            "gpt-4o-mini | 500 | 10,000 | 200,000 | 2,000,000",
+	"text-embedding-3-small": "text-embedding-3-small | 3,000 | - | 1,000,000",
+}
+
 // Figures returns every figure the preset uses, with its source.
 //
 // What the preset reads from OpenAI's answers is verified, in a mirror of
@@ -65,16 +73,19 @@ func Figures() []figures.Figure {
 				}
 				const searched = "OpenAI's model page (%s%s, and its .md) is not in the stored copies (searched 2026-12-01 by its address and its table's words), nor in the mirror of OpenAI's docs, which holds the guides but no model page"
 				why := fmt.Sprintf(searched+"; the figure is its table as quoted on OpenAI's community forum", modelsPage, name)
-				src := forumTier1
-				if name == "gpt-4o-mini" {
-					src = forumCopy
+				src, quote := forumTier1, tier1Rows[name]
+				if tier != Tier1 {
+					quote = ""
+					if name == "gpt-4o-mini" {
+						src = forumCopy
+					}
 				}
 				if name == "gpt-4o" && tier != Tier1 || name == "text-embedding-3-small" && tier != Tier1 {
 					why = fmt.Sprintf(searched+", nor a copy of this tier's row; the figure is the preset's earlier one, kept provisional: the first response's headers replace it", modelsPage, name)
 				}
 				out = append(out, figures.Figure{Preset: fmt.Sprintf("openai tier %d", tier), Name: name + " " + d.dim,
 					Scope: "openai/" + name + "/" + d.scope, Value: float64(d.v), Unit: d.unit,
-					Source: src, Read: openaiReadOn, Unverified: why})
+					Source: src, Read: openaiReadOn, Quote: quote, Unverified: why})
 			}
 		}
 	}
@@ -122,7 +133,8 @@ func Figures() []figures.Figure {
 	for _, c := range codes {
 		out = append(out, figures.Figure{Preset: "openai", Name: "insufficient_quota code " + c, Unit: "error.code",
 			Source: devProxyPage, Read: openaiReadOn,
-			Unverified: "OpenAI's error-codes page (" + errorsPage + ", read in the mirror " + errorsMirror + ") describes 429 insufficient_quota (\"You have run out of credits or hit your maximum monthly spend\") but names no error.code under it; Microsoft's Dev Proxy docs quote OpenAI: \"OpenAI dice que volver a intentarlo tras errores de facturación, gasto o cuota no restaurará el acceso a la API y que debe inspeccionar error.code\", and list " + c + ": " + quotaCodes[c] + ". The code only words the error: every insufficient_quota 429 is a spent quota, whatever its code"})
+			Quote:      "OpenAI dice que volver a intentarlo tras errores de facturación, gasto o cuota no restaurará el acceso a la API y que debe inspeccionar error.code",
+			Unverified: "OpenAI's error-codes page (" + errorsPage + ", read in the mirror " + errorsMirror + ") describes 429 insufficient_quota (\"You have run out of credits or hit your maximum monthly spend\") but names no error.code under it; Microsoft's Dev Proxy docs, quoting OpenAI, list " + c + ": " + quotaCodes[c] + ". The code only words the error: every insufficient_quota 429 is a spent quota, whatever its code"})
 	}
 	return out
 }
