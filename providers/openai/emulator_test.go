@@ -176,3 +176,32 @@ func TestTier1FiguresAreTheirQuotedRows(t *testing.T) {
 		t.Errorf("%d tier-1 figures quoted, want the RPM and TPM of each of the three models", quoted)
 	}
 }
+
+// The emulator counts a refused request toward the requests per minute, as
+// OpenAI's guide says: "unsuccessful requests contribute to your per-minute
+// limit". And it charges a request the larger of its max_tokens and its
+// input, not their sum: "the maximum of max_tokens and the estimated number
+// of tokens based on the character count of your request".
+func TestEmulatorChargesAsTheGuideSays(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		server := emu.New(map[string]emu.Limits{"m": {RPM: 10, TPM: 1000}})
+		send := func(maxTokens int) *http.Response {
+			body, _ := json.Marshal(map[string]any{"model": "m", "max_tokens": maxTokens,
+				"messages": []map[string]string{{"role": "user", "content": "hello there"}}})
+			req, _ := http.NewRequest(http.MethodPost, "https://api.openai.com/v1/chat/completions", bytes.NewReader(body))
+			resp, err := emulator.Transport(server).RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp
+		}
+		if resp := send(5000); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("X-Ratelimit-Remaining-Requests") != "9" {
+			t.Errorf("a request over the TPM: %d, %s requests left, want 429 and 9", resp.StatusCode, resp.Header.Get("X-Ratelimit-Remaining-Requests"))
+		}
+		_, input := emu.Tokens([]byte(`{"model":"m","messages":[{"role":"user","content":"hello there"}]}`))
+		if _, got := emu.Tokens([]byte(`{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"hello there"}]}`)); got != max(100, input) {
+			t.Errorf("charged %d for max_tokens 100 and an input of %d, want %d", got, input, max(100, input))
+		}
+	})
+}

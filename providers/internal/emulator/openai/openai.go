@@ -27,6 +27,9 @@
 //     of the tokens headers, and the emulator sends it so; with
 //     UsageBasedDiffers it sends other figures, as some captures show, to
 //     prove that a client pacing by the tokens headers is not misled;
+//   - a refused request still counts toward the requests per minute
+//     ("unsuccessful requests contribute to your per-minute limit", the
+//     guide);
 //   - a refusal is 429 with {"error":{"message":"Rate limit reached for …",
 //     "type":…,"param":null,"code":"rate_limit_exceeded"}} (captured).
 //
@@ -184,6 +187,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if m.hasRPD {
 			m.rpd.Spend(now, 1)
 		}
+	}
+	if refused != "" {
+		// "Note that unsuccessful requests contribute to your per-minute
+		// limit, so continuously resending a request won't work."
+		m.rpm.Take(now, 1)
 	}
 	s.setHeaders(w.Header(), m, now)
 	s.mu.Unlock()
