@@ -89,41 +89,36 @@ func Figures() []figures.Figure {
 			}
 		}
 	}
-	mirrored := fmt.Sprintf(mirrorNote, rateLimitsMirror, rateLimitsPage)
+	// read returns a figure read at src, the mirror of OpenAI's page at page.
+	read := func(name, scope, unit, src, page, quote, note string) figures.Figure {
+		note = fmt.Sprintf(mirrorNote, src, page) + note
+		return figures.Figure{Preset: "openai", Name: name, Scope: scope, Unit: unit, Source: src, Read: openaiReadOn, Quote: quote, Note: note}
+	}
 	out = append(out,
-		figures.Figure{Preset: "openai", Name: "x-ratelimit-{limit,remaining,reset}-requests", Scope: "openai/<model>/requests", Unit: "header",
-			Source: rateLimitsMirror, Read: openaiReadOn,
-			Quote: "x-ratelimit-limit-requests | 60 | The maximum number of requests that are permitted before exhausting the rate limit. | x-ratelimit-remaining-requests | 59 | The remaining number of requests that are permitted before exhausting the rate limit.",
-			Note:  mirrored + ". The page does not give the window; pacer reads the limit as per minute (RPM), and when a daily limit binds the same headers report it"},
-		figures.Figure{Preset: "openai", Name: "x-ratelimit-{limit,remaining,reset}-tokens", Scope: "openai/<model>/tokens", Unit: "header",
-			Source: rateLimitsMirror, Read: openaiReadOn,
-			Quote: "x-ratelimit-limit-tokens | 150000 | The maximum number of tokens that are permitted before exhausting the rate limit. | x-ratelimit-remaining-tokens | 149984 | The remaining number of tokens that are permitted before exhausting the rate limit.",
-			Note:  mirrored},
-		figures.Figure{Preset: "openai", Name: "x-ratelimit-reset-* format", Unit: "duration",
-			Source: rateLimitsMirror, Read: openaiReadOn,
-			Quote: "x-ratelimit-reset-requests | 1s | The time until the rate limit (based on requests) resets to its initial state. | x-ratelimit-reset-tokens | 6m0s | The time until the rate limit (based on tokens) resets to its initial state.",
-			Note:  mirrored + ". A reset is a duration (\"1s\", \"6m0s\"), the time until the bucket is full again, not until one more call fits"},
-		figures.Figure{Preset: "openai", Name: "x-ratelimit-{limit,remaining,reset}-project-tokens", Unit: "header",
-			Source: rateLimitsMirror, Read: openaiReadOn,
-			Quote: "x-ratelimit-limit-project-tokens | 60000 | The token limit for the project. […] Project-token headers may be present when a project-scoped token limit applies.",
-			Note:  mirrored + ". Added in the revision of 2026-06-26 (" + spybaraDiff + "). pacer does not read them yet: a project's token limit spans every model of the project, and the preset's scopes are per model; when it binds, its 429 pauses the model's scopes as any rate limit does"},
+		read("x-ratelimit-{limit,remaining,reset}-requests", "openai/<model>/requests", "header", rateLimitsMirror, rateLimitsPage,
+			"x-ratelimit-limit-requests | 60 | The maximum number of requests that are permitted before exhausting the rate limit. | x-ratelimit-remaining-requests | 59 | The remaining number of requests that are permitted before exhausting the rate limit.",
+			". The page does not give the window; pacer reads the limit as per minute (RPM), and when a daily limit binds the same headers report it"),
+		read("x-ratelimit-{limit,remaining,reset}-tokens", "openai/<model>/tokens", "header", rateLimitsMirror, rateLimitsPage,
+			"x-ratelimit-limit-tokens | 150000 | The maximum number of tokens that are permitted before exhausting the rate limit. | x-ratelimit-remaining-tokens | 149984 | The remaining number of tokens that are permitted before exhausting the rate limit.",
+			""),
+		read("x-ratelimit-reset-* format", "", "duration", rateLimitsMirror, rateLimitsPage,
+			"x-ratelimit-reset-requests | 1s | The time until the rate limit (based on requests) resets to its initial state. | x-ratelimit-reset-tokens | 6m0s | The time until the rate limit (based on tokens) resets to its initial state.",
+			". A reset is a duration (\"1s\", \"6m0s\"), the time until the bucket is full again, not until one more call fits"),
+		read("x-ratelimit-{limit,remaining,reset}-project-tokens", "", "header", rateLimitsMirror, rateLimitsPage,
+			"x-ratelimit-limit-project-tokens | 60000 | The token limit for the project. […] Project-token headers may be present when a project-scoped token limit applies.",
+			". Added in the revision of 2026-06-26 ("+spybaraDiff+"). pacer does not read them yet: a project's token limit spans every model of the project, and the preset's scopes are per model; when it binds, its 429 pauses the model's scopes as any rate limit does"),
 		figures.Figure{Preset: "openai", Name: "x-ratelimit-*-tokens_usage_based", Unit: "header",
 			Source: rateLimitsMirror, Read: openaiReadOn,
 			Unverified: "not read, on purpose: no page of OpenAI's names it. Searched: the rate-limits page (" + rateLimitsPage + ") in the mirror's copy of 2026-06-27 and in SpyBara's change history of it (the one stored change, 2026-06-26, adds the project-tokens headers, not these), " +
 				"the error-codes page, and the official SDKs openai-python, openai-go and openai-node (fetched; none reads any x-ratelimit header by name). " +
 				"Only captured responses and forum threads show it: equal to x-ratelimit-*-tokens in most captures, but not in all (https://community.openai.com/t/what-is-new-field-in-rate-limits-x-ratelimit-reset-tokens-usage-based/541210, 2023: \"x-ratelimit-remaining-tokens\": \"43244\" beside \"x-ratelimit-remaining-tokens_usage_based\": \"1212010\" on a model with a daily token limit), so it is neither a documented scope nor a proven second copy of the tokens one. " +
 				"The preset paces tokens by x-ratelimit-*-tokens alone, and a different value in these headers changes nothing (TestUsageBasedHeadersAreNotRead)"},
-	)
-	errorsNote := fmt.Sprintf(mirrorNote, errorsMirror, errorsPage)
-	out = append(out,
-		figures.Figure{Preset: "openai", Name: "429 insufficient_quota is a spent quota, not a rate limit", Unit: "status",
-			Source: errorsMirror, Read: openaiReadOn,
-			Quote: "429 - You exceeded your current quota, please check your plan and billing details | Cause: You have run out of credits or hit your maximum monthly spend. Solution: Buy more credits or learn how to increase your limits.",
-			Note:  errorsNote + ". Waiting does not lift it, so the preset neither retries nor paces around it: RoundTrip returns a *pacer.QuotaError"},
-		figures.Figure{Preset: "openai", Name: "503 Slow Down is back-pressure", Unit: "status",
-			Source: errorsMirror, Read: openaiReadOn,
-			Quote: "503 - Slow Down | Cause: A sudden increase in your request rate is impacting service reliability. Solution: Please reduce your request rate to its original level, maintain a consistent rate for at least 15 minutes, and then gradually increase it.",
-			Note:  errorsNote},
+		read("429 insufficient_quota is a spent quota, not a rate limit", "", "status", errorsMirror, errorsPage,
+			"429 - You exceeded your current quota, please check your plan and billing details | Cause: You have run out of credits or hit your maximum monthly spend. Solution: Buy more credits or learn how to increase your limits.",
+			". Waiting does not lift it, so the preset neither retries nor paces around it: RoundTrip returns a *pacer.QuotaError"),
+		read("503 Slow Down is back-pressure", "", "status", errorsMirror, errorsPage,
+			"503 - Slow Down | Cause: A sudden increase in your request rate is impacting service reliability. Solution: Please reduce your request rate to its original level, maintain a consistent rate for at least 15 minutes, and then gradually increase it.",
+			""),
 	)
 	codes := make([]string, 0, len(quotaCodes))
 	for c := range quotaCodes {
