@@ -114,6 +114,9 @@ func runPresets(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprintf(stdout, "%s (read %s): %q\n", f.Source, f.Read, f.Quote)
 			} else {
 				fmt.Fprintf(stdout, "UNVERIFIED: %s (searched %s, %s)\n", f.Unverified, f.Source, f.Read)
+				if f.Quote != "" {
+					fmt.Fprintf(stdout, "    it says: %q\n", f.Quote)
+				}
 			}
 			if f.Note != "" {
 				fmt.Fprintf(stdout, "    note: %s\n", f.Note)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -30,6 +31,10 @@ func TestPresetsPrintsEveryFigureWithItsSource(t *testing.T) {
 		for _, f := range fs {
 			if !strings.Contains(stdout, f.Source) {
 				t.Errorf("%v: source %s not printed", f, f.Source)
+			}
+			// What the page says is printed, verified or not.
+			if q := fmt.Sprintf("%q", f.Quote); f.Quote != "" && !strings.Contains(stdout, q) {
+				t.Errorf("%v: quote %s not printed", f, q)
 			}
 		}
 	}

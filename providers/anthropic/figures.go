@@ -81,7 +81,8 @@ func Figures() []figures.Figure {
 	}{{"requests", ScopeRequests, "requests/min", evaluationLimits.RPM}, {UnitInputTokens, ScopeInputTokens, "tokens/min", evaluationLimits.ITPM}, {UnitOutputTokens, ScopeOutputTokens, "tokens/min", evaluationLimits.OTPM}} {
 		out = append(out, figures.Figure{Preset: "anthropic Evaluation", Name: "every model " + dim.name, Scope: dim.scope,
 			Value: float64(dim.v), Unit: dim.unit, Source: supportPage, Read: readOn,
-			Unverified: "Anthropic publishes no Evaluation figures: \"New organizations and organizations with limited usage history may start in the Evaluation tier, with limits below the standard tiers while account history is established.\" The preset's stand-in is conservative (a twentieth of Start's lowest current row in requests, under a tenth in tokens) and provisional: the first response's anthropic-ratelimit-*-limit headers replace it"})
+			Quote:      "New organizations and organizations with limited usage history may start in the Evaluation tier, with limits below the standard tiers while account history is established.",
+			Unverified: "Anthropic publishes no Evaluation figures, only that they are below the standard tiers. The preset's stand-in is conservative (a twentieth of Start's lowest current row in requests, under a tenth in tokens) and provisional: the first response's anthropic-ratelimit-*-limit headers replace it"})
 	}
 	out = append(out,
 		figures.Figure{Preset: "anthropic", Name: "output tokens charged up front", Value: DefaultOutputEstimate, Unit: "tokens (at most max_tokens)",

@@ -29,7 +29,10 @@ type Figure struct {
 	Source string
 	// Read is the date the page was read, YYYY-MM-DD.
 	Read string
-	// Quote is the page's own words for the figure, short.
+	// Quote is the page's own words for the figure, short. On an
+	// unverified figure it is what the page in Source does say — a copy's
+	// words, or the provider's words that stop short of the figure — and
+	// Unverified says why that is not enough.
 	Quote string
 	// Unverified, when not empty, says why the figure could not be found in
 	// a primary source, and how the preset copes (provisional or

@@ -24,13 +24,21 @@
 // give (WithModel, WithDefault, PresetLimits) are paced as given, and a
 // published limit only ever lowers them.
 //
-// Last verified: 2026-12-01, and not against OpenAI's own pages, which were
-// not in the stored copies: every figure is marked unverified in Figures
-// ("pacer presets openai" prints them), with the second-hand copy it was
-// read from (the model pages' tables as quoted on OpenAI's community
-// forum). That is why the per-minute figures are provisional under Preset:
-// the limits OpenAI reports for your organization in each response's
-// headers replace them. Your organization's limits page
+// Last verified: 2026-12-01, in a mirror of OpenAI's own pages: the
+// Markdown of developers.openai.com's rate-limits and error-codes guides as
+// github.com/crasuna/openai-dev-docs-cn-mirror fetched it on 2026-06-27.
+// What the preset reads from OpenAI's answers is verified there: the
+// x-ratelimit-{limit,remaining,reset}-{requests,tokens} headers, their
+// reset as a duration ("6m0s") until the limit is back to its initial
+// state, 429 insufficient_quota as credits run out or a monthly spend
+// reached, 503 "Slow Down" as a request rate to reduce. The per-model
+// limits are not: OpenAI gives them on each model's page, which could not
+// be read, so they are marked unverified in Figures ("pacer presets
+// openai" prints them) with the copy they were read from (the model pages'
+// tables as quoted on OpenAI's community forum). That is why the
+// per-minute figures are provisional under Preset: the limits OpenAI
+// reports for your organization in each response's headers replace them.
+// Your organization's limits page
 // (https://platform.openai.com/settings/organization/limits) is the source
 // of truth; any figure can be overridden with WithModel, WithDefault or a
 // Limits of your own.
@@ -46,10 +54,16 @@
 // their figures; when the daily limit binds, the remaining count in those
 // headers still lowers the per-minute bucket.
 //
-// Responses also carry x-ratelimit-{limit,remaining,reset}-tokens_usage_based,
-// which no OpenAI page or SDK documents; captured responses show it with the
-// same figures as the tokens headers, and 429 messages name it "tokens_usage_based
-// per min". pacer does not read it yet.
+// Two more header families are not read. OpenAI's guide documents
+// x-ratelimit-{limit,remaining,reset}-project-tokens, "present when a
+// project-scoped token limit applies": that limit spans every model of a
+// project, while the preset's scopes are per model, so when it binds its
+// 429s pause the model as any rate limit does. Responses also carry
+// x-ratelimit-{limit,remaining,reset}-tokens_usage_based, which no OpenAI
+// page or official SDK names; captured responses show it mostly equal to
+// the tokens headers but not always, so the preset neither treats it as a
+// scope nor as a second copy of the tokens one, and a different value in it
+// changes nothing.
 //
 // # Token cost and settlement
 //

@@ -120,3 +120,88 @@ func TestQuotaCodesAreTold(t *testing.T) {
 }
 
 func errorsAs(err error, target **pacer.QuotaError) bool { return errors.As(err, target) }
+
+// The preset paces tokens by x-ratelimit-*-tokens alone: no OpenAI page
+// names the tokens_usage_based headers (see Figures), so when they say
+// something else — here a tenth of the limit, nothing left and an hour to
+// wait — gpt-4o's drafts still use its 30,000 tokens a minute and are
+// refused nothing. A preset that read them as its tokens quota would stop
+// for the hour.
+func TestUsageBasedHeadersAreNotRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		providertest.Today()
+		server := emu.New(emu.Tier1)
+		server.UsageBasedDiffers = true
+		server.Latency = 500 * time.Millisecond
+		probe, _ := emulator.Transport(server).RoundTrip(draft(0, 0))
+		if h := probe.Header; h.Get("X-Ratelimit-Remaining-Tokens_usage_based") == h.Get("X-Ratelimit-Remaining-Tokens") {
+			t.Fatalf("the emulator sent the same usage-based figures as the tokens ones: %v", h)
+		}
+		probe.Body.Close()
+		client := pacer.New(emulator.Transport(server), openai.Preset(openai.Tier1)).Client()
+		const batch = 10 * time.Minute
+		statuses := providertest.Drive(client, 16, batch, draft)
+		if refused := server.Tally.Refused(); len(refused) > 0 {
+			t.Errorf("refused: %v (statuses %v)", refused, statuses)
+		}
+		gpt4o := emu.Tier1["gpt-4o"]
+		if got, want := server.Tally.Units("gpt-4o tokens"), 0.85*float64(gpt4o.TPM)*batch.Minutes(); float64(got) < want {
+			t.Errorf("%d gpt-4o tokens in %v, want at least %.0f (85%% of %d a minute): the usage-based headers were read", got, batch, want, gpt4o.TPM)
+		}
+	})
+}
+
+// A tier-1 figure quoted from the forum's copy of the model pages' table
+// ("model | RPM | RPD | TPM | batch queue") is the number in its column.
+func TestTier1FiguresAreTheirQuotedRows(t *testing.T) {
+	column := map[string]int{"requests per minute": 1, "requests per day": 2, "tokens per minute": 3}
+	quoted := 0
+	for _, f := range openai.Figures() {
+		if f.Preset != "openai tier 1" || f.Quote == "" {
+			continue
+		}
+		cells := strings.Split(f.Quote, " | ")
+		model, dim, _ := strings.Cut(f.Name, " ")
+		i, ok := column[dim]
+		if !ok || cells[0] != model || i >= len(cells) {
+			t.Errorf("%v: quote %q does not give its %s", f, f.Quote, dim)
+			continue
+		}
+		if got := strings.ReplaceAll(cells[i], ",", ""); got != figures.FormatValue(f.Value) {
+			t.Errorf("%v: the quoted row says %s", f, cells[i])
+		}
+		quoted++
+	}
+	if quoted < 6 {
+		t.Errorf("%d tier-1 figures quoted, want the RPM and TPM of each of the three models", quoted)
+	}
+}
+
+// The emulator counts a refused request toward the requests per minute, as
+// OpenAI's guide says: "unsuccessful requests contribute to your per-minute
+// limit". And it charges a request the larger of its max_tokens and its
+// input, not their sum: "the maximum of max_tokens and the estimated number
+// of tokens based on the character count of your request".
+func TestEmulatorChargesAsTheGuideSays(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		server := emu.New(map[string]emu.Limits{"m": {RPM: 10, TPM: 1000}})
+		send := func(maxTokens int) *http.Response {
+			body, _ := json.Marshal(map[string]any{"model": "m", "max_tokens": maxTokens,
+				"messages": []map[string]string{{"role": "user", "content": "hello there"}}})
+			req, _ := http.NewRequest(http.MethodPost, "https://api.openai.com/v1/chat/completions", bytes.NewReader(body))
+			resp, err := emulator.Transport(server).RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp
+		}
+		if resp := send(5000); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("X-Ratelimit-Remaining-Requests") != "9" {
+			t.Errorf("a request over the TPM: %d, %s requests left, want 429 and 9", resp.StatusCode, resp.Header.Get("X-Ratelimit-Remaining-Requests"))
+		}
+		_, input := emu.Tokens([]byte(`{"model":"m","messages":[{"role":"user","content":"hello there"}]}`))
+		if _, got := emu.Tokens([]byte(`{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"hello there"}]}`)); got != max(100, input) {
+			t.Errorf("charged %d for max_tokens 100 and an input of %d, want %d", got, input, max(100, input))
+		}
+	})
+}

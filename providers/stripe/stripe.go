@@ -92,7 +92,8 @@ func Figures() []figures.Figure {
 			Note:  "the stored copies of the current page cut off before the Search row; the figure is the earlier English page's"},
 		{Preset: "stripe", Name: "calls in flight", Unit: "calls",
 			Read:       readOn,
-			Unverified: "Stripe has a concurrency limiter but publishes no number for it (docs.stripe.com/rate-limits). The support article's \"100 parallel requests per second for live mode\" is a rate, not a cap on calls in flight: the preset sets no cap",
+			Quote:      "100 parallel requests per second for live mode",
+			Unverified: "Stripe has a concurrency limiter but publishes no number for it (docs.stripe.com/rate-limits). The support article's figure is a rate, not a cap on calls in flight: the preset sets no cap",
 			Source:     "https://support.stripe.com/questions/rate-limit-error-when-creating-bulk-api-requests"},
 	}
 }

@@ -50,6 +50,7 @@ func Figures() []figures.Figure {
 			Quote: "Twilio returns this error when your account exceeds allowed concurrency to Twilio's REST API (HTTP 429 Too Many Requests). Requests that receive 429 responses aren't processed and are safe to retry after backing off."},
 		{Preset: "twilio", Name: "concurrent REST requests", Scope: ScopeAccount, Value: accountConcurrency, Unit: "requests",
 			Read: twilioReadOn, Source: "https://www.twilio.com/docs/api/errors/20429",
-			Unverified: "Twilio says error 20429 means the account \"exceeds allowed concurrency\" and its support article on the 429 that \"the maximum number of concurrent API requests has been reached\", but neither gives the number; 100 is what third-party guides report. A 20429 lowers the cap, as a 429 lowers a rate, and the emulator test gives the preset and the emulator the same cap rather than lean on this one"},
+			Quote:      "Twilio returns this error when your account exceeds allowed concurrency to Twilio's REST API",
+			Unverified: "Twilio's error page says there is a concurrency limit, and its support article on the 429 that \"the maximum number of concurrent API requests has been reached\", but neither gives the number; 100 is what third-party guides report. A 20429 lowers the cap, as a 429 lowers a rate, and the emulator test gives the preset and the emulator the same cap rather than lean on this one"},
 	}
 }

@@ -23,6 +23,11 @@ func Figures() []figures.Figure {
 		return figures.Figure{Preset: "whatsapp", Name: name, Scope: scope, Value: v, Unit: unit,
 			Source: src, Read: whatsappReadOn, Unverified: why, Note: note}
 	}
+	pair := unverified("pair interval", ScopePair, pairInterval.Seconds(), "s per message to one user", throughputPage,
+		"Meta's throughput page gives no number, only that a pair rate limit exists; the page with the number (Cloud API overview, \"Pair rate limits\") was not surfaced. "+
+			"Third-party pages agree on one message every 6 seconds; the preset keeps it, and a pair rate error slows that pair further",
+		"third-party pages also speak of bursts borrowed from later sends; pacer does not rely on them")
+	pair.Quote = "If you attempt to send too many messages to the same WhatsApp user number, you may encounter a pair rate limit error"
 	inbound := "\"Throughput is inclusive of inbound and outbound messages and all message types.\" pacer sees only what it sends: reserve the number's inbound rate with ReserveInbound"
 	out := []figures.Figure{
 		f("whatsapp standard", "messages per number", ScopeThroughput, standardMPS, "messages/s", throughputPage,
@@ -33,10 +38,7 @@ func Figures() []figures.Figure {
 			"WhatsApp Business app phone numbers that are in use with both the WhatsApp Business app and Cloud API have a fixed throughput of 20 mps."),
 		f("whatsapp", "throughput error code", "", codeThroughput, "error code", throughputPage,
 			"If you attempt to send more messages than your current throughput level allows, the API will return error code 130429 until you are within your allowed level again."),
-		unverified("pair interval", ScopePair, pairInterval.Seconds(), "s per message to one user", throughputPage,
-			"Meta's throughput page says only \"If you attempt to send too many messages to the same WhatsApp user number, you may encounter a pair rate limit error\"; the page with the number (Cloud API overview, \"Pair rate limits\") was not surfaced. "+
-				"Third-party pages agree on one message every 6 seconds; the preset keeps it, and a pair rate error slows that pair further",
-			"third-party pages also speak of bursts borrowed from later sends; pacer does not rely on them"),
+		pair,
 		unverified("pair rate error code", "", codePairRate, "error code", errorCodesPage,
 			errorRowsNotFound+"; they agree on \"(#131056) (Business Account, Consumer Account) pair rate limit hit\". Classified as back-pressure on the pair only, as the preset did before",
 			""),

@@ -180,14 +180,62 @@ func Anthropic() Table {
 	}
 }
 
-// OpenAI returns the prices of OpenAI models, a copy the caller may change.
+// OpenAI returns the prices of OpenAI models on the OpenAI API, Standard
+// processing, a copy the caller may change.
 //
-// It is empty. OpenAI's pricing page (https://developers.openai.com/api/docs/pricing,
-// formerly https://platform.openai.com/docs/pricing) could not be read on
-// 2026-12-01; the figures found were second-hand, and a budget in money must
-// not rest on them. Give the prices of the models you use, from that page:
+// OpenAI's pricing page, https://developers.openai.com/api/docs/pricing, is
+// not in the stored copies; it was read on 2026-12-01 in a mirror of its
+// Markdown, as developers.openai.com served it on 2026-06-27 (05:54 UTC):
+// https://github.com/crasuna/openai-dev-docs-cn-mirror/blob/a86c1ba4443e6f6a6e218d314f19ac54428392ce/sources/en/api/docs/pricing.md
+// (the mirror's manifest gives the fetch time and the page's checksum).
+// Prices may have changed since that revision. Under "Flagship models —
+// Prices per 1M tokens", the Standard pane lists rows such as
 //
-//	t := prices.OpenAI()
-//	t["gpt-5.4"] = prices.Price{Input: prices.USD(…), CacheRead: …, Output: …,
-//		Source: "https://developers.openai.com/api/docs/pricing", Read: "2026-12-01"}
-func OpenAI() Table { return Table{} }
+//	["gpt-4o-mini", 0.15, 0.075, 0.6],
+//
+// The Markdown does not label the three numbers; they are read as input,
+// cached input and output: the embedding rows fill only the first
+// (["text-embedding-3-small", 0.02, "-", "-"]), and the models without
+// prompt caching (gpt-4o-2024-05-13, the -pro models) leave only the
+// second empty. TestOpenAIPricesAreThePagesRows holds each price to its
+// row. The embedding prices agree with OpenAI's model page
+// https://developers.openai.com/api/docs/models/text-embedding-3-large
+// ("Quick comparison Cost text-embedding-3-large $0.13
+// text-embedding-3-small $0.02"), read in the stored copies.
+//
+// Not modelled: gpt-5.4's price above 272K tokens of context (the page
+// gives only "gpt-5.4 (<272K context length)"), the Batch, Flex and Priority
+// prices (a call made with service_tier "priority" costs more than this
+// counts), and the 10% uplift of regional processing endpoints. Left out:
+// the -pro models (no cached price, long-context price not given) and
+// models the page lists only by snapshot, except gpt-4o-2024-05-13, which
+// is priced apart from gpt-4o and would otherwise be looked up as gpt-4o.
+func OpenAI() Table {
+	const pricing = "https://github.com/crasuna/openai-dev-docs-cn-mirror/blob/a86c1ba4443e6f6a6e218d314f19ac54428392ce/sources/en/api/docs/pricing.md"
+	const read = "2026-12-01"
+	tok := func(input, cached, output float64) Price {
+		return Price{Input: USD(input), CacheRead: USD(cached), Output: USD(output), Source: pricing, Read: read}
+	}
+	embedding := func(input float64) Price {
+		return Price{Input: USD(input), Source: "https://developers.openai.com/api/docs/models/text-embedding-3-large", Read: read}
+	}
+	return Table{
+		"gpt-5.4":                tok(2.5, 0.25, 15),
+		"gpt-5.4-mini":           tok(0.75, 0.075, 4.5),
+		"gpt-5.4-nano":           tok(0.2, 0.02, 1.25),
+		"gpt-5":                  tok(1.25, 0.125, 10),
+		"gpt-5-mini":             tok(0.25, 0.025, 2),
+		"gpt-5-nano":             tok(0.05, 0.005, 0.4),
+		"gpt-4.1":                tok(2, 0.5, 8),
+		"gpt-4.1-mini":           tok(0.4, 0.1, 1.6),
+		"gpt-4.1-nano":           tok(0.1, 0.025, 0.4),
+		"gpt-4o":                 tok(2.5, 1.25, 10),
+		"gpt-4o-2024-05-13":      tok(5, 0, 15), // no cached price: cache reads count at the input rate
+		"gpt-4o-mini":            tok(0.15, 0.075, 0.6),
+		"o3":                     tok(2, 0.5, 8),
+		"o3-mini":                tok(1.1, 0.55, 4.4),
+		"o4-mini":                tok(1.1, 0.275, 4.4),
+		"text-embedding-3-small": embedding(0.02),
+		"text-embedding-3-large": embedding(0.13),
+	}
+}

@@ -1,6 +1,7 @@
 package prices
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -22,7 +23,8 @@ func TestEveryPriceHasASource(t *testing.T) {
 			if len(p.Read) != len("2006-01-02") {
 				t.Errorf("%s %s: read %q is not a date", name, model, p.Read)
 			}
-			if p.Input <= 0 || p.Output <= 0 {
+			// An embedding model writes no output tokens, and has no output price.
+			if p.Input <= 0 || p.Output <= 0 && !strings.HasPrefix(model, "text-embedding-") {
 				t.Errorf("%s %s: %+v lacks an input or output price", name, model, p)
 			}
 		}
@@ -107,5 +109,70 @@ func TestUSD(t *testing.T) {
 		if got := USD(dollars); got != want {
 			t.Errorf("USD(%v) = %d, want %d", dollars, got, want)
 		}
+	}
+}
+
+// Each OpenAI price is its row of the pricing page, as the page's Markdown
+// writes it: [model, input, cached input, output] in dollars per million
+// tokens, "-" or null where the page gives no price. A price mistyped in
+// OpenAI() fails here, and so does a row left out of either.
+func TestOpenAIPricesAreThePagesRows(t *testing.T) {
+	rows := []string{ // copied from the page's Standard pane, https://developers.openai.com/api/docs/pricing
+		`["gpt-5.4 (<272K context length)", 2.5, 0.25, 15]`,
+		`["gpt-5.4-mini", 0.75, 0.075, 4.5]`,
+		`["gpt-5.4-nano", 0.2, 0.02, 1.25]`,
+		`["gpt-5", 1.25, 0.125, 10]`,
+		`["gpt-5-mini", 0.25, 0.025, 2]`,
+		`["gpt-5-nano", 0.05, 0.005, 0.4]`,
+		`["gpt-4.1", 2, 0.5, 8]`,
+		`["gpt-4.1-mini", 0.4, 0.1, 1.6]`,
+		`["gpt-4.1-nano", 0.1, 0.025, 0.4]`,
+		`["gpt-4o", 2.5, 1.25, 10]`,
+		`["gpt-4o-2024-05-13", 5, null, 15]`,
+		`["gpt-4o-mini", 0.15, 0.075, 0.6]`,
+		`["o3", 2, 0.5, 8]`,
+		`["o4-mini", 1.1, 0.275, 4.4]`,
+		`["o3-mini", 1.1, 0.55, 4.4]`,
+		`["text-embedding-3-small", 0.02, "-", "-"]`,
+		`["text-embedding-3-large", 0.13, "-", "-"]`,
+	}
+	table := OpenAI()
+	dollars := func(v any) int64 {
+		if f, ok := v.(float64); ok {
+			return USD(f)
+		}
+		return 0 // "-" or null: no price
+	}
+	for _, row := range rows {
+		var r []any
+		if err := json.Unmarshal([]byte(row), &r); err != nil || len(r) != 4 {
+			t.Fatalf("row %s: %v", row, err)
+		}
+		model, _, _ := strings.Cut(r[0].(string), " (")
+		want := Price{Input: dollars(r[1]), CacheRead: dollars(r[2]), Output: dollars(r[3])}
+		got, ok := table[model]
+		if !ok {
+			t.Errorf("%s: not in OpenAI()", model)
+			continue
+		}
+		if got.Input != want.Input || got.CacheRead != want.CacheRead || got.Output != want.Output {
+			t.Errorf("%s: input %d, cached %d, output %d micro-USD per million tokens; the page's row %s", model, got.Input, got.CacheRead, got.Output, row)
+		}
+		delete(table, model)
+	}
+	for model := range table {
+		t.Errorf("%s: in OpenAI() but not among the page's rows quoted here", model)
+	}
+	// 1,000 input, 2,000 cached and 500 output tokens of gpt-4o-mini:
+	// 1,000 × $0.15 + 2,000 × $0.075 + 500 × $0.60 per million = 600 micro-USD.
+	if got := OpenAI()["gpt-4o-mini"].Cost(usage.Usage{Input: 1000, CacheRead: 2000, Output: 500}); got != 600 {
+		t.Errorf("gpt-4o-mini call: %d micro-USD, want 600", got)
+	}
+	// A dated snapshot shares its model's price, but gpt-4o-2024-05-13 has its own.
+	if p, _ := OpenAI().Lookup("gpt-4o-2024-08-06"); p.Input != USD(2.5) {
+		t.Errorf("gpt-4o-2024-08-06: %+v, want gpt-4o's", p)
+	}
+	if p, _ := OpenAI().Lookup("gpt-4o-2024-05-13"); p.Input != USD(5) {
+		t.Errorf("gpt-4o-2024-05-13: %+v, want its own $5 input", p)
 	}
 }

@@ -1,7 +1,9 @@
-// Package openai emulates the OpenAI API's rate limits. OpenAI's own pages
-// were not in the stored copies (read 2026-12-01), so the behaviour is
-// taken from their copies and from captured responses, and each point says
-// where it comes from:
+// Package openai emulates the OpenAI API's rate limits. OpenAI's
+// rate-limits and error-codes guides were read (2026-12-01) in a mirror of
+// OpenAI's own Markdown, https://github.com/crasuna/openai-dev-docs-cn-mirror
+// (sources/en/api/docs/guides/, fetched from developers.openai.com on
+// 2026-06-27); its model pages were not found, so the per-model figures
+// come from copies. Each point says where it comes from:
 //
 //   - per model, requests and tokens per minute, and requests per day for
 //     some models at tier 1: the tier-1 table of the model pages as quoted
@@ -9,18 +11,27 @@
 //     (https://community.openai.com/t/gpt-4o-rate-limits-being-30k-tpm-and-90k-tpd-does-that-mean-i-can-only-do-90k-tokens-in-a-day/1028595):
 //     "gpt-4o-mini | 500 | 10,000 | 200,000 | 2,000,000" (RPM, RPD, TPM,
 //     batch queue), "text-embedding-3-small | 3,000 | - | 1,000,000";
-//   - tokens are charged on the input and the max_tokens a request asks
-//     for, before it runs; limits refill continuously, and a reset is the
-//     time until the limit is back to its initial state, written as a Go
-//     duration ("6m0s", "425ms");
+//   - a request is charged, before it runs, "the maximum of max_tokens and
+//     the estimated number of tokens based on the character count of your
+//     request" (the rate-limits guide);
 //   - x-ratelimit-{limit,remaining,reset}-{requests,tokens} on every
-//     response, and their "tokens_usage_based" twins with the same figures,
-//     as captured responses in public repositories show; the requests
-//     headers report the requests limit that has the least left (a
-//     captured tier's "x-ratelimit-limit-requests: 200" with
-//     "x-ratelimit-reset-requests: 16m17.764s" is a daily limit);
+//     response, a reset being "the time until the rate limit … resets to
+//     its initial state", written as a Go duration ("1s", "6m0s"; the
+//     guide's samples); limits refill continuously;
+//   - the requests headers report the requests limit that has the least
+//     left (a captured tier's "x-ratelimit-limit-requests: 200" with
+//     "x-ratelimit-reset-requests: 16m17.764s" is a daily limit): captured
+//     responses, not the guide;
+//   - x-ratelimit-*-tokens_usage_based, which no OpenAI page names:
+//     captured responses in public repositories show it with the figures
+//     of the tokens headers, and the emulator sends it so; with
+//     UsageBasedDiffers it sends other figures, as some captures show, to
+//     prove that a client pacing by the tokens headers is not misled;
+//   - a refused request still counts toward the requests per minute
+//     ("unsuccessful requests contribute to your per-minute limit", the
+//     guide);
 //   - a refusal is 429 with {"error":{"message":"Rate limit reached for …",
-//     "type":…,"param":null,"code":"rate_limit_exceeded"}}.
+//     "type":…,"param":null,"code":"rate_limit_exceeded"}} (captured).
 //
 // The figures here are the emulator's own, not the preset's.
 package openai
@@ -53,6 +64,10 @@ var Tier1 = map[string]Limits{
 type Server struct {
 	Tally   emulator.Tally
 	Latency time.Duration
+	// UsageBasedDiffers makes the x-ratelimit-*-tokens_usage_based headers
+	// report a tenth of the tokens limit, nothing left and an hour to wait,
+	// instead of the tokens headers' figures.
+	UsageBasedDiffers bool
 
 	limits map[string]Limits
 	mu     sync.Mutex
@@ -70,9 +85,12 @@ func New(limits map[string]Limits) *Server {
 	return &Server{limits: limits, models: map[string]*model{}}
 }
 
-// Tokens counts a request's tokens the emulator's way (Tokenize, not the
-// preset's estimate): its text, three per message, and max_tokens (or
-// max_completion_tokens).
+// Tokens returns what a request is charged the emulator's way: the larger
+// of its max_tokens (or max_completion_tokens) and its input counted with
+// Tokenize (not the preset's estimate): its text, three per message. OpenAI's
+// rate-limits guide: "Your rate limit is calculated as the maximum of
+// max_tokens and the estimated number of tokens based on the character
+// count of your request."
 func Tokens(body []byte) (modelName string, tokens int) {
 	var r struct {
 		Model     string `json:"model"`
@@ -97,7 +115,7 @@ func Tokens(body []byte) (modelName string, tokens int) {
 			}
 		}
 	}
-	return r.Model, tokens + max(r.MaxTokens, r.MaxCompl)
+	return r.Model, max(tokens, r.MaxTokens, r.MaxCompl)
 }
 
 // Tokenize stands in for OpenAI's tokenizer: a token per five letters of a
@@ -170,6 +188,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			m.rpd.Spend(now, 1)
 		}
 	}
+	if refused != "" {
+		// "Note that unsuccessful requests contribute to your per-minute
+		// limit, so continuously resending a request won't work."
+		m.rpm.Take(now, 1)
+	}
 	s.setHeaders(w.Header(), m, now)
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
@@ -210,5 +233,10 @@ func (s *Server) setHeaders(h http.Header, m *model, now time.Time) {
 		h.Set("x-ratelimit-limit-"+suffix, strconv.Itoa(m.lim.TPM))
 		h.Set("x-ratelimit-remaining-"+suffix, strconv.Itoa(int(max(math.Floor(m.tpm.Level(now)), 0))))
 		h.Set("x-ratelimit-reset-"+suffix, Reset(m.tpm.UntilFull(now)))
+	}
+	if s.UsageBasedDiffers {
+		h.Set("x-ratelimit-limit-tokens_usage_based", strconv.Itoa(m.lim.TPM/10))
+		h.Set("x-ratelimit-remaining-tokens_usage_based", "0")
+		h.Set("x-ratelimit-reset-tokens_usage_based", Reset(time.Hour))
 	}
 }
