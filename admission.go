@@ -103,7 +103,7 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 		d, err = c.t.store.Take(ctx, now, c.demands)
 	}
 	if err == nil && d.OK {
-		if c.holdsSlots {
+		if c.holdsSlots && c.t.slotCheckDue(now) {
 			c.t.checkAllSlots(now)
 		}
 		if !c.prepaid { // a reservation counted its call when it took the tokens

@@ -37,7 +37,9 @@ func (s *scopeState) acquireSlot(w int, epoch int64) bool {
 			}
 			if s.inFlight.CompareAndSwap(n, n+1) {
 				s.inFlightBy[w].Add(1)
-				s.ages.add(epoch)
+				if !s.ages.tryAdd(epoch) {
+					s.ages.addSlow(epoch)
+				}
 				return true
 			}
 		}
@@ -118,7 +120,9 @@ func (s *scopeState) releaseSlot(w int, epoch int64, self *waiter) {
 	if s.class.Concurrency == 0 {
 		return
 	}
-	s.ages.remove(epoch)
+	if !s.ages.tryRemove(epoch) {
+		s.ages.removeSlow(epoch)
+	}
 	s.inFlightBy[w].Add(-1)
 	s.inFlight.Add(-1)
 	// Counted first, looked for second: a call that queued after failing
