@@ -103,7 +103,8 @@ func (c *call) addCharge(class *scopeClass, ch Charge, vals *callValues) {
 func (c *call) setDemands() {
 	c.demands, c.owners = c.demands[:0], c.owners[:0]
 	w := c.workload.index
-	for i, ch := range c.charges {
+	for i := range c.charges {
+		ch := &c.charges[i] // not a copy: a charge is seven words
 		rate, burst := ch.state.pace()
 		if burst == 0 {
 			continue // the scope caps concurrency only
