@@ -105,7 +105,11 @@ func (c *call) setDemands() {
 	w := c.workload.index
 	for i := range c.charges {
 		ch := &c.charges[i] // not a copy: a charge is seven words
-		rate, burst := ch.state.pace()
+		// pace's common case, inlined; pace itself for the rest.
+		rate, burst, steady := ch.state.steadyPace()
+		if !steady {
+			rate, burst = ch.state.pace()
+		}
 		if burst == 0 {
 			continue // the scope caps concurrency only
 		}
