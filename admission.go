@@ -340,9 +340,11 @@ func (c *call) cannotWait(ctx context.Context, b blocked) error {
 // attempt, a request's or a permit's, which is what keeps the two alike.
 // On a refusal the call is finished, its budget given back.
 func (c *call) enter(ctx context.Context) error {
-	if err := c.spendBudget(ctx); err != nil { // step 3
-		c.finish()
-		return err
+	if c.budget[0].Cost > 0 { // spendBudget's own first check, without the call
+		if err := c.spendBudget(ctx); err != nil { // step 3
+			c.finish()
+			return err
+		}
 	}
 	if err := c.admit(ctx); err != nil { // step 4
 		c.emitRefusal(err)
