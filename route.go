@@ -12,11 +12,6 @@ import (
 
 var defaultCharges = []Charge{{Scope: DefaultScope}}
 
-// newCall routes req and reads its workload and costs from its context.
-func (t *Transport) newCall(req *http.Request) (*call, error) {
-	return t.callFor(req.Context(), req, nil)
-}
-
 // callFor makes the call of one attempt: req's, charged by the routes, or,
 // when req is nil, a permit's, charged as given (to DefaultScope when none
 // is). Either way the workload, costs and overrides come from ctx, so an

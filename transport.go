@@ -295,7 +295,7 @@ type attemptInfo struct {
 // pointer: the retrier's copy then lives on its stack, without the garbage
 // collector's write barriers.
 func (t *Transport) attempt(req *http.Request) (*http.Response, attemptInfo, error) {
-	c, err := t.callFor(req.Context(), req, nil) // steps 1 and 2: route and workload (newCall, without the call)
+	c, err := t.callFor(req.Context(), req, nil) // steps 1 and 2: route and workload
 	if err != nil {
 		return nil, attemptInfo{}, closeRequestBody(req, err)
 	}
