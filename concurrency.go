@@ -27,7 +27,12 @@ func (s *scopeState) acquireSlot(w int, epoch int64) bool {
 	if c.Concurrency == 0 {
 		return true
 	}
-	limit, share := s.slots()
+	// Nothing cut, the common case, is the whole cap without slots' call:
+	// its share is then 1 either way.
+	limit, share := c.Concurrency, 1.0
+	if s.recov.Load() != nil {
+		limit, share = s.slots()
+	}
 	sh := c.shares.Load()
 	if !sh.sharesSlots {
 		for {
