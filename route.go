@@ -40,6 +40,9 @@ func (t *Transport) callFor(ctx context.Context, req *http.Request, given []Char
 	if req != nil && len(t.routes) == 0 || req == nil && len(given) == 0 {
 		// The one charge to DefaultScope, without the loop.
 		c.addCharge(t.defaultClass, defaultCharges[0], vals)
+		if t.meter == nil && c.workload.budget.Burst <= 0 {
+			return c, nil // no Meter, no budget: nothing for plan to read
+		}
 		return c.plan(req, vals)
 	}
 	routed := given
