@@ -36,8 +36,10 @@ func (c *call) admit(ctx context.Context) error {
 	default:
 	}
 	for i := range c.charges {
-		// Calls that were here first, or that matter more, go first.
-		if s := c.charges[i].state; s.servesBefore(c.workload.index, s.class.shares.Load().reserve[c.workload.index]) {
+		// Calls that were here first, or that matter more, go first. With
+		// none waiting, the common case, servesBefore's own first check is
+		// made here, without the call or the workload's priority.
+		if s := c.charges[i].state; s.waiting.Load() != 0 && s.servesBefore(c.workload.index, s.class.shares.Load().reserve[c.workload.index]) {
 			return c.wait(ctx, blocked{state: s, reason: ReasonRate})
 		}
 	}
