@@ -54,10 +54,16 @@ func (c *call) admit(ctx context.Context) error {
 	return c.wait(ctx, b)
 }
 
+// emitAdmitted tells observers the call was admitted. Without observers it
+// is small enough to be inlined.
 func (c *call) emitAdmitted() {
 	if len(c.t.observers) > 0 {
-		c.t.emit(Event{Kind: EventAdmitted, Scope: c.firstScope(), Workload: c.workload.name})
+		c.emitAdmittedNow()
 	}
+}
+
+func (c *call) emitAdmittedNow() {
+	c.t.emit(Event{Kind: EventAdmitted, Scope: c.firstScope(), Workload: c.workload.name})
 }
 
 func (c *call) firstScope() string {
