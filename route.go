@@ -114,8 +114,16 @@ func (c *call) setDemands() {
 		class := ch.state.class
 		sh := class.shares.Load()
 		// A floor above burst − cost would make the request wait forever; a
-		// reserve too small to hold one request reserves nothing.
-		floor := min(sh.othersReserve[w]*burst, max(0, burst-ch.cost))
+		// reserve too small to hold one request reserves nothing. (Compared
+		// by hand: min and max of floats spend ~20 instructions on NaNs and
+		// signed zeros, which a finite rate and cost never are.)
+		floor := burst - ch.cost
+		if floor < 0 {
+			floor = 0
+		}
+		if r := sh.othersReserve[w] * burst; r < floor {
+			floor = r
+		}
 		c.addDemand(class.Name, ch.key, rate, burst, ch.cost, floor, i)
 		if name := sh.maxScope[w]; name != "" {
 			share := sh.max[w]
