@@ -156,11 +156,14 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 	quiet := quotaHeaderFamilies(resp.Header) == 0
 	if quiet && status < 400 {
 		// Most responses say nothing about limits: keep them cheap.
-		for _, ch := range c.charges {
-			ch.state.succeeded()
-			c.reportRecovered(ch.state)
-			if ch.state.learned.Load() != nil {
-				c.forgetUnconfirmed(ch.state, c.t.clock.Now())
+		for i := range c.charges {
+			s := c.charges[i].state // not a copy of the charge: it is seven words
+			s.succeeded()
+			if s.recovered.Load() {
+				c.reportRecovered(s)
+			}
+			if s.learned.Load() != nil {
+				c.forgetUnconfirmed(s, c.t.clock.Now())
 			}
 		}
 		return

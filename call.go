@@ -100,7 +100,8 @@ func (c *call) holdsResources() bool {
 
 // finish releases everything the call holds and returns it to the pool.
 func (c *call) finish() {
-	for _, ch := range c.charges {
+	for i := range c.charges {
+		ch := &c.charges[i] // not a copy: a charge is seven words
 		if c.holdsSlots {
 			ch.state.releaseSlot(c.workload.index, ch.slotEpoch, nil)
 		}

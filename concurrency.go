@@ -27,7 +27,12 @@ func (s *scopeState) acquireSlot(w int, epoch int64) bool {
 	if c.Concurrency == 0 {
 		return true
 	}
-	limit, share := s.slots()
+	// Nothing cut, the common case, is the whole cap without slots' call:
+	// its share is then 1 either way.
+	limit, share := c.Concurrency, 1.0
+	if s.recov.Load() != nil {
+		limit, share = s.slots()
+	}
 	sh := c.shares.Load()
 	if !sh.sharesSlots {
 		for {
@@ -37,7 +42,9 @@ func (s *scopeState) acquireSlot(w int, epoch int64) bool {
 			}
 			if s.inFlight.CompareAndSwap(n, n+1) {
 				s.inFlightBy[w].Add(1)
-				s.ages.add(epoch)
+				if !s.ages.tryAdd(epoch) {
+					s.ages.addSlow(epoch)
+				}
 				return true
 			}
 		}
@@ -118,7 +125,9 @@ func (s *scopeState) releaseSlot(w int, epoch int64, self *waiter) {
 	if s.class.Concurrency == 0 {
 		return
 	}
-	s.ages.remove(epoch)
+	if !s.ages.tryRemove(epoch) {
+		s.ages.removeSlow(epoch)
+	}
 	s.inFlightBy[w].Add(-1)
 	s.inFlight.Add(-1)
 	// Counted first, looked for second: a call that queued after failing

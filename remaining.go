@@ -82,6 +82,17 @@ func (s *scopeState) basePace(now time.Time) (rate, burst float64) {
 	return rate, burst
 }
 
+// steadyPace is pace's common case, small enough to be inlined where every
+// call asks: nothing told, nothing cut, nothing published, so the
+// configured pace. ok is false otherwise; ask pace.
+func (s *scopeState) steadyPace() (rate, burst float64, ok bool) {
+	if s.told.Load() != nil || s.recov.Load() != nil || s.learned.Load() != nil {
+		return 0, 0, false
+	}
+	rate, burst = s.class.configuredPace()
+	return rate, burst, true
+}
+
 // blindRate is the scope's rate from its configured or published limit
 // alone: the pace it returns to once a report of what remains has run out.
 func (s *scopeState) blindRate() float64 {

@@ -12,11 +12,6 @@ import (
 
 var defaultCharges = []Charge{{Scope: DefaultScope}}
 
-// newCall routes req and reads its workload and costs from its context.
-func (t *Transport) newCall(req *http.Request) (*call, error) {
-	return t.callFor(req.Context(), req, nil)
-}
-
 // callFor makes the call of one attempt: req's, charged by the routes, or,
 // when req is nil, a permit's, charged as given (to DefaultScope when none
 // is). Either way the workload, costs and overrides come from ctx, so an
@@ -45,6 +40,9 @@ func (t *Transport) callFor(ctx context.Context, req *http.Request, given []Char
 	if req != nil && len(t.routes) == 0 || req == nil && len(given) == 0 {
 		// The one charge to DefaultScope, without the loop.
 		c.addCharge(t.defaultClass, defaultCharges[0], vals)
+		if t.meter == nil && c.workload.budget.Burst <= 0 {
+			return c, nil // no Meter, no budget: nothing for plan to read
+		}
 		return c.plan(req, vals)
 	}
 	routed := given
@@ -103,16 +101,29 @@ func (c *call) addCharge(class *scopeClass, ch Charge, vals *callValues) {
 func (c *call) setDemands() {
 	c.demands, c.owners = c.demands[:0], c.owners[:0]
 	w := c.workload.index
-	for i, ch := range c.charges {
-		rate, burst := ch.state.pace()
+	for i := range c.charges {
+		ch := &c.charges[i] // not a copy: a charge is seven words
+		// pace's common case, inlined; pace itself for the rest.
+		rate, burst, steady := ch.state.steadyPace()
+		if !steady {
+			rate, burst = ch.state.pace()
+		}
 		if burst == 0 {
 			continue // the scope caps concurrency only
 		}
 		class := ch.state.class
 		sh := class.shares.Load()
 		// A floor above burst − cost would make the request wait forever; a
-		// reserve too small to hold one request reserves nothing.
-		floor := min(sh.othersReserve[w]*burst, max(0, burst-ch.cost))
+		// reserve too small to hold one request reserves nothing. (Compared
+		// by hand: min and max of floats spend ~20 instructions on NaNs and
+		// signed zeros, which a finite rate and cost never are.)
+		floor := burst - ch.cost
+		if floor < 0 {
+			floor = 0
+		}
+		if r := sh.othersReserve[w] * burst; r < floor {
+			floor = r
+		}
 		c.addDemand(class.Name, ch.key, rate, burst, ch.cost, floor, i)
 		if name := sh.maxScope[w]; name != "" {
 			share := sh.max[w]

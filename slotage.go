@@ -71,6 +71,21 @@ func (a *slotAges) bucket(epoch int64) *atomic.Uint64 { return &a.ring[uint64(ep
 
 // add counts a slot taken in epoch.
 func (a *slotAges) add(epoch int64) {
+	if !a.tryAdd(epoch) {
+		a.addSlow(epoch)
+	}
+}
+
+// tryAdd is add's common case, small enough to be inlined: the epoch's
+// bucket already tagged with it, one load and one compare-and-swap. It
+// reports whether it counted the slot.
+func (a *slotAges) tryAdd(epoch int64) bool {
+	b := &a.ring[uint64(epoch)%ageRing]
+	w := b.Load()
+	return w&^countMask == ageTag(epoch) && b.CompareAndSwap(w, w+1)
+}
+
+func (a *slotAges) addSlow(epoch int64) {
 	b, tag := a.bucket(epoch), ageTag(epoch)
 	for {
 		w := b.Load()
@@ -116,6 +131,21 @@ func (a *slotAges) fold(b *atomic.Uint64, near int64) {
 
 // remove gives back a slot taken in epoch.
 func (a *slotAges) remove(epoch int64) {
+	if !a.tryRemove(epoch) {
+		a.removeSlow(epoch)
+	}
+}
+
+// tryRemove is remove's common case, small enough to be inlined: one load
+// and one compare-and-swap on the epoch's bucket. It reports whether it
+// gave the slot back.
+func (a *slotAges) tryRemove(epoch int64) bool {
+	b := &a.ring[uint64(epoch)%ageRing]
+	w := b.Load()
+	return w&^countMask == ageTag(epoch) && w&countMask != 0 && b.CompareAndSwap(w, w-1)
+}
+
+func (a *slotAges) removeSlow(epoch int64) {
 	if a.removeFromRing(epoch) {
 		return
 	}
@@ -237,7 +267,7 @@ func (t *Transport) checkSlotsSometimes(s *scopeState, now time.Time) {
 
 // checkAllSlots looks at every scope's slots every half of the alert's age,
 // so that a slot held too long on a scope that is never full is reported
-// too. It costs an admitted call one atomic load.
+// too. It costs an admitted call one atomic load: slotCheckDue, inlined.
 func (t *Transport) checkAllSlots(now time.Time) {
 	next := t.nextSlotCheck.Load()
 	if now.UnixNano() < next || !t.nextSlotCheck.CompareAndSwap(next, now.Add(t.slotAgeAlert()/2).UnixNano()) {
@@ -249,4 +279,9 @@ func (t *Transport) checkAllSlots(now time.Time) {
 		}
 		class.eachState(func(s *scopeState) { t.checkSlots(s, now) })
 	}
+}
+
+// slotCheckDue reports whether checkAllSlots would look at the slots now.
+func (t *Transport) slotCheckDue(now time.Time) bool {
+	return now.UnixNano() >= t.nextSlotCheck.Load()
 }

@@ -138,14 +138,20 @@ func (b *bucketLevel) advance(d *Demand, now time.Duration) {
 }
 
 // wait returns how long until d can be granted from this level: 0 if now.
+// The common case, enough tokens, is small enough to be inlined.
 func (b *bucketLevel) wait(d *Demand, now time.Duration) time.Duration {
-	if d.Cost <= 0 {
+	if d.Cost <= 0 || b.tokens >= d.Cost+d.Floor {
 		return 0
 	}
+	return b.waitShort(d, now)
+}
+
+// waitShort is wait for a level without the tokens d needs. It is not
+// inlined, so that wait, which calls it, stays small enough to be.
+//
+//go:noinline
+func (b *bucketLevel) waitShort(d *Demand, now time.Duration) time.Duration {
 	need := d.Cost + d.Floor
-	if b.tokens >= need {
-		return 0
-	}
 	if need > d.Burst {
 		return Never
 	}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pacer-go/pacer/usage"
 )
 
 // Transport is an http.RoundTripper that paces requests below the limits of
@@ -293,7 +295,7 @@ type attemptInfo struct {
 // pointer: the retrier's copy then lives on its stack, without the garbage
 // collector's write barriers.
 func (t *Transport) attempt(req *http.Request) (*http.Response, attemptInfo, error) {
-	c, err := t.newCall(req) // steps 1 and 2: route and workload
+	c, err := t.callFor(req.Context(), req, nil) // steps 1 and 2: route and workload
 	if err != nil {
 		return nil, attemptInfo{}, closeRequestBody(req, err)
 	}
@@ -358,7 +360,11 @@ func (c *call) send(req *http.Request) (resp *http.Response, verdict Verdict, st
 		c.t.emit(Event{Kind: EventBudgetExhausted, Workload: c.workload.name, Status: resp.StatusCode})
 		return nil, verdict, stalled, &QuotaError{Status: resp.StatusCode, Message: reason}
 	}
-	if r := c.usageReader(req, resp); r != nil {
+	var r usage.Reader
+	if c.metered.on { // usageReader's own first check, without the call
+		r = c.usageReader(req, resp)
+	}
+	if r != nil {
 		resp.Body = &meteredBody{ReadCloser: resp.Body, call: c, r: r}
 		handedOver = true
 	} else if resp.Body != nil && (c.holdsResources() || c.cancel != nil) {
