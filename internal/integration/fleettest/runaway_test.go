@@ -182,6 +182,12 @@ func runawayChild(kind string) (int64, error) {
 		}
 	}
 	wg.Wait()
+	// Before the process exits, the settlements still queued go out.
+	fctx, fcancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer fcancel()
+	if err := tr.Flush(fctx); err != nil {
+		return 0, fmt.Errorf("flushing the settlements: %w", err)
+	}
 	if err, _ := firstErr.Load().(error); err != nil {
 		return 0, err
 	}
