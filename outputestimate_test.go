@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -46,6 +48,13 @@ func TestOutputLearnerIsBounded(t *testing.T) {
 	}
 	if n, ok := l.estimate("model-0"); !ok || n != 7 {
 		t.Errorf("estimate = %d, %v; want 7", n, ok)
+	}
+	// Once a model is known, learning and reading cost no allocation.
+	if n := testing.AllocsPerRun(100, func() {
+		l.observe("model-1", 9)
+		l.estimate("model-1")
+	}); n != 0 {
+		t.Errorf("%v allocations to learn and read a known model's estimate, want 0", n)
 	}
 	var none *outputLearner
 	none.observe("m", 1) // no meter: nothing learned, no panic
@@ -168,7 +177,19 @@ func TestOutputEstimateOvershootBound(t *testing.T) {
 
 	// One call at a time never goes past the Limit: the next call is
 	// refused once its worst case no longer fits, though its estimate does.
-	tr2 := newMetered(t, llm, clock, Budget{Limit: 1e6, Per: time.Hour, Unit: "tokens"}, roomy,
+	// The thresholds are told as the spend crosses them, reservations
+	// counted: the third call takes the spend past 50 %; the fourth is
+	// refused, which is 100 %.
+	var mu sync.Mutex
+	var events []string
+	observe := ObserverFunc(func(e Event) {
+		if e.Kind == EventBudgetThreshold {
+			mu.Lock()
+			events = append(events, fmt.Sprintf("%s %d%%", e.Workload, e.Percent))
+			mu.Unlock()
+		}
+	})
+	tr2 := newMetered(t, llm, clock, Budget{Limit: 1e6, Per: time.Hour, Unit: "tokens"}, roomy, WithObserver(observe),
 		WithWorkload("small", Workload{Budget: Budget{Limit: 1150, Per: time.Hour, Unit: "tokens"}}))
 	llm.mu.Lock()
 	llm.reply.output = 20
@@ -187,5 +208,10 @@ func TestOutputEstimateOvershootBound(t *testing.T) {
 	}
 	if spent := 1150 - budgetLevel(tr2, "small", clock.Now()); calls != 3 || spent != 900 || !errors.As(err, &be) {
 		t.Errorf("one at a time: %d calls spent %v of 1150, then %v; want 3 calls, 900 (a fourth's worst case does not fit the 250 left, its estimate would), then a *BudgetError", calls, spent, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := strings.Join(events, ", "); got != "small 50%, small 100%" {
+		t.Errorf("threshold events %q, want the 50 %% one, then the 100 %% one at the refusal", got)
 	}
 }
