@@ -236,6 +236,16 @@ func (c *config) meterFor() *Meter {
 	return &m
 }
 
+// meterCounts reports whether the Meter counts unit: a budget in it is
+// spent by every metered call.
+func (c *config) meterCounts(unit string) bool {
+	if c.meter == nil || c.meter.Tokens == nil {
+		return false
+	}
+	_, ok := c.meter.Tokens(unit, usage.Usage{})
+	return ok
+}
+
 // checkMeter reports a budget the Transport cannot count.
 func (t *Transport) checkMeter(w *workloadState) error {
 	if w.Budget.Unit == UnitUSD && (t.meter == nil || t.meter.Estimate == nil) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -532,5 +533,19 @@ func TestUsageReadByteByByte(t *testing.T) {
 	resp.Body.Close()
 	if w := tr.Stats().Workloads[0]; w.Spent != 77 || w.Reserved != 0 {
 		t.Errorf("stats %+v, want the 77 billed", w)
+	}
+}
+
+// A budget in a unit the Meter counts is spent by every metered call: New
+// does not warn that only calls stating a cost spend it.
+func TestNoWarningForABudgetTheMeterCounts(t *testing.T) {
+	var log strings.Builder
+	for _, unit := range []string{"tokens", "credits"} {
+		log.Reset()
+		New(nil, WithMeter(testMeter()), WithLogger(slog.New(slog.NewTextHandler(&log, nil))),
+			WithWorkload("backfill", Workload{Budget: Budget{Limit: 10, Per: time.Hour, Unit: unit}}))
+		if warned := strings.Contains(log.String(), "which no scope counts"); warned != (unit == "credits") {
+			t.Errorf("a budget in %q: warned %v, want %v; the log: %s", unit, warned, unit == "credits", log.String())
+		}
 	}
 }
