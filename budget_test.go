@@ -422,15 +422,9 @@ func TestBudgetThresholds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := NewMemoryStore()
 		var mu sync.Mutex
-		var events []string
 		var alerts []string
-		observe := ObserverFunc(func(e Event) {
-			if e.Kind == EventBudgetThreshold {
-				mu.Lock()
-				events = append(events, fmt.Sprintf("%s %d%%", e.Workload, e.Percent))
-				mu.Unlock()
-			}
-		})
+		thresholds := &thresholdLog{}
+		observe := ObserverFunc(thresholds.observe)
 		notify := func(a Alert) {
 			if a.Percent > 0 {
 				mu.Lock()
@@ -452,11 +446,7 @@ func TestBudgetThresholds(t *testing.T) {
 				get(tr, nightly, "http://api.test/")
 			}
 			synctest.Wait()
-			mu.Lock()
-			defer mu.Unlock()
-			got := events
-			events = nil
-			return got
+			return thresholds.take()
 		}
 		want := func(got []string, want ...string) {
 			t.Helper()
@@ -481,6 +471,29 @@ func TestBudgetThresholds(t *testing.T) {
 		time.Sleep(time.Hour) // a new period
 		want(took(other, 5), "nightly 50%")
 	})
+}
+
+// thresholdLog records the budget thresholds observers are told of.
+type thresholdLog struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (l *thresholdLog) observe(e Event) {
+	if e.Kind == EventBudgetThreshold {
+		l.mu.Lock()
+		l.events = append(l.events, fmt.Sprintf("%s %d%%", e.Workload, e.Percent))
+		l.mu.Unlock()
+	}
+}
+
+// take returns the thresholds told since the last take.
+func (l *thresholdLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	got := l.events
+	l.events = nil
+	return got
 }
 
 // A budget in a unit the Meter does not count keeps what the call stated,
