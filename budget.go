@@ -160,8 +160,10 @@ func (b Budget) validate(name string) error {
 // Anthropic presets set one.
 type Meter struct {
 	// Estimate returns the model a request calls and the usage it may
-	// reach — its worst case, which is what a budget reserves — or false for
-	// a request it does not meter. It must not consume req.Body (read
+	// reach — its worst case: a budget admits the call only if that fits,
+	// and reserves it until the Transport has learned what the model's
+	// calls produce (see Budget) — or false for a request it does not
+	// meter. It must not consume req.Body (read
 	// req.GetBody), and should not allocate for a request it does not meter.
 	Estimate func(req *http.Request) (CallEstimate, bool)
 	// Usage returns the reader of a response's usage (see usage.Selector).
