@@ -204,3 +204,19 @@ func TestOutputEstimateOvershootBound(t *testing.T) {
 		t.Errorf("threshold events %q, want the 50 %% one, then the 100 %% one at the refusal", got)
 	}
 }
+
+// BenchmarkOutputLearner is what a metered call adds: a read of its model's
+// estimate when it is planned, and a sample when it settles.
+func BenchmarkOutputLearner(b *testing.B) {
+	var l outputLearner
+	for i := range outputHalfWindow * 2 {
+		l.observe("gpt-x", int64(i%700))
+	}
+	b.ReportAllocs()
+	i := int64(0)
+	for b.Loop() {
+		l.estimate("gpt-x")
+		l.observe("gpt-x", i%700)
+		i++
+	}
+}
