@@ -203,6 +203,13 @@ func TestRunawayLoopRedis(t *testing.T) {
 	runRunaway(t, "redis", testservers.RedisAddr(t), "runaway-"+randomName())
 }
 
+// On a Redis Cluster each bucket is in a slot of its own: the budget, the
+// requests and the tokens scopes of one call are on different shards.
+func TestRunawayLoopRedisCluster(t *testing.T) {
+	t.Parallel()
+	runRunaway(t, "redis-cluster", strings.Join(testservers.RedisClusterAddrs(t), ","), "runaway-"+randomName())
+}
+
 func TestRunawayLoopPostgres(t *testing.T) {
 	t.Parallel()
 	url, table := postgresTable(t, "runaway_")
