@@ -204,9 +204,10 @@ func TestRunawayLoopRedis(t *testing.T) {
 }
 
 // On a Redis Cluster each bucket is in a slot of its own: the budget, the
-// requests and the tokens scopes of one call are on different shards.
+// requests and the tokens scopes of one call are on different shards. Not
+// in parallel with the others: three fleets of four processes on a small
+// machine may not get through the budget in runawayFor.
 func TestRunawayLoopRedisCluster(t *testing.T) {
-	t.Parallel()
 	runRunaway(t, "redis-cluster", strings.Join(testservers.RedisClusterAddrs(t), ","), "runaway-"+randomName())
 }
 
