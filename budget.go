@@ -163,8 +163,8 @@ type Meter struct {
 	// reach — its worst case: a budget admits the call only if that fits,
 	// and reserves it until the Transport has learned what the model's
 	// calls produce (see Budget) — or false for a request it does not
-	// meter. It must not consume req.Body (read
-	// req.GetBody), and should not allocate for a request it does not meter.
+	// meter. It must not consume req.Body (read req.GetBody), and should
+	// not allocate for a request it does not meter.
 	Estimate func(req *http.Request) (CallEstimate, bool)
 	// Usage returns the reader of a response's usage (see usage.Selector).
 	Usage usage.Selector
@@ -309,11 +309,8 @@ type callMeter struct {
 	// lowered to what the model's calls were learned to produce; worst is
 	// the Meter's estimate.
 	est, worst usage.Usage
-	// headroom is how much more than its reservation the budget must hold
-	// for the call to be admitted: its worst case less its reservation.
-	headroom float64
-	price    prices.Price // the model's, for a budget in money, when priced
-	priced   bool
+	price      prices.Price // the model's, for a budget in money, when priced
+	priced     bool
 	// periodStart is the start of the budget's period when the call spent
 	// it, so that Stats count a settlement in the period it belongs to.
 	periodStart time.Time
