@@ -3,6 +3,7 @@ package pacer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"sync/atomic"
 	"testing"
@@ -144,4 +145,19 @@ func TestFlushMemoryStore(t *testing.T) {
 	if err := New(nil).Flush(context.Background()); err != nil {
 		t.Error(err)
 	}
+}
+
+// Before the process exits, send what the Transport still has queued for
+// its shared store, for at most five seconds.
+func ExampleTransport_Flush() {
+	tr := New(nil) // with WithStore(redisstore.New(...)) in a fleet
+	// ... the process's calls ...
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tr.Flush(ctx); err != nil {
+		fmt.Println(err) // what the fleet's shared counts miss
+		return
+	}
+	fmt.Println("flushed")
+	// Output: flushed
 }
