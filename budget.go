@@ -48,10 +48,27 @@ import (
 //   - A call whose body is closed before the provider reported its usage
 //     (an early close, a stream cut short, a body pacer cannot read) settles
 //     at its estimate: what was reserved stays spent.
-//   - The estimate is the worst case the request allows (its input, and its
-//     max_tokens of output or the preset's default), so a budget holds to
-//     its Limit across a fleet, give or take what the input estimate misses
-//     by; a request without a max_tokens may spend more than it reserved.
+//   - A call reserves its input and, of output, the 99th percentile of what
+//     the model's last calls produced (at most its max_tokens), once 50 of
+//     them have settled; before that, its worst case: its max_tokens, or
+//     the preset's default when it sets none (which it may then exceed).
+//     It is admitted only if its worst case fits what the budget has left,
+//     the calls in flight counted at their reservations.
+//
+// So the budget's promise, give or take what the input estimate misses by:
+// calls one at a time never spend beyond the Limit; when the budget runs
+// out with calls in flight together, each of them may be billed up to its
+// worst case less its reservation beyond it. The spend in a period stays
+// within
+//
+//	Limit + Σ (worst case − reservation) over the other calls in flight
+//	when the last one was admitted
+//
+// where a call is in flight until its settlement reaches the store (on a
+// shared store, it goes out in the background: see Transport.Flush). With C
+// calls in flight across a fleet, that is at most Limit + (C−1) × (the
+// largest call's worst case less its reservation); before a model's output
+// is learned, a call reserves its worst case and adds nothing.
 //
 // A budget in UnitUSD counts cost at the Meter's prices (WithPrices
 // overrides them), in integer micro-dollars, so a fleet's sum is exact. A
@@ -143,9 +160,11 @@ func (b Budget) validate(name string) error {
 // Anthropic presets set one.
 type Meter struct {
 	// Estimate returns the model a request calls and the usage it may
-	// reach — its worst case, which is what a budget reserves — or false for
-	// a request it does not meter. It must not consume req.Body (read
-	// req.GetBody), and should not allocate for a request it does not meter.
+	// reach — its worst case: a budget admits the call only if that fits,
+	// and reserves it until the Transport has learned what the model's
+	// calls produce (see Budget) — or false for a request it does not
+	// meter. It must not consume req.Body (read req.GetBody), and should
+	// not allocate for a request it does not meter.
 	Estimate func(req *http.Request) (CallEstimate, bool)
 	// Usage returns the reader of a response's usage (see usage.Selector).
 	Usage usage.Selector
@@ -157,6 +176,10 @@ type Meter struct {
 	// token units. A scope counted in such a unit, charged with the call's
 	// estimate by the preset's route, is settled on usage like a budget.
 	Tokens func(unit string, u usage.Usage) (int64, bool)
+
+	// outputs learns the output of the Transport's calls, per model
+	// (outputestimate.go); each Transport has its own.
+	outputs *outputLearner
 }
 
 // A CallEstimate is what a Meter expects of a request.
@@ -204,6 +227,7 @@ func (c *config) meterFor() *Meter {
 		return nil
 	}
 	m := *c.meter
+	m.outputs = &outputLearner{}
 	if len(c.prices) > 0 {
 		m.Prices = maps.Clone(m.Prices)
 		if m.Prices == nil {
@@ -212,6 +236,16 @@ func (c *config) meterFor() *Meter {
 		maps.Copy(m.Prices, c.prices)
 	}
 	return &m
+}
+
+// meterCounts reports whether the Meter counts unit: a budget in it is
+// spent by every metered call.
+func (c *config) meterCounts(unit string) bool {
+	if c.meter == nil || c.meter.Tokens == nil {
+		return false
+	}
+	_, ok := c.meter.Tokens(unit, usage.Usage{})
+	return ok
 }
 
 // checkMeter reports a budget the Transport cannot count.
@@ -269,11 +303,14 @@ func (t *Transport) initBudget(w *workloadState) error {
 
 // callMeter is what a metered call reserved, to settle when it ends.
 type callMeter struct {
-	on     bool // the Meter estimated the call: it settles on usage
-	model  string
-	est    usage.Usage
-	price  prices.Price // the model's, for a budget in money, when priced
-	priced bool
+	on    bool // the Meter estimated the call: it settles on usage
+	model string
+	// est is what the call reserves: the Meter's estimate, its output
+	// lowered to what the model's calls were learned to produce; worst is
+	// the Meter's estimate.
+	est, worst usage.Usage
+	price      prices.Price // the model's, for a budget in money, when priced
+	priced     bool
 	// periodStart is the start of the budget's period when the call spent
 	// it, so that Stats count a settlement in the period it belongs to.
 	periodStart time.Time
@@ -298,7 +335,10 @@ func (c *call) meterFor(req *http.Request, m *Meter) error {
 	if !ok {
 		return nil
 	}
-	c.metered = callMeter{on: true, model: e.Model, est: e.Usage}
+	c.metered = callMeter{on: true, model: e.Model, est: e.Usage, worst: e.Usage}
+	if n, ok := m.outputs.estimate(e.Model); ok && n < e.Usage.Output {
+		c.metered.est.Output = n
+	}
 	if c.workload.Budget.Unit != UnitUSD || c.workload.Budget.Limit == 0 {
 		return nil
 	}
@@ -327,39 +367,44 @@ func (c *call) budgetFor(vals *callValues) {
 		key, window = p.key, p.end.Sub(p.start)
 	}
 	d.setNames(b.Scope, key)
-	d.Rate, d.Burst, d.Window, d.Cost, d.Floor = b.Rate, b.Burst, window, c.budgetCost(vals), b.Floor
+	cost, headroom := c.budgetCost(vals)
+	// The Floor is the call's headroom: see takeBudget.
+	d.Rate, d.Burst, d.Window, d.Cost, d.Floor = b.Rate, b.Burst, window, cost, headroom
 }
 
-// budgetCost is what the call spends of its workload's budget: the cost the
+// budgetCost is what the call reserves of its workload's budget, and its
+// headroom: how much more its worst case may cost. It is the cost the
 // context states in the budget's unit, else one request; for a budget in
-// money, the metered call's estimated cost; else the largest charge in that
-// unit, or the Meter's estimate in that unit.
-func (c *call) budgetCost(vals *callValues) float64 {
+// money, the metered call's estimated cost; else the Meter's estimate in
+// that unit, or the largest charge in that unit.
+func (c *call) budgetCost(vals *callValues) (cost, headroom float64) {
 	unit := c.workload.Budget.unit()
 	if unit == UnitUSD {
 		if c.metered.on && c.metered.priced {
-			return float64(c.metered.price.Cost(c.metered.est))
+			p := &c.metered.price
+			r := p.Cost(c.metered.est)
+			return float64(r), float64(max(p.Cost(c.metered.worst)-r, 0))
 		}
-		return 0
+		return 0, 0
 	}
 	if n, ok := vals.cost(unit); ok {
-		return float64(max(n, 0))
+		return float64(max(n, 0)), 0
 	}
 	if unit == UnitRequests {
-		return 1
+		return 1, 0
 	}
-	var cost float64
+	if c.metered.on {
+		if n, ok := c.t.meter.tokens(unit, c.metered.est); ok {
+			w, _ := c.t.meter.tokens(unit, c.metered.worst)
+			return float64(n), float64(max(w-n, 0))
+		}
+	}
 	for _, ch := range c.charges {
 		if ch.state.class.Unit == unit {
 			cost = max(cost, ch.cost)
 		}
 	}
-	if cost == 0 && c.metered.on {
-		if n, ok := c.t.meter.tokens(unit, c.metered.est); ok {
-			cost = float64(n)
-		}
-	}
-	return cost
+	return cost, 0
 }
 
 // spendBudget takes the call's cost from its workload's budget, or fails
@@ -395,13 +440,18 @@ func (c *call) spendBudget(ctx context.Context) error {
 // budgetThresholds are the shares of a budget whose crossing is an event.
 var budgetThresholds = [...]int{50, 80, 100}
 
-// takeBudget takes the call's cost from its budget. When observers listen,
-// it also tells whether the budget just crossed the next of its thresholds
-// this process has not seen crossed in the period, for the whole fleet, at
-// no extra round trip until it does: the take leaves the part of the budget
-// above the threshold as its Floor, so it is refused only once the fleet's
-// spend (reservations included) would reach it; then it is taken again
-// without the floor. It returns the threshold crossed, or 0.
+// takeBudget takes the call's reservation from its budget, leaving at least
+// its headroom (the Floor budgetFor set): a call is admitted only if its
+// worst case fits what the budget has left, reservations of the calls in
+// flight counted at their reservation.
+//
+// When observers listen, it also tells whether the budget just crossed the
+// next of its thresholds this process has not seen crossed in the period,
+// for the whole fleet, at no extra round trip until it does: the take
+// leaves the part of the budget above the threshold as its Floor, so it is
+// refused only once the fleet's spend (reservations included) would reach
+// it; then it is taken again with the headroom alone. It returns the
+// threshold crossed, or 0.
 func (c *call) takeBudget(ctx context.Context, now time.Time) (Decision, int, error) {
 	w := c.workload
 	next := -1
@@ -409,14 +459,15 @@ func (c *call) takeBudget(ctx context.Context, now time.Time) (Decision, int, er
 		next = w.meter.nextThreshold(w, now)
 	}
 	b := &c.budget[0]
+	headroom := b.Floor
 	if next >= 0 {
 		// Half a unit more, so that a spend that reaches the threshold
 		// exactly crosses it: spends are whole units (requests, tokens,
 		// micro-dollars).
-		b.Floor = b.Burst*float64(100-budgetThresholds[next])/100 + 0.5
+		b.Floor = max(headroom, b.Burst*float64(100-budgetThresholds[next])/100+0.5)
 	}
 	d, err := c.t.takeBudget(ctx, now, c.budget[:], w.Budget.FollowStoreFailure)
-	if b.Floor == 0 || err != nil || d.OK {
+	if b.Floor == headroom || err != nil || d.OK {
 		b.Floor = 0
 		if next >= 0 && err == nil && !d.OK {
 			// Refused outright: the fleet has spent it all.
@@ -424,8 +475,9 @@ func (c *call) takeBudget(ctx context.Context, now time.Time) (Decision, int, er
 		}
 		return d, 0, err
 	}
-	b.Floor = 0
+	b.Floor = headroom
 	d, err = c.t.takeBudget(ctx, now, c.budget[:], w.Budget.FollowStoreFailure)
+	b.Floor = 0
 	if err != nil {
 		return d, 0, err
 	}
@@ -720,6 +772,9 @@ func (b *meteredBody) release() {
 		b.mu.Lock()
 		u, final := b.r.End()
 		b.mu.Unlock()
+		if final && b.call.metered.on {
+			b.call.t.meter.outputs.observe(b.call.metered.model, u.Output)
+		}
 		b.call.settle(u, final)
 		b.call.finish()
 	}

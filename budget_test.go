@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -421,15 +422,9 @@ func TestBudgetThresholds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := NewMemoryStore()
 		var mu sync.Mutex
-		var events []string
 		var alerts []string
-		observe := ObserverFunc(func(e Event) {
-			if e.Kind == EventBudgetThreshold {
-				mu.Lock()
-				events = append(events, fmt.Sprintf("%s %d%%", e.Workload, e.Percent))
-				mu.Unlock()
-			}
-		})
+		thresholds := &thresholdLog{}
+		observe := ObserverFunc(thresholds.observe)
 		notify := func(a Alert) {
 			if a.Percent > 0 {
 				mu.Lock()
@@ -451,11 +446,7 @@ func TestBudgetThresholds(t *testing.T) {
 				get(tr, nightly, "http://api.test/")
 			}
 			synctest.Wait()
-			mu.Lock()
-			defer mu.Unlock()
-			got := events
-			events = nil
-			return got
+			return thresholds.take()
 		}
 		want := func(got []string, want ...string) {
 			t.Helper()
@@ -480,6 +471,29 @@ func TestBudgetThresholds(t *testing.T) {
 		time.Sleep(time.Hour) // a new period
 		want(took(other, 5), "nightly 50%")
 	})
+}
+
+// thresholdLog records the budget thresholds observers are told of.
+type thresholdLog struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (l *thresholdLog) observe(e Event) {
+	if e.Kind == EventBudgetThreshold {
+		l.mu.Lock()
+		l.events = append(l.events, fmt.Sprintf("%s %d%%", e.Workload, e.Percent))
+		l.mu.Unlock()
+	}
+}
+
+// take returns the thresholds told since the last take.
+func (l *thresholdLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	got := l.events
+	l.events = nil
+	return got
 }
 
 // A budget in a unit the Meter does not count keeps what the call stated,
@@ -532,5 +546,19 @@ func TestUsageReadByteByByte(t *testing.T) {
 	resp.Body.Close()
 	if w := tr.Stats().Workloads[0]; w.Spent != 77 || w.Reserved != 0 {
 		t.Errorf("stats %+v, want the 77 billed", w)
+	}
+}
+
+// A budget in a unit the Meter counts is spent by every metered call: New
+// does not warn that only calls stating a cost spend it.
+func TestNoWarningForABudgetTheMeterCounts(t *testing.T) {
+	var log strings.Builder
+	for _, unit := range []string{"tokens", "credits"} {
+		log.Reset()
+		New(nil, WithMeter(testMeter()), WithLogger(slog.New(slog.NewTextHandler(&log, nil))),
+			WithWorkload("backfill", Workload{Budget: Budget{Limit: 10, Per: time.Hour, Unit: unit}}))
+		if warned := strings.Contains(log.String(), "which no scope counts"); warned != (unit == "credits") {
+			t.Errorf("a budget in %q: warned %v, want %v; the log: %s", unit, warned, unit == "credits", log.String())
+		}
 	}
 }

@@ -230,7 +230,7 @@ func (c *config) warnings() []string {
 	}
 	slices.Sort(unitList)
 	for _, w := range c.workloads {
-		if unit := w.Budget.unit(); w.Budget.Limit > 0 && !units[unit] && unit != UnitUSD {
+		if unit := w.Budget.unit(); w.Budget.Limit > 0 && !units[unit] && unit != UnitUSD && !c.meterCounts(unit) {
 			out = append(out, fmt.Sprintf("workload %q: its Budget counts %q, which no scope counts (the scopes count %q%s); "+
 				"only calls whose context states a cost in %q with ContextWithCost spend it, and every other call passes it free",
 				w.name, unit, UnitRequests, strings.Join(append([]string{""}, unitList...), ", "), unit))

@@ -438,6 +438,11 @@ func (g *guardedStore) giveBack(ctx context.Context, kind writeKind, now time.Ti
 		if len(demands) > 0 {
 			g.cover(demands[0].Scope)
 		}
+		for _, d := range demands {
+			if d.Cost > 0 || kind == adjustWrite && d.Cost != 0 {
+				g.writes.failed(kind, g.unavailable()) // for Flush
+			}
+		}
 		switch {
 		case g.policy.mode != fallBackLocal:
 			return nil
@@ -515,10 +520,12 @@ func (g *guardedStore) write(w pendingWrite) {
 	})
 	switch {
 	case err != nil:
+		g.writes.failed(w.kind, err) // for Flush
 		if g.warn != nil {
 			g.warn(d.Scope, err)
 		}
 	case failed:
+		g.writes.failed(w.kind, g.unavailable())
 		g.cover(d.Scope)
 		switch {
 		case w.kind == clampWrite:

@@ -1,6 +1,7 @@
 package pacer
 
 import (
+	"fmt"
 	"sync"
 	"time"
 )
@@ -60,6 +61,16 @@ type writeQueue struct {
 	order   []writeKey
 	running bool // a goroutine is sending
 	full    bool // a write was dropped since the queue was last empty
+	// idle, when someone waits for the queue (Flush), is closed once it is
+	// empty and no write is being sent.
+	idle chan struct{}
+	// lost counts the writes that did not reach the store since the last
+	// Flush — refused, unanswered, dropped from a full queue, or not sent
+	// because the store was down — by kind; lastErr is the latest reason.
+	lost    [3]int
+	lastErr error
+	// sending is the write being sent, by kind: one 1, or none.
+	sending [3]int
 }
 
 // add queues a write. It reports whether the caller must start a goroutine
@@ -79,6 +90,8 @@ func (q *writeQueue) add(kind writeKind, now time.Time, d Demand, tokens float64
 	if len(q.pending) >= maxPendingWrites {
 		first := !q.full
 		q.full = true
+		q.lost[kind]++
+		q.lastErr = errWritesDropped
 		return false, first
 	}
 	if q.pending == nil {
@@ -97,14 +110,20 @@ func (q *writeQueue) add(kind writeKind, now time.Time, d Demand, tokens float64
 func (q *writeQueue) next() (pendingWrite, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.sending = [3]int{}
 	if len(q.order) == 0 {
 		q.running, q.full, q.order = false, false, nil
+		if q.idle != nil {
+			close(q.idle)
+			q.idle = nil
+		}
 		return pendingWrite{}, false
 	}
 	k := q.order[0]
 	q.order = q.order[1:]
 	p := q.pending[k]
 	delete(q.pending, k)
+	q.sending[p.kind] = 1
 	return *p, true
 }
 
@@ -113,4 +132,46 @@ func (q *writeQueue) len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.pending)
+}
+
+// errWritesDropped is why a write dropped from a full queue was lost.
+var errWritesDropped = fmt.Errorf("%w: too many writes were waiting for it", ErrStoreUnavailable)
+
+// failed records a write that did not reach the store, and why.
+func (q *writeQueue) failed(kind writeKind, err error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.lost[kind]++
+	q.lastErr = err
+	q.sending[kind] = 0 // counted as lost, not as still being sent
+}
+
+// drained returns a channel closed once the queue is empty and no write is
+// being sent: at once if it is so now.
+func (q *writeQueue) drained() <-chan struct{} {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.running {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	if q.idle == nil {
+		q.idle = make(chan struct{})
+	}
+	return q.idle
+}
+
+// report returns what is waiting or being sent, by kind, and what was lost
+// since the last report, and forgets the losses.
+func (q *writeQueue) report() (pending, lost [3]int, lastErr error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	pending = q.sending
+	for _, p := range q.pending {
+		pending[p.kind]++
+	}
+	lost, lastErr = q.lost, q.lastErr
+	q.lost, q.lastErr = [3]int{}, nil
+	return pending, lost, lastErr
 }

@@ -73,9 +73,11 @@ func run(s setup) result {
 	srv := httptest.NewServer(llm)
 	defer srv.Close()
 
-	// The OpenAI preset reserves each call's worst case on the budget and
-	// settles it on the usage OpenAI reports; your organization's limits go
-	// in PresetLimits, your models' prices in WithPrices.
+	// The OpenAI preset reserves each call's worst case (its max_tokens) on
+	// the budget until pacer has learned what the model's answers come to,
+	// then their 99th percentile, and settles each call on the usage OpenAI
+	// reports; your organization's limits go in PresetLimits, your models'
+	// prices in WithPrices.
 	tr := pacer.New(nil,
 		openai.PresetLimits(openai.Limits{Default: openai.ModelLimits{RPM: 10_000, TPM: 10_000_000}}),
 		pacer.WithPrices(fakePrices),
@@ -176,7 +178,12 @@ func (f *fakeLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for _, m := range req.Messages {
 		in += int64(len(m.Content)) / 4
 	}
-	u := usage.Usage{Input: in, Output: 1 + rand.Int64N(req.MaxTokens)}
+	// Answers are mostly far shorter than max_tokens; one in 100 runs to it.
+	out := 1 + rand.Int64N(req.MaxTokens/4)
+	if rand.IntN(100) == 0 {
+		out = req.MaxTokens
+	}
+	u := usage.Usage{Input: in, Output: out}
 	f.mu.Lock()
 	f.calls[r.Header.Get("X-Workload")]++
 	f.billed[r.Header.Get("X-Workload")] += fakePrices[model].Cost(u)

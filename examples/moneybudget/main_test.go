@@ -11,15 +11,18 @@ import (
 )
 
 // The example, on a smaller scale, against its loopback fake: the backfill
-// is stopped by its budget within one call's largest cost, pacer's count is
-// the provider's bill to the micro-dollar, and every interactive call
-// succeeds.
+// is stopped by its budget within the bound pacer.Budget states (one call's
+// largest cost, and what each of the other calls in flight may cost beyond
+// its reservation, at most its max_tokens of output), pacer's count is the
+// provider's bill to the micro-dollar, and every interactive call succeeds.
 func TestBackfillStopsAtItsBudget(t *testing.T) {
-	r := run(setup{budgetUSD: 1, backfill: 4, clicks: 5, clickEvery: time.Millisecond})
+	const backfill = 4
+	r := run(setup{budgetUSD: 1, backfill: backfill, clicks: 5, clickEvery: time.Millisecond})
 	largest := fakePrices[model].Cost(usage.Usage{Input: 10 + 1100/4, Output: maxTokens})
+	excess := fakePrices[model].Cost(usage.Usage{Output: maxTokens})
 	limit := int64(prices.MicrosPerUnit)
-	if r.billedBackfill > limit+largest || r.billedBackfill < limit-10*largest {
-		t.Errorf("the backfill was billed %d micro-USD, want about its budget, %d, and never more than one call's largest cost (%d) above", r.billedBackfill, limit, largest)
+	if bound := limit + largest + (backfill-1)*excess; r.billedBackfill > bound || r.billedBackfill < limit-10*largest {
+		t.Errorf("the backfill was billed %d micro-USD, want about its budget, %d, and never more than %d", r.billedBackfill, limit, bound)
 	}
 	if got := int64(r.statsSpent*prices.MicrosPerUnit + 0.5); got != r.billedBackfill {
 		t.Errorf("pacer counted %d micro-USD, the provider billed %d", got, r.billedBackfill)

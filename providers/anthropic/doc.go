@@ -61,11 +61,12 @@
 // response carries anthropic-ratelimit-input-tokens-remaining and
 // anthropic-ratelimit-output-tokens-remaining (rounded to the nearest
 // thousand), which the scopes declare as their Policy, so pacer lowers each
-// bucket to what Anthropic reports: answers longer than the estimate are
-// paid for from the bucket once they show there. Answers shorter than the
-// estimate leave throughput unused: the bucket is not yet credited with
-// the difference, which needs pacer to settle a call's charge from the
-// usage in its response.
+// bucket to what Anthropic reports. When the response ends, the call's
+// charge on the output tokens scope is settled on the output_tokens its
+// usage reports (message_delta's, in a stream): an answer longer than the
+// estimate is charged the rest, and a shorter one gives back what it did
+// not produce, so short answers do not leave throughput unused. The input
+// tokens scope is settled on the input the usage reports likewise.
 //
 // # Errors and retries
 //

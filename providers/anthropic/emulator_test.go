@@ -92,6 +92,16 @@ func TestPresetAgainstTheEmulator(t *testing.T) {
 			binds: func(l emu.Limits) (string, int, string) { return "output", l.OTPM, "output tokens" },
 		},
 		{
+			// Short answers, 50 to 150 tokens, charged the default estimate
+			// of 1,000 up front: each call's output tokens are settled on
+			// what it produced, so requests bind, at 1,000 a minute, not
+			// the reserved output (400 calls a minute of 1,000 tokens).
+			name: "Start, Sonnet 4.x, short answers: settled on the output, requests bind", tier: anthropic.Start, emuTier: "Start",
+			models: []string{"claude-sonnet-4-6"}, class: emu.Sonnet4,
+			maxTokens: 8_192, answer: spread(50, 150),
+			binds: func(l emu.Limits) (string, int, string) { return "", l.RPM, "requests" },
+		},
+		{
 			// Opus 4.5 and 4.7, one bucket; short answers: requests bind at
 			// Build's 5,000 a minute.
 			name: "Build, Opus 4.x: requests bind", tier: anthropic.Build, emuTier: "Build",

@@ -87,7 +87,7 @@ func Figures() []figures.Figure {
 	out = append(out,
 		figures.Figure{Preset: "anthropic", Name: "output tokens charged up front", Value: DefaultOutputEstimate, Unit: "tokens (at most max_tokens)",
 			Source: ratePage, Read: readOn,
-			Unverified: "not a provider figure but the preset's own estimate (WithOutputEstimate changes it): the page gives no typical answer length. The anthropic-ratelimit-output-tokens-remaining header then lowers the bucket to what was really produced",
+			Unverified: "not a provider figure but the preset's own estimate (WithOutputEstimate changes it): the page gives no typical answer length. When the response ends, the charge is settled on the output_tokens its usage reports",
 			Note:       "what the estimate replaces: \"OTPM rate limits are evaluated in real time as output tokens are produced, counting only the actual tokens generated. The max_tokens parameter does not factor into OTPM rate limit calculations\""},
 		figures.Figure{Preset: "anthropic", Name: "token headers' rounding", Value: 1000, Unit: "tokens",
 			Source: ratePage, Read: readOn,

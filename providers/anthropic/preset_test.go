@@ -22,7 +22,10 @@ import (
 // fakeClaude is an in-memory Claude API in virtual time: three continuously
 // refilled buckets per model class, Anthropic's header family with RFC 3339
 // resets, and its error bodies. It charges input by words and punctuation,
-// not the preset's characters, and output by max_tokens.
+// not the preset's characters, and output by what each call produces, as
+// Anthropic counts it ("The max_tokens parameter does not factor into OTPM
+// rate limit calculations"). Every answer runs to its max_tokens, which a
+// call may produce only if the bucket holds that much.
 type fakeClaude struct {
 	rpm, itpm, otpm float64
 
@@ -72,7 +75,8 @@ func (f *fakeClaude) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	f.at = now
-	cost := [3]float64{1, float64(in), float64(r.MaxTokens)}
+	out := r.MaxTokens
+	cost := [3]float64{1, float64(in), float64(out)}
 	for i := range cost {
 		if f.level[i] < cost[i] {
 			f.rejected++
@@ -85,7 +89,7 @@ func (f *fakeClaude) RoundTrip(req *http.Request) (*http.Response, error) {
 		f.level[i] -= cost[i]
 	}
 	f.accepted = append(f.accepted, now)
-	return respond(200, f.headers(now), `{"id":"msg_fake","type":"message","role":"assistant","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":`+strconv.Itoa(in)+`,"output_tokens":1}}`), nil
+	return respond(200, f.headers(now), `{"id":"msg_fake","type":"message","role":"assistant","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":`+strconv.Itoa(in)+`,"output_tokens":`+strconv.Itoa(out)+`}}`), nil
 }
 
 func (f *fakeClaude) headers(now time.Time) http.Header {

@@ -64,3 +64,26 @@ func TestPresetSettlesMoneyOnTheStreamsUsage(t *testing.T) {
 		t.Errorf("%d calls sent, want 1: the unpriced one is refused before it is sent", api.calls)
 	}
 }
+
+// A budget reserves a call's worst case, its max_tokens of output, not the
+// rate limit's typical answer, until the model's output is learned.
+func TestBudgetReservesMaxTokens(t *testing.T) {
+	tr := pacer.New(&streamed{}, anthropic.PresetLimits(anthropic.Limits{Default: anthropic.ModelLimits{RPM: 1000, ITPM: 1_000_000, OTPM: 1_000_000}}),
+		pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Limit: 10, Per: 24 * time.Hour, Unit: pacer.UnitUSD}}))
+	body := `{"model":"claude-sonnet-5","max_tokens":4000,"stream":true,"messages":[{"role":"user","content":"hello"}]}`
+	req, _ := http.NewRequestWithContext(pacer.ContextWithWorkload(context.Background(), "backfill"), http.MethodPost,
+		"https://api.anthropic.com/v1/messages", strings.NewReader(body))
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	e, err := anthropic.EstimateTokens([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := prices.Anthropic()["claude-sonnet-5"].Cost(usage.Usage{Input: e.Input, Output: 4000})
+	if w := tr.Stats().Workloads[0]; w.Reserved*prices.MicrosPerUnit != float64(want) {
+		t.Errorf("in flight, $%v reserved, want $%v: the input and max_tokens of output", w.Reserved, float64(want)/prices.MicrosPerUnit)
+	}
+}

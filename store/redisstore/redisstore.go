@@ -272,6 +272,20 @@ func (s *Store) Take(ctx context.Context, now time.Time, demands []pacer.Demand)
 	if s.spread && n > 1 {
 		return s.takeEach(ctx, now, demands)
 	}
+	if s.spread && len(demands) > 1 {
+		// One costly demand among several: its slot alone (a script over
+		// every demand's key would be refused with CROSSSLOT).
+		i := firstCostly(demands)
+		reply, err := s.run(ctx, "take", now, demands[i:i+1], nil, "")
+		if err != nil {
+			return pacer.Decision{}, err
+		}
+		d, err := decision(reply, 1)
+		if !d.OK {
+			d.Blocked = i
+		}
+		return d, err
+	}
 	reply, err := s.run(ctx, "take", now, demands, nil, "")
 	if err != nil {
 		return pacer.Decision{}, err
@@ -325,6 +339,10 @@ func (s *Store) Refund(ctx context.Context, now time.Time, demands []pacer.Deman
 		}
 		return err
 	}
+	if s.spread {
+		i := firstCostly(demands) // its slot alone, as in Take
+		demands = demands[i : i+1]
+	}
 	_, err := s.run(ctx, "refund", now, demands, nil, "")
 	return err
 }
@@ -369,6 +387,16 @@ func costly(demands []pacer.Demand) int {
 		}
 	}
 	return n
+}
+
+// firstCostly returns the index of the first demand that costs something.
+func firstCostly(demands []pacer.Demand) int {
+	for i := range demands {
+		if demands[i].Cost > 0 {
+			return i
+		}
+	}
+	return 0
 }
 
 // run runs the script. For a clamp, level replaces each demand's cost; for
