@@ -14,9 +14,10 @@ import (
 //
 // OpenAI's tokens-per-minute limit counts a call's input and output, so a
 // tokens scope settles on the usage's Total. The prices are
-// prices.OpenAI(), which holds none that could be read from OpenAI's own
-// pages: give the prices of the models a money budget pays for with
-// pacer.WithPrices, or its calls are refused with pacer.ErrNoPrice.
+// prices.OpenAI(), the list prices of the models the presets and examples
+// use, each with its source; a model it does not list needs a price from
+// pacer.WithPrices, or a money budget refuses its calls with
+// pacer.ErrNoPrice.
 func (r *router) meter() pacer.Option {
 	return pacer.WithMeter(pacer.Meter{
 		Estimate: func(req *http.Request) (pacer.CallEstimate, bool) {
