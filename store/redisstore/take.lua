@@ -56,28 +56,18 @@ end
 -- The fast path: a take of one bucket, which is most calls. It is the take
 -- below, for n = 1, written straight (the tables and closures that let the
 -- general path take any number of buckets cost about a fifth of the
--- script), and it writes less:
---
---   - The stamp stays. A refilling bucket's state is the same at any stamp
---     (t + (now - s) * rate is its level at now, so t may go below zero),
---     so while the stamp is less than KEEP old a take writes t alone, as
---     the level it leaves less the refill since the stamp. A window
---     bucket's stamp is its window's start, which only a new window moves.
---   - The TTL mostly stays. Every write, by this version and by every
---     earlier one, sets a TTL of at least a second past the stamp it
---     writes (ttl_of). So while the stamp stays, the key lives until at
---     least s + 1 s; a take after which the bucket is full again before
---     then (less a margin for Redis's millisecond rounding) needs no
---     PEXPIRE. HSET keeps a key's TTL.
---
--- A hot bucket's take is then TIME, HMGET and HSET of one field, where the
--- general path adds a field and a PEXPIRE: the PEXPIRE was a seventh of the
--- script's cost, and on a Cluster a second write (MULTI, HSET, PEXPIREAT,
--- EXEC) for each replica to apply. With the caller's clock, whose stamps
--- are not Redis's, every take sets the TTL as the general path does.
--- TestFastPathAgrees runs the same decisions through both paths.
+-- script), and on Redis's clock it leaves the key's TTL alone while the key
+-- outlives the bucket's refill: PTTL costs Redis less than PEXPIRE (a
+-- write, which on a Cluster each replica applies as well: MULTI, HSET,
+-- PEXPIREAT, EXEC), and a hot bucket, whose TTL is the one-second minimum,
+-- needs one PEXPIRE a second. HSET keeps a key's TTL. The TTL is read in
+-- the same script as the write, so nothing else writes between them. With
+-- the caller's clock, whose times are not Redis's, every take sets the
+-- TTL, as the general path does. The bucket's fields are the general
+-- path's, so that the two, and earlier versions, read each other's
+-- buckets; TestFastPathAgrees runs the same decisions through both.
 if mode == 'take' and #KEYS == 1 then
-  local KEEP, MARGIN = 990000, 10000 -- µs
+  local MARGIN = 10 -- ms, for Redis's rounding to the millisecond
   local key = KEYS[1]
   local rate, burst, window = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
   local cost, floor = tonumber(ARGV[6]), tonumber(ARGV[7])
@@ -90,7 +80,6 @@ if mode == 'take' and #KEYS == 1 then
   if not held then
     tok, st = burst, now
   end
-  local s0 = st
   if window > 0 then
     if now - st >= window then
       tok, st = burst, now
@@ -131,16 +120,10 @@ if mode == 'take' and #KEYS == 1 then
   elseif rate > 0 then
     ms = (burst - tok) / rate * 1000
   end
-  if held and (st == s0 or (window <= 0 and st - s0 < KEEP)) then
-    redis.call('HSET', key, 't', tok - (st - s0) / 1e6 * rate)
-    if server and ms and now + ms * 1000 <= s0 + 1000000 - MARGIN then
-      return {1, now}
-    end
-    st = s0
-  else
-    redis.call('HSET', key, 't', tok, 's', st)
+  redis.call('HSET', key, 't', tok, 's', st)
+  if not (server and held and ms and redis.call('PTTL', key) >= ms + MARGIN) then
+    redis.call('PEXPIRE', key, ttl_of(ms, st))
   end
-  redis.call('PEXPIRE', key, ttl_of(ms, st))
   return {1, now}
 end
 
