@@ -37,20 +37,19 @@ local MAX_TTL = 3155760000000
 local mode = ARGV[1]
 local now
 local server = ARGV[2] == ''
+local clock -- TIME's reply: seconds and microseconds, as strings
 if server then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  clock = redis.call('TIME')
+  now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
 else
   now = tonumber(ARGV[2])
 end
 
--- The TTL of a write, in milliseconds: ms, the time until the bucket is
--- full again (nil: it never refills, so keep it a day, then forgive), but at
--- least a second past the stamp st that the write leaves, so that a key
--- always outlives its stamp by a second (the fast path below counts on it).
-local function ttl_of(ms, st)
-  ms = math.max(math.ceil(ms or 86400000), 1000, math.ceil((st + 1000000 - now) / 1000))
-  return math.min(MAX_TTL, ms)
+-- The TTL of a write, in milliseconds, given ms, the time until the bucket
+-- is full again (nil: it never refills, so keep it a day, then forgive): at
+-- least a second.
+local function ttl_of(ms)
+  return math.min(MAX_TTL, math.max(1000, math.ceil(ms or 86400000)))
 end
 
 -- The fast path: a take of one bucket, which is most calls. It is the take
@@ -120,9 +119,15 @@ if mode == 'take' and #KEYS == 1 then
   elseif rate > 0 then
     ms = (burst - tok) / rate * 1000
   end
-  redis.call('HSET', key, 't', tok, 's', st)
+  if st == now and clock then
+    -- now as TIME wrote it: formatting a number of 16 digits ('%.17g') costs
+    -- Redis more than joining two strings.
+    redis.call('HSET', key, 't', tok, 's', clock[1] .. string.sub('00000' .. clock[2], -6))
+  else
+    redis.call('HSET', key, 't', tok, 's', st)
+  end
   if not (server and held and ms and redis.call('PTTL', key) >= ms + MARGIN) then
-    redis.call('PEXPIRE', key, ttl_of(ms, st))
+    redis.call('PEXPIRE', key, ttl_of(ms))
   end
   return {1, now}
 end
@@ -174,7 +179,7 @@ local function save(i)
   -- redis.call writes a number as '%.17g' would, which reads back the same
   -- double, without making a Lua string of it first.
   redis.call('HSET', KEYS[i], 't', tok, 's', st)
-  redis.call('PEXPIRE', KEYS[i], ttl_of(ms, st))
+  redis.call('PEXPIRE', KEYS[i], ttl_of(ms))
 end
 
 if mode == 'take' or mode == 'peek' then
