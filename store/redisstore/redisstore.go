@@ -240,9 +240,14 @@ const maxPlainKey = 256
 // Key returns the Redis key of the bucket of scope and key: see the package
 // doc's Keys.
 func (s *Store) Key(scope, key string) string {
-	if !s.spread && len(scope)+len(key) <= maxPlainKey {
-		// The common case as one concatenation: one allocation.
-		return "{" + s.prefix + "}:" + strconv.Itoa(len(scope)) + ":" + scope + ":" + key
+	if len(scope)+len(key) <= maxPlainKey {
+		// The common cases as one concatenation: one allocation.
+		if !s.spread {
+			return "{" + s.prefix + "}:" + strconv.Itoa(len(scope)) + ":" + scope + ":" + key
+		}
+		if strings.IndexByte(s.prefix, '}') < 0 && strings.IndexByte(scope, '}') < 0 && strings.IndexByte(key, '}') < 0 {
+			return "{" + s.prefix + ":" + strconv.Itoa(len(scope)) + ":" + scope + ":" + key + "}"
+		}
 	}
 	name := strconv.Itoa(len(scope)) + ":" + scope + ":" + key
 	if len(scope)+len(key) > maxPlainKey {
