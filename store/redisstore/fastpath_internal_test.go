@@ -158,36 +158,52 @@ func TestFastPathKeepsTheTTL(t *testing.T) {
 		if dec, err := s.Take(ctx, time.Now(), []pacer.Demand{d}); err != nil || !dec.OK {
 			t.Fatalf("take %d = %+v, %v; want granted", i, dec, err)
 		}
-		// The bucket, its TTL and Redis's time, at one instant.
-		var hm *redis.SliceCmd
-		var pttl *redis.DurationCmd
-		var now *redis.TimeCmd
-		if _, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			hm = p.HMGet(ctx, key, "t", "s")
-			pttl = p.PTTL(ctx, key)
-			now = p.Time(ctx)
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-		tok, _ := strconv.ParseFloat(hm.Val()[0].(string), 64)
-		st, _ := strconv.ParseFloat(hm.Val()[1].(string), 64)
-		us := float64(now.Val().UnixMicro())
-		level := math.Min(d.Burst, tok+(us-st)/1e6*d.Rate)
-		full := time.Duration((d.Burst - level) / d.Rate * float64(time.Second))
-		// Redis sets a TTL in milliseconds, from its own clock's last
-		// millisecond: allow 2 ms.
-		if pttl.Val() < full-2*time.Millisecond {
-			t.Fatalf("take %d: the bucket is full again in %v, its key expires in %v", i, full, pttl.Val())
-		}
-		if last >= 0 && pttl.Val() <= last {
+		pttl := outlivesRefill(t, rdb, key, d, i)
+		if last >= 0 && pttl <= last {
 			kept++
 		} else if last >= 0 {
 			set++
 		}
-		last = pttl.Val()
+		last = pttl
 	}
 	if kept == 0 || set == 0 {
 		t.Fatalf("of 300 takes, %d left the TTL alone and %d set it; want some of each", kept, set)
 	}
+}
+
+// outlivesRefill returns the TTL of the refilling bucket of d at key, and
+// fails unless the key outlives the time until the bucket is full again
+// (after take i), by Redis's clock.
+func outlivesRefill(t *testing.T, rdb *redis.Client, key string, d pacer.Demand, i int) time.Duration {
+	t.Helper()
+	ctx := context.Background()
+	// The bucket, its TTL and Redis's time, at one instant.
+	var hm *redis.SliceCmd
+	var pttl *redis.DurationCmd
+	var now *redis.TimeCmd
+	if _, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		hm = p.HMGet(ctx, key, "t", "s")
+		pttl = p.PTTL(ctx, key)
+		now = p.Time(ctx)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if hm.Val()[0] == nil || hm.Val()[1] == nil {
+		t.Fatalf("take %d: no bucket at %s", i, key)
+	}
+	tok, err1 := strconv.ParseFloat(hm.Val()[0].(string), 64)
+	st, err2 := strconv.ParseFloat(hm.Val()[1].(string), 64)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("take %d: bucket %s = %v", i, key, hm.Val())
+	}
+	us := float64(now.Val().UnixMicro())
+	level := math.Min(d.Burst, tok+(us-st)/1e6*d.Rate)
+	full := time.Duration((d.Burst - level) / d.Rate * float64(time.Second))
+	// Redis sets a TTL in milliseconds, from its own clock's last
+	// millisecond: allow 2 ms.
+	if pttl.Val() < full-2*time.Millisecond {
+		t.Fatalf("take %d: the bucket is full again in %v, its key expires in %v", i, full, pttl.Val())
+	}
+	return pttl.Val()
 }

@@ -3,8 +3,6 @@ package redisstore
 import (
 	"context"
 	_ "embed"
-	"math"
-	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -85,24 +83,7 @@ func TestMixedVersions(t *testing.T) {
 			if err != nil || !ok {
 				t.Fatalf("take %d = %v, %v; want granted", i, ok, err)
 			}
-			var hm *redis.SliceCmd
-			var pttl *redis.DurationCmd
-			var now *redis.TimeCmd
-			if _, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				hm = p.HMGet(ctx, key, "t", "s")
-				pttl = p.PTTL(ctx, key)
-				now = p.Time(ctx)
-				return nil
-			}); err != nil {
-				t.Fatal(err)
-			}
-			tok, _ := strconv.ParseFloat(hm.Val()[0].(string), 64)
-			st, _ := strconv.ParseFloat(hm.Val()[1].(string), 64)
-			level := math.Min(d.Burst, tok+(float64(now.Val().UnixMicro())-st)/1e6*d.Rate)
-			full := time.Duration((d.Burst - level) / d.Rate * float64(time.Second))
-			if pttl.Val() < full-2*time.Millisecond {
-				t.Fatalf("take %d: the bucket is full again in %v, its key expires in %v", i, full, pttl.Val())
-			}
+			outlivesRefill(t, rdb, key, d, i)
 		}
 	})
 }
