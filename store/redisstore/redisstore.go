@@ -136,16 +136,16 @@
 //
 // # Expiry
 //
-// A bucket's key expires when the bucket would be full again (at least a
-// second after a write), since a full bucket is the same as no bucket. A
-// bucket that is full after a write is deleted at once. Idle buckets
-// disappear. Every write leaves the key a TTL at least that long: the
-// general path sets it on every write; a take of one bucket on Redis's clock
-// sets it only when the key's TTL (PTTL, read in the same script) is shorter
-// than that, so a hot bucket's key, whose TTL is the one-second minimum,
-// gets one PEXPIRE a second rather than one a decision, and may outlive the
-// bucket's refill by up to that second. With WithCallerClock, whose times
-// are not Redis's, every write sets the TTL.
+// A bucket's key expires once the bucket would be full again, never before,
+// since a full bucket is the same as no bucket. A bucket that is full after
+// a write is deleted at once. Idle buckets disappear. The general path sets
+// the TTL on every write: the time until full, at least a second. A take of
+// one bucket on Redis's clock sets it only when the key's TTL (PTTL, read in
+// the same script) is shorter than the time until full, so a hot bucket's
+// key, whose TTL is the one-second minimum, gets one PEXPIRE a second rather
+// than one a decision, and may outlive the bucket's refill by up to that
+// second. With WithCallerClock, whose times are not Redis's, every write
+// sets the TTL.
 package redisstore
 
 import (
