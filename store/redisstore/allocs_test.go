@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/store/redisstore"
@@ -19,7 +20,16 @@ import (
 // connection check: 5) and the call's: the arguments, the key, the key in
 // an interface, the demand's numbers.
 func TestTakeAllocs(t *testing.T) {
-	rdb := client(t)
+	takeAllocs(t, client(t))
+}
+
+// The same on a Cluster, where a bucket's key is its own hash tag: the key
+// is still one concatenation.
+func TestClusterTakeAllocs(t *testing.T) {
+	takeAllocs(t, clusterClient(t, 0))
+}
+
+func takeAllocs(t *testing.T, rdb redis.UniversalClient) {
 	ctx := context.Background()
 	s := redisstore.New(rdb, redisstore.WithPrefix("pacer-test"))
 	d := []pacer.Demand{{Scope: storetest.Scope(t), Rate: 1e6, Burst: 1e6, Cost: 1}}

@@ -10,7 +10,14 @@
 // or SCRIPT FLUSH): one round trip, atomic across every bucket a request is
 // charged to — on a Cluster, across the buckets of one call that share a
 // slot (see Atomicity). The script replies with integers, which the client
-// reads into an []int64 without making a string of them.
+// reads into an []int64 without making a string of them. A take of one
+// bucket, most calls, runs a fast path at the top of the script: the same
+// take written for one bucket, which on Redis's clock sets the key's TTL only
+// when the key would otherwise expire before the bucket is full again (see
+// Expiry): TIME, HMGET, HSET and PTTL, where redis_rate's take is TIME, GET
+// and SET, and no second write for a Cluster's replicas to apply. It writes
+// the same fields, with the same meaning, as the general path and earlier
+// versions.
 //
 // # Time
 //
@@ -111,7 +118,11 @@
 // (the old keys, unchanged), then drop the option in a later rollout at a
 // quiet time, or give the new version a new prefix and a lower limit
 // until the rollout ends. The script changed too; old and new instances
-// each run their own, side by side in Redis's script cache.
+// each run their own, side by side in Redis's script cache. The bucket's
+// fields (t and s) and their meaning did not change: an old instance reads
+// what a new one's fast path wrote, and the fast path reads a key's TTL
+// (PTTL) rather than trusting what an older version set, so instances of
+// both versions on the same keys decide as one version would.
 //
 // # Timeouts
 //
@@ -125,9 +136,16 @@
 //
 // # Expiry
 //
-// Every write sets a TTL: the time until the bucket would be full again (at
-// least a second), since a full bucket is the same as no bucket. A bucket
-// that is full after a write is deleted at once. Idle buckets disappear.
+// A bucket's key expires once the bucket would be full again, never before,
+// since a full bucket is the same as no bucket. A bucket that is full after
+// a write is deleted at once. Idle buckets disappear. The general path sets
+// the TTL on every write: the time until full, at least a second. A take of
+// one bucket on Redis's clock sets it only when the key's TTL (PTTL, read in
+// the same script) is shorter than the time until full, so a hot bucket's
+// key, whose TTL is the one-second minimum, gets one PEXPIRE a second rather
+// than one a decision, and may outlive the bucket's refill by up to that
+// second. With WithCallerClock, whose times are not Redis's, every write
+// sets the TTL.
 package redisstore
 
 import (
@@ -240,9 +258,14 @@ const maxPlainKey = 256
 // Key returns the Redis key of the bucket of scope and key: see the package
 // doc's Keys.
 func (s *Store) Key(scope, key string) string {
-	if !s.spread && len(scope)+len(key) <= maxPlainKey {
-		// The common case as one concatenation: one allocation.
-		return "{" + s.prefix + "}:" + strconv.Itoa(len(scope)) + ":" + scope + ":" + key
+	if len(scope)+len(key) <= maxPlainKey {
+		// The common cases as one concatenation: one allocation.
+		if !s.spread {
+			return "{" + s.prefix + "}:" + strconv.Itoa(len(scope)) + ":" + scope + ":" + key
+		}
+		if strings.IndexByte(s.prefix, '}') < 0 && strings.IndexByte(scope, '}') < 0 && strings.IndexByte(key, '}') < 0 {
+			return "{" + s.prefix + ":" + strconv.Itoa(len(scope)) + ":" + scope + ":" + key + "}"
+		}
 	}
 	name := strconv.Itoa(len(scope)) + ":" + scope + ":" + key
 	if len(scope)+len(key) > maxPlainKey {

@@ -1,0 +1,170 @@
+-- pacer's token buckets in Redis: one script for every operation, so that
+-- each is one round trip and atomic across all the buckets it touches.
+--
+-- KEYS[i]  the hash of demand i: t = tokens, s = stamp (microseconds; the
+--          last refill, or the start of the current window)
+-- ARGV[1]  "take", "peek", "refund", "undo", "adjust" or "clamp"
+-- ARGV[2]  now in microseconds, or "" to use the server's TIME
+-- ARGV[3+5(i-1)...]  demand i: rate (units/s), burst, window (µs), cost, floor
+--          (for "clamp", cost is the level to clamp to)
+-- ARGV[3+5n]  for "undo": the time a "take" of these demands replied
+--
+-- "peek" is a take that takes nothing: how long the take would wait. "undo"
+-- is the refund of a take whose other demands, in other slots of a Cluster,
+-- were denied: a window bucket whose window has started again since that
+-- take gets nothing back, since what was taken went with the old window.
+-- "adjust" settles a call (pacer.Adjuster): a positive cost is taken
+-- whatever the bucket holds, so it may fall below zero; a negative one is
+-- given back, up to the burst.
+--
+-- The arithmetic is pacer's bucketLevel (store.go): refill is
+-- tokens = min(burst, tokens + elapsed*rate); a window bucket is full again
+-- once its window has passed; a lowered burst applies at once.
+--
+-- Replies are arrays of integers (Redis truncates a Lua number to an
+-- integer, and every number replied is one: times in µs, a wait rounded up
+-- to ns), which the client reads without parsing or allocating strings:
+-- take  -> {1, now in µs} granted, or {0, blocked (0-based), wait in ns or -1 for never}
+-- peek  -> as take, without the now
+-- other -> {1}
+--
+-- A wait saturates at LONGEST, pacer.LongestWait (2^62 ns): a rate too small
+-- to divide by, or a window of centuries, must not overflow the reply. A TTL
+-- saturates at MAX_TTL, a hundred years, which PEXPIRE accepts.
+local LONGEST = 4611686018427387904
+local MAX_TTL = 3155760000000
+
+local mode = ARGV[1]
+local now
+if ARGV[2] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[2])
+end
+
+local n = #KEYS
+local rate, burst, window, cost, floor = {}, {}, {}, {}, {}
+local tokens, stamp = {}, {}
+
+for i = 1, n do
+  local a = 3 + 5 * (i - 1)
+  rate[i], burst[i], window[i] = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+  cost[i], floor[i] = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
+end
+
+-- level brings bucket i up to now; a bucket never seen starts full.
+local function level(i)
+  local v = redis.call('HMGET', KEYS[i], 't', 's')
+  local tok, st = tonumber(v[1]), tonumber(v[2])
+  if tok == nil or st == nil then
+    tok, st = burst[i], now
+  end
+  if window[i] > 0 then
+    if now - st >= window[i] then
+      tok, st = burst[i], now
+    end
+  elseif now > st then
+    tok = tok + (now - st) / 1e6 * rate[i]
+    st = now
+  end
+  if tok > burst[i] then
+    tok = burst[i]
+  end
+  tokens[i], stamp[i] = tok, st
+end
+
+-- save writes bucket i back, to expire when it would be full again: a full
+-- bucket is the same as no bucket, so idle buckets disappear.
+local function save(i)
+  local tok, st = tokens[i], stamp[i]
+  local ttl -- milliseconds
+  if window[i] > 0 then
+    ttl = (st + window[i] - now) / 1000
+  elseif tok >= burst[i] then
+    redis.call('DEL', KEYS[i])
+    return
+  elseif rate[i] > 0 then
+    ttl = (burst[i] - tok) / rate[i] * 1000
+  else
+    ttl = 86400000 -- never refills: keep it a day, then forgive
+  end
+  ttl = math.min(MAX_TTL, math.max(1000, math.ceil(ttl)))
+  -- redis.call writes a number as '%.17g' would, which reads back the same
+  -- double, without making a Lua string of it first.
+  redis.call('HSET', KEYS[i], 't', tok, 's', st)
+  redis.call('PEXPIRE', KEYS[i], ttl)
+end
+
+if mode == 'take' or mode == 'peek' then
+  local blocked, longest = -1, 0
+  for i = 1, n do
+    if cost[i] > 0 then
+      level(i)
+      local need = cost[i] + floor[i]
+      local wait = 0
+      if tokens[i] < need then
+        if need > burst[i] then
+          wait = -1
+        elseif window[i] > 0 then
+          wait = (window[i] - (now - stamp[i])) * 1000
+        elseif rate[i] <= 0 then
+          wait = -1
+        else
+          wait = math.ceil((need - tokens[i]) / rate[i] * 1e9)
+        end
+        if wait > LONGEST then
+          wait = LONGEST
+        end
+      end
+      -- The longest wait blocks; never is the longest; ties keep the first.
+      if wait ~= 0 and longest ~= -1 and (blocked == -1 or wait == -1 or wait > longest) then
+        blocked, longest = i, wait
+      end
+    end
+  end
+  if blocked ~= -1 then
+    return {0, blocked - 1, longest}
+  end
+  if mode == 'peek' then
+    return {1}
+  end
+  for i = 1, n do
+    if cost[i] > 0 then
+      tokens[i] = tokens[i] - cost[i]
+      save(i)
+    end
+  end
+  return {1, now}
+elseif mode == 'refund' or mode == 'undo' then
+  local took = tonumber(ARGV[3 + 5 * n])
+  for i = 1, n do
+    if cost[i] > 0 then
+      level(i)
+      if mode == 'refund' or window[i] <= 0 or stamp[i] <= took then
+        tokens[i] = math.min(tokens[i] + cost[i], burst[i])
+        save(i)
+      end
+    end
+  end
+  return {1}
+elseif mode == 'adjust' then
+  for i = 1, n do
+    if cost[i] ~= 0 then
+      level(i)
+      tokens[i] = math.min(tokens[i] - cost[i], burst[i])
+      save(i)
+    end
+  end
+  return {1}
+elseif mode == 'clamp' then
+  for i = 1, n do
+    level(i)
+    if tokens[i] > cost[i] then
+      tokens[i] = cost[i]
+    end
+    save(i)
+  end
+  return {1}
+end
+return redis.error_reply('pacer: unknown mode ' .. tostring(mode))
