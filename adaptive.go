@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/pacer-go/pacer/store"
 )
 
 // DefaultMaxWait is the longest pause a provider's header can impose unless
@@ -177,7 +179,7 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 	if !quiet {
 		quotas = ParseQuotas(resp.Header, now)
 	}
-	_, local := t.store.(*MemoryStore)
+	_, local := t.store.(*store.Memory)
 	for _, q := range quotas {
 		i := c.chargeFor(q)
 		if i < 0 {

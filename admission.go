@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/pacer-go/pacer/store"
 )
 
 // blocked says where and why a call could not be admitted.
@@ -21,7 +23,7 @@ type blocked struct {
 
 func (b blocked) error(cause error) error {
 	e := &ThrottledError{Scope: b.state.class.Name, Reason: b.reason, Err: cause}
-	if b.wait != Never {
+	if b.wait != store.Never {
 		e.RetryAfter = b.wait
 	}
 	return e
@@ -95,7 +97,7 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 		}
 		c.holdsSlots = true
 	}
-	d := Decision{OK: true}
+	d := store.Decision{OK: true}
 	var err error
 	if c.prepaid {
 		// A reservation took the tokens: only its slots were missing.
@@ -126,7 +128,7 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 		// since the limit is forgotten now.
 		return c.tryAdmit(ctx)
 	}
-	if d.Wait == Never {
+	if d.Wait == store.Never {
 		b.reason = ReasonCapacity
 	}
 	return b, nil
@@ -314,7 +316,7 @@ func (t *waitTimers) stop() {
 // before the context's deadline — returned now, not at the deadline.
 func (c *call) cannotWait(ctx context.Context, b blocked) error {
 	switch {
-	case b.wait == Never:
+	case b.wait == store.Never:
 		_, burst := b.state.pace()
 		return b.error(fmt.Errorf("%w: it costs %v %s and the bucket holds at most %v; "+
 			"make the request smaller, or raise the scope's Limit.Burst if the provider allows one request that large",

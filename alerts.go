@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/pacer-go/pacer/store"
 )
 
 // An Alert says that calls on a scope were throttled since the previous
@@ -87,7 +89,7 @@ type alerter struct {
 	interval time.Duration
 	notify   func(Alert)
 	clock    Clock // the Transport's, set by bind
-	store    Store
+	store    store.Store
 
 	mu     sync.Mutex
 	scopes map[string]*alertState // scope names come from the configuration: bounded
@@ -187,8 +189,8 @@ func (a *alerter) send(scope string, s *alertState) {
 // mayNotify asks the store whether the scope's alert for this interval is
 // still to be sent, taking it if so; if not, it says when to ask again.
 func (a *alerter) mayNotify(scope string, now time.Time) (retry time.Duration, ok bool) {
-	d := Demand{Scope: alertScope, Key: scope, Burst: 1, Window: a.interval, Cost: 1}
-	dec, err := a.store.Take(context.Background(), now, []Demand{d})
+	d := store.Demand{Scope: alertScope, Key: scope, Burst: 1, Window: a.interval, Cost: 1}
+	dec, err := a.store.Take(context.Background(), now, []store.Demand{d})
 	switch {
 	case err != nil || dec.OK:
 		return 0, true

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacer-go/pacer/store"
 )
 
 // alertLog keeps the alerts it is given, with the time each came.
@@ -123,7 +125,7 @@ func TestAlertsRefuseABadConfiguration(t *testing.T) {
 func TestAlertsAreDecidedByTheSharedStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		log := &alertLog{}
-		store := NewMemoryStore()
+		store := store.NewMemory()
 		var trs [2]*Transport
 		for i := range trs {
 			trs[i] = New(&stubAPI{clock: SystemClock}, WithStore(store), WithFailFast(),

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pacer-go/pacer/internal/fakeclock"
 	"github.com/pacer-go/pacer/period"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/usage"
 	"github.com/pacer-go/pacer/usage/prices"
 )
@@ -141,7 +142,7 @@ func chatAll(t *testing.T, tr *Transport, ctx context.Context) error {
 }
 
 func tokensLevel(tr *Transport, now time.Time) float64 {
-	return tr.store.(*MemoryStore).level(Demand{Scope: "tokens", Rate: 1e-9, Burst: 10_000}, now)
+	return tr.store.(*store.Memory).Level(store.Demand{Scope: "tokens", Rate: 1e-9, Burst: 10_000}, now)
 }
 
 func budgetLevel(tr *Transport, name string, now time.Time) float64 {
@@ -151,7 +152,7 @@ func budgetLevel(tr *Transport, name string, now time.Time) float64 {
 		p := w.periodAt(now)
 		d.Key, d.Window = p.key, p.end.Sub(p.start)
 	}
-	return tr.store.(*MemoryStore).level(d, now)
+	return tr.store.(*store.Memory).Level(d, now)
 }
 
 func newMetered(t *testing.T, llm *fakeLLM, clock Clock, b Budget, opts ...Option) *Transport {
@@ -363,25 +364,25 @@ func TestCalendarBudgetAcrossDST(t *testing.T) {
 
 // adjustGate is a shared store whose adjustments wait at a gate.
 type adjustGate struct {
-	*MemoryStore
+	*store.Memory
 	gate     chan struct{}
 	mu       sync.Mutex
-	adjusted []Demand
+	adjusted []store.Demand
 }
 
-func (s *adjustGate) Adjust(ctx context.Context, now time.Time, ds []Demand) error {
+func (s *adjustGate) Adjust(ctx context.Context, now time.Time, ds []store.Demand) error {
 	<-s.gate
 	s.mu.Lock()
 	s.adjusted = append(s.adjusted, ds...)
 	s.mu.Unlock()
-	return s.MemoryStore.Adjust(ctx, now, ds)
+	return s.Memory.Adjust(ctx, now, ds)
 }
 
 // The settlement's round trip to a shared store is not made on the caller's
 // last Read: the caller gets its EOF while the store has yet to answer.
 func TestSettlementIsOffTheCallersRead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &adjustGate{MemoryStore: NewMemoryStore(), gate: make(chan struct{})}
+		store := &adjustGate{Memory: store.NewMemory(), gate: make(chan struct{})}
 		llm := &fakeLLM{reply: llmReply{stream: true, input: 10, output: 20}}
 		tr := newMetered(t, llm, SystemClock, Budget{Limit: 10_000, Per: time.Hour, Unit: "tokens"},
 			WithStore(store), WithStoreTimeout(time.Hour))
@@ -419,7 +420,7 @@ func TestSettlementIsOffTheCallersRead(t *testing.T) {
 // same store, spending the same budget, tells none of them again.
 func TestBudgetThresholds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemoryStore()
+		store := store.NewMemory()
 		var mu sync.Mutex
 		var events []string
 		var alerts []string

@@ -76,7 +76,8 @@
 //		pacer.WithAdaptiveLease(16))
 //
 // Packages store/redisstore and store/pgstore are the shared stores; package
-// storetest is the conformance suite every Store passes, so all of them pace
+// store holds the interface they implement and its contract, and package
+// storetest is the conformance suite every store passes, so all of them pace
 // alike. WithStoreFailure chooses what happens while the store is down (fail
 // open, fail closed, or pace locally at 1/N of the limit, the default with
 // N = 1); WithStoreTimeout bounds each call. WithLease and

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/pacer-go/pacer/store"
 )
 
 // WithLease makes a Transport take tokens from its shared store k units
@@ -62,7 +64,7 @@ const DefaultLeaseAge = time.Second
 // leases and spends them locally (see WithLease). It is safe for concurrent
 // use.
 type LeaseStore struct {
-	store Store
+	store store.Store
 	cfg   LeaseConfig
 
 	mu     sync.Mutex
@@ -83,29 +85,29 @@ type lease struct {
 }
 
 // NewLeaseStore returns a Store that takes from s in leases as cfg says.
-func NewLeaseStore(s Store, cfg LeaseConfig) *LeaseStore {
+func NewLeaseStore(s store.Store, cfg LeaseConfig) *LeaseStore {
 	if cfg.MaxAge <= 0 {
 		cfg.MaxAge = DefaultLeaseAge
 	}
 	return &LeaseStore{store: s, cfg: cfg, leases: make(map[leaseKey]*lease)}
 }
 
-func keyOf(d *Demand) leaseKey { return leaseKey{d.Scope, d.Key, d.Floor} }
+func keyOf(d *store.Demand) leaseKey { return leaseKey{d.Scope, d.Key, d.Floor} }
 
 // Take implements Store: from the local leases if they hold every demand's
 // cost, else from the store, with a new lease on top where there is room.
-func (l *LeaseStore) Take(ctx context.Context, now time.Time, demands []Demand) (Decision, error) {
+func (l *LeaseStore) Take(ctx context.Context, now time.Time, demands []store.Demand) (store.Decision, error) {
 	for i := range demands {
 		if demands[i].Window > 0 && demands[i].Cost > 0 {
 			return l.store.Take(ctx, now, demands)
 		}
 	}
 	if l.takeLocal(now, demands) {
-		return Decision{OK: true}, nil
+		return store.Decision{OK: true}, nil
 	}
 	extra := l.extras(now, demands)
 	if extra != nil {
-		asked := make([]Demand, len(demands))
+		asked := make([]store.Demand, len(demands))
 		for i, d := range demands {
 			d.Cost += extra[i]
 			asked[i] = d
@@ -124,7 +126,7 @@ func (l *LeaseStore) Take(ctx context.Context, now time.Time, demands []Demand) 
 }
 
 // takeLocal spends every demand's cost from fresh leases, if they all hold it.
-func (l *LeaseStore) takeLocal(now time.Time, demands []Demand) bool {
+func (l *LeaseStore) takeLocal(now time.Time, demands []store.Demand) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i := range demands {
@@ -147,7 +149,7 @@ func (l *LeaseStore) takeLocal(now time.Time, demands []Demand) bool {
 
 // extras returns how much to lease on top of each demand's cost, adapting
 // the sizes to how the last leases went; nil if nothing.
-func (l *LeaseStore) extras(now time.Time, demands []Demand) []float64 {
+func (l *LeaseStore) extras(now time.Time, demands []store.Demand) []float64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var extra []float64
@@ -185,7 +187,7 @@ func (l *LeaseStore) extras(now time.Time, demands []Demand) []float64 {
 
 // addLeases records the leased extras; what is left of an expired lease is
 // dropped.
-func (l *LeaseStore) addLeases(now time.Time, demands []Demand, extra []float64) {
+func (l *LeaseStore) addLeases(now time.Time, demands []store.Demand, extra []float64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i := range demands {
@@ -217,8 +219,8 @@ func (l *LeaseStore) sweep(now time.Time) {
 
 // Refund implements Store. Tokens go back to a fresh lease of their bucket,
 // to be spent here, or else to the store.
-func (l *LeaseStore) Refund(ctx context.Context, now time.Time, demands []Demand) error {
-	var rest []Demand
+func (l *LeaseStore) Refund(ctx context.Context, now time.Time, demands []store.Demand) error {
+	var rest []store.Demand
 	l.mu.Lock()
 	for i := range demands {
 		d := &demands[i]
@@ -240,7 +242,7 @@ func (l *LeaseStore) Refund(ctx context.Context, now time.Time, demands []Demand
 
 // Clamp implements Store. The provider says there are fewer tokens than
 // believed: the local leases of the bucket are dropped too.
-func (l *LeaseStore) Clamp(ctx context.Context, now time.Time, d Demand, tokens float64) error {
+func (l *LeaseStore) Clamp(ctx context.Context, now time.Time, d store.Demand, tokens float64) error {
 	l.mu.Lock()
 	for k, le := range l.leases {
 		if k.scope == d.Scope && k.key == d.Key {
@@ -253,6 +255,6 @@ func (l *LeaseStore) Clamp(ctx context.Context, now time.Time, d Demand, tokens 
 
 // Adjust implements Adjuster: a settlement goes to the store, whose bucket
 // the call's tokens came from; a lease holds what is not yet spent.
-func (l *LeaseStore) Adjust(ctx context.Context, now time.Time, demands []Demand) error {
+func (l *LeaseStore) Adjust(ctx context.Context, now time.Time, demands []store.Demand) error {
 	return adjustOrRefund(ctx, l.store, now, demands)
 }

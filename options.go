@@ -1,6 +1,7 @@
 package pacer
 
 import (
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/usage/prices"
 
 	"cmp"
@@ -23,7 +24,7 @@ type config struct {
 	scopes    []Scope // in order of declaration; DefaultScope first
 	workloads []namedWorkload
 	routes    []Route
-	store     Store
+	store     store.Store
 	clock     Clock
 	maxWait   time.Duration
 	retry     RetryPolicy
@@ -145,7 +146,7 @@ func WithWorkload(name string, w Workload) Option {
 
 // WithStore keeps the buckets in s instead of this process's memory, so that
 // a fleet can share them.
-func WithStore(s Store) Option {
+func WithStore(s store.Store) Option {
 	return func(c *config) {
 		if s == nil {
 			c.errs = append(c.errs, fmt.Errorf("WithStore: the store must not be nil"))

@@ -124,7 +124,7 @@ func (c *call) setDemands() {
 // addDemand appends a demand.
 func (c *call) addDemand(scope, key string, rate, burst, cost, floor float64, owner int) {
 	d := extend(&c.demands)
-	d.setNames(scope, key)
+	setNames(d, scope, key)
 	d.Rate, d.Burst, d.Window, d.Cost, d.Floor = rate, burst, 0, cost, floor
 	c.owners = append(c.owners, owner)
 }

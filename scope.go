@@ -145,6 +145,9 @@ func (c *scopeClass) validate() error {
 const (
 	registrySweepEvery = 16
 	registrySweepBatch = 64
+	// sweepFloor is how many keyed states are kept without sweeping: so few
+	// cost little memory, and sweeping them would cost every call.
+	sweepFloor = 1024
 )
 
 // state returns the scope's state for key, held for the caller until it

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacer-go/pacer/store"
 )
 
 func TestStatsDescribeTheScopes(t *testing.T) {
@@ -85,14 +87,14 @@ func TestStatsCountBudgetsAndTokens(t *testing.T) {
 }
 
 func TestStatsDoNotAskASharedStoreForTokens(t *testing.T) {
-	tr := New(nil, WithStore(&countingStore{Store: NewMemoryStore()}))
+	tr := New(nil, WithStore(&countingStore{Store: store.NewMemory()}))
 	if d := tr.Stats().Scopes[0]; d.TokensKnown {
 		t.Errorf("tokens known for a shared store: %+v", d)
 	}
 }
 
 // countingStore is a store that is not the in-memory one.
-type countingStore struct{ Store }
+type countingStore struct{ store.Store }
 
 // A keyed scope counts the calls admitted on every key, those of keys the
 // registry has since forgotten included.

@@ -7,12 +7,14 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacer-go/pacer/store"
 )
 
 // stuckStore is a remote store whose every call waits until it is released
 // (or its context ends), recording the clamps it was asked for.
 type stuckStore struct {
-	*MemoryStore
+	*store.Memory
 	release chan struct{}
 	mu      sync.Mutex
 	clamps  map[string][]float64 // by key
@@ -20,7 +22,7 @@ type stuckStore struct {
 
 func (s *stuckStore) HonoursContext() bool { return true }
 
-func (s *stuckStore) Clamp(ctx context.Context, now time.Time, d Demand, tokens float64) error {
+func (s *stuckStore) Clamp(ctx context.Context, now time.Time, d store.Demand, tokens float64) error {
 	select {
 	case <-s.release:
 	case <-ctx.Done():
@@ -29,7 +31,7 @@ func (s *stuckStore) Clamp(ctx context.Context, now time.Time, d Demand, tokens 
 	s.mu.Lock()
 	s.clamps[d.Key] = append(s.clamps[d.Key], tokens)
 	s.mu.Unlock()
-	return s.MemoryStore.Clamp(ctx, now, d, tokens)
+	return s.Memory.Clamp(ctx, now, d, tokens)
 }
 
 // While the store hangs, clamps pile up no further than one per bucket, the
@@ -37,10 +39,10 @@ func (s *stuckStore) Clamp(ctx context.Context, now time.Time, d Demand, tokens 
 // goroutine sends them, and is gone once they are sent. In virtual time.
 func TestClampsWaitingForTheStoreAreBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := &stuckStore{MemoryStore: NewMemoryStore(), release: make(chan struct{}), clamps: map[string][]float64{}}
+		s := &stuckStore{Memory: store.NewMemory(), release: make(chan struct{}), clamps: map[string][]float64{}}
 		g := guardStore(s, FailOpen(), time.Hour)
 		ctx, now := context.Background(), time.Now()
-		d := Demand{Scope: "s", Key: "hot", Rate: 1, Burst: 100}
+		d := store.Demand{Scope: "s", Key: "hot", Rate: 1, Burst: 100}
 		g.Clamp(ctx, now, d, 0)
 		synctest.Wait() // the sender holds the first clamp, and waits
 		for i := range 999 {

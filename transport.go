@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pacer-go/pacer/store"
 )
 
 // Transport is an http.RoundTripper that paces requests below the limits of
@@ -33,7 +35,7 @@ import (
 type Transport struct {
 	base  http.RoundTripper
 	clock Clock
-	store Store
+	store store.Store
 
 	headroom    float64
 	maxWait     time.Duration
@@ -143,26 +145,26 @@ func configure(base http.RoundTripper, opts []Option) config {
 // so they are spent while the store is down, and spending them needs none of
 // what the guard spends on a round trip.
 func (t *Transport) useStore(cfg *config) {
-	store := cfg.store
-	if store == nil {
-		store = NewMemoryStore()
+	s := cfg.store
+	if s == nil {
+		s = store.NewMemory()
 	}
 	if cfg.limitSync > 0 {
-		if ls, ok := store.(LimitStore); ok {
+		if ls, ok := s.(store.LimitStore); ok {
 			t.limitSync = &limitSync{store: ls, interval: cfg.limitSync, timeout: cfg.storeTimeout, versions: make(map[string]int64)}
 		} else {
-			cfg.errs = append(cfg.errs, fmt.Errorf("WithLimitSync: the store (%T) keeps no limits; use one that implements LimitStore (MemoryStore, store/redisstore)", store))
+			cfg.errs = append(cfg.errs, fmt.Errorf("WithLimitSync: the store (%T) keeps no limits; use one that implements LimitStore (store.Memory, store/redisstore)", s))
 		}
 	}
-	if _, ok := store.(*MemoryStore); !ok {
-		guard := guardStore(store, cfg.storeFailure, cfg.storeTimeout)
+	if _, ok := s.(*store.Memory); !ok {
+		guard := guardStore(s, cfg.storeFailure, cfg.storeTimeout)
 		guard.bind(t)
-		store = guard
+		s = guard
 		if cfg.lease.Size > 0 {
-			store = NewLeaseStore(guard, cfg.lease)
+			s = NewLeaseStore(guard, cfg.lease)
 		}
 	}
-	t.store = store
+	t.store = s
 }
 
 // addWorkloads validates the configured workloads, DefaultWorkload among

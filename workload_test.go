@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacer-go/pacer/store"
 )
 
 // TestInteractiveIsServedWhileBatchFloods is the property users buy: a batch
@@ -213,13 +215,13 @@ func TestBudgetIsRefundedWhenTheCallIsNotSent(t *testing.T) {
 
 // contextStore is a memory store that refuses a call whose context is done,
 // as a network store does before it sends anything.
-type contextStore struct{ *MemoryStore }
+type contextStore struct{ *store.Memory }
 
-func (s contextStore) Refund(ctx context.Context, now time.Time, ds []Demand) error {
+func (s contextStore) Refund(ctx context.Context, now time.Time, ds []store.Demand) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.MemoryStore.Refund(ctx, now, ds)
+	return s.Memory.Refund(ctx, now, ds)
 }
 
 // A caller that gives up while its call waits gets the call's budget back,
@@ -229,7 +231,7 @@ func TestBudgetIsRefundedWhenTheCallerCancels(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := &stubAPI{clock: SystemClock}
 		tr := New(api, WithLimit(Limit{Count: 1, Per: time.Minute, Burst: 1}),
-			WithStore(contextStore{NewMemoryStore()}), WithoutRetry(),
+			WithStore(contextStore{store.NewMemory()}), WithoutRetry(),
 			WithWorkload("backfill", Workload{Budget: Budget{Limit: 2, Per: time.Hour}}))
 		ctx := ContextWithWorkload(context.Background(), "backfill")
 		mustNotErr(t, get(tr, ctx, "http://api.test/"))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 )
 
 // stepClock is a clock that stands still until the test moves it; the
@@ -31,14 +32,14 @@ func (c *stepClock) advance(d time.Duration) {
 }
 
 // LimitSync checks that a limit set on one instance of a fleet of four
-// sharing s (a pacer.LimitStore) reaches every other within the sync
+// sharing s (a store.LimitStore) reaches every other within the sync
 // interval, and not from nowhere: before the interval passes, an instance
 // that read the limits at the start keeps its own. The scope used is
 // "fleet-<t.Name()>", so that runs against one server do not meet.
-func LimitSync(t *testing.T, s pacer.Store) {
+func LimitSync(t *testing.T, s store.Store) {
 	t.Helper()
-	if _, ok := s.(pacer.LimitStore); !ok {
-		t.Fatalf("%T is not a pacer.LimitStore", s)
+	if _, ok := s.(store.LimitStore); !ok {
+		t.Fatalf("%T is not a store.LimitStore", s)
 	}
 	const interval = 5 * time.Second
 	scope := "fleet-" + t.Name()

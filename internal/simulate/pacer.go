@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 )
 
 // RunPacer offers the arrivals to a real pacer.Transport, told of the limit
@@ -70,7 +71,7 @@ type Pace struct {
 // tells both.
 func MeasurePace(c Config) (Pace, error) {
 	p := Pace{Limit: pacer.Limit{Count: c.PacerCount(), Per: c.PacerPer}}
-	store := &listeningStore{Store: pacer.NewMemoryStore()}
+	store := &listeningStore{Store: store.NewMemory()}
 	tr := pacer.New(sentOK{}, pacer.WithLimit(p.Limit), pacer.WithHeadroom(c.Headroom), pacer.WithStore(store), pacer.WithClock(newVirtualClock()))
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://api.simulated/", nil)
 	if err != nil {
@@ -88,11 +89,11 @@ func MeasurePace(c Config) (Pace, error) {
 
 // listeningStore is a Store that remembers the demands of the last Take.
 type listeningStore struct {
-	pacer.Store
-	demands []pacer.Demand
+	store.Store
+	demands []store.Demand
 }
 
-func (s *listeningStore) Take(ctx context.Context, now time.Time, demands []pacer.Demand) (pacer.Decision, error) {
+func (s *listeningStore) Take(ctx context.Context, now time.Time, demands []store.Demand) (store.Decision, error) {
 	s.demands = append(s.demands[:0], demands...)
 	return s.Store.Take(ctx, now, demands)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/testservers"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/storetest"
 )
 
@@ -53,7 +54,7 @@ func benchPool(b *testing.B) (*pgxpool.Pool, *roundTrips) {
 	return p, rt
 }
 
-func run(b *testing.B, rt *roundTrips, s pacer.Store, d []pacer.Demand) {
+func run(b *testing.B, rt *roundTrips, s store.Store, d []store.Demand) {
 	ctx := context.Background()
 	if _, err := s.Take(ctx, time.Now(), d); err != nil {
 		b.Fatal(err)
@@ -76,8 +77,8 @@ func run(b *testing.B, rt *roundTrips, s pacer.Store, d []pacer.Demand) {
 	b.ReportMetric(float64(rt.n.Load())/float64(b.N), "roundtrips/decision")
 }
 
-func oneBucket(b *testing.B) []pacer.Demand {
-	return []pacer.Demand{{Scope: storetest.Scope(b), Rate: 1e9, Burst: 1e9, Cost: 1}}
+func oneBucket(b *testing.B) []store.Demand {
+	return []store.Demand{{Scope: storetest.Scope(b), Rate: 1e9, Burst: 1e9, Cost: 1}}
 }
 
 func BenchmarkPgstore(b *testing.B) {
@@ -99,7 +100,7 @@ func BenchmarkPgstoreAdaptiveLease64(b *testing.B) {
 func BenchmarkPgstoreTwoScopes(b *testing.B) {
 	p, rt := benchPool(b)
 	scope := storetest.Scope(b)
-	d := []pacer.Demand{{Scope: scope + "/a", Rate: 1e9, Burst: 1e9, Cost: 1}, {Scope: scope + "/b", Rate: 1e9, Burst: 1e9, Cost: 1}}
+	d := []store.Demand{{Scope: scope + "/a", Rate: 1e9, Burst: 1e9, Cost: 1}, {Scope: scope + "/b", Rate: 1e9, Burst: 1e9, Cost: 1}}
 	run(b, rt, newStore(b, p), d)
 }
 
@@ -115,7 +116,7 @@ func BenchmarkPgstoreManyBuckets(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	b.RunParallel(func(pb *testing.PB) {
-		d := []pacer.Demand{{Scope: scope, Key: string(rune('a' + next.Add(1))), Rate: 1e9, Burst: 1e9, Cost: 1}}
+		d := []store.Demand{{Scope: scope, Key: string(rune('a' + next.Add(1))), Rate: 1e9, Burst: 1e9, Cost: 1}}
 		for pb.Next() {
 			if _, err := s.Take(ctx, time.Now(), d); err != nil {
 				b.Error(err)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/go-redis/redis_rate/v10"
 
-	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/store/redisstore"
 	"github.com/pacer-go/pacer/storetest"
 )
@@ -22,7 +22,7 @@ func TestTakeAllocs(t *testing.T) {
 	rdb := client(t)
 	ctx := context.Background()
 	s := redisstore.New(rdb, redisstore.WithPrefix("pacer-test"))
-	d := []pacer.Demand{{Scope: storetest.Scope(t), Rate: 1e6, Burst: 1e6, Cost: 1}}
+	d := []store.Demand{{Scope: storetest.Scope(t), Rate: 1e6, Burst: 1e6, Cost: 1}}
 	now := time.Now()
 	take := testing.AllocsPerRun(200, func() {
 		if dec, err := s.Take(ctx, now, d); err != nil || !dec.OK {

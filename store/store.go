@@ -1,4 +1,34 @@
-package pacer
+// Package store is what a Store implementer needs: the Store interface a
+// pacer Transport takes its tokens from (pacer.WithStore), the Demand and
+// Decision it exchanges, the optional interfaces a store may add, and
+// Memory, the in-memory store every Transport uses unless given another.
+// A caller of pacer who keeps the default store never imports it.
+//
+// # The contract
+//
+// A store keeps token buckets, one per (Demand.Scope, Demand.Key), whose
+// shape (Rate, Burst, Window) travels with every demand, so a store needs no
+// configuration and a limit learned from a provider applies at once:
+//
+//   - Take is atomic across the demands of one call: it grants every demand
+//     or none, and a take that would leave a bucket below the demand's Floor
+//     is refused. A refused Take says which demand waits longest (Blocked),
+//     and for how long (Wait): Never if no wait will grant it, and at most
+//     LongestWait otherwise. A remote store decides each call in one round
+//     trip.
+//   - Refund gives back what an earlier granted Take of the same demands
+//     took, up to each bucket's Burst.
+//   - Clamp lowers a bucket to at most a level and never raises it: a
+//     provider that says fewer remain than the bucket believes wins.
+//   - Adjust (the optional Adjuster) settles a call's cost after the fact,
+//     whatever the bucket holds: a bucket may go below zero, an overdraft
+//     later takes wait out.
+//
+// A store that answers but refuses a value it cannot hold returns an error
+// matching ErrInvalidDemand; any other error is a failure of the store,
+// handled as pacer.WithStoreFailure says. storetest.Run checks a store
+// against the whole contract; store/redisstore and store/pgstore pass it.
+package store
 
 import (
 	"context"
