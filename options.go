@@ -42,7 +42,7 @@ type config struct {
 	// What to do when a shared store fails (storefailure.go).
 	storeFailure StoreFailure
 	storeTimeout time.Duration
-	lease        LeaseConfig // lease.go; Size 0: no lease
+	lease        leaseConfig // lease.go; Size 0: no lease
 
 	slotAgeAlert time.Duration                         // slotage.go; 0: DefaultSlotAgeAlert
 	limitSync    time.Duration                         // limitsync.go; 0: none

@@ -212,7 +212,7 @@ func (t *Transport) guard() *guardedStore {
 	switch s := t.store.(type) {
 	case *guardedStore:
 		return s
-	case *LeaseStore:
+	case *leaseStore:
 		g, _ := s.store.(*guardedStore)
 		return g
 	}

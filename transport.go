@@ -161,7 +161,7 @@ func (t *Transport) useStore(cfg *config) {
 		guard.bind(t)
 		s = guard
 		if cfg.lease.Size > 0 {
-			s = NewLeaseStore(guard, cfg.lease)
+			s = newLeaseStore(guard, cfg.lease)
 		}
 	}
 	t.store = s
