@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -260,9 +261,9 @@ func (c *call) aheadOf(s *scopeState, w *waiter) time.Duration {
 // the store said its tokens will be there (one timer, reset turn by turn),
 // and the call's own bound on waiting (ContextWithMaxWait).
 type waitTimers struct {
-	clock  Clock
-	tokens Timer
-	expire Timer // nil without ContextWithMaxWait
+	clock  clock.Clock
+	tokens clock.Timer
+	expire clock.Timer // nil without ContextWithMaxWait
 }
 
 func (c *call) newWaitTimers() *waitTimers {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -88,7 +89,7 @@ func WithAlerts(interval time.Duration, notify func(Alert)) Option {
 type alerter struct {
 	interval time.Duration
 	notify   func(Alert)
-	clock    Clock // the Transport's, set by bind
+	clock    clock.Clock // the Transport's, set by bind
 	store    store.Store
 
 	mu     sync.Mutex
@@ -145,7 +146,7 @@ func (a *alerter) Observe(e Event) {
 // send sends the scope's alerts, each when its interval allows and the
 // store agrees, until an interval passes with nothing to send.
 func (a *alerter) send(scope string, s *alertState) {
-	var timer Timer
+	var timer clock.Timer
 	defer func() {
 		if timer != nil {
 			timer.Stop()

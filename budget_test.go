@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/internal/fakeclock"
 	"github.com/pacer-go/pacer/period"
 	"github.com/pacer-go/pacer/store"
@@ -155,9 +156,9 @@ func budgetLevel(tr *Transport, name string, now time.Time) float64 {
 	return tr.store.(*store.Memory).Level(d, now)
 }
 
-func newMetered(t *testing.T, llm *fakeLLM, clock Clock, b Budget, opts ...Option) *Transport {
+func newMetered(t *testing.T, llm *fakeLLM, clock clock.Clock, b Budget, opts ...Option) *Transport {
 	t.Helper()
-	opts = append([]Option{WithClock(clock), WithMeter(testMeter()), WithRoute(tokensRoute),
+	opts = append([]Option{withClock(clock), WithMeter(testMeter()), WithRoute(tokensRoute),
 		// A rate too slow to refill within a test: levels show what was settled.
 		WithScope(Scope{Name: "tokens", Unit: "tokens", Limit: Limit{Count: 10_000, Per: 1e6 * time.Hour, Burst: 10_000}}),
 		WithHeadroom(1), WithWorkload("backfill", Workload{Budget: b})}, opts...)
@@ -384,7 +385,7 @@ func TestSettlementIsOffTheCallersRead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := &adjustGate{Memory: store.NewMemory(), gate: make(chan struct{})}
 		llm := &fakeLLM{reply: llmReply{stream: true, input: 10, output: 20}}
-		tr := newMetered(t, llm, SystemClock, Budget{Limit: 10_000, Per: time.Hour, Unit: "tokens"},
+		tr := newMetered(t, llm, clock.System, Budget{Limit: 10_000, Per: time.Hour, Unit: "tokens"},
 			WithStore(store), WithStoreTimeout(time.Hour))
 		resp, err := chat(t, tr, ContextWithWorkload(context.Background(), "backfill"), "")
 		mustNotErr(t, err)
@@ -440,7 +441,7 @@ func TestBudgetThresholds(t *testing.T) {
 		}
 		b := Budget{Limit: 10, Per: time.Hour}
 		newTr := func() *Transport {
-			tr := New(&stubAPI{clock: SystemClock}, WithStore(store), WithObserver(observe), WithAlerts(time.Minute, notify),
+			tr := New(&stubAPI{clock: clock.System}, WithStore(store), WithObserver(observe), WithAlerts(time.Minute, notify),
 				WithWorkload("nightly", Workload{Budget: b}))
 			mustNotErr(t, tr.Err())
 			return tr

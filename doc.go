@@ -61,8 +61,10 @@
 //
 // # Time
 //
-// Every wait goes through a Clock (WithClock), so that tests run in virtual
-// time. The package's own tests run in testing/synctest bubbles.
+// Every wait goes through one clock (internal/clock), and a request's
+// deadline is compared on it too, so that tests and the simulator run in
+// virtual time. Callers test their own code in testing/synctest bubbles,
+// which need no clock of pacer's.
 //
 // # Sharing buckets across a fleet
 //

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -52,7 +53,7 @@ func TestLimitValidate(t *testing.T) {
 // does not fit its deadline, not as a request too big for its bucket
 // (ErrExceedsCapacity), which would tell the caller to make it smaller.
 func TestAbsurdLimitWaitSaturates(t *testing.T) {
-	tr := New(&stubAPI{clock: SystemClock}, WithLimit(Limit{Count: 1, Per: 290 * 365 * 24 * time.Hour}), WithoutRetry())
+	tr := New(&stubAPI{clock: clock.System}, WithLimit(Limit{Count: 1, Per: 290 * 365 * 24 * time.Hour}), WithoutRetry())
 	mustNotErr(t, tr.Err())
 	mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)

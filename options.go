@@ -1,6 +1,7 @@
 package pacer
 
 import (
+	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/usage/prices"
 
@@ -25,7 +26,7 @@ type config struct {
 	workloads []namedWorkload
 	routes    []Route
 	store     store.Store
-	clock     Clock
+	clock     clock.Clock
 	maxWait   time.Duration
 	retry     RetryPolicy
 	retries   bool // false after WithoutRetry
@@ -156,16 +157,15 @@ func WithStore(s store.Store) Option {
 	}
 }
 
-// WithClock makes the Transport tell time and wait by clk. Tests use it to
-// run in virtual time.
-func WithClock(clk Clock) Option {
-	return func(c *config) {
-		if clk == nil {
-			c.errs = append(c.errs, fmt.Errorf("WithClock: the clock must not be nil"))
-			return
-		}
-		c.clock = clk
+// SetClock makes the Transport tell time and wait by clk. It is how
+// internal/clock.With sets a clock (tests, the simulator) without a clock
+// option in the package's API; config is unexported, so callers never see it.
+func (c *config) SetClock(clk clock.Clock) {
+	if clk == nil {
+		c.errs = append(c.errs, fmt.Errorf("clock.With: the clock must not be nil"))
+		return
 	}
+	c.clock = clk
 }
 
 // WithMaxWait caps every wait a provider's headers can impose (Retry-After,

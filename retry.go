@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // A RetryPolicy says which failed calls pacer sends again, and how long it
@@ -597,7 +598,7 @@ func drop(resp *http.Response, stalled bool) {
 }
 
 // sleep waits for d on clock, or until ctx ends.
-func sleep(ctx context.Context, clock Clock, d time.Duration) error {
+func sleep(ctx context.Context, clock clock.Clock, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}

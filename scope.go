@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // DefaultScope is the scope every request is charged to unless a route
@@ -89,7 +91,7 @@ type scopeClass struct {
 	shares atomic.Pointer[workloadShares]
 
 	shared *scopeState // the bucket for the key ""
-	clock  Clock
+	clock  clock.Clock
 
 	mu    sync.Mutex
 	keyed map[string]*scopeState
@@ -99,7 +101,7 @@ type scopeClass struct {
 	forgotten int64
 }
 
-func newScopeClass(s Scope, headroom float64, workloads []*workloadState, clock Clock) *scopeClass {
+func newScopeClass(s Scope, headroom float64, workloads []*workloadState, clock clock.Clock) *scopeClass {
 	if s.Unit == "" {
 		s.Unit = UnitRequests
 	}

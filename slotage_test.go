@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // heldSlots is an Observer that keeps the EventSlotHeld it hears.
@@ -38,7 +40,7 @@ func (h *heldSlots) count() int {
 func TestASlotHeldTooLongIsReportedOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		held := &heldSlots{}
-		tr := New(&stubAPI{clock: SystemClock}, WithConcurrency(2), WithoutRetry(), WithObserver(held))
+		tr := New(&stubAPI{clock: clock.System}, WithConcurrency(2), WithoutRetry(), WithObserver(held))
 		leaked := roundTrip(t, tr) // never closed
 		time.Sleep(5 * time.Minute)
 		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
@@ -82,7 +84,7 @@ func TestASlotHeldTooLongIsReportedOnce(t *testing.T) {
 func TestASlotHeldTooLongIsHeardWithoutStats(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		held := &heldSlots{}
-		tr := New(&stubAPI{clock: SystemClock}, WithConcurrency(100), WithSlotAgeAlert(time.Minute), WithObserver(held),
+		tr := New(&stubAPI{clock: clock.System}, WithConcurrency(100), WithSlotAgeAlert(time.Minute), WithObserver(held),
 			WithScope(Scope{Name: "per-user", Concurrency: 5}),
 			WithRoute(func(req *http.Request, c []Charge) []Charge {
 				return append(c, Charge{Scope: "per-user", Key: req.URL.Query().Get("user")})

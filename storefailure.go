@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -157,7 +158,7 @@ type guardedStore struct {
 	inline  bool // remote honours its context: call it on the caller's goroutine
 	policy  StoreFailure
 	timeout time.Duration
-	clock   Clock
+	clock   clock.Clock
 	local   *store.Memory // for FallBackLocal
 	// ledger is this process's own count of each budget's spend, which no
 	// store's answer overrules (see Budgets on StoreFailure).
@@ -190,7 +191,7 @@ func guardStore(s store.Store, f StoreFailure, timeout time.Duration) *guardedSt
 	}
 	cs, ok := s.(store.ContextStore)
 	return &guardedStore{remote: s, inline: ok && cs.HonoursContext(), policy: f, timeout: timeout,
-		clock: SystemClock, local: store.NewMemory(), ledger: store.NewMemory(), backoff: minRetry}
+		clock: clock.System, local: store.NewMemory(), ledger: store.NewMemory(), backoff: minRetry}
 }
 
 // bind connects the guard to its Transport's clock, observers and log.
@@ -277,7 +278,7 @@ func (g *guardedStore) call(ctx context.Context, now time.Time, f func(ctx conte
 		g.report(now, nil) // the store answered
 		return false, err
 	}
-	if cerr := ended(ctx); cerr != nil {
+	if cerr := g.ended(ctx); cerr != nil {
 		// The request gave up: that says nothing about the store, unless
 		// nobody has heard from it since this call began.
 		g.gaveUp(answered)
@@ -351,12 +352,14 @@ func (g *guardedStore) check() {
 // ended returns ctx's error if it has ended. A deadline that has passed
 // counts even before the context's own timer marks it: a store client that
 // honours its context sets its socket deadline to the context's, and may
-// fail a moment before the context reports it.
-func ended(ctx context.Context) error {
+// fail a moment before the context reports it. The deadline is compared on
+// the Transport's clock, as admission and retry compare it, so that every
+// decision about one request reads one time.
+func (g *guardedStore) ended(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if deadline, ok := ctx.Deadline(); ok && !time.Now().Before(deadline) {
+	if deadline, ok := ctx.Deadline(); ok && !g.clock.Now().Before(deadline) {
 		return context.DeadlineExceeded
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/internal/fakeclock"
 	"github.com/pacer-go/pacer/store"
 )
@@ -61,10 +62,10 @@ func (f *flakyStore) Clamp(ctx context.Context, now time.Time, d store.Demand, t
 	return f.Memory.Clamp(ctx, now, d, tokens)
 }
 
-// virtualClock adapts fakeclock to pacer.Clock.
+// virtualClock adapts fakeclock to clock.Clock.
 type virtualClock struct{ *fakeclock.Clock }
 
-func (v virtualClock) NewTimer(d time.Duration) pacer.Timer { return v.Clock.NewTimer(d) }
+func (v virtualClock) NewTimer(d time.Duration) clock.Timer { return v.Clock.NewTimer(d) }
 
 type okTransport struct{ sent atomic.Int64 }
 
@@ -81,7 +82,7 @@ func failureSetup(t *testing.T, opts ...pacer.Option) (*pacer.Transport, *flakyS
 	clk := fakeclock.New(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	tr := pacer.New(base, append([]pacer.Option{
 		pacer.WithLimit(pacer.Limit{Count: 8, Per: time.Hour, Burst: 8}), pacer.WithHeadroom(1),
-		pacer.WithFailFast(), pacer.WithStore(store), pacer.WithClock(virtualClock{clk}),
+		pacer.WithFailFast(), pacer.WithStore(store), clock.With[pacer.Option](virtualClock{clk}),
 	}, opts...)...)
 	if err := tr.Err(); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -34,7 +35,7 @@ import (
 //     are released exactly once, when the body is closed or read to its end.
 type Transport struct {
 	base  http.RoundTripper
-	clock Clock
+	clock clock.Clock
 	store store.Store
 
 	headroom    float64
@@ -117,7 +118,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 // configure returns the defaults with opts applied in order. A mistake in
 // them is kept in the config's errs, never a panic.
 func configure(base http.RoundTripper, opts []Option) config {
-	cfg := config{base: base, headroom: DefaultHeadroom, clock: SystemClock, maxWait: DefaultMaxWait,
+	cfg := config{base: base, headroom: DefaultHeadroom, clock: clock.System, maxWait: DefaultMaxWait,
 		storeFailure: FallBackLocal(1), storeTimeout: DefaultStoreTimeout, retries: true}
 	if base == nil {
 		cfg.base = http.DefaultTransport

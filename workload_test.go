@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -21,7 +22,7 @@ import (
 func TestInteractiveIsServedWhileBatchFloods(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const published = 100 // a second; pacer paces at 90 with a burst of 10
-		api := &stubAPI{clock: SystemClock}
+		api := &stubAPI{clock: clock.System}
 		tr := New(api, WithLimit(PerSecond(published)),
 			WithWorkload("interactive", Workload{Reserve: 0.3}),
 			WithWorkload("batch", Workload{}))
@@ -113,7 +114,7 @@ func TestInteractiveIsServedWhileBatchFloods(t *testing.T) {
 // interactive call with no reserve of burst left still goes first.
 func TestBatchQueueDoesNotDelayInteractive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := &stubAPI{clock: SystemClock}
+		api := &stubAPI{clock: clock.System}
 		// A burst of one: no reserve of burst can exist, only priority.
 		tr := New(api, WithLimit(PerSecond(10)),
 			WithWorkload("interactive", Workload{Reserve: 0.5}))
@@ -135,7 +136,7 @@ func TestBatchQueueDoesNotDelayInteractive(t *testing.T) {
 
 func TestMaxCapsAWorkloadsShare(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := &stubAPI{clock: SystemClock}
+		api := &stubAPI{clock: clock.System}
 		tr := New(api, WithLimit(PerSecond(100)), WithWorkload("batch", Workload{Max: 0.5}))
 		batch := ContextWithWorkload(context.Background(), "batch")
 		end := time.Now().Add(10 * time.Second)
@@ -152,7 +153,7 @@ func TestMaxCapsAWorkloadsShare(t *testing.T) {
 func TestBudgetExhaustion(t *testing.T) {
 	clk := newFakeClock()
 	api := &stubAPI{clock: clk}
-	tr := New(api, WithClock(clk), WithWorkload("backfill", Workload{Budget: Budget{Limit: 5, Per: time.Hour}}))
+	tr := New(api, withClock(clk), WithWorkload("backfill", Workload{Budget: Budget{Limit: 5, Per: time.Hour}}))
 	ctx := ContextWithWorkload(context.Background(), "backfill")
 	for range 5 {
 		mustNotErr(t, get(tr, ctx, "http://api.test/"))
@@ -183,7 +184,7 @@ func TestBudgetExhaustion(t *testing.T) {
 func TestBudgetInCostUnits(t *testing.T) {
 	clk := newFakeClock()
 	api := &stubAPI{clock: clk}
-	tr := New(api, WithClock(clk), WithWorkload("agent", Workload{Budget: Budget{Limit: 1000, Per: 24 * time.Hour, Unit: "tokens"}}))
+	tr := New(api, withClock(clk), WithWorkload("agent", Workload{Budget: Budget{Limit: 1000, Per: 24 * time.Hour, Unit: "tokens"}}))
 	ctx := ContextWithCost(ContextWithWorkload(context.Background(), "agent"), "tokens", 400)
 	mustNotErr(t, get(tr, ctx, "http://api.test/"))
 	mustNotErr(t, get(tr, ctx, "http://api.test/"))
@@ -196,7 +197,7 @@ func TestBudgetInCostUnits(t *testing.T) {
 
 func TestBudgetIsRefundedWhenTheCallIsNotSent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := &stubAPI{clock: SystemClock}
+		api := &stubAPI{clock: clock.System}
 		tr := New(api, WithLimit(Limit{Count: 1, Per: time.Minute, Burst: 1}),
 			WithWorkload("backfill", Workload{Budget: Budget{Limit: 2, Per: time.Hour}}))
 		ctx := ContextWithWorkload(context.Background(), "backfill")
@@ -229,7 +230,7 @@ func (s contextStore) Refund(ctx context.Context, now time.Time, ds []store.Dema
 // context that just ended.
 func TestBudgetIsRefundedWhenTheCallerCancels(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := &stubAPI{clock: SystemClock}
+		api := &stubAPI{clock: clock.System}
 		tr := New(api, WithLimit(Limit{Count: 1, Per: time.Minute, Burst: 1}),
 			WithStore(contextStore{store.NewMemory()}), WithoutRetry(),
 			WithWorkload("backfill", Workload{Budget: Budget{Limit: 2, Per: time.Hour}}))
@@ -255,7 +256,7 @@ func TestWorkloadValidation(t *testing.T) {
 		"empty workload name": {WithWorkload("", Workload{})},
 	}
 	for name, opts := range bad {
-		tr := New(&stubAPI{clock: SystemClock}, opts...)
+		tr := New(&stubAPI{clock: clock.System}, opts...)
 		if tr.Err() == nil {
 			t.Errorf("%s: no configuration error", name)
 		}

@@ -84,7 +84,7 @@ func serverWait(resp *http.Response) (time.Duration, bool) {
 	if resp == nil {
 		return 0, false
 	}
-	now := pacer.SystemClock.Now()
+	now := time.Now()
 	if wait, ok := pacer.RetryAfter(resp.Header, now); ok {
 		return wait, true
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/internal/clock"
+	clock0 "github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -23,7 +25,7 @@ func (c *stepClock) Now() time.Time {
 	return c.now
 }
 
-func (c *stepClock) NewTimer(d time.Duration) pacer.Timer { return pacer.SystemClock.NewTimer(d) }
+func (c *stepClock) NewTimer(d time.Duration) clock.Timer { return clock.System.NewTimer(d) }
 
 func (c *stepClock) advance(d time.Duration) {
 	c.mu.Lock()
@@ -48,7 +50,7 @@ func LimitSync(t *testing.T, s store.Store) {
 	seen := make(map[int]pacer.Event)
 	fleet := make([]*pacer.Transport, 4)
 	for i := range fleet {
-		fleet[i] = pacer.New(nil, pacer.WithStore(s), pacer.WithClock(clock), pacer.WithLimitSync(interval),
+		fleet[i] = pacer.New(nil, pacer.WithStore(s), clock0.With[pacer.Option](clock), pacer.WithLimitSync(interval),
 			pacer.WithScope(pacer.Scope{Name: scope, Limit: pacer.PerSecond(1000), FailFast: true}),
 			pacer.WithObserver(pacer.ObserverFunc(func(e pacer.Event) {
 				if e.Kind == pacer.EventLimitChanged {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/internal/clock"
+	clock0 "github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -72,7 +74,7 @@ type Pace struct {
 func MeasurePace(c Config) (Pace, error) {
 	p := Pace{Limit: pacer.Limit{Count: c.PacerCount(), Per: c.PacerPer}}
 	store := &listeningStore{Store: store.NewMemory()}
-	tr := pacer.New(sentOK{}, pacer.WithLimit(p.Limit), pacer.WithHeadroom(c.Headroom), pacer.WithStore(store), pacer.WithClock(newVirtualClock()))
+	tr := pacer.New(sentOK{}, pacer.WithLimit(p.Limit), pacer.WithHeadroom(c.Headroom), pacer.WithStore(store), clock.With[pacer.Option](newVirtualClock()))
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://api.simulated/", nil)
 	if err != nil {
 		return p, err
@@ -102,7 +104,7 @@ func (s *listeningStore) Take(ctx context.Context, now time.Time, demands []stor
 // an API answering at once, on clock, and the request to send through it.
 func newFailFastTransport(c Config, clock virtualClock) (*pacer.Transport, *http.Request, error) {
 	limit := pacer.Limit{Count: c.PacerCount(), Per: c.PacerPer}
-	tr := pacer.New(sentOK{}, pacer.WithLimit(limit), pacer.WithHeadroom(c.Headroom), pacer.WithFailFast(), pacer.WithClock(clock))
+	tr := pacer.New(sentOK{}, pacer.WithLimit(limit), pacer.WithHeadroom(c.Headroom), pacer.WithFailFast(), clock0.With[pacer.Option](clock))
 	if err := tr.Err(); err != nil {
 		return nil, nil, err
 	}
