@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pacer-go/pacer/ratelimitheader"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -84,7 +85,7 @@ func (c *call) cooledDown(s *scopeState, now time.Time) (time.Duration, bool) {
 // full bucket refill within maxWait — or at the configured pace, if that
 // is slower: one response cannot stop a scope beyond the maximum wait, and
 // the scope keeps sending, so a corrected server can teach it back.
-func (s *scopeState) learnLimit(q Quota, headroom float64, maxWait time.Duration, log *slog.Logger) bool {
+func (s *scopeState) learnLimit(q ratelimitheader.Quota, headroom float64, maxWait time.Duration, log *slog.Logger) bool {
 	l := Limit{Count: int(min(q.Limit, math.MaxInt32)), Per: q.Window}
 	rate, burst := l.pace(headroom)
 	raw := float64(l.Count) / l.Per.Seconds()
@@ -155,7 +156,7 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 	if verdict.BackPressure {
 		status = http.StatusTooManyRequests
 	}
-	quiet := quotaHeaderFamilies(resp.Header) == 0
+	quiet := !ratelimitheader.Present(resp.Header)
 	if quiet && status < 400 {
 		// Most responses say nothing about limits: keep them cheap.
 		for _, ch := range c.charges {
@@ -170,14 +171,14 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 	t := c.t
 	now := t.clock.Now()
 	taught := false
-	wait, paused := RetryAfter(resp.Header, now)
+	wait, paused := ratelimitheader.RetryAfter(resp.Header, now)
 	if !paused && verdict.Wait > 0 {
 		wait, paused = verdict.Wait, true // the provider's documented wait
 	}
 	wait = min(wait, t.maxWait)
-	var quotas []Quota
+	var quotas []ratelimitheader.Quota
 	if !quiet {
-		quotas = ParseQuotas(resp.Header, now)
+		quotas = ratelimitheader.ParseQuotas(resp.Header, now)
 	}
 	_, local := t.store.(*store.Memory)
 	for _, q := range quotas {
@@ -195,7 +196,7 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 		}
 		if q.Limit > 0 && q.Window == 0 {
 			if q.Reset > 0 {
-				at := responseTime(resp.Header, now).Add(q.Reset)
+				at := ratelimitheader.ResponseTime(resp.Header, now).Add(q.Reset)
 				q.Window = s.learnWindow(at, q.Reset%time.Second == 0)
 			}
 			if q.Window == 0 && status == http.StatusTooManyRequests && paused {
@@ -323,7 +324,7 @@ func (c *call) reportRecovered(s *scopeState) {
 // chargeFor returns the index of the charge a quota reports on, or -1: the
 // scope that names the quota's policy, else the first scope counted in the
 // quota's unit that names no policy.
-func (c *call) chargeFor(q Quota) int {
+func (c *call) chargeFor(q ratelimitheader.Quota) int {
 	for i, ch := range c.charges {
 		if p := ch.state.class.Policy; p != "" && p == q.Name {
 			return i

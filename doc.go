@@ -41,7 +41,7 @@
 // every scope, all or none, higher-reserve workloads first, failing at once
 // when the wait cannot end before the context's deadline (admission.go,
 // waitqueue.go, concurrency.go); send it; learn from the response's headers
-// (adaptive.go, retryafter.go, ratelimit_headers.go); retry it if that is
+// (adaptive.go, with package ratelimitheader); retry it if that is
 // safe (retry.go); and hand back the response with its body wrapped, so the
 // call's slot is released exactly once, when the body is closed or read to
 // its end. A pooled call carries the request through (call.go).

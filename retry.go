@@ -18,6 +18,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/ratelimitheader"
 )
 
 // A RetryPolicy says which failed calls pacer sends again, and how long it
@@ -332,7 +333,7 @@ func (r *retrier) next(c *retryCall) (func() (io.ReadCloser, error), string) {
 // said, capped by the Transport's maximum wait, or else the policy's backoff.
 func (r *retrier) backoff(c *retryCall) time.Duration {
 	if c.resp != nil {
-		wait, fromServer := RetryAfter(c.resp.Header, c.t.clock.Now())
+		wait, fromServer := ratelimitheader.RetryAfter(c.resp.Header, c.t.clock.Now())
 		if !fromServer && c.info.verdict.Wait > 0 {
 			wait, fromServer = c.info.verdict.Wait, true
 		}

@@ -43,7 +43,7 @@ type Scope struct {
 	// *ThrottledError instead of waiting.
 	FailFast bool
 	// Policy is the name of the provider's quota that reports on this scope
-	// (a Quota's Name, as ParseQuotas gives it). Empty means: the quotas
+	// (a Quota's Name, as ratelimitheader.ParseQuotas gives it). Empty means: the quotas
 	// counted in the scope's Unit.
 	Policy string
 	// Provisional marks Limit as a stand-in until the provider publishes a

@@ -24,6 +24,7 @@ import (
 
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/ratelimitheader"
 )
 
 // CheckRetry returns a retryablehttp.CheckRetry that applies p's rules (the
@@ -85,12 +86,12 @@ func serverWait(resp *http.Response) (time.Duration, bool) {
 		return 0, false
 	}
 	now := time.Now()
-	if wait, ok := pacer.RetryAfter(resp.Header, now); ok {
+	if wait, ok := ratelimitheader.RetryAfter(resp.Header, now); ok {
 		return wait, true
 	}
 	var wait time.Duration
 	found := false
-	for _, q := range pacer.ParseQuotas(resp.Header, now) {
+	for _, q := range ratelimitheader.ParseQuotas(resp.Header, now) {
 		if q.Remaining == 0 && q.Reset > 0 {
 			wait, found = max(wait, q.Reset), true
 		}
