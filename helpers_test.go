@@ -34,7 +34,7 @@ type sentRequest struct {
 
 func (s *stubAPI) RoundTrip(req *http.Request) (*http.Response, error) {
 	s.mu.Lock()
-	s.sent = append(s.sent, sentRequest{s.clock.Now(), WorkloadFromContext(req.Context()), req.URL.Path})
+	s.sent = append(s.sent, sentRequest{s.clock.Now(), workloadFromContext(req.Context()), req.URL.Path})
 	s.mu.Unlock()
 	if s.respond != nil {
 		return s.respond(req)

@@ -45,7 +45,7 @@ type config struct {
 	storeTimeout time.Duration
 	lease        leaseConfig // lease.go; Size 0: no lease
 
-	slotAgeAlert time.Duration                         // slotage.go; 0: DefaultSlotAgeAlert
+	slotAgeAlert time.Duration                         // slotage.go; 0: defaultSlotAgeAlert
 	limitSync    time.Duration                         // limitsync.go; 0: none
 	tenantOf     func(*http.Request) (string, float64) // tenant.go
 

@@ -624,7 +624,7 @@ func newIdempotencyKey() string {
 
 // workloadName returns the name of the workload ctx belongs to.
 func workloadName(t *Transport, ctx context.Context) string {
-	if w := t.workloads[WorkloadFromContext(ctx)]; w != nil {
+	if w := t.workloads[workloadFromContext(ctx)]; w != nil {
 		return w.name
 	}
 	return DefaultWorkload

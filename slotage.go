@@ -7,13 +7,13 @@ import (
 	"time"
 )
 
-// DefaultSlotAgeAlert is how long a call may hold a concurrency slot before
+// defaultSlotAgeAlert is how long a call may hold a concurrency slot before
 // EventSlotHeld reports it, unless WithSlotAgeAlert says otherwise.
-const DefaultSlotAgeAlert = 10 * time.Minute
+const defaultSlotAgeAlert = 10 * time.Minute
 
 // WithSlotAgeAlert sets how long a call may hold a concurrency slot before
-// an EventSlotHeld reports it, once per slot; the default is
-// DefaultSlotAgeAlert. A slot is held until the response body is closed or
+// an EventSlotHeld reports it, once per slot; the default is ten minutes.
+// A slot is held until the response body is closed or
 // read to its end, so a slot held for longer than any response should take
 // is most likely a body that was never closed: closing it is the caller's
 // job, as with net/http, and pacer does not take the slot back. Stats shows
@@ -205,7 +205,7 @@ func (t *Transport) slotAgeAlert() time.Duration {
 	if t.slotAlert > 0 {
 		return t.slotAlert
 	}
-	return DefaultSlotAgeAlert
+	return defaultSlotAgeAlert
 }
 
 // checkSlots looks for slots of s held too long, reports each once to the

@@ -55,13 +55,13 @@ func TestASlotHeldTooLongIsReportedOnce(t *testing.T) {
 			t.Errorf("oldest slot %v, want 10m1s", d.OldestSlot)
 		}
 		tr.Stats()
-		if held.count() != 1 || held.list[0].Scope != DefaultScope || held.list[0].Wait < DefaultSlotAgeAlert {
+		if held.count() != 1 || held.list[0].Scope != DefaultScope || held.list[0].Wait < defaultSlotAgeAlert {
 			t.Fatalf("events %+v, want one for the default scope, held 10 minutes or more", held.list)
 		}
 
 		// A second leak is heard by a call that finds the scope full.
 		leaked2 := roundTrip(t, tr)
-		time.Sleep(DefaultSlotAgeAlert + time.Second)
+		time.Sleep(defaultSlotAgeAlert + time.Second)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		if err := get(tr, ctx, "http://api.test/"); !errors.Is(err, ErrThrottled) {

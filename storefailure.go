@@ -112,10 +112,10 @@ func FallBackLocal(instances int) StoreFailure {
 	return StoreFailure{mode: fallBackLocal, instances: instances}
 }
 
-// DefaultStoreTimeout bounds each call to a shared store unless
+// defaultStoreTimeout bounds each call to a shared store unless
 // WithStoreTimeout says otherwise. A store answers in a round trip; a second
 // means it is not answering.
-const DefaultStoreTimeout = time.Second
+const defaultStoreTimeout = time.Second
 
 // WithStoreFailure sets what happens while the shared store set WithStore
 // does not answer. It has no effect on the in-memory store, which cannot
@@ -132,7 +132,8 @@ func WithStoreFailure(f StoreFailure) Option {
 
 // WithStoreTimeout bounds each call to the shared store set WithStore; a
 // call that takes longer is a failure, handled as WithStoreFailure says.
-// The default is DefaultStoreTimeout.
+// The default is one second: a store answers in a round trip, and a second
+// means it is not answering.
 func WithStoreTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {

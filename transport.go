@@ -119,7 +119,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 // them is kept in the config's errs, never a panic.
 func configure(base http.RoundTripper, opts []Option) config {
 	cfg := config{base: base, headroom: DefaultHeadroom, clock: clock.System, maxWait: DefaultMaxWait,
-		storeFailure: FallBackLocal(1), storeTimeout: DefaultStoreTimeout, retries: true}
+		storeFailure: FallBackLocal(1), storeTimeout: defaultStoreTimeout, retries: true}
 	if base == nil {
 		cfg.base = http.DefaultTransport
 	} else if isNil(base) {
