@@ -17,7 +17,7 @@ import (
 
 // blocked says where and why a call could not be admitted.
 type blocked struct {
-	state  *scopeState // nil when the call was admitted
+	state  *bucket // nil when the call was admitted
 	reason ThrottleReason
 	wait   time.Duration // until admission might succeed; 0 when unknown
 }
@@ -153,7 +153,7 @@ func (c *call) releaseSlots(n int) {
 	c.holdsSlots = false
 }
 
-func (c *call) costOn(s *scopeState) float64 {
+func (c *call) costOn(s *bucket) float64 {
 	for _, ch := range c.charges {
 		if ch.state == s {
 			return ch.cost
@@ -186,7 +186,7 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 	}
 	defer c.workload.waiting.leave(w)
 	c.waiter = w
-	var in *scopeState // the scope whose queue the call is in
+	var in *bucket // the scope whose queue the call is in
 	sleep := c.newWaitTimers()
 	defer func() {
 		sleep.stop()
@@ -249,7 +249,7 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 // aheadOf queues w on s and returns a lower bound on its wait for the calls
 // ahead of it, which must be paid for before it: good enough to give up at
 // once on a deadline.
-func (c *call) aheadOf(s *scopeState, w *waiter) time.Duration {
+func (c *call) aheadOf(s *bucket, w *waiter) time.Duration {
 	ahead := s.enqueue(w)
 	if rate, _ := s.class.configuredPace(); rate > 0 && ahead > 0 {
 		return time.Duration(ahead / rate * float64(time.Second))

@@ -46,7 +46,7 @@ type call struct {
 }
 
 type charge struct {
-	state      *scopeState
+	state      *bucket
 	key        string
 	cost       float64
 	admittedAt int64 // the scope's admitted count when this call was admitted

@@ -27,7 +27,7 @@ func TestLimitPace(t *testing.T) {
 		{Limit{}, 0.9, 0, 0, "the zero limit paces nothing"},
 	}
 	for _, tt := range tests {
-		rate, burst := tt.limit.pace(tt.headroom)
+		rate, burst := tt.limit.shape(tt.headroom)
 		if diff := rate - tt.rate; diff > 1e-9 || diff < -1e-9 || burst != tt.burst {
 			t.Errorf("%v at headroom %v: rate %v burst %v, want %v and %v (%s)", tt.limit, tt.headroom, rate, burst, tt.rate, tt.burst, tt.rationale)
 		}

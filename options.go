@@ -224,7 +224,7 @@ func (c *config) warnings() []string {
 		// carry more than the count, which no window-counting provider
 		// allows.
 		if l := s.Limit; l.Burst > l.Count && l.Per > time.Second {
-			rate, burst := l.pace(c.headroom)
+			rate, burst := l.shape(c.headroom)
 			out = append(out, fmt.Sprintf("scope %q: Limit %v has Burst %d above Count %d: in one period of %v pacer may send %v at once and %v more as the bucket refills, above the %d the provider publishes; "+
 				"keep Burst at most Count unless the provider keeps a bucket of %d", s.Name, l, l.Burst, l.Count, l.Per, burst, math.Floor(rate*l.Per.Seconds()), l.Count, l.Burst))
 		}

@@ -551,7 +551,7 @@ func retryableError(err error) bool {
 }
 
 // earnRetry credits the scope with a first attempt's share of a retry.
-func (c *scopeClass) earnRetry(b RetryBudget) {
+func (c *configuredScope) earnRetry(b RetryBudget) {
 	for {
 		credit := c.retryCredit.Load()
 		next := min(credit+int64(b.Ratio*retryUnit), int64(b.Min)*retryUnit)
@@ -562,7 +562,7 @@ func (c *scopeClass) earnRetry(b RetryBudget) {
 }
 
 // spendRetry takes one retry from the scope's budget, if it has one.
-func (c *scopeClass) spendRetry() bool {
+func (c *configuredScope) spendRetry() bool {
 	for {
 		credit := c.retryCredit.Load()
 		if credit < retryUnit {

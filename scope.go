@@ -78,8 +78,9 @@ type Charge struct {
 // within the account's limit.
 type Route func(req *http.Request, charges []Charge) []Charge
 
-// scopeClass is a configured Scope as the Transport uses it.
-type scopeClass struct {
+// configuredScope is a configured Scope as the Transport uses it, with the
+// buckets of its keys.
+type configuredScope struct {
 	Scope
 	retryCredit atomic.Int64 // retries the scope may make, in retryUnits
 	// configured is the Limit now, New's or SetLimit's, and its pace after
@@ -90,22 +91,22 @@ type scopeClass struct {
 	// New or the last SetWorkload; never nil (livelimit.go).
 	shares atomic.Pointer[workloadShares]
 
-	shared *scopeState // the bucket for the key ""
+	shared *bucket // the bucket for the key ""
 	clock  clock.Clock
 
 	mu    sync.Mutex
-	keyed map[string]*scopeState
+	keyed map[string]*bucket
 	looks int
 	// forgotten counts the calls admitted on keyed states since forgotten,
 	// so that Stats counts every call, at no cost to the hot path.
 	forgotten int64
 }
 
-func newScopeClass(s Scope, headroom float64, workloads []*workloadState, clock clock.Clock) *scopeClass {
+func newConfiguredScope(s Scope, headroom float64, workloads []*workloadState, clock clock.Clock) *configuredScope {
 	if s.Unit == "" {
 		s.Unit = UnitRequests
 	}
-	c := &scopeClass{Scope: s, keyed: make(map[string]*scopeState), clock: clock}
+	c := &configuredScope{Scope: s, keyed: make(map[string]*bucket), clock: clock}
 	c.countsRequests = s.Unit == UnitRequests // before setLimit, which reads it
 	c.setLimit(s.Limit, headroom)
 	ws := make([]namedWorkload, len(workloads))
@@ -113,7 +114,7 @@ func newScopeClass(s Scope, headroom float64, workloads []*workloadState, clock 
 		ws[i] = namedWorkload{w.name, w.Workload}
 	}
 	c.shares.Store(c.newShares(ws))
-	c.shared = newScopeState(c, "")
+	c.shared = newBucket(c, "")
 	return c
 }
 
@@ -122,7 +123,7 @@ func newScopeClass(s Scope, headroom float64, workloads []*workloadState, clock 
 // can share one.
 const reservedPrefix = "pacer:"
 
-func (c *scopeClass) validate() error {
+func (c *configuredScope) validate() error {
 	if c.Name == "" {
 		return fmt.Errorf("WithScope: the scope's Name must not be empty")
 	}
@@ -154,14 +155,14 @@ const (
 
 // state returns the scope's state for key, held for the caller until it
 // calls release.
-func (c *scopeClass) state(key string) *scopeState {
+func (c *configuredScope) state(key string) *bucket {
 	if key == "" {
 		return c.shared
 	}
 	c.mu.Lock()
 	s := c.keyed[key]
 	if s == nil {
-		s = newScopeState(c, key)
+		s = newBucket(c, key)
 		c.keyed[key] = s
 	}
 	s.holders.Add(1)
@@ -175,7 +176,7 @@ func (c *scopeClass) state(key string) *scopeState {
 
 // sweep forgets keyed states that no call holds. A state is only ever
 // taken hold of under c.mu, so one seen unheld here stays unheld.
-func (c *scopeClass) sweep() {
+func (c *configuredScope) sweep() {
 	looked := 0
 	for k, s := range c.keyed {
 		// A cooldown outlives its calls: the store's bucket keeps the pause
@@ -190,11 +191,11 @@ func (c *scopeClass) sweep() {
 	}
 }
 
-// scopeState is what this process knows of one bucket of a scope beyond its
+// bucket is what this process knows of one bucket of a scope beyond its
 // tokens: the calls waiting on it and the calls in flight.
-type scopeState struct {
+type bucket struct {
 	feedback
-	class   *scopeClass
+	class   *configuredScope
 	key     string
 	holders atomic.Int32 // calls that hold this state (keyed states only)
 	waiting atomic.Int32 // len(queue), readable without the lock
@@ -208,12 +209,12 @@ type scopeState struct {
 	ages slotAges // the slots in flight by when they were taken
 }
 
-func newScopeState(c *scopeClass, key string) *scopeState {
-	return &scopeState{class: c, key: key, inFlightBy: make([]atomic.Int32, len(c.shares.Load().reserve))}
+func newBucket(c *configuredScope, key string) *bucket {
+	return &bucket{class: c, key: key, inFlightBy: make([]atomic.Int32, len(c.shares.Load().reserve))}
 }
 
-// release lets go of a state taken with scopeClass.state.
-func (s *scopeState) release() {
+// release lets go of a state taken with configuredScope.state.
+func (s *bucket) release() {
 	if s.key != "" {
 		s.holders.Add(-1)
 	}

@@ -210,7 +210,7 @@ func (t *Transport) slotAgeAlert() time.Duration {
 
 // checkSlots looks for slots of s held too long, reports each once to the
 // observers, and returns how long the oldest slot has been held.
-func (t *Transport) checkSlots(s *scopeState, now time.Time) (oldest time.Duration) {
+func (t *Transport) checkSlots(s *bucket, now time.Time) (oldest time.Duration) {
 	if s.class.Concurrency == 0 {
 		return 0
 	}
@@ -229,7 +229,7 @@ func (t *Transport) checkSlots(s *scopeState, now time.Time) (oldest time.Durati
 
 // checkSlotsSometimes is checkSlots for a scope found full: at most once a
 // second per scope.
-func (t *Transport) checkSlotsSometimes(s *scopeState, now time.Time) {
+func (t *Transport) checkSlotsSometimes(s *bucket, now time.Time) {
 	if e := slotEpoch(now); s.ages.lastCheck.Load() != e {
 		t.checkSlots(s, now)
 	}
@@ -247,6 +247,6 @@ func (t *Transport) checkAllSlots(now time.Time) {
 		if class.Concurrency == 0 {
 			continue
 		}
-		class.eachState(func(s *scopeState) { t.checkSlots(s, now) })
+		class.eachState(func(s *bucket) { t.checkSlots(s, now) })
 	}
 }

@@ -98,7 +98,7 @@ func (t *Transport) Stats() Stats {
 		if sc.Keys == 0 {
 			sc.Tokens, sc.TokensKnown = t.tokens(class.Name, rate, burst, now)
 		}
-		keyed := make([]*scopeState, 0, len(class.keyed))
+		keyed := make([]*bucket, 0, len(class.keyed))
 		for _, ks := range class.keyed {
 			keyed = append(keyed, ks)
 		}
@@ -129,7 +129,7 @@ func (t *Transport) tokens(scope string, rate, burst float64, now time.Time) (fl
 
 // count adds a bucket's calls in flight and waiting, and a keyed bucket's
 // admissions, to sc, and reports its slots held too long.
-func (t *Transport) count(sc *ScopeStats, s *scopeState, now time.Time) {
+func (t *Transport) count(sc *ScopeStats, s *bucket, now time.Time) {
 	sc.OldestSlot = max(sc.OldestSlot, t.checkSlots(s, now))
 	s.mu.Lock()
 	defer s.mu.Unlock()

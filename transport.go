@@ -44,8 +44,8 @@ type Transport struct {
 	classifiers []Classifier
 	observers   []Observer
 
-	scopes          map[string]*scopeClass
-	defaultClass    *scopeClass
+	scopes          map[string]*configuredScope
+	defaultClass    *configuredScope
 	routes          []Route
 	workloads       map[string]*workloadState
 	defaultWorkload *workloadState
@@ -201,9 +201,9 @@ func (t *Transport) addWorkloads(cfg *config) []*workloadState {
 // addScopes validates the configured scopes and sets each one's shares of
 // the workloads.
 func (t *Transport) addScopes(cfg *config, workloads []*workloadState) {
-	t.scopes = make(map[string]*scopeClass, len(cfg.scopes))
+	t.scopes = make(map[string]*configuredScope, len(cfg.scopes))
 	for _, s := range cfg.scopes {
-		class := newScopeClass(s, cfg.headroom, workloads, cfg.clock)
+		class := newConfiguredScope(s, cfg.headroom, workloads, cfg.clock)
 		if err := class.validate(); err != nil {
 			cfg.errs = append(cfg.errs, err)
 		}
@@ -215,7 +215,7 @@ func (t *Transport) addScopes(cfg *config, workloads []*workloadState) {
 // retrier returns the retrier that goes around every attempt: nil when a
 // call is sent once as it is. With retries off, WithIdempotencyKey still
 // needs it, to add the key; it then makes one attempt.
-func (cfg *config) retrier(scopes map[string]*scopeClass) *retrier {
+func (cfg *config) retrier(scopes map[string]*configuredScope) *retrier {
 	if !cfg.retries && !cfg.idempotencyKey {
 		return nil
 	}
@@ -284,10 +284,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // attemptInfo tells the retrier what became of one attempt.
 type attemptInfo struct {
-	sent    bool        // the request reached the base RoundTripper
-	scope   *scopeClass // the first scope it was charged to, for the retry budget
-	verdict Verdict     // what the classifiers said of an error response
-	stalled bool        // the response's body stalled for the classifiers: close it, do not drain it
+	sent    bool             // the request reached the base RoundTripper
+	scope   *configuredScope // the first scope it was charged to, for the retry budget
+	verdict Verdict          // what the classifiers said of an error response
+	stalled bool             // the response's body stalled for the classifiers: close it, do not drain it
 }
 
 // attempt takes req once through every step but the retry.
