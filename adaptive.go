@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/pacer-go/pacer/ratelimitheader"
@@ -22,25 +21,6 @@ const DefaultMaxWait = 10 * time.Minute
 // units a second, before any headroom; and the burst it keeps at the edge
 // (see edgeBurst).
 type learnedLimit struct{ rate, burst, raw, edgeBurst float64 }
-
-// feedback is what a scope's bucket has learned from the provider. Every
-// atomic field is read on the hot path without a lock.
-type feedback struct {
-	learned    atomic.Pointer[learnedLimit] // a limit the provider published; nil if none
-	believed   atomic.Int64                 // UnixNano until which learned holds unless published again
-	told       atomic.Pointer[toldPace]     // what a live remaining count allows; nil if none
-	recov      atomic.Pointer[recovery]     // the climb back after a cut; nil at the full pace
-	recovered  atomic.Bool                  // a climb has just ended, not yet reported
-	admitted   atomic.Int64                 // calls admitted, to tell which 429s are news
-	spent      atomic.Int64                 // units admitted, to tell what was sent since a response
-	cooldown   atomic.Int64                 // UnixNano until which nothing may be sent; 0 if none
-	acceptance                              // calls the provider accepted, for a cut to measure
-
-	// Under the scope state's mu:
-	cutAt      int64 // the admitted count at the last cut
-	quietUntil int64 // UnixNano before which a rejection does not cut again
-	reports    remainingReports
-}
 
 // coolDown stops the scope until now+d, unless it is stopped longer already.
 func (c *call) coolDown(s *bucket, now time.Time, d time.Duration) {

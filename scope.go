@@ -191,6 +191,26 @@ func (c *configuredScope) sweep() {
 	}
 }
 
+// feedback is what a bucket has learned from the provider (adaptive.go,
+// remaining.go, recovery.go). Every atomic field is read on the hot path
+// without a lock. It is declared here, beside the bucket that embeds it.
+type feedback struct {
+	learned    atomic.Pointer[learnedLimit] // a limit the provider published; nil if none
+	believed   atomic.Int64                 // UnixNano until which learned holds unless published again
+	told       atomic.Pointer[toldPace]     // what a live remaining count allows; nil if none
+	recov      atomic.Pointer[recovery]     // the climb back after a cut; nil at the full pace
+	recovered  atomic.Bool                  // a climb has just ended, not yet reported
+	admitted   atomic.Int64                 // calls admitted, to tell which 429s are news
+	spent      atomic.Int64                 // units admitted, to tell what was sent since a response
+	cooldown   atomic.Int64                 // UnixNano until which nothing may be sent; 0 if none
+	acceptance                              // calls the provider accepted, for a cut to measure
+
+	// Under the bucket's mu:
+	cutAt      int64 // the admitted count at the last cut
+	quietUntil int64 // UnixNano before which a rejection does not cut again
+	reports    remainingReports
+}
+
 // bucket is what this process knows of one bucket of a scope beyond its
 // tokens: the calls waiting on it and the calls in flight.
 type bucket struct {
