@@ -67,7 +67,7 @@ type Store interface {
 
 // A ContextStore is a Store that says whether its calls return promptly
 // once their context ends. A Transport bounds each call to a shared store
-// by the store timeout (WithStoreTimeout). A store that honours its context
+// by the store timeout (pacer.WithStoreTimeout). A store that honours its context
 // is bounded by the context's deadline alone, and called on the request's
 // own goroutine. Any other is called in a goroutine of its own, which is
 // abandoned at the deadline: a client that ignores its context (go-redis
@@ -140,7 +140,7 @@ const LongestWait = time.Duration(1 << 62)
 // because of what the call asked, not because the store is unavailable: the
 // store answered, and refused a value it cannot hold. A Transport returns
 // such an error to the request that made the call, and does not count it
-// as a failure of the store (see StoreFailure): one request's bad input
+// as a failure of the store (see pacer.StoreFailure): one request's bad input
 // must not take the store away from every other request.
 var ErrInvalidDemand = errors.New("pacer: the store refused the demand")
 
@@ -214,7 +214,7 @@ func (b *bucketLevel) full(rate, burst float64, window time.Duration, now time.D
 // An Adjuster is a Store that can settle a call's cost after the fact: a
 // call reserves an estimate with Take, and once the provider says what it
 // billed, the difference is charged or given back. Every store in this
-// module is one; a Transport whose store is not gives back what a call
+// repository is one; a Transport whose store is not gives back what a call
 // overestimated (with Refund), and charges nothing for what it
 // underestimated.
 type Adjuster interface {

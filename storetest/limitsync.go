@@ -8,7 +8,6 @@ import (
 
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/clock"
-	clock0 "github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -45,12 +44,12 @@ func LimitSync(t *testing.T, s store.Store) {
 	}
 	const interval = 5 * time.Second
 	scope := "fleet-" + t.Name()
-	clock := &stepClock{now: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	clk := &stepClock{now: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
 	var mu sync.Mutex
 	seen := make(map[int]pacer.Event)
 	fleet := make([]*pacer.Transport, 4)
 	for i := range fleet {
-		fleet[i] = pacer.New(nil, pacer.WithStore(s), clock0.With[pacer.Option](clock), pacer.WithLimitSync(interval),
+		fleet[i] = pacer.New(nil, pacer.WithStore(s), clock.With[pacer.Option](clk), pacer.WithLimitSync(interval),
 			pacer.WithScope(pacer.Scope{Name: scope, Limit: pacer.PerSecond(1000), FailFast: true}),
 			pacer.WithObserver(pacer.ObserverFunc(func(e pacer.Event) {
 				if e.Kind == pacer.EventLimitChanged {
@@ -79,7 +78,7 @@ func LimitSync(t *testing.T, s store.Store) {
 	if err := fleet[0].SetLimit(scope, changed); err != nil {
 		t.Fatal(err)
 	}
-	clock.advance(interval / 2)
+	clk.advance(interval / 2)
 	for _, tr := range fleet[1:] {
 		call(tr)
 	}
@@ -88,7 +87,7 @@ func LimitSync(t *testing.T, s store.Store) {
 		t.Errorf("before the interval: changes seen %v, want only instance 0's own (the others read at the start)", seen)
 	}
 	mu.Unlock()
-	clock.advance(interval / 2)
+	clk.advance(interval / 2)
 	for _, tr := range fleet[1:] {
 		call(tr)
 	}

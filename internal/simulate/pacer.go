@@ -10,7 +10,6 @@ import (
 
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/clock"
-	clock0 "github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -102,9 +101,9 @@ func (s *listeningStore) Take(ctx context.Context, now time.Time, demands []stor
 
 // newFailFastTransport returns a Transport told of c's limit that sends to
 // an API answering at once, on clock, and the request to send through it.
-func newFailFastTransport(c Config, clock virtualClock) (*pacer.Transport, *http.Request, error) {
+func newFailFastTransport(c Config, clk virtualClock) (*pacer.Transport, *http.Request, error) {
 	limit := pacer.Limit{Count: c.PacerCount(), Per: c.PacerPer}
-	tr := pacer.New(sentOK{}, pacer.WithLimit(limit), pacer.WithHeadroom(c.Headroom), pacer.WithFailFast(), clock0.With[pacer.Option](clock))
+	tr := pacer.New(sentOK{}, pacer.WithLimit(limit), pacer.WithHeadroom(c.Headroom), pacer.WithFailFast(), clock.With[pacer.Option](clk))
 	if err := tr.Err(); err != nil {
 		return nil, nil, err
 	}
