@@ -5,8 +5,10 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"sync/atomic"
 	"time"
+
+	"github.com/pacer-go/pacer/ratelimitheader"
+	"github.com/pacer-go/pacer/store"
 )
 
 // DefaultMaxWait is the longest pause a provider's header can impose unless
@@ -14,32 +16,14 @@ import (
 // must not park a goroutine for 31 years.
 const DefaultMaxWait = 10 * time.Minute
 
-// pace is a bucket's rate and capacity; raw, the limit it was taken from in
+// learnedLimit is a limit the provider published, as a bucket paces by it:
+// its rate and capacity; raw, the limit it was taken from in
 // units a second, before any headroom; and the burst it keeps at the edge
 // (see edgeBurst).
-type pace struct{ rate, burst, raw, edgeBurst float64 }
-
-// feedback is what a scope's bucket has learned from the provider. Every
-// atomic field is read on the hot path without a lock.
-type feedback struct {
-	learned    atomic.Pointer[pace]     // a limit the provider published; nil if none
-	believed   atomic.Int64             // UnixNano until which learned holds unless published again
-	told       atomic.Pointer[toldPace] // what a live remaining count allows; nil if none
-	recov      atomic.Pointer[recovery] // the climb back after a cut; nil at the full pace
-	recovered  atomic.Bool              // a climb has just ended, not yet reported
-	admitted   atomic.Int64             // calls admitted, to tell which 429s are news
-	spent      atomic.Int64             // units admitted, to tell what was sent since a response
-	cooldown   atomic.Int64             // UnixNano until which nothing may be sent; 0 if none
-	acceptance                          // calls the provider accepted, for a cut to measure
-
-	// Under the scope state's mu:
-	cutAt      int64 // the admitted count at the last cut
-	quietUntil int64 // UnixNano before which a rejection does not cut again
-	reports    remainingReports
-}
+type learnedLimit struct{ rate, burst, raw, edgeBurst float64 }
 
 // coolDown stops the scope until now+d, unless it is stopped longer already.
-func (c *call) coolDown(s *scopeState, now time.Time, d time.Duration) {
+func (c *call) coolDown(s *bucket, now time.Time, d time.Duration) {
 	until := now.Add(d).UnixNano()
 	for {
 		old := s.cooldown.Load()
@@ -55,7 +39,7 @@ func (c *call) coolDown(s *scopeState, now time.Time, d time.Duration) {
 
 // cooledDown reports whether the scope is free of any pause at now, and
 // says so, once, when a pause has just ended.
-func (c *call) cooledDown(s *scopeState, now time.Time) (time.Duration, bool) {
+func (c *call) cooledDown(s *bucket, now time.Time) (time.Duration, bool) {
 	until := s.cooldown.Load()
 	if until == 0 {
 		return 0, true
@@ -82,9 +66,9 @@ func (c *call) cooledDown(s *scopeState, now time.Time) (time.Duration, bool) {
 // full bucket refill within maxWait — or at the configured pace, if that
 // is slower: one response cannot stop a scope beyond the maximum wait, and
 // the scope keeps sending, so a corrected server can teach it back.
-func (s *scopeState) learnLimit(q Quota, headroom float64, maxWait time.Duration, log *slog.Logger) bool {
+func (s *bucket) learnLimit(q ratelimitheader.Quota, headroom float64, maxWait time.Duration, log *slog.Logger) bool {
 	l := Limit{Count: int(min(q.Limit, math.MaxInt32)), Per: q.Window}
-	rate, burst := l.pace(headroom)
+	rate, burst := l.shape(headroom)
 	raw := float64(l.Count) / l.Per.Seconds()
 	c := s.class
 	cfg := c.configured.Load() // a limit set at runtime merges as one set at New
@@ -108,7 +92,7 @@ func (s *scopeState) learnLimit(q Quota, headroom float64, maxWait time.Duration
 	if p := s.learned.Load(); p != nil && p.rate == rate && p.burst == burst {
 		return false
 	}
-	s.learned.Store(&pace{rate, burst, raw, edgeBurst(c.countsRequests, float64(l.Count), burst)})
+	s.learned.Store(&learnedLimit{rate, burst, raw, edgeBurst(c.countsRequests, float64(l.Count), burst)})
 	if cfg.rate == 0 {
 		return true // nothing configured to say it replaces
 	}
@@ -153,7 +137,7 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 	if verdict.BackPressure {
 		status = http.StatusTooManyRequests
 	}
-	quiet := quotaHeaderFamilies(resp.Header) == 0
+	quiet := !ratelimitheader.Present(resp.Header)
 	if quiet && status < 400 {
 		// Most responses say nothing about limits: keep them cheap.
 		for i := range c.charges {
@@ -171,16 +155,16 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 	t := c.t
 	now := t.clock.Now()
 	taught := false
-	wait, paused := RetryAfter(resp.Header, now)
+	wait, paused := ratelimitheader.RetryAfter(resp.Header, now)
 	if !paused && verdict.Wait > 0 {
 		wait, paused = verdict.Wait, true // the provider's documented wait
 	}
 	wait = min(wait, t.maxWait)
-	var quotas []Quota
+	var quotas []ratelimitheader.Quota
 	if !quiet {
-		quotas = ParseQuotas(resp.Header, now)
+		quotas = ratelimitheader.ParseQuotas(resp.Header, now)
 	}
-	_, local := t.store.(*MemoryStore)
+	_, local := t.store.(*store.Memory)
 	for _, q := range quotas {
 		i := c.chargeFor(q)
 		if i < 0 {
@@ -196,7 +180,7 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 		}
 		if q.Limit > 0 && q.Window == 0 {
 			if q.Reset > 0 {
-				at := responseTime(resp.Header, now).Add(q.Reset)
+				at := ratelimitheader.ResponseTime(resp.Header, now).Add(q.Reset)
 				q.Window = s.learnWindow(at, q.Reset%time.Second == 0)
 			}
 			if q.Window == 0 && status == http.StatusTooManyRequests && paused {
@@ -292,7 +276,7 @@ func believeFor(window, maxWait time.Duration) time.Duration {
 // forgetUnconfirmed forgets the scope's published limit once no response
 // has published it again for as long as believeFor allows, and reports
 // whether it did.
-func (c *call) forgetUnconfirmed(s *scopeState, now time.Time) bool {
+func (c *call) forgetUnconfirmed(s *bucket, now time.Time) bool {
 	p := s.learned.Load()
 	if p == nil || now.UnixNano() < s.believed.Load() {
 		return false
@@ -305,7 +289,7 @@ func (c *call) forgetUnconfirmed(s *scopeState, now time.Time) bool {
 }
 
 // paceChanged tells observers that a scope's pace changed, and why.
-func (c *call) paceChanged(s *scopeState, why string) {
+func (c *call) paceChanged(s *bucket, why string) {
 	if len(c.t.observers) == 0 {
 		return
 	}
@@ -315,7 +299,7 @@ func (c *call) paceChanged(s *scopeState, why string) {
 
 // reportRecovered tells observers, once, that a scope climbed back to its
 // full pace after a cut.
-func (c *call) reportRecovered(s *scopeState) {
+func (c *call) reportRecovered(s *bucket) {
 	if s.recovered.Load() && s.recovered.CompareAndSwap(true, false) {
 		c.paceChanged(s, "recovered from a cut")
 	}
@@ -324,7 +308,7 @@ func (c *call) reportRecovered(s *scopeState) {
 // chargeFor returns the index of the charge a quota reports on, or -1: the
 // scope that names the quota's policy, else the first scope counted in the
 // quota's unit that names no policy.
-func (c *call) chargeFor(q Quota) int {
+func (c *call) chargeFor(q ratelimitheader.Quota) int {
 	for i, ch := range c.charges {
 		if p := ch.state.class.Policy; p != "" && p == q.Name {
 			return i

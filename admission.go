@@ -10,18 +10,21 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/store"
 )
 
 // blocked says where and why a call could not be admitted.
 type blocked struct {
-	state  *scopeState // nil when the call was admitted
+	state  *bucket // nil when the call was admitted
 	reason ThrottleReason
 	wait   time.Duration // until admission might succeed; 0 when unknown
 }
 
 func (b blocked) error(cause error) error {
 	e := &ThrottledError{Scope: b.state.class.Name, Reason: b.reason, Err: cause}
-	if b.wait != Never {
+	if b.wait != store.Never {
 		e.RetryAfter = b.wait
 	}
 	return e
@@ -107,7 +110,7 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 		}
 		c.holdsSlots = true
 	}
-	d := Decision{OK: true}
+	d := store.Decision{OK: true}
 	var err error
 	if c.prepaid {
 		// A reservation took the tokens: only its slots were missing.
@@ -138,7 +141,7 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 		// since the limit is forgotten now.
 		return c.tryAdmit(ctx)
 	}
-	if d.Wait == Never {
+	if d.Wait == store.Never {
 		b.reason = ReasonCapacity
 	}
 	return b, nil
@@ -162,7 +165,7 @@ func (c *call) releaseSlots(n int) {
 	c.holdsSlots = false
 }
 
-func (c *call) costOn(s *scopeState) float64 {
+func (c *call) costOn(s *bucket) float64 {
 	for _, ch := range c.charges {
 		if ch.state == s {
 			return ch.cost
@@ -195,7 +198,7 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 	}
 	defer c.workload.waiting.leave(w)
 	c.waiter = w
-	var in *scopeState // the scope whose queue the call is in
+	var in *bucket // the scope whose queue the call is in
 	sleep := c.newWaitTimers()
 	defer func() {
 		sleep.stop()
@@ -258,7 +261,7 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 // aheadOf queues w on s and returns a lower bound on its wait for the calls
 // ahead of it, which must be paid for before it: good enough to give up at
 // once on a deadline.
-func (c *call) aheadOf(s *scopeState, w *waiter) time.Duration {
+func (c *call) aheadOf(s *bucket, w *waiter) time.Duration {
 	ahead := s.enqueue(w)
 	if rate, _ := s.class.configuredPace(); rate > 0 && ahead > 0 {
 		return time.Duration(ahead / rate * float64(time.Second))
@@ -270,9 +273,9 @@ func (c *call) aheadOf(s *scopeState, w *waiter) time.Duration {
 // the store said its tokens will be there (one timer, reset turn by turn),
 // and the call's own bound on waiting (ContextWithMaxWait).
 type waitTimers struct {
-	clock  Clock
-	tokens Timer
-	expire Timer // nil without ContextWithMaxWait
+	clock  clock.Clock
+	tokens clock.Timer
+	expire clock.Timer // nil without ContextWithMaxWait
 }
 
 func (c *call) newWaitTimers() *waitTimers {
@@ -326,7 +329,7 @@ func (t *waitTimers) stop() {
 // before the context's deadline — returned now, not at the deadline.
 func (c *call) cannotWait(ctx context.Context, b blocked) error {
 	switch {
-	case b.wait == Never:
+	case b.wait == store.Never:
 		_, burst := b.state.pace()
 		return b.error(fmt.Errorf("%w: it costs %v %s and the bucket holds at most %v; "+
 			"make the request smaller, or raise the scope's Limit.Burst if the provider allows one request that large",

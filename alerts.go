@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/store"
 )
 
 // An Alert says that calls on a scope were throttled since the previous
@@ -86,8 +89,8 @@ func WithAlerts(interval time.Duration, notify func(Alert)) Option {
 type alerter struct {
 	interval time.Duration
 	notify   func(Alert)
-	clock    Clock // the Transport's, set by bind
-	store    Store
+	clock    clock.Clock // the Transport's, set by bind
+	store    store.Store
 
 	mu     sync.Mutex
 	scopes map[string]*alertState // scope names come from the configuration: bounded
@@ -143,7 +146,7 @@ func (a *alerter) Observe(e Event) {
 // send sends the scope's alerts, each when its interval allows and the
 // store agrees, until an interval passes with nothing to send.
 func (a *alerter) send(scope string, s *alertState) {
-	var timer Timer
+	var timer clock.Timer
 	defer func() {
 		if timer != nil {
 			timer.Stop()
@@ -187,8 +190,8 @@ func (a *alerter) send(scope string, s *alertState) {
 // mayNotify asks the store whether the scope's alert for this interval is
 // still to be sent, taking it if so; if not, it says when to ask again.
 func (a *alerter) mayNotify(scope string, now time.Time) (retry time.Duration, ok bool) {
-	d := Demand{Scope: alertScope, Key: scope, Burst: 1, Window: a.interval, Cost: 1}
-	dec, err := a.store.Take(context.Background(), now, []Demand{d})
+	d := store.Demand{Scope: alertScope, Key: scope, Burst: 1, Window: a.interval, Cost: 1}
+	dec, err := a.store.Take(context.Background(), now, []store.Demand{d})
 	switch {
 	case err != nil || dec.OK:
 		return 0, true

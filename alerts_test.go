@@ -8,6 +8,9 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/store"
 )
 
 // alertLog keeps the alerts it is given, with the time each came.
@@ -36,7 +39,7 @@ func TestAlertsDoNotFlood(t *testing.T) {
 		)
 		log := &alertLog{}
 		rec := &recorder{}
-		tr := New(&stubAPI{clock: SystemClock}, WithLimit(Limit{Count: 1, Per: 24 * time.Hour, Burst: 1}),
+		tr := New(&stubAPI{clock: clock.System}, WithLimit(Limit{Count: 1, Per: 24 * time.Hour, Burst: 1}),
 			WithFailFast(), WithObserver(rec), WithAlerts(interval, log.notify))
 		mustNotErr(t, tr.Err())
 		start := time.Now().Add(flood / calls) // the first call is sent, the second throttled
@@ -123,10 +126,10 @@ func TestAlertsRefuseABadConfiguration(t *testing.T) {
 func TestAlertsAreDecidedByTheSharedStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		log := &alertLog{}
-		store := NewMemoryStore()
+		store := store.NewMemory()
 		var trs [2]*Transport
 		for i := range trs {
-			trs[i] = New(&stubAPI{clock: SystemClock}, WithStore(store), WithFailFast(),
+			trs[i] = New(&stubAPI{clock: clock.System}, WithStore(store), WithFailFast(),
 				WithLimit(Limit{Count: 1, Per: 24 * time.Hour, Burst: 1}), WithAlerts(time.Minute, log.notify))
 		}
 		// The bucket is shared too: one call is sent, the rest throttled.

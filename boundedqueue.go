@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/pacer-go/pacer/store"
 )
 
 // WhenFull says what a workload does with a call that would wait while
@@ -140,7 +142,7 @@ func (h *shedHeap) Pop() any {
 func (b blocked) queueFull(w *workloadState, cause error) error {
 	e := &ThrottledError{Scope: b.state.class.Name, Reason: ReasonQueueFull,
 		Err: fmt.Errorf("workload %q's queue holds at most %d waiting calls (Workload.MaxWaiting): %w", w.name, w.waiting.bound(), cause)}
-	if b.wait != Never {
+	if b.wait != store.Never {
 		e.RetryAfter = b.wait
 	}
 	return e

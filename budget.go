@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/period"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/usage"
 	"github.com/pacer-go/pacer/usage/prices"
 )
@@ -268,7 +269,7 @@ func (m *Meter) tokens(unit string, u usage.Usage) (int64, bool) {
 type budgetState struct {
 	// budget is the demand that spends the budget; Cost (and, for a
 	// calendar period, Key and Window) are set per call.
-	budget Demand
+	budget store.Demand
 	// settles: the budget is counted on usage (tokens or money), so a
 	// metered call's reservation is settled when its body ends.
 	settles bool
@@ -296,7 +297,7 @@ func (w *workloadState) periodAt(now time.Time) *budgetPeriod {
 // initBudget sets up w's budget.
 func (t *Transport) initBudget(w *workloadState) error {
 	b := w.Budget
-	w.budget = Demand{Scope: reservedPrefix + "budget", Key: w.name, Burst: float64(b.Limit) * b.scale(), Window: b.Per}
+	w.budget = store.Demand{Scope: reservedPrefix + "budget", Key: w.name, Burst: float64(b.Limit) * b.scale(), Window: b.Per}
 	w.settles = b.Limit > 0 && b.unit() != UnitRequests && t.meter != nil
 	return t.checkMeter(w)
 }
@@ -366,7 +367,7 @@ func (c *call) budgetFor(vals *callValues) {
 		p := w.periodAt(c.t.clock.Now())
 		key, window = p.key, p.end.Sub(p.start)
 	}
-	d.setNames(b.Scope, key)
+	setNames(d, b.Scope, key)
 	cost, headroom := c.budgetCost(vals)
 	// The Floor is the call's headroom: see takeBudget.
 	d.Rate, d.Burst, d.Window, d.Cost, d.Floor = b.Rate, b.Burst, window, cost, headroom
@@ -452,7 +453,7 @@ var budgetThresholds = [...]int{50, 80, 100}
 // refused only once the fleet's spend (reservations included) would reach
 // it; then it is taken again with the headroom alone. It returns the
 // threshold crossed, or 0.
-func (c *call) takeBudget(ctx context.Context, now time.Time) (Decision, int, error) {
+func (c *call) takeBudget(ctx context.Context, now time.Time) (store.Decision, int, error) {
 	w := c.workload
 	next := -1
 	if len(c.t.observers) > 0 {
@@ -491,13 +492,13 @@ func (c *call) takeBudget(ctx context.Context, now time.Time) (Decision, int, er
 // sharing the store has told its own in this period: the first to take the
 // threshold's one token in the period does. If the store cannot answer,
 // this one does: better twice than never.
-func (t *Transport) crossed(w *workloadState, percent int, b Demand, now time.Time) {
+func (t *Transport) crossed(w *workloadState, percent int, b store.Demand, now time.Time) {
 	window := w.Budget.Per
 	if w.Budget.calendar() {
 		window = w.periodAt(now).end.Sub(now) + time.Second
 	}
-	d := Demand{Scope: reservedPrefix + "threshold", Key: b.Key + "/" + strconv.Itoa(percent), Burst: 1, Window: window, Cost: 1}
-	if dec, err := t.store.Take(context.Background(), now, []Demand{d}); err == nil && !dec.OK {
+	d := store.Demand{Scope: reservedPrefix + "threshold", Key: b.Key + "/" + strconv.Itoa(percent), Burst: 1, Window: window, Cost: 1}
+	if dec, err := t.store.Take(context.Background(), now, []store.Demand{d}); err == nil && !dec.OK {
 		return
 	}
 	t.emit(Event{Kind: EventBudgetThreshold, Workload: w.name, Percent: percent})
@@ -577,7 +578,7 @@ func (c *call) settle(u usage.Usage, final bool) {
 // if the bucket must owe; in memory at once, on a shared store in the
 // background (adjust).
 func (c *call) adjustCharges(actual func(*charge) (float64, bool)) {
-	var buf [8]Demand
+	var buf [8]store.Demand
 	adj := buf[:0]
 	for i := range c.charges {
 		ch := &c.charges[i]
@@ -611,11 +612,11 @@ func (c *call) settleAtEstimate() {
 
 // adjust settles token demands on the store: in memory at once, on a shared
 // store through the guard's writer in the background.
-func (t *Transport) adjust(now time.Time, ds []Demand) {
+func (t *Transport) adjust(now time.Time, ds []store.Demand) {
 	if len(ds) == 0 {
 		return
 	}
-	var s Store = t.store
+	var s store.Store = t.store
 	if g := t.guard(); g != nil {
 		s = g
 	}
@@ -624,8 +625,8 @@ func (t *Transport) adjust(now time.Time, ds []Demand) {
 
 // adjustBudget settles a budget demand: this process's own count at once
 // (see Budgets on StoreFailure), the shared store's in the background.
-func (t *Transport) adjustBudget(now time.Time, d Demand) {
-	ds := []Demand{d}
+func (t *Transport) adjustBudget(now time.Time, d store.Demand) {
+	ds := []store.Demand{d}
 	if g := t.guard(); g != nil {
 		g.ledger.Adjust(context.Background(), now, ds)
 		g.Adjust(context.Background(), now, ds)

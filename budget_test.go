@@ -15,8 +15,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/internal/fakeclock"
 	"github.com/pacer-go/pacer/period"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/usage"
 	"github.com/pacer-go/pacer/usage/prices"
 )
@@ -142,7 +144,7 @@ func chatAll(t *testing.T, tr *Transport, ctx context.Context) error {
 }
 
 func tokensLevel(tr *Transport, now time.Time) float64 {
-	return tr.store.(*MemoryStore).level(Demand{Scope: "tokens", Rate: 1e-9, Burst: 10_000}, now)
+	return tr.store.(*store.Memory).Level(store.Demand{Scope: "tokens", Rate: 1e-9, Burst: 10_000}, now)
 }
 
 func budgetLevel(tr *Transport, name string, now time.Time) float64 {
@@ -152,12 +154,12 @@ func budgetLevel(tr *Transport, name string, now time.Time) float64 {
 		p := w.periodAt(now)
 		d.Key, d.Window = p.key, p.end.Sub(p.start)
 	}
-	return tr.store.(*MemoryStore).level(d, now)
+	return tr.store.(*store.Memory).Level(d, now)
 }
 
-func newMetered(t *testing.T, llm *fakeLLM, clock Clock, b Budget, opts ...Option) *Transport {
+func newMetered(t *testing.T, llm *fakeLLM, clock clock.Clock, b Budget, opts ...Option) *Transport {
 	t.Helper()
-	opts = append([]Option{WithClock(clock), WithMeter(testMeter()), WithRoute(tokensRoute),
+	opts = append([]Option{withClock(clock), WithMeter(testMeter()), WithRoute(tokensRoute),
 		// A rate too slow to refill within a test: levels show what was settled.
 		WithScope(Scope{Name: "tokens", Unit: "tokens", Limit: Limit{Count: 10_000, Per: 1e6 * time.Hour, Burst: 10_000}}),
 		WithHeadroom(1), WithWorkload("backfill", Workload{Budget: b})}, opts...)
@@ -364,27 +366,27 @@ func TestCalendarBudgetAcrossDST(t *testing.T) {
 
 // adjustGate is a shared store whose adjustments wait at a gate.
 type adjustGate struct {
-	*MemoryStore
+	*store.Memory
 	gate     chan struct{}
 	mu       sync.Mutex
-	adjusted []Demand
+	adjusted []store.Demand
 }
 
-func (s *adjustGate) Adjust(ctx context.Context, now time.Time, ds []Demand) error {
+func (s *adjustGate) Adjust(ctx context.Context, now time.Time, ds []store.Demand) error {
 	<-s.gate
 	s.mu.Lock()
 	s.adjusted = append(s.adjusted, ds...)
 	s.mu.Unlock()
-	return s.MemoryStore.Adjust(ctx, now, ds)
+	return s.Memory.Adjust(ctx, now, ds)
 }
 
 // The settlement's round trip to a shared store is not made on the caller's
 // last Read: the caller gets its EOF while the store has yet to answer.
 func TestSettlementIsOffTheCallersRead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &adjustGate{MemoryStore: NewMemoryStore(), gate: make(chan struct{})}
+		store := &adjustGate{Memory: store.NewMemory(), gate: make(chan struct{})}
 		llm := &fakeLLM{reply: llmReply{stream: true, input: 10, output: 20}}
-		tr := newMetered(t, llm, SystemClock, Budget{Limit: 10_000, Per: time.Hour, Unit: "tokens"},
+		tr := newMetered(t, llm, clock.System, Budget{Limit: 10_000, Per: time.Hour, Unit: "tokens"},
 			WithStore(store), WithStoreTimeout(time.Hour))
 		resp, err := chat(t, tr, ContextWithWorkload(context.Background(), "backfill"), "")
 		mustNotErr(t, err)
@@ -420,7 +422,7 @@ func TestSettlementIsOffTheCallersRead(t *testing.T) {
 // same store, spending the same budget, tells none of them again.
 func TestBudgetThresholds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := NewMemoryStore()
+		store := store.NewMemory()
 		var mu sync.Mutex
 		var alerts []string
 		thresholds := &thresholdLog{}
@@ -434,7 +436,7 @@ func TestBudgetThresholds(t *testing.T) {
 		}
 		b := Budget{Limit: 10, Per: time.Hour}
 		newTr := func() *Transport {
-			tr := New(&stubAPI{clock: SystemClock}, WithStore(store), WithObserver(observe), WithAlerts(time.Minute, notify),
+			tr := New(&stubAPI{clock: clock.System}, WithStore(store), WithObserver(observe), WithAlerts(time.Minute, notify),
 				WithWorkload("nightly", Workload{Budget: b}))
 			mustNotErr(t, tr.Err())
 			return tr

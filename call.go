@@ -7,6 +7,8 @@ package pacer
 import (
 	"context"
 	"time"
+
+	"github.com/pacer-go/pacer/store"
 )
 
 // A call is one request on its way through the Transport: the scopes it is
@@ -16,12 +18,12 @@ type call struct {
 	t        *Transport
 	workload *workloadState
 
-	charges []charge // one per distinct bucket
-	demands []Demand // what Take asks of the store
-	owners  []int    // owners[i] is the charge that demands[i] serves
+	charges []charge       // one per distinct bucket
+	demands []store.Demand // what Take asks of the store
+	owners  []int          // owners[i] is the charge that demands[i] serves
 
-	waiter      *waiter   // while the call waits in a queue
-	budget      [1]Demand // the budget demand with this call's cost; Cost 0 if none
+	waiter      *waiter         // while the call waits in a queue
+	budget      [1]store.Demand // the budget demand with this call's cost; Cost 0 if none
 	budgetSpent bool
 	metered     callMeter // budget.go
 	needsSlots  bool      // some scope charged caps concurrency
@@ -39,12 +41,12 @@ type call struct {
 
 	routedBuf [4]Charge
 	chargeBuf [4]charge
-	demandBuf [4]Demand
+	demandBuf [4]store.Demand
 	ownerBuf  [4]int
 }
 
 type charge struct {
-	state      *scopeState
+	state      *bucket
 	key        string
 	cost       float64
 	admittedAt int64 // the scope's admitted count when this call was admitted
@@ -76,7 +78,7 @@ func extend[T any](s *[]T) *T {
 // setNames sets d's scope and key, leaving each as it is when it is the
 // same: a pooled call mostly paces the bucket it paced last time, and
 // leaving its names spares the garbage collector's write barriers.
-func (d *Demand) setNames(scope, key string) {
+func setNames(d *store.Demand, scope, key string) {
 	if d.Scope != scope {
 		d.Scope = scope
 	}

@@ -71,7 +71,7 @@ func (v Verdict) concerns(scope string) bool {
 }
 
 // A Classifier reads an error response — its status, headers and the first
-// bytes of its body (at most MaxClassifiedBody) — and says what it means. It
+// bytes of its body (at most 8 KiB) — and says what it means. It
 // must not read resp.Body; the body it is given is a copy, and the response
 // keeps every byte for the caller.
 //
@@ -81,8 +81,8 @@ func (v Verdict) concerns(scope string) bool {
 // A classifier then sees no body (nil) and must judge by status and headers.
 type Classifier func(resp *http.Response, body []byte) Verdict
 
-// MaxClassifiedBody is how much of an error response's body classifiers see.
-const MaxClassifiedBody = 8 << 10
+// maxClassifiedBody is how much of an error response's body classifiers see.
+const maxClassifiedBody = 8 << 10
 
 // WithClassifier adds a classifier for error responses (status 400 and
 // above). Provider presets use it; verdicts of several classifiers combine.
@@ -134,7 +134,7 @@ func (t *Transport) classify(ctx context.Context, resp *http.Response) (v Verdic
 // server that stalls the body must not hold the call much past that.
 const classifyWait = time.Second
 
-// peek reads the first MaxClassifiedBody bytes of body for the classifiers.
+// peek reads the first maxClassifiedBody bytes of body for the classifiers.
 // It waits for them until the request's context ends or classifyWait has
 // passed, whichever is first; then the classifiers see no body. It returns
 // what it read, the body to hand back, which gives the caller every byte
@@ -170,7 +170,7 @@ type peeking struct {
 }
 
 func (p *peeking) read() {
-	p.head, p.err = io.ReadAll(io.LimitReader(p.rest, MaxClassifiedBody))
+	p.head, p.err = io.ReadAll(io.LimitReader(p.rest, maxClassifiedBody))
 	close(p.done)
 }
 

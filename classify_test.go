@@ -45,7 +45,7 @@ func TestSpentQuotaIsAClearErrorAndNotRetried(t *testing.T) {
 }
 
 func TestClassifiedBodyIsKeptForTheCaller(t *testing.T) {
-	body := strings.Repeat("x", 3*MaxClassifiedBody)
+	body := strings.Repeat("x", 3*maxClassifiedBody)
 	var seen int
 	tr := New(roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: 400, Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
@@ -54,8 +54,8 @@ func TestClassifiedBodyIsKeptForTheCaller(t *testing.T) {
 	mustNotErr(t, err)
 	got, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if string(got) != body || seen != MaxClassifiedBody {
-		t.Errorf("the caller read %d bytes (want %d); the classifier saw %d (want %d)", len(got), len(body), seen, MaxClassifiedBody)
+	if string(got) != body || seen != maxClassifiedBody {
+		t.Errorf("the caller read %d bytes (want %d); the classifier saw %d (want %d)", len(got), len(body), seen, maxClassifiedBody)
 	}
 }
 

@@ -22,7 +22,7 @@ import (
 // decision may see a count a moment old and refuse: the refused call then
 // queues and tries again, and the release, which looks for a queue after it
 // counts, wakes it.
-func (s *scopeState) acquireSlot(w int, epoch int64) bool {
+func (s *bucket) acquireSlot(w int, epoch int64) bool {
 	c := s.class
 	if c.Concurrency == 0 {
 		return true
@@ -100,7 +100,7 @@ func scaledReserve(r int, share float64) int {
 // factor that 429s lower and time raises (recovery.go) as the share of
 // its slots it may use: the provider's real cap may be below the
 // configured one. A scope with a rate takes it on the rate alone.
-func (s *scopeState) slots() (limit int, share float64) {
+func (s *bucket) slots() (limit int, share float64) {
 	c := s.class
 	if rate, _ := c.configuredPace(); rate > 0 {
 		return c.Concurrency, 1
@@ -121,7 +121,7 @@ func scaled(n int, share float64) int {
 // and wakes the call at the head of the queue so that it can try for it —
 // unless that call is self, the one giving the slot back after a failed
 // attempt, which would only wake itself and spin.
-func (s *scopeState) releaseSlot(w int, epoch int64, self *waiter) {
+func (s *bucket) releaseSlot(w int, epoch int64, self *waiter) {
 	if s.class.Concurrency == 0 {
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/clock"
 	"go.uber.org/goleak"
 )
 
@@ -90,7 +91,7 @@ func TestSlotIsReleasedExactlyOnceOnEveryPath(t *testing.T) {
 	for _, p := range paths {
 		t.Run(p.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				api := &stubAPI{clock: SystemClock, respond: p.respond}
+				api := &stubAPI{clock: clock.System, respond: p.respond}
 				tr := New(api, WithConcurrency(1))
 				p.use(t, tr)
 				if n := inFlight(tr); n != 0 {
@@ -114,7 +115,7 @@ func roundTrip(t *testing.T, tr *Transport) *http.Response {
 
 func TestStreamedBodyHoldsItsSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := &stubAPI{clock: SystemClock}
+		api := &stubAPI{clock: clock.System}
 		tr := New(api, WithConcurrency(2))
 		a, b := roundTrip(t, tr), roundTrip(t, tr)
 		admitted := make(chan struct{})
@@ -135,7 +136,7 @@ func TestStreamedBodyHoldsItsSlot(t *testing.T) {
 }
 
 func TestUpgradedBodyStaysWritable(t *testing.T) {
-	api := &stubAPI{clock: SystemClock, respond: func(req *http.Request) (*http.Response, error) {
+	api := &stubAPI{clock: clock.System, respond: func(req *http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: http.StatusSwitchingProtocols, Body: &readWriteCloser{}, Request: req}, nil
 	}}
 	tr := New(api, WithConcurrency(1))
@@ -156,7 +157,7 @@ func (*readWriteCloser) Close() error             { return nil }
 
 func TestWaitersAreServedByReserveThenArrival(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := &stubAPI{clock: SystemClock}
+		api := &stubAPI{clock: clock.System}
 		tr := New(api, WithConcurrency(1),
 			WithWorkload("interactive", Workload{Reserve: 0.2}),
 			WithWorkload("batch", Workload{}))
@@ -187,7 +188,7 @@ func TestReservedSlotsAreLentWhileTheirOwnerIsIdle(t *testing.T) {
 		reserve float64
 	}{{10, 0.3}, {2, 0.3}, {2, 0.5}, {1, 1}} {
 		synctest.Test(t, func(t *testing.T) {
-			tr := New(&stubAPI{clock: SystemClock}, WithConcurrency(tc.slots), WithoutRetry(), WithFailFast(),
+			tr := New(&stubAPI{clock: clock.System}, WithConcurrency(tc.slots), WithoutRetry(), WithFailFast(),
 				WithWorkload("interactive", Workload{Reserve: tc.reserve}))
 			mustNotErr(t, tr.Err())
 			open := openCalls(t, tr, ContextWithWorkload(context.Background(), "batch"), tc.slots)
@@ -203,7 +204,7 @@ func TestReservedSlotsAreLentWhileTheirOwnerIsIdle(t *testing.T) {
 // owner is first in line, before a borrower that queued earlier.
 func TestAnOwnerIsFirstInLineForItsLentSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := &stubAPI{clock: SystemClock}
+		api := &stubAPI{clock: clock.System}
 		tr := New(api, WithConcurrency(10), WithoutRetry(), WithWorkload("interactive", Workload{Reserve: 0.3}))
 		batch := ContextWithWorkload(context.Background(), "batch")
 		open := openCalls(t, tr, batch, 10)
@@ -253,7 +254,7 @@ func startCall(tr *Transport, ctx context.Context) <-chan callResult {
 // fewer slots than it reserves comes first.
 func TestALargerReserveDoesNotKeepALentSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := &stubAPI{clock: SystemClock}
+		api := &stubAPI{clock: clock.System}
 		tr := New(api, WithConcurrency(10), WithoutRetry(),
 			WithWorkload("a", Workload{Reserve: 0.5}), WithWorkload("b", Workload{Reserve: 0.3}))
 		a, b := ContextWithWorkload(context.Background(), "a"), ContextWithWorkload(context.Background(), "b")
@@ -300,7 +301,7 @@ func TestALargerReserveDoesNotKeepALentSlot(t *testing.T) {
 // every workload is admitted in turn.
 func TestReservesRoundDownAndNeverDeadlock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := New(&stubAPI{clock: SystemClock}, WithConcurrency(1),
+		tr := New(&stubAPI{clock: clock.System}, WithConcurrency(1),
 			WithWorkload("a", Workload{Reserve: 0.5}), WithWorkload("b", Workload{Reserve: 0.5}))
 		mustNotErr(t, tr.Err())
 		for _, w := range []string{"a", "b", DefaultWorkload} {
@@ -328,7 +329,7 @@ func TestReservesRoundDownAndNeverDeadlock(t *testing.T) {
 // time would never move on.
 func TestWaitingForTokensWithASlotFreeDoesNotSpin(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := &stubAPI{clock: SystemClock}
+		api := &stubAPI{clock: clock.System}
 		tr := New(api, WithLimit(Limit{Count: 1, Per: time.Second, Burst: 1}), WithHeadroom(1), WithConcurrency(4))
 		start := time.Now()
 		for range 3 {

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // A nil option and a typed-nil base are configuration errors: Err reports
@@ -68,7 +70,7 @@ func (l *logLines) lines(containing string) []string {
 // name, with the names it does know; the call goes on as DefaultWorkload.
 func TestUnknownWorkloadIsSaidOncePerName(t *testing.T) {
 	var log logLines
-	tr := New(&stubAPI{clock: SystemClock}, WithLogger(slogTo(&log)), WithWorkload("backfill", Workload{}), WithWorkload("interactive", Workload{}))
+	tr := New(&stubAPI{clock: clock.System}, WithLogger(slogTo(&log)), WithWorkload("backfill", Workload{}), WithWorkload("interactive", Workload{}))
 	for range 3 {
 		mustNotErr(t, get(tr, ContextWithWorkload(context.Background(), "backfil"), "http://api.test/"))
 	}
@@ -115,7 +117,7 @@ func TestQuestionableConfigurationIsSaidOnce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var log logLines
-			tr := New(&stubAPI{clock: SystemClock}, append(tc.opts, WithLogger(slogTo(&log)))...)
+			tr := New(&stubAPI{clock: clock.System}, append(tc.opts, WithLogger(slogTo(&log)))...)
 			mustNotErr(t, tr.Err())
 			lines := log.lines("pacer:")
 			if tc.want == nil {

@@ -41,7 +41,7 @@
 // every scope, all or none, higher-reserve workloads first, failing at once
 // when the wait cannot end before the context's deadline (admission.go,
 // waitqueue.go, concurrency.go); send it; learn from the response's headers
-// (adaptive.go, retryafter.go, ratelimit_headers.go); retry it if that is
+// (adaptive.go, with package ratelimitheader); retry it if that is
 // safe (retry.go); and hand back the response with its body wrapped, so the
 // call's slot is released exactly once, when the body is closed or read to
 // its end. A pooled call carries the request through (call.go).
@@ -61,8 +61,10 @@
 //
 // # Time
 //
-// Every wait goes through a Clock (WithClock), so that tests run in virtual
-// time. The package's own tests run in testing/synctest bubbles.
+// Every wait goes through one clock (internal/clock), and a request's
+// deadline is compared on it too, so that tests and the simulator run in
+// virtual time. Callers test their own code in testing/synctest bubbles,
+// which need no clock of pacer's.
 //
 // # Sharing buckets across a fleet
 //
@@ -76,7 +78,8 @@
 //		pacer.WithAdaptiveLease(16))
 //
 // Packages store/redisstore and store/pgstore are the shared stores; package
-// storetest is the conformance suite every Store passes, so all of them pace
+// store holds the interface they implement and its contract, and package
+// storetest is the conformance suite every store passes, so all of them pace
 // alike. WithStoreFailure chooses what happens while the store is down (fail
 // open, fail closed, or pace locally at 1/N of the limit, the default with
 // N = 1); WithStoreTimeout bounds each call. WithLease and

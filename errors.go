@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/pacer-go/pacer/store"
 )
 
 // ErrThrottled matches every *ThrottledError: pacer did not send the request
@@ -50,7 +52,7 @@ type ThrottledError struct {
 
 func (e *ThrottledError) Error() string {
 	msg := fmt.Sprintf("pacer: throttled on scope %q (%s)", e.Scope, e.Reason)
-	if e.RetryAfter > 0 && e.RetryAfter != Never {
+	if e.RetryAfter > 0 && e.RetryAfter != store.Never {
 		msg += fmt.Sprintf("; retry after %v", e.RetryAfter)
 	}
 	if e.Err != nil {

@@ -1,10 +1,9 @@
 package pacer
 
-// NewSweepingMemoryStore returns a memory store that sweeps however few
-// buckets it holds, so that the conformance suite's eviction case, which
-// holds one, can see it forgotten.
-func NewSweepingMemoryStore() *MemoryStore {
-	m := NewMemoryStore()
-	m.keep = 0
-	return m
-}
+// The lease is reached through WithLease and WithAdaptiveLease; its tests
+// (package pacer_test) drive the store decorator directly.
+type LeaseConfig = leaseConfig
+
+var NewLeaseStore = newLeaseStore
+
+const DefaultLeaseAge = defaultLeaseAge

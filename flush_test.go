@@ -9,12 +9,14 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacer-go/pacer/store"
 )
 
 // slowStore is a memory store whose writes (refunds, adjustments, clamps)
 // take delay to answer, or fail while it is down. Takes answer at once.
 type slowStore struct {
-	*MemoryStore
+	*store.Memory
 	delay time.Duration
 	down  atomic.Bool
 }
@@ -35,32 +37,32 @@ func (s *slowStore) wait(ctx context.Context) error {
 	}
 }
 
-func (s *slowStore) Take(ctx context.Context, now time.Time, ds []Demand) (Decision, error) {
+func (s *slowStore) Take(ctx context.Context, now time.Time, ds []store.Demand) (store.Decision, error) {
 	if s.down.Load() {
-		return Decision{}, errStoreGone
+		return store.Decision{}, errStoreGone
 	}
-	return s.MemoryStore.Take(ctx, now, ds)
+	return s.Memory.Take(ctx, now, ds)
 }
 
-func (s *slowStore) Refund(ctx context.Context, now time.Time, ds []Demand) error {
+func (s *slowStore) Refund(ctx context.Context, now time.Time, ds []store.Demand) error {
 	if err := s.wait(ctx); err != nil {
 		return err
 	}
-	return s.MemoryStore.Refund(ctx, now, ds)
+	return s.Memory.Refund(ctx, now, ds)
 }
 
-func (s *slowStore) Adjust(ctx context.Context, now time.Time, ds []Demand) error {
+func (s *slowStore) Adjust(ctx context.Context, now time.Time, ds []store.Demand) error {
 	if err := s.wait(ctx); err != nil {
 		return err
 	}
-	return s.MemoryStore.Adjust(ctx, now, ds)
+	return s.Memory.Adjust(ctx, now, ds)
 }
 
-func (s *slowStore) Clamp(ctx context.Context, now time.Time, d Demand, tokens float64) error {
+func (s *slowStore) Clamp(ctx context.Context, now time.Time, d store.Demand, tokens float64) error {
 	if err := s.wait(ctx); err != nil {
 		return err
 	}
-	return s.MemoryStore.Clamp(ctx, now, d, tokens)
+	return s.Memory.Clamp(ctx, now, d, tokens)
 }
 
 // flushSetup is a Transport over s with a budget of 10,000 tokens on the
@@ -73,7 +75,7 @@ func flushSetup(t *testing.T, s *slowStore) (*Transport, func() float64) {
 		t.Fatal(err)
 	}
 	spent := func() float64 {
-		return 10_000 - s.level(tr.workloads["backfill"].budget, time.Now())
+		return 10_000 - s.Level(tr.workloads["backfill"].budget, time.Now())
 	}
 	return tr, spent
 }
@@ -83,7 +85,7 @@ func flushSetup(t *testing.T, s *slowStore) (*Transport, func() float64) {
 // them, and the store counts what the calls were billed.
 func TestFlushSlowStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := &slowStore{MemoryStore: NewMemoryStore(), delay: 300 * time.Millisecond}
+		s := &slowStore{Memory: store.NewMemory(), delay: 300 * time.Millisecond}
 		tr, spent := flushSetup(t, s)
 		backfill := ContextWithWorkload(context.Background(), "backfill")
 		for range 3 {
@@ -115,7 +117,7 @@ func TestFlushSlowStore(t *testing.T) {
 // how many were lost, once.
 func TestFlushStoreDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := &slowStore{MemoryStore: NewMemoryStore()}
+		s := &slowStore{Memory: store.NewMemory()}
 		tr, _ := flushSetup(t, s)
 		backfill := ContextWithWorkload(context.Background(), "backfill")
 		for range 2 {

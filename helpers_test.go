@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/internal/fakeclock"
 )
 
 // stubAPI is a base RoundTripper that answers 200 at once and records when
 // each request arrived, by workload.
 type stubAPI struct {
-	clock Clock
+	clock clock.Clock
 	mu    sync.Mutex
 	sent  []sentRequest
 	// respond, if set, answers instead of the default 200.
@@ -33,7 +34,7 @@ type sentRequest struct {
 
 func (s *stubAPI) RoundTrip(req *http.Request) (*http.Response, error) {
 	s.mu.Lock()
-	s.sent = append(s.sent, sentRequest{s.clock.Now(), WorkloadFromContext(req.Context()), req.URL.Path})
+	s.sent = append(s.sent, sentRequest{s.clock.Now(), workloadFromContext(req.Context()), req.URL.Path})
 	s.mu.Unlock()
 	if s.respond != nil {
 		return s.respond(req)
@@ -75,7 +76,7 @@ func get(rt http.RoundTripper, ctx context.Context, url string) error {
 // fakeClock adapts the fake clock to Clock.
 type fakeClock struct{ *fakeclock.Clock }
 
-func (f fakeClock) NewTimer(d time.Duration) Timer { return f.Clock.NewTimer(d) }
+func (f fakeClock) NewTimer(d time.Duration) clock.Timer { return f.Clock.NewTimer(d) }
 
 func newFakeClock() fakeClock {
 	return fakeClock{fakeclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
@@ -110,3 +111,7 @@ func newPost(ctx context.Context, body io.ReadCloser) (*http.Request, error) {
 }
 
 func slogTo(w io.Writer) *slog.Logger { return slog.New(slog.NewTextHandler(w, nil)) }
+
+// withClock is clock.With for this package's tests, whose variables are
+// often named clock.
+func withClock(clk clock.Clock) Option { return clock.With[Option](clk) }

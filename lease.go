@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/pacer-go/pacer/store"
 )
 
 // WithLease makes a Transport take tokens from its shared store k units
@@ -16,7 +18,9 @@ import (
 // alone, and later than the shared bucket counted them. In any window the
 // fleet sends at most k units per instance more than the bucket allows, and
 // an instance that goes idle holding a lease wastes it. Choose k well below
-// the burst; a lease never takes more than the burst allows.
+// the burst; a lease never takes more than the burst allows. Leased tokens
+// are spent within a second of their lease or dropped, so a lease never
+// lets a stale limit live on.
 //
 // Leases apply to refilling buckets, not to spend budgets (fixed windows),
 // and not to the in-memory store, which has no round trip to save.
@@ -26,7 +30,7 @@ func WithLease(k int) Option {
 			c.errs = append(c.errs, fmt.Errorf("WithLease(%d): the lease must be at least 1", k))
 			return
 		}
-		c.lease = LeaseConfig{Size: k}
+		c.lease = leaseConfig{Size: k}
 	}
 }
 
@@ -40,30 +44,30 @@ func WithAdaptiveLease(max int) Option {
 			c.errs = append(c.errs, fmt.Errorf("WithAdaptiveLease(%d): the maximum must be at least 1", max))
 			return
 		}
-		c.lease = LeaseConfig{Size: max, Adaptive: true}
+		c.lease = leaseConfig{Size: max, Adaptive: true}
 	}
 }
 
-// LeaseConfig configures NewLeaseStore.
-type LeaseConfig struct {
+// leaseConfig configures newLeaseStore.
+type leaseConfig struct {
 	// Size is the lease, in units beyond a request's cost: fixed, or the
 	// largest an adaptive lease grows to.
 	Size     int
 	Adaptive bool
-	// MaxAge is how long leased tokens may be spent; DefaultLeaseAge if zero.
+	// MaxAge is how long leased tokens may be spent; defaultLeaseAge if zero.
 	// Older ones are dropped, so a lease never lets a stale limit live on.
 	MaxAge time.Duration
 }
 
-// DefaultLeaseAge is how long leased tokens may be spent unless configured.
-const DefaultLeaseAge = time.Second
+// defaultLeaseAge is how long leased tokens may be spent unless configured.
+const defaultLeaseAge = time.Second
 
-// LeaseStore is a Store decorator that takes tokens from its store in
+// leaseStore is a Store decorator that takes tokens from its store in
 // leases and spends them locally (see WithLease). It is safe for concurrent
 // use.
-type LeaseStore struct {
-	store Store
-	cfg   LeaseConfig
+type leaseStore struct {
+	store store.Store
+	cfg   leaseConfig
 
 	mu     sync.Mutex
 	leases map[leaseKey]*lease
@@ -82,30 +86,30 @@ type lease struct {
 	size   float64   // units to lease beyond the cost next time
 }
 
-// NewLeaseStore returns a Store that takes from s in leases as cfg says.
-func NewLeaseStore(s Store, cfg LeaseConfig) *LeaseStore {
+// newLeaseStore returns a Store that takes from s in leases as cfg says.
+func newLeaseStore(s store.Store, cfg leaseConfig) *leaseStore {
 	if cfg.MaxAge <= 0 {
-		cfg.MaxAge = DefaultLeaseAge
+		cfg.MaxAge = defaultLeaseAge
 	}
-	return &LeaseStore{store: s, cfg: cfg, leases: make(map[leaseKey]*lease)}
+	return &leaseStore{store: s, cfg: cfg, leases: make(map[leaseKey]*lease)}
 }
 
-func keyOf(d *Demand) leaseKey { return leaseKey{d.Scope, d.Key, d.Floor} }
+func keyOf(d *store.Demand) leaseKey { return leaseKey{d.Scope, d.Key, d.Floor} }
 
 // Take implements Store: from the local leases if they hold every demand's
 // cost, else from the store, with a new lease on top where there is room.
-func (l *LeaseStore) Take(ctx context.Context, now time.Time, demands []Demand) (Decision, error) {
+func (l *leaseStore) Take(ctx context.Context, now time.Time, demands []store.Demand) (store.Decision, error) {
 	for i := range demands {
 		if demands[i].Window > 0 && demands[i].Cost > 0 {
 			return l.store.Take(ctx, now, demands)
 		}
 	}
 	if l.takeLocal(now, demands) {
-		return Decision{OK: true}, nil
+		return store.Decision{OK: true}, nil
 	}
 	extra := l.extras(now, demands)
 	if extra != nil {
-		asked := make([]Demand, len(demands))
+		asked := make([]store.Demand, len(demands))
 		for i, d := range demands {
 			d.Cost += extra[i]
 			asked[i] = d
@@ -124,7 +128,7 @@ func (l *LeaseStore) Take(ctx context.Context, now time.Time, demands []Demand) 
 }
 
 // takeLocal spends every demand's cost from fresh leases, if they all hold it.
-func (l *LeaseStore) takeLocal(now time.Time, demands []Demand) bool {
+func (l *leaseStore) takeLocal(now time.Time, demands []store.Demand) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i := range demands {
@@ -147,7 +151,7 @@ func (l *LeaseStore) takeLocal(now time.Time, demands []Demand) bool {
 
 // extras returns how much to lease on top of each demand's cost, adapting
 // the sizes to how the last leases went; nil if nothing.
-func (l *LeaseStore) extras(now time.Time, demands []Demand) []float64 {
+func (l *leaseStore) extras(now time.Time, demands []store.Demand) []float64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var extra []float64
@@ -185,7 +189,7 @@ func (l *LeaseStore) extras(now time.Time, demands []Demand) []float64 {
 
 // addLeases records the leased extras; what is left of an expired lease is
 // dropped.
-func (l *LeaseStore) addLeases(now time.Time, demands []Demand, extra []float64) {
+func (l *leaseStore) addLeases(now time.Time, demands []store.Demand, extra []float64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i := range demands {
@@ -204,7 +208,7 @@ func (l *LeaseStore) addLeases(now time.Time, demands []Demand, extra []float64)
 
 // sweep forgets expired leases once the map has grown, so that keys seen
 // once do not stay.
-func (l *LeaseStore) sweep(now time.Time) {
+func (l *leaseStore) sweep(now time.Time) {
 	if len(l.leases) < 1024 {
 		return
 	}
@@ -217,8 +221,8 @@ func (l *LeaseStore) sweep(now time.Time) {
 
 // Refund implements Store. Tokens go back to a fresh lease of their bucket,
 // to be spent here, or else to the store.
-func (l *LeaseStore) Refund(ctx context.Context, now time.Time, demands []Demand) error {
-	var rest []Demand
+func (l *leaseStore) Refund(ctx context.Context, now time.Time, demands []store.Demand) error {
+	var rest []store.Demand
 	l.mu.Lock()
 	for i := range demands {
 		d := &demands[i]
@@ -240,7 +244,7 @@ func (l *LeaseStore) Refund(ctx context.Context, now time.Time, demands []Demand
 
 // Clamp implements Store. The provider says there are fewer tokens than
 // believed: the local leases of the bucket are dropped too.
-func (l *LeaseStore) Clamp(ctx context.Context, now time.Time, d Demand, tokens float64) error {
+func (l *leaseStore) Clamp(ctx context.Context, now time.Time, d store.Demand, tokens float64) error {
 	l.mu.Lock()
 	for k, le := range l.leases {
 		if k.scope == d.Scope && k.key == d.Key {
@@ -253,6 +257,6 @@ func (l *LeaseStore) Clamp(ctx context.Context, now time.Time, d Demand, tokens 
 
 // Adjust implements Adjuster: a settlement goes to the store, whose bucket
 // the call's tokens came from; a lease holds what is not yet spent.
-func (l *LeaseStore) Adjust(ctx context.Context, now time.Time, demands []Demand) error {
+func (l *leaseStore) Adjust(ctx context.Context, now time.Time, demands []store.Demand) error {
 	return adjustOrRefund(ctx, l.store, now, demands)
 }

@@ -9,23 +9,24 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 )
 
 // countingStore counts the Takes that reach a memory store: the round
 // trips a remote store would make.
 type countingStore struct {
-	*pacer.MemoryStore
+	*store.Memory
 	takes atomic.Int64
 }
 
-func (c *countingStore) Take(ctx context.Context, now time.Time, ds []pacer.Demand) (pacer.Decision, error) {
+func (c *countingStore) Take(ctx context.Context, now time.Time, ds []store.Demand) (store.Decision, error) {
 	c.takes.Add(1)
-	return c.MemoryStore.Take(ctx, now, ds)
+	return c.Memory.Take(ctx, now, ds)
 }
 
 var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func mustTake(t *testing.T, s pacer.Store, now time.Time, ds ...pacer.Demand) pacer.Decision {
+func mustTake(t *testing.T, s store.Store, now time.Time, ds ...store.Demand) store.Decision {
 	t.Helper()
 	d, err := s.Take(context.Background(), now, ds)
 	if err != nil {
@@ -35,9 +36,9 @@ func mustTake(t *testing.T, s pacer.Store, now time.Time, ds ...pacer.Demand) pa
 }
 
 func TestLeaseSavesRoundTrips(t *testing.T) {
-	remote := &countingStore{MemoryStore: pacer.NewMemoryStore()}
+	remote := &countingStore{Memory: store.NewMemory()}
 	s := pacer.NewLeaseStore(remote, pacer.LeaseConfig{Size: 4})
-	d := pacer.Demand{Scope: "api", Rate: 1, Burst: 100, Cost: 1}
+	d := store.Demand{Scope: "api", Rate: 1, Burst: 100, Cost: 1}
 	for i := range 10 {
 		if !mustTake(t, s, t0, d).OK {
 			t.Fatalf("take %d denied", i)
@@ -55,12 +56,12 @@ func TestLeaseSavesRoundTrips(t *testing.T) {
 // Instances that lease from one bucket are granted, together, exactly what
 // it holds: a lease moves tokens, it does not make them.
 func TestLeaseNeverOverGrants(t *testing.T) {
-	remote := pacer.NewMemoryStore()
-	var instances []pacer.Store
+	remote := store.NewMemory()
+	var instances []store.Store
 	for range 3 {
 		instances = append(instances, pacer.NewLeaseStore(remote, pacer.LeaseConfig{Size: 4}))
 	}
-	d := pacer.Demand{Scope: "api", Burst: 20, Cost: 1} // no refill
+	d := store.Demand{Scope: "api", Burst: 20, Cost: 1} // no refill
 	granted := 0
 	for denied := 0; denied < len(instances); {
 		denied = 0
@@ -78,9 +79,9 @@ func TestLeaseNeverOverGrants(t *testing.T) {
 }
 
 func TestLeaseFitsTheBucket(t *testing.T) {
-	remote := &countingStore{MemoryStore: pacer.NewMemoryStore()}
+	remote := &countingStore{Memory: store.NewMemory()}
 	s := pacer.NewLeaseStore(remote, pacer.LeaseConfig{Size: 10})
-	d := pacer.Demand{Scope: "api", Rate: 1, Burst: 3, Cost: 1}
+	d := store.Demand{Scope: "api", Rate: 1, Burst: 3, Cost: 1}
 	// The lease shrinks to what the burst allows: 1 + 2.
 	for range 3 {
 		if !mustTake(t, s, t0, d).OK {
@@ -101,9 +102,9 @@ func TestLeaseFitsTheBucket(t *testing.T) {
 }
 
 func TestLeaseExpires(t *testing.T) {
-	remote := &countingStore{MemoryStore: pacer.NewMemoryStore()}
+	remote := &countingStore{Memory: store.NewMemory()}
 	s := pacer.NewLeaseStore(remote, pacer.LeaseConfig{Size: 4, MaxAge: time.Second})
-	d := pacer.Demand{Scope: "api", Rate: 1, Burst: 100, Cost: 1}
+	d := store.Demand{Scope: "api", Rate: 1, Burst: 100, Cost: 1}
 	mustTake(t, s, t0, d)
 	mustTake(t, s, t0.Add(999*time.Millisecond), d)
 	if n := remote.takes.Load(); n != 1 {
@@ -116,9 +117,9 @@ func TestLeaseExpires(t *testing.T) {
 }
 
 func TestAdaptiveLease(t *testing.T) {
-	remote := &countingStore{MemoryStore: pacer.NewMemoryStore()}
+	remote := &countingStore{Memory: store.NewMemory()}
 	s := pacer.NewLeaseStore(remote, pacer.LeaseConfig{Size: 16, Adaptive: true})
-	d := pacer.Demand{Scope: "api", Rate: 1, Burst: 1000, Cost: 1}
+	d := store.Demand{Scope: "api", Rate: 1, Burst: 1000, Cost: 1}
 	for range 104 {
 		mustTake(t, s, t0, d)
 	}
@@ -138,11 +139,11 @@ func TestAdaptiveLease(t *testing.T) {
 }
 
 func TestLeaseRefundStaysLocal(t *testing.T) {
-	remote := &countingStore{MemoryStore: pacer.NewMemoryStore()}
+	remote := &countingStore{Memory: store.NewMemory()}
 	s := pacer.NewLeaseStore(remote, pacer.LeaseConfig{Size: 1})
-	d := pacer.Demand{Scope: "api", Burst: 10, Cost: 1}
+	d := store.Demand{Scope: "api", Burst: 10, Cost: 1}
 	mustTake(t, s, t0, d) // took 2, holds 1
-	if err := s.Refund(context.Background(), t0, []pacer.Demand{d}); err != nil {
+	if err := s.Refund(context.Background(), t0, []store.Demand{d}); err != nil {
 		t.Fatal(err)
 	}
 	mustTake(t, s, t0, d)
@@ -154,9 +155,9 @@ func TestLeaseRefundStaysLocal(t *testing.T) {
 
 // Spend budgets are fixed windows: never leased.
 func TestLeaseSkipsWindows(t *testing.T) {
-	remote := &countingStore{MemoryStore: pacer.NewMemoryStore()}
+	remote := &countingStore{Memory: store.NewMemory()}
 	s := pacer.NewLeaseStore(remote, pacer.LeaseConfig{Size: 4})
-	d := pacer.Demand{Scope: "budget", Burst: 10, Window: time.Hour, Cost: 1}
+	d := store.Demand{Scope: "budget", Burst: 10, Window: time.Hour, Cost: 1}
 	for range 3 {
 		mustTake(t, s, t0, d)
 	}
@@ -165,7 +166,7 @@ func TestLeaseSkipsWindows(t *testing.T) {
 	}
 }
 
-func takeAll(t *testing.T, s pacer.Store, now time.Time, d pacer.Demand) int {
+func takeAll(t *testing.T, s store.Store, now time.Time, d store.Demand) int {
 	n := 0
 	for mustTake(t, s, now, d).OK {
 		n++
@@ -181,7 +182,7 @@ func TestLeaseOptions(t *testing.T) {
 		t.Error("WithAdaptiveLease(0) was accepted")
 	}
 	// Through a Transport: 6 requests, a lease of 2, 2 round trips.
-	remote := &countingStore{MemoryStore: pacer.NewMemoryStore()}
+	remote := &countingStore{Memory: store.NewMemory()}
 	tr := pacer.New(&okTransport{}, pacer.WithLimit(pacer.PerSecond(100)), pacer.WithStore(remote), pacer.WithLease(2))
 	for range 6 {
 		if err := send(context.Background(), tr); err != nil {

@@ -60,9 +60,9 @@ func (l Limit) validate() error {
 	return nil
 }
 
-// pace returns the refill rate, in units a second, and the bucket's capacity
+// shape returns the refill rate, in units a second, and the bucket's capacity
 // that pacer uses for l when it keeps headroom of the provider's limit.
-func (l Limit) pace(headroom float64) (rate, burst float64) {
+func (l Limit) shape(headroom float64) (rate, burst float64) {
 	if l.IsZero() {
 		return 0, 0
 	}

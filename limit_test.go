@@ -1,8 +1,13 @@
 package pacer
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/store"
 )
 
 func TestLimitPace(t *testing.T) {
@@ -22,7 +27,7 @@ func TestLimitPace(t *testing.T) {
 		{Limit{}, 0.9, 0, 0, "the zero limit paces nothing"},
 	}
 	for _, tt := range tests {
-		rate, burst := tt.limit.pace(tt.headroom)
+		rate, burst := tt.limit.shape(tt.headroom)
 		if diff := rate - tt.rate; diff > 1e-9 || diff < -1e-9 || burst != tt.burst {
 			t.Errorf("%v at headroom %v: rate %v burst %v, want %v and %v (%s)", tt.limit, tt.headroom, rate, burst, tt.rate, tt.burst, tt.rationale)
 		}
@@ -40,5 +45,22 @@ func TestLimitValidate(t *testing.T) {
 		if err := l.validate(); err != nil {
 			t.Errorf("%v: %v", l, err)
 		}
+	}
+}
+
+// A limit of one per 290 years is absurd, not impossible: the second
+// request waits, saturated at LongestWait, and is refused as a wait that
+// does not fit its deadline, not as a request too big for its bucket
+// (ErrExceedsCapacity), which would tell the caller to make it smaller.
+func TestAbsurdLimitWaitSaturates(t *testing.T) {
+	tr := New(&stubAPI{clock: clock.System}, WithLimit(Limit{Count: 1, Per: 290 * 365 * 24 * time.Hour}), WithoutRetry())
+	mustNotErr(t, tr.Err())
+	mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	err := get(tr, ctx, "http://api.test/")
+	var te *ThrottledError
+	if !errors.As(err, &te) || errors.Is(err, ErrExceedsCapacity) || te.Reason != ReasonRate || te.RetryAfter != store.LongestWait {
+		t.Fatalf("the second call of one per 290 years returned %v; want a ThrottledError for the rate, RetryAfter LongestWait", err)
 	}
 }

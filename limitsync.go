@@ -6,25 +6,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pacer-go/pacer/store"
 )
-
-// A LimitStore keeps the scopes' limits for a fleet, beside the buckets:
-// what one instance's SetLimit publishes, every instance sharing the store
-// reads (WithLimitSync). MemoryStore, store/redisstore and store/pgstore
-// implement it.
-type LimitStore interface {
-	// PublishLimit records l as the scope's limit and returns its version,
-	// larger than any the store returned before.
-	PublishLimit(ctx context.Context, scope string, l Limit) (version int64, err error)
-	// PublishedLimits returns the limits published, by scope.
-	PublishedLimits(ctx context.Context) (map[string]PublishedLimit, error)
-}
-
-// A PublishedLimit is a scope's limit as a LimitStore keeps it.
-type PublishedLimit struct {
-	Limit   Limit
-	Version int64
-}
 
 // OriginStore is the Origin of an EventLimitChanged that another instance
 // made, read from the shared store (WithLimitSync).
@@ -55,7 +39,7 @@ func WithLimitSync(interval time.Duration) Option {
 
 // limitSync is what a Transport keeps for WithLimitSync.
 type limitSync struct {
-	store    LimitStore
+	store    store.LimitStore
 	interval time.Duration
 	timeout  time.Duration
 	next     atomic.Int64     // Unix nanoseconds of the next read
@@ -90,8 +74,8 @@ func (t *Transport) syncLimits(ctx context.Context) {
 			continue
 		}
 		ls.versions[scope] = p.Version
-		if class.configured.Load().limit != p.Limit && p.Limit.validate() == nil {
-			t.applyLimit(class, p.Limit, OriginStore)
+		if l := Limit(p.Limit); class.configured.Load().limit != l && l.validate() == nil {
+			t.applyLimit(class, l, OriginStore)
 		}
 	}
 }
@@ -104,7 +88,7 @@ func (t *Transport) publishLimit(scope string, l Limit) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ls.timeout)
 	defer cancel()
-	v, err := ls.store.PublishLimit(ctx, scope, l)
+	v, err := ls.store.PublishLimit(ctx, scope, store.Limit(l))
 	if err != nil {
 		return fmt.Errorf("pacer: SetLimit: publishing scope %q's limit to the fleet: %w", scope, err)
 	}
@@ -112,37 +96,4 @@ func (t *Transport) publishLimit(scope string, l Limit) error {
 	ls.versions[scope] = max(ls.versions[scope], v)
 	ls.mu.Unlock()
 	return nil
-}
-
-// publishedLimits is a MemoryStore's LimitStore.
-type publishedLimits struct {
-	mu      sync.Mutex
-	limits  map[string]PublishedLimit
-	version int64
-}
-
-// PublishLimit records l as the scope's limit, for the Transports sharing
-// the store that sync limits (WithLimitSync).
-func (s *MemoryStore) PublishLimit(_ context.Context, scope string, l Limit) (int64, error) {
-	p := &s.published
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.limits == nil {
-		p.limits = make(map[string]PublishedLimit)
-	}
-	p.version++
-	p.limits[scope] = PublishedLimit{l, p.version}
-	return p.version, nil
-}
-
-// PublishedLimits returns the limits published, by scope.
-func (s *MemoryStore) PublishedLimits(context.Context) (map[string]PublishedLimit, error) {
-	p := &s.published
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := make(map[string]PublishedLimit, len(p.limits))
-	for k, v := range p.limits {
-		out[k] = v
-	}
-	return out, nil
 }

@@ -6,17 +6,18 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/storetest"
 )
 
 // A fleet of four sharing a MemoryStore sees a SetLimit within the
 // interval (store/redisstore runs the same check on Redis).
 func TestLimitSyncMemoryStore(t *testing.T) {
-	storetest.LimitSync(t, pacer.NewMemoryStore())
+	storetest.LimitSync(t, store.NewMemory())
 }
 
 func TestLimitSyncNeedsALimitStore(t *testing.T) {
-	err := pacer.New(nil, pacer.WithStore(storeOnly{pacer.NewMemoryStore()}), pacer.WithLimitSync(time.Second)).Err()
+	err := pacer.New(nil, pacer.WithStore(storeOnly{store.NewMemory()}), pacer.WithLimitSync(time.Second)).Err()
 	if err == nil || !strings.Contains(err.Error(), "LimitStore") {
 		t.Errorf("err = %v, want one naming LimitStore", err)
 	}
@@ -26,4 +27,4 @@ func TestLimitSyncNeedsALimitStore(t *testing.T) {
 }
 
 // storeOnly hides every method but the Store's.
-type storeOnly struct{ pacer.Store }
+type storeOnly struct{ store.Store }

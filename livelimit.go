@@ -15,8 +15,8 @@ type configuredLimit struct {
 
 // setLimit makes l the scope's configured limit and returns the one it
 // replaces.
-func (c *scopeClass) setLimit(l Limit, headroom float64) *configuredLimit {
-	rate, burst := l.pace(headroom)
+func (c *configuredScope) setLimit(l Limit, headroom float64) *configuredLimit {
+	rate, burst := l.shape(headroom)
 	cl := &configuredLimit{limit: l, rate: rate, burst: burst}
 	if rate > 0 {
 		cl.raw = float64(l.Count) / l.Per.Seconds()
@@ -26,7 +26,7 @@ func (c *scopeClass) setLimit(l Limit, headroom float64) *configuredLimit {
 }
 
 // configuredPace returns the pace of the scope's configured Limit.
-func (c *scopeClass) configuredPace() (rate, burst float64) {
+func (c *configuredScope) configuredPace() (rate, burst float64) {
 	p := c.configured.Load()
 	return p.rate, p.burst
 }
@@ -66,9 +66,9 @@ func (t *Transport) SetLimit(scope string, l Limit) error {
 }
 
 // applyLimit makes l the class's configured limit, as SetLimit says.
-func (t *Transport) applyLimit(class *scopeClass, l Limit, origin string) {
+func (t *Transport) applyLimit(class *configuredScope, l Limit, origin string) {
 	old := class.setLimit(l, t.headroom)
-	class.eachState(func(s *scopeState) {
+	class.eachState(func(s *bucket) {
 		s.learned.Store(nil)
 		// The head's timer was set at the old pace: wake it to re-read.
 		if s.waiting.Load() > 0 {
@@ -80,10 +80,10 @@ func (t *Transport) applyLimit(class *scopeClass, l Limit, origin string) {
 
 // eachState calls f on every bucket state the scope holds, outside the
 // class's lock, so that f may take a state's own.
-func (c *scopeClass) eachState(f func(*scopeState)) {
+func (c *configuredScope) eachState(f func(*bucket)) {
 	f(c.shared)
 	c.mu.Lock()
-	states := make([]*scopeState, 0, len(c.keyed))
+	states := make([]*bucket, 0, len(c.keyed))
 	for _, s := range c.keyed {
 		states = append(states, s)
 	}
@@ -114,7 +114,7 @@ type workloadShares struct {
 }
 
 // newShares works out the scope's shares for the workloads, in index order.
-func (c *scopeClass) newShares(workloads []namedWorkload) *workloadShares {
+func (c *configuredScope) newShares(workloads []namedWorkload) *workloadShares {
 	n := len(workloads)
 	sh := &workloadShares{
 		reserve: make([]float64, n), max: make([]float64, n), othersReserve: make([]float64, n),

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacer-go/pacer/ratelimitheader"
 )
 
 // SetLimit halves the pace at once and keeps the tokens in hand.
@@ -76,7 +78,7 @@ func TestSetLimitRepacesWaiters(t *testing.T) {
 func TestSetLimitAndLearnedLimit(t *testing.T) {
 	tr := New(nil, WithLimit(PerMinute(600)))
 	s := tr.scopes[DefaultScope].shared
-	s.learnLimit(Quota{Limit: 60, Window: time.Minute, Remaining: -1}, tr.headroom, tr.maxWait, tr.log)
+	s.learnLimit(ratelimitheader.Quota{Limit: 60, Window: time.Minute, Remaining: -1}, tr.headroom, tr.maxWait, tr.log)
 	if s.learned.Load() == nil {
 		t.Fatal("a lower published limit was not learned")
 	}
@@ -88,7 +90,7 @@ func TestSetLimitAndLearnedLimit(t *testing.T) {
 		t.Errorf("rate = %v, want the new limit's", rate)
 	}
 	// 60 published is above the configured 30, which is not provisional.
-	s.learnLimit(Quota{Limit: 60, Window: time.Minute, Remaining: -1}, tr.headroom, tr.maxWait, tr.log)
+	s.learnLimit(ratelimitheader.Quota{Limit: 60, Window: time.Minute, Remaining: -1}, tr.headroom, tr.maxWait, tr.log)
 	if rate, _ := s.pace(); rate != 30*0.9/60 {
 		t.Errorf("a higher published limit raised a configured one: rate = %v", rate)
 	}

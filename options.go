@@ -1,6 +1,8 @@
 package pacer
 
 import (
+	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/usage/prices"
 
 	"cmp"
@@ -23,8 +25,8 @@ type config struct {
 	scopes    []Scope // in order of declaration; DefaultScope first
 	workloads []namedWorkload
 	routes    []Route
-	store     Store
-	clock     Clock
+	store     store.Store
+	clock     clock.Clock
 	maxWait   time.Duration
 	retry     RetryPolicy
 	retries   bool // false after WithoutRetry
@@ -41,9 +43,9 @@ type config struct {
 	// What to do when a shared store fails (storefailure.go).
 	storeFailure StoreFailure
 	storeTimeout time.Duration
-	lease        LeaseConfig // lease.go; Size 0: no lease
+	lease        leaseConfig // lease.go; Size 0: no lease
 
-	slotAgeAlert time.Duration                         // slotage.go; 0: DefaultSlotAgeAlert
+	slotAgeAlert time.Duration                         // slotage.go; 0: defaultSlotAgeAlert
 	limitSync    time.Duration                         // limitsync.go; 0: none
 	tenantOf     func(*http.Request) (string, float64) // tenant.go
 
@@ -145,7 +147,7 @@ func WithWorkload(name string, w Workload) Option {
 
 // WithStore keeps the buckets in s instead of this process's memory, so that
 // a fleet can share them.
-func WithStore(s Store) Option {
+func WithStore(s store.Store) Option {
 	return func(c *config) {
 		if s == nil {
 			c.errs = append(c.errs, fmt.Errorf("WithStore: the store must not be nil"))
@@ -155,16 +157,15 @@ func WithStore(s Store) Option {
 	}
 }
 
-// WithClock makes the Transport tell time and wait by clk. Tests use it to
-// run in virtual time.
-func WithClock(clk Clock) Option {
-	return func(c *config) {
-		if clk == nil {
-			c.errs = append(c.errs, fmt.Errorf("WithClock: the clock must not be nil"))
-			return
-		}
-		c.clock = clk
+// SetClock makes the Transport tell time and wait by clk. It is how
+// internal/clock.With sets a clock (tests, the simulator) without a clock
+// option in the package's API; config is unexported, so callers never see it.
+func (c *config) SetClock(clk clock.Clock) {
+	if clk == nil {
+		c.errs = append(c.errs, fmt.Errorf("clock.With: the clock must not be nil"))
+		return
 	}
+	c.clock = clk
 }
 
 // WithMaxWait caps every wait a provider's headers can impose (Retry-After,
@@ -223,7 +224,7 @@ func (c *config) warnings() []string {
 		// carry more than the count, which no window-counting provider
 		// allows.
 		if l := s.Limit; l.Burst > l.Count && l.Per > time.Second {
-			rate, burst := l.pace(c.headroom)
+			rate, burst := l.shape(c.headroom)
 			out = append(out, fmt.Sprintf("scope %q: Limit %v has Burst %d above Count %d: in one period of %v pacer may send %v at once and %v more as the bucket refills, above the %d the provider publishes; "+
 				"keep Burst at most Count unless the provider keeps a bucket of %d", s.Name, l, l.Burst, l.Count, l.Per, burst, math.Floor(rate*l.Per.Seconds()), l.Count, l.Burst))
 		}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // ContextWithMaxWait refuses at once a wait known to be too long, and ends
@@ -101,7 +103,7 @@ func TestContextWithPriorityOrdersTheLine(t *testing.T) {
 func TestAttemptTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var attempts atomic.Int32
-		api := &stubAPI{clock: SystemClock, respond: func(req *http.Request) (*http.Response, error) {
+		api := &stubAPI{clock: clock.System, respond: func(req *http.Request) (*http.Response, error) {
 			if attempts.Add(1) == 1 {
 				<-req.Context().Done() // the first attempt hangs
 				return nil, fmt.Errorf("hung up: %w", req.Context().Err())
@@ -133,7 +135,7 @@ func TestAttemptTimeout(t *testing.T) {
 	})
 	// With one attempt, the error says which bound ended it.
 	synctest.Test(t, func(t *testing.T) {
-		api := &stubAPI{clock: SystemClock, respond: func(req *http.Request) (*http.Response, error) {
+		api := &stubAPI{clock: clock.System, respond: func(req *http.Request) (*http.Response, error) {
 			<-req.Context().Done()
 			return nil, req.Context().Err()
 		}}

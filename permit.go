@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/pacer-go/pacer/store"
 )
 
 // A Permit is a call admitted without net/http: a gRPC call, a websocket
@@ -244,7 +246,7 @@ func (c *call) takeAhead(ctx context.Context, now time.Time) (time.Duration, err
 	if err == nil && d.OK {
 		return 0, nil
 	}
-	if err == nil && d.Wait != Never {
+	if err == nil && d.Wait != store.Never {
 		delay := d.Wait
 		owing := slices.Clone(c.demands)
 		for i := range owing {
@@ -259,7 +261,7 @@ func (c *call) takeAhead(ctx context.Context, now time.Time) (time.Duration, err
 		return 0, fmt.Errorf("pacer: taking tokens: %w", err)
 	}
 	b := blocked{state: c.charges[c.owners[d.Blocked]].state, reason: ReasonRate, wait: d.Wait}
-	if d.Wait == Never {
+	if d.Wait == store.Never {
 		return 0, c.cannotWait(ctx, b)
 	}
 	return 0, b.error(fmt.Errorf("the bucket already owes a whole burst to earlier reservations"))

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
 )
 
 func mustAcquire(t *testing.T, tr *Transport, ctx context.Context, charges ...Charge) *Permit {
@@ -27,7 +29,7 @@ func TestPermitRejectedPausesLikeRetryAfter(t *testing.T) {
 	pauseAfter := func(t *testing.T, reject func(tr *Transport)) time.Duration {
 		var d time.Duration
 		synctest.Test(t, func(t *testing.T) {
-			api := &stubAPI{clock: SystemClock, respond: func(req *http.Request) (*http.Response, error) {
+			api := &stubAPI{clock: clock.System, respond: func(req *http.Request) (*http.Response, error) {
 				resp := okResponse(req)
 				resp.StatusCode = http.StatusTooManyRequests
 				resp.Header.Set("Retry-After", "2")
@@ -140,7 +142,7 @@ func TestTryAcquireGrantsNoTokenTwice(t *testing.T) {
 // admission: what one takes, the other waits for.
 func TestPermitAndRequestShareAdmission(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := &stubAPI{clock: SystemClock}
+		api := &stubAPI{clock: clock.System}
 		tr := New(api, WithLimit(Limit{Count: 1, Per: time.Second, Burst: 1}), WithHeadroom(1))
 		p := mustAcquire(t, tr, context.Background())
 		err := get(tr, ContextWithFailFast(context.Background()), "http://api.test/")

@@ -69,7 +69,7 @@ func (r *recovery) factor(now int64) float64 {
 
 // rateFactor returns the share of the scope's pace in use now: below 1
 // while the scope recovers from a cut.
-func (s *scopeState) rateFactor() float64 {
+func (s *bucket) rateFactor() float64 {
 	r := s.recov.Load()
 	if r == nil {
 		return 1
@@ -78,7 +78,7 @@ func (s *scopeState) rateFactor() float64 {
 }
 
 // factorOf returns r's factor at now, and forgets r once it is back at 1.
-func (s *scopeState) factorOf(r *recovery, now int64) float64 {
+func (s *bucket) factorOf(r *recovery, now int64) float64 {
 	if now >= r.full {
 		if s.recov.CompareAndSwap(r, nil) {
 			s.recovered.Store(true)
@@ -110,7 +110,7 @@ type acceptance struct {
 }
 
 // succeeded counts a call the provider accepted.
-func (s *scopeState) succeeded() {
+func (s *bucket) succeeded() {
 	if n := s.ok.Add(1); n%acceptanceStep == 0 {
 		now := s.class.clock.Now().UnixNano()
 		s.mu.Lock()
@@ -123,7 +123,7 @@ func (s *scopeState) succeeded() {
 // acceptedRate returns how many calls a second the provider accepted over
 // about the last window before now, and false when the scope has less than
 // half a window of history. Under s.mu.
-func (s *scopeState) acceptedRate(now time.Time, window time.Duration) (float64, bool) {
+func (s *bucket) acceptedRate(now time.Time, window time.Duration) (float64, bool) {
 	from := now.UnixNano() - int64(window)
 	var newestOld, oldest acceptancePoint
 	for i := range min(s.next, acceptancePoints) {
@@ -165,7 +165,7 @@ func measuringWindow(base float64) time.Duration {
 // the rejection paused the scope. It returns the new factor, and false when
 // the rejection was old news: a call sent before the last cut, or within a
 // measuring window of it, saw the pace the cut already answered.
-func (s *scopeState) cut(admittedAt int64, now time.Time, costly bool, maxWait time.Duration) (float64, bool) {
+func (s *bucket) cut(admittedAt int64, now time.Time, costly bool, maxWait time.Duration) (float64, bool) {
 	base, burst := s.basePace(now)
 	window := measuringWindow(base)
 	s.mu.Lock()

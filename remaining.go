@@ -57,7 +57,7 @@ type remainingReports struct {
 // published limit at the Transport's headroom, or — while the provider
 // reports live remaining counts — at toldHeadroom, and no faster than
 // the remaining count allows.
-func (s *scopeState) basePace(now time.Time) (rate, burst float64) {
+func (s *bucket) basePace(now time.Time) (rate, burst float64) {
 	cfg := s.class.configured.Load()
 	rate, burst = cfg.rate, cfg.burst
 	raw, edgeBurst := cfg.raw, cfg.edgeBurst
@@ -85,7 +85,7 @@ func (s *scopeState) basePace(now time.Time) (rate, burst float64) {
 // steadyPace is pace's common case, small enough to be inlined where every
 // call asks: nothing told, nothing cut, nothing published, so the
 // configured pace. ok is false otherwise; ask pace.
-func (s *scopeState) steadyPace() (rate, burst float64, ok bool) {
+func (s *bucket) steadyPace() (rate, burst float64, ok bool) {
 	if s.told.Load() != nil || s.recov.Load() != nil || s.learned.Load() != nil {
 		return 0, 0, false
 	}
@@ -95,7 +95,7 @@ func (s *scopeState) steadyPace() (rate, burst float64, ok bool) {
 
 // blindRate is the scope's rate from its configured or published limit
 // alone: the pace it returns to once a report of what remains has run out.
-func (s *scopeState) blindRate() float64 {
+func (s *bucket) blindRate() float64 {
 	if p := s.learned.Load(); p != nil {
 		return p.rate
 	}
@@ -106,7 +106,7 @@ func (s *scopeState) blindRate() float64 {
 // pace returns the scope state's current pace: basePace, times the share
 // a cut left (recovery.go) unless a live remaining count sets it. The common case — nothing learned, nothing
 // cut — reads two pointers and no clock.
-func (s *scopeState) pace() (rate, burst float64) {
+func (s *bucket) pace() (rate, burst float64) {
 	if s.told.Load() == nil && s.recov.Load() == nil {
 		rate, burst = s.class.configuredPace()
 		if p := s.learned.Load(); p != nil {
@@ -139,7 +139,7 @@ func (s *scopeState) pace() (rate, burst float64) {
 // calls would count as a neighbour's, so only the spread applies, never
 // at the edge. It returns the new pace, and whether remaining-driven
 // pacing has just begun.
-func (s *scopeState) reportRemaining(now time.Time, remaining int64, reset time.Duration, limit int64, spentAt int64, local bool, maxWait time.Duration) (float64, bool) {
+func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Duration, limit int64, spentAt int64, local bool, maxWait time.Duration) (float64, bool) {
 	if reset <= 0 || remaining < 0 {
 		return 0, false
 	}
@@ -245,7 +245,7 @@ func (s *scopeState) reportRemaining(now time.Time, remaining int64, reset time.
 // floorRate is the least pace a report or a cut leaves a scope: one call
 // per maximum wait (for a scope counted in another unit, a full bucket per
 // maximum wait), so that no response stops a scope for longer.
-func (s *scopeState) floorRate(maxWait time.Duration) float64 {
+func (s *bucket) floorRate(maxWait time.Duration) float64 {
 	units := 1.0
 	if !s.class.countsRequests {
 		_, units = s.basePace(s.class.clock.Now())
@@ -309,7 +309,7 @@ func pauseForNoneLeft(reset, maxWait time.Duration) time.Duration {
 // The shortest gap seen twice is taken, and replaced by a shorter one seen
 // twice later (a gap may span windows in which no answer gave a reset). resetAt is the reset on the server's clock. It
 // returns the window, once learned.
-func (s *scopeState) learnWindow(resetAt time.Time, whole bool) time.Duration {
+func (s *bucket) learnWindow(resetAt time.Time, whole bool) time.Duration {
 	at := resetAt.UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -344,7 +344,7 @@ func (s *scopeState) learnWindow(resetAt time.Time, whole bool) time.Duration {
 // published without one, until successive resets teach the real one: a
 // server that publishes a count but not its window and asks to come back
 // after a while most often means the window.
-func (s *scopeState) windowHint(wait time.Duration) time.Duration {
+func (s *bucket) windowHint(wait time.Duration) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.reports.window == 0 && s.reports.candidate == 0 && wait >= time.Second && wait <= time.Hour {
@@ -357,7 +357,7 @@ func (s *scopeState) windowHint(wait time.Duration) time.Duration {
 }
 
 // why says what sets the scope's pace now, for Stats.
-func (s *scopeState) why(now time.Time) string {
+func (s *bucket) why(now time.Time) string {
 	if r := s.recov.Load(); r != nil && now.UnixNano() < r.full {
 		return "recovering from a refusal"
 	}

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/ratelimitheader"
 )
 
 // A RetryPolicy says which failed calls pacer sends again, and how long it
@@ -331,7 +333,7 @@ func (r *retrier) next(c *retryCall) (func() (io.ReadCloser, error), string) {
 // said, capped by the Transport's maximum wait, or else the policy's backoff.
 func (r *retrier) backoff(c *retryCall) time.Duration {
 	if c.resp != nil {
-		wait, fromServer := RetryAfter(c.resp.Header, c.t.clock.Now())
+		wait, fromServer := ratelimitheader.RetryAfter(c.resp.Header, c.t.clock.Now())
 		if !fromServer && c.info.verdict.Wait > 0 {
 			wait, fromServer = c.info.verdict.Wait, true
 		}
@@ -549,7 +551,7 @@ func retryableError(err error) bool {
 }
 
 // earnRetry credits the scope with a first attempt's share of a retry.
-func (c *scopeClass) earnRetry(b RetryBudget) {
+func (c *configuredScope) earnRetry(b RetryBudget) {
 	for {
 		credit := c.retryCredit.Load()
 		next := min(credit+int64(b.Ratio*retryUnit), int64(b.Min)*retryUnit)
@@ -560,7 +562,7 @@ func (c *scopeClass) earnRetry(b RetryBudget) {
 }
 
 // spendRetry takes one retry from the scope's budget, if it has one.
-func (c *scopeClass) spendRetry() bool {
+func (c *configuredScope) spendRetry() bool {
 	for {
 		credit := c.retryCredit.Load()
 		if credit < retryUnit {
@@ -597,7 +599,7 @@ func drop(resp *http.Response, stalled bool) {
 }
 
 // sleep waits for d on clock, or until ctx ends.
-func sleep(ctx context.Context, clock Clock, d time.Duration) error {
+func sleep(ctx context.Context, clock clock.Clock, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
@@ -622,7 +624,7 @@ func newIdempotencyKey() string {
 
 // workloadName returns the name of the workload ctx belongs to.
 func workloadName(t *Transport, ctx context.Context) string {
-	if w := t.workloads[WorkloadFromContext(ctx)]; w != nil {
+	if w := t.workloads[workloadFromContext(ctx)]; w != nil {
 		return w.name
 	}
 	return DefaultWorkload

@@ -17,6 +17,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/internal/countingserver"
 )
 
@@ -484,7 +485,7 @@ func (b *slowBody) isClosed() bool {
 // transport sending it would.
 func TestBufferingTheBodyHonoursTheDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := &stubAPI{clock: SystemClock}
+		api := &stubAPI{clock: clock.System}
 		tr := New(api)
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer cancel()

@@ -72,7 +72,7 @@ func (t *Transport) callFor(ctx context.Context, req *http.Request, given []Char
 
 // addCharge adds a charge. Two charges to one bucket become one, so the
 // bucket is never asked twice in one Take.
-func (c *call) addCharge(class *scopeClass, ch Charge, vals *callValues) {
+func (c *call) addCharge(class *configuredScope, ch Charge, vals *callValues) {
 	cost := chargeCost(class, ch, vals)
 	state := class.state(ch.Key)
 	for i := range c.charges {
@@ -135,12 +135,12 @@ func (c *call) setDemands() {
 // addDemand appends a demand.
 func (c *call) addDemand(scope, key string, rate, burst, cost, floor float64, owner int) {
 	d := extend(&c.demands)
-	d.setNames(scope, key)
+	setNames(d, scope, key)
 	d.Rate, d.Burst, d.Window, d.Cost, d.Floor = rate, burst, 0, cost, floor
 	c.owners = append(c.owners, owner)
 }
 
-func chargeCost(class *scopeClass, ch Charge, vals *callValues) float64 {
+func chargeCost(class *configuredScope, ch Charge, vals *callValues) float64 {
 	if n, ok := vals.cost(class.Unit); ok {
 		return float64(max(n, 0))
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // DefaultScope is the scope every request is charged to unless a route
@@ -41,7 +43,7 @@ type Scope struct {
 	// *ThrottledError instead of waiting.
 	FailFast bool
 	// Policy is the name of the provider's quota that reports on this scope
-	// (a Quota's Name, as ParseQuotas gives it). Empty means: the quotas
+	// (a Quota's Name, as ratelimitheader.ParseQuotas gives it). Empty means: the quotas
 	// counted in the scope's Unit.
 	Policy string
 	// Provisional marks Limit as a stand-in until the provider publishes a
@@ -76,8 +78,9 @@ type Charge struct {
 // within the account's limit.
 type Route func(req *http.Request, charges []Charge) []Charge
 
-// scopeClass is a configured Scope as the Transport uses it.
-type scopeClass struct {
+// configuredScope is a configured Scope as the Transport uses it, with the
+// buckets of its keys.
+type configuredScope struct {
 	Scope
 	retryCredit atomic.Int64 // retries the scope may make, in retryUnits
 	// configured is the Limit now, New's or SetLimit's, and its pace after
@@ -88,22 +91,22 @@ type scopeClass struct {
 	// New or the last SetWorkload; never nil (livelimit.go).
 	shares atomic.Pointer[workloadShares]
 
-	shared *scopeState // the bucket for the key ""
-	clock  Clock
+	shared *bucket // the bucket for the key ""
+	clock  clock.Clock
 
 	mu    sync.Mutex
-	keyed map[string]*scopeState
+	keyed map[string]*bucket
 	looks int
 	// forgotten counts the calls admitted on keyed states since forgotten,
 	// so that Stats counts every call, at no cost to the hot path.
 	forgotten int64
 }
 
-func newScopeClass(s Scope, headroom float64, workloads []*workloadState, clock Clock) *scopeClass {
+func newConfiguredScope(s Scope, headroom float64, workloads []*workloadState, clock clock.Clock) *configuredScope {
 	if s.Unit == "" {
 		s.Unit = UnitRequests
 	}
-	c := &scopeClass{Scope: s, keyed: make(map[string]*scopeState), clock: clock}
+	c := &configuredScope{Scope: s, keyed: make(map[string]*bucket), clock: clock}
 	c.countsRequests = s.Unit == UnitRequests // before setLimit, which reads it
 	c.setLimit(s.Limit, headroom)
 	ws := make([]namedWorkload, len(workloads))
@@ -111,7 +114,7 @@ func newScopeClass(s Scope, headroom float64, workloads []*workloadState, clock 
 		ws[i] = namedWorkload{w.name, w.Workload}
 	}
 	c.shares.Store(c.newShares(ws))
-	c.shared = newScopeState(c, "")
+	c.shared = newBucket(c, "")
 	return c
 }
 
@@ -120,7 +123,7 @@ func newScopeClass(s Scope, headroom float64, workloads []*workloadState, clock 
 // can share one.
 const reservedPrefix = "pacer:"
 
-func (c *scopeClass) validate() error {
+func (c *configuredScope) validate() error {
 	if c.Name == "" {
 		return fmt.Errorf("WithScope: the scope's Name must not be empty")
 	}
@@ -145,18 +148,21 @@ func (c *scopeClass) validate() error {
 const (
 	registrySweepEvery = 16
 	registrySweepBatch = 64
+	// sweepFloor is how many keyed states are kept without sweeping: so few
+	// cost little memory, and sweeping them would cost every call.
+	sweepFloor = 1024
 )
 
 // state returns the scope's state for key, held for the caller until it
 // calls release.
-func (c *scopeClass) state(key string) *scopeState {
+func (c *configuredScope) state(key string) *bucket {
 	if key == "" {
 		return c.shared
 	}
 	c.mu.Lock()
 	s := c.keyed[key]
 	if s == nil {
-		s = newScopeState(c, key)
+		s = newBucket(c, key)
 		c.keyed[key] = s
 	}
 	s.holders.Add(1)
@@ -170,7 +176,7 @@ func (c *scopeClass) state(key string) *scopeState {
 
 // sweep forgets keyed states that no call holds. A state is only ever
 // taken hold of under c.mu, so one seen unheld here stays unheld.
-func (c *scopeClass) sweep() {
+func (c *configuredScope) sweep() {
 	looked := 0
 	for k, s := range c.keyed {
 		// A cooldown outlives its calls: the store's bucket keeps the pause
@@ -185,11 +191,31 @@ func (c *scopeClass) sweep() {
 	}
 }
 
-// scopeState is what this process knows of one bucket of a scope beyond its
+// feedback is what a bucket has learned from the provider (adaptive.go,
+// remaining.go, recovery.go). Every atomic field is read on the hot path
+// without a lock. It is declared here, beside the bucket that embeds it.
+type feedback struct {
+	learned    atomic.Pointer[learnedLimit] // a limit the provider published; nil if none
+	believed   atomic.Int64                 // UnixNano until which learned holds unless published again
+	told       atomic.Pointer[toldPace]     // what a live remaining count allows; nil if none
+	recov      atomic.Pointer[recovery]     // the climb back after a cut; nil at the full pace
+	recovered  atomic.Bool                  // a climb has just ended, not yet reported
+	admitted   atomic.Int64                 // calls admitted, to tell which 429s are news
+	spent      atomic.Int64                 // units admitted, to tell what was sent since a response
+	cooldown   atomic.Int64                 // UnixNano until which nothing may be sent; 0 if none
+	acceptance                              // calls the provider accepted, for a cut to measure
+
+	// Under the bucket's mu:
+	cutAt      int64 // the admitted count at the last cut
+	quietUntil int64 // UnixNano before which a rejection does not cut again
+	reports    remainingReports
+}
+
+// bucket is what this process knows of one bucket of a scope beyond its
 // tokens: the calls waiting on it and the calls in flight.
-type scopeState struct {
+type bucket struct {
 	feedback
-	class   *scopeClass
+	class   *configuredScope
 	key     string
 	holders atomic.Int32 // calls that hold this state (keyed states only)
 	waiting atomic.Int32 // len(queue), readable without the lock
@@ -203,12 +229,12 @@ type scopeState struct {
 	ages slotAges // the slots in flight by when they were taken
 }
 
-func newScopeState(c *scopeClass, key string) *scopeState {
-	return &scopeState{class: c, key: key, inFlightBy: make([]atomic.Int32, len(c.shares.Load().reserve))}
+func newBucket(c *configuredScope, key string) *bucket {
+	return &bucket{class: c, key: key, inFlightBy: make([]atomic.Int32, len(c.shares.Load().reserve))}
 }
 
-// release lets go of a state taken with scopeClass.state.
-func (s *scopeState) release() {
+// release lets go of a state taken with configuredScope.state.
+func (s *bucket) release() {
 	if s.key != "" {
 		s.holders.Add(-1)
 	}

@@ -7,13 +7,13 @@ import (
 	"time"
 )
 
-// DefaultSlotAgeAlert is how long a call may hold a concurrency slot before
+// defaultSlotAgeAlert is how long a call may hold a concurrency slot before
 // EventSlotHeld reports it, unless WithSlotAgeAlert says otherwise.
-const DefaultSlotAgeAlert = 10 * time.Minute
+const defaultSlotAgeAlert = 10 * time.Minute
 
 // WithSlotAgeAlert sets how long a call may hold a concurrency slot before
-// an EventSlotHeld reports it, once per slot; the default is
-// DefaultSlotAgeAlert. A slot is held until the response body is closed or
+// an EventSlotHeld reports it, once per slot; the default is ten minutes.
+// A slot is held until the response body is closed or
 // read to its end, so a slot held for longer than any response should take
 // is most likely a body that was never closed: closing it is the caller's
 // job, as with net/http, and pacer does not take the slot back. Stats shows
@@ -235,12 +235,12 @@ func (t *Transport) slotAgeAlert() time.Duration {
 	if t.slotAlert > 0 {
 		return t.slotAlert
 	}
-	return DefaultSlotAgeAlert
+	return defaultSlotAgeAlert
 }
 
 // checkSlots looks for slots of s held too long, reports each once to the
 // observers, and returns how long the oldest slot has been held.
-func (t *Transport) checkSlots(s *scopeState, now time.Time) (oldest time.Duration) {
+func (t *Transport) checkSlots(s *bucket, now time.Time) (oldest time.Duration) {
 	if s.class.Concurrency == 0 {
 		return 0
 	}
@@ -259,7 +259,7 @@ func (t *Transport) checkSlots(s *scopeState, now time.Time) (oldest time.Durati
 
 // checkSlotsSometimes is checkSlots for a scope found full: at most once a
 // second per scope.
-func (t *Transport) checkSlotsSometimes(s *scopeState, now time.Time) {
+func (t *Transport) checkSlotsSometimes(s *bucket, now time.Time) {
 	if e := slotEpoch(now); s.ages.lastCheck.Load() != e {
 		t.checkSlots(s, now)
 	}
@@ -277,7 +277,7 @@ func (t *Transport) checkAllSlots(now time.Time) {
 		if class.Concurrency == 0 {
 			continue
 		}
-		class.eachState(func(s *scopeState) { t.checkSlots(s, now) })
+		class.eachState(func(s *bucket) { t.checkSlots(s, now) })
 	}
 }
 

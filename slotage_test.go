@@ -8,6 +8,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // heldSlots is an Observer that keeps the EventSlotHeld it hears.
@@ -38,7 +40,7 @@ func (h *heldSlots) count() int {
 func TestASlotHeldTooLongIsReportedOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		held := &heldSlots{}
-		tr := New(&stubAPI{clock: SystemClock}, WithConcurrency(2), WithoutRetry(), WithObserver(held))
+		tr := New(&stubAPI{clock: clock.System}, WithConcurrency(2), WithoutRetry(), WithObserver(held))
 		leaked := roundTrip(t, tr) // never closed
 		time.Sleep(5 * time.Minute)
 		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
@@ -53,13 +55,13 @@ func TestASlotHeldTooLongIsReportedOnce(t *testing.T) {
 			t.Errorf("oldest slot %v, want 10m1s", d.OldestSlot)
 		}
 		tr.Stats()
-		if held.count() != 1 || held.list[0].Scope != DefaultScope || held.list[0].Wait < DefaultSlotAgeAlert {
+		if held.count() != 1 || held.list[0].Scope != DefaultScope || held.list[0].Wait < defaultSlotAgeAlert {
 			t.Fatalf("events %+v, want one for the default scope, held 10 minutes or more", held.list)
 		}
 
 		// A second leak is heard by a call that finds the scope full.
 		leaked2 := roundTrip(t, tr)
-		time.Sleep(DefaultSlotAgeAlert + time.Second)
+		time.Sleep(defaultSlotAgeAlert + time.Second)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		if err := get(tr, ctx, "http://api.test/"); !errors.Is(err, ErrThrottled) {
@@ -82,7 +84,7 @@ func TestASlotHeldTooLongIsReportedOnce(t *testing.T) {
 func TestASlotHeldTooLongIsHeardWithoutStats(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		held := &heldSlots{}
-		tr := New(&stubAPI{clock: SystemClock}, WithConcurrency(100), WithSlotAgeAlert(time.Minute), WithObserver(held),
+		tr := New(&stubAPI{clock: clock.System}, WithConcurrency(100), WithSlotAgeAlert(time.Minute), WithObserver(held),
 			WithScope(Scope{Name: "per-user", Concurrency: 5}),
 			WithRoute(func(req *http.Request, c []Charge) []Charge {
 				return append(c, Charge{Scope: "per-user", Key: req.URL.Query().Get("user")})

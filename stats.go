@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/pacer-go/pacer/store"
 )
 
 // Stats is a snapshot of a Transport, for health pages and debugging.
@@ -96,7 +98,7 @@ func (t *Transport) Stats() Stats {
 		if sc.Keys == 0 {
 			sc.Tokens, sc.TokensKnown = t.tokens(class.Name, rate, burst, now)
 		}
-		keyed := make([]*scopeState, 0, len(class.keyed))
+		keyed := make([]*bucket, 0, len(class.keyed))
 		for _, ks := range class.keyed {
 			keyed = append(keyed, ks)
 		}
@@ -118,16 +120,16 @@ func (t *Transport) Stats() Stats {
 // tokens returns the level of a scope's shared bucket, when the store can
 // tell without a round trip.
 func (t *Transport) tokens(scope string, rate, burst float64, now time.Time) (float64, bool) {
-	m, ok := t.store.(*MemoryStore)
+	m, ok := t.store.(*store.Memory)
 	if !ok || burst == 0 {
 		return 0, false
 	}
-	return m.level(Demand{Scope: scope, Rate: rate, Burst: burst}, now), true
+	return m.Level(store.Demand{Scope: scope, Rate: rate, Burst: burst}, now), true
 }
 
 // count adds a bucket's calls in flight and waiting, and a keyed bucket's
 // admissions, to sc, and reports its slots held too long.
-func (t *Transport) count(sc *ScopeStats, s *scopeState, now time.Time) {
+func (t *Transport) count(sc *ScopeStats, s *bucket, now time.Time) {
 	sc.OldestSlot = max(sc.OldestSlot, t.checkSlots(s, now))
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/store"
 )
 
 func TestStatsDescribeTheScopes(t *testing.T) {
@@ -45,7 +48,7 @@ func TestStatsDescribeTheScopes(t *testing.T) {
 
 func TestStatsCountBudgetsAndTokens(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := &stubAPI{clock: SystemClock}
+		api := &stubAPI{clock: clock.System}
 		tr := New(api, WithLimit(Limit{Count: 10, Per: time.Second, Burst: 10}), WithHeadroom(1),
 			WithWorkload("nightly", Workload{Budget: Budget{Limit: 5, Per: time.Hour}}))
 		nightly := ContextWithWorkload(context.Background(), "nightly")
@@ -85,19 +88,19 @@ func TestStatsCountBudgetsAndTokens(t *testing.T) {
 }
 
 func TestStatsDoNotAskASharedStoreForTokens(t *testing.T) {
-	tr := New(nil, WithStore(&countingStore{Store: NewMemoryStore()}))
+	tr := New(nil, WithStore(&countingStore{Store: store.NewMemory()}))
 	if d := tr.Stats().Scopes[0]; d.TokensKnown {
 		t.Errorf("tokens known for a shared store: %+v", d)
 	}
 }
 
 // countingStore is a store that is not the in-memory one.
-type countingStore struct{ Store }
+type countingStore struct{ store.Store }
 
 // A keyed scope counts the calls admitted on every key, those of keys the
 // registry has since forgotten included.
 func TestStatsCountEveryKeysAdmissions(t *testing.T) {
-	api := &stubAPI{clock: SystemClock}
+	api := &stubAPI{clock: clock.System}
 	tr := New(api, WithoutRetry(), WithScope(Scope{Name: "per-user", Limit: PerSecond(100)}),
 		WithRoute(func(req *http.Request, c []Charge) []Charge {
 			return []Charge{{Scope: "per-user", Key: req.URL.Query().Get("user")}}

@@ -8,6 +8,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/store"
 )
 
 // ErrStoreUnavailable is the cause of the error a request gets when the
@@ -20,7 +23,7 @@ var ErrStoreUnavailable = errors.New("pacer: the shared store is unavailable")
 //
 // A call to the store fails when it returns an error or takes longer than
 // the store timeout (WithStoreTimeout). An error the store raises about the
-// call's own values (ErrInvalidDemand: a value it cannot hold) is not a
+// call's own values (store.ErrInvalidDemand: a value it cannot hold) is not a
 // failure: the request that made the call gets it, and the store serves
 // every other request as before.
 //
@@ -109,10 +112,10 @@ func FallBackLocal(instances int) StoreFailure {
 	return StoreFailure{mode: fallBackLocal, instances: instances}
 }
 
-// DefaultStoreTimeout bounds each call to a shared store unless
+// defaultStoreTimeout bounds each call to a shared store unless
 // WithStoreTimeout says otherwise. A store answers in a round trip; a second
 // means it is not answering.
-const DefaultStoreTimeout = time.Second
+const defaultStoreTimeout = time.Second
 
 // WithStoreFailure sets what happens while the shared store set WithStore
 // does not answer. It has no effect on the in-memory store, which cannot
@@ -129,7 +132,8 @@ func WithStoreFailure(f StoreFailure) Option {
 
 // WithStoreTimeout bounds each call to the shared store set WithStore; a
 // call that takes longer is a failure, handled as WithStoreFailure says.
-// The default is DefaultStoreTimeout.
+// The default is one second: a store answers in a round trip, and a second
+// means it is not answering.
 func WithStoreTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
@@ -151,15 +155,15 @@ const (
 // a remote store, bounds every call to it, and sends the writes nobody
 // waits for (clamps, refunds) in the background.
 type guardedStore struct {
-	remote  Store
+	remote  store.Store
 	inline  bool // remote honours its context: call it on the caller's goroutine
 	policy  StoreFailure
 	timeout time.Duration
-	clock   Clock
-	local   *MemoryStore // for FallBackLocal
+	clock   clock.Clock
+	local   *store.Memory // for FallBackLocal
 	// ledger is this process's own count of each budget's spend, which no
 	// store's answer overrules (see Budgets on StoreFailure).
-	ledger *MemoryStore
+	ledger *store.Memory
 	writes writeQueue // clamps and refunds on their way to the store
 
 	mu       sync.Mutex
@@ -182,13 +186,13 @@ type guardedStore struct {
 	warn func(scope string, err error)
 }
 
-func guardStore(s Store, f StoreFailure, timeout time.Duration) *guardedStore {
+func guardStore(s store.Store, f StoreFailure, timeout time.Duration) *guardedStore {
 	if f.mode == fallBackLocal && f.instances < 1 {
 		f.instances = 1
 	}
-	cs, ok := s.(ContextStore)
+	cs, ok := s.(store.ContextStore)
 	return &guardedStore{remote: s, inline: ok && cs.HonoursContext(), policy: f, timeout: timeout,
-		clock: SystemClock, local: NewMemoryStore(), ledger: NewMemoryStore(), backoff: minRetry}
+		clock: clock.System, local: store.NewMemory(), ledger: store.NewMemory(), backoff: minRetry}
 }
 
 // bind connects the guard to its Transport's clock, observers and log.
@@ -210,7 +214,7 @@ func (t *Transport) guard() *guardedStore {
 	switch s := t.store.(type) {
 	case *guardedStore:
 		return s
-	case *LeaseStore:
+	case *leaseStore:
 		g, _ := s.store.(*guardedStore)
 		return g
 	}
@@ -263,7 +267,7 @@ func (g *guardedStore) report(now time.Time, err error) {
 
 // call runs f against the remote store, bounded by the timeout and by ctx.
 // It returns the caller's own context error if that ended first, or an
-// error matching ErrInvalidDemand that the store raised about the call's
+// error matching store.ErrInvalidDemand that the store raised about the call's
 // values, and otherwise reports whether the store failed.
 func (g *guardedStore) call(ctx context.Context, now time.Time, f func(ctx context.Context) error) (failed bool, err error) {
 	if !g.ask(now) {
@@ -271,11 +275,11 @@ func (g *guardedStore) call(ctx context.Context, now time.Time, f func(ctx conte
 	}
 	answered := g.answered.Load()
 	err = g.bounded(ctx, f)
-	if err == nil || errors.Is(err, ErrInvalidDemand) {
+	if err == nil || errors.Is(err, store.ErrInvalidDemand) {
 		g.report(now, nil) // the store answered
 		return false, err
 	}
-	if cerr := ended(ctx); cerr != nil {
+	if cerr := g.ended(ctx); cerr != nil {
 		// The request gave up: that says nothing about the store, unless
 		// nobody has heard from it since this call began.
 		g.gaveUp(answered)
@@ -328,7 +332,7 @@ func (g *guardedStore) gaveUp(answered uint64) {
 
 // checkDemand is the bucket a check lowers to its capacity: a write that
 // changes nothing, and that every store must make in a round trip.
-var checkDemand = Demand{Scope: reservedPrefix + "check", Rate: 1, Burst: 1}
+var checkDemand = store.Demand{Scope: reservedPrefix + "check", Rate: 1, Burst: 1}
 
 // check asks the store whether it answers within the store timeout, and
 // records the answer as any call's.
@@ -337,7 +341,7 @@ func (g *guardedStore) check() {
 	err := g.bounded(context.Background(), func(ctx context.Context) error {
 		return g.remote.Clamp(ctx, now, checkDemand, checkDemand.Burst)
 	})
-	if errors.Is(err, ErrInvalidDemand) {
+	if errors.Is(err, store.ErrInvalidDemand) {
 		err = nil // it answered
 	}
 	g.report(g.clock.Now(), err)
@@ -349,12 +353,14 @@ func (g *guardedStore) check() {
 // ended returns ctx's error if it has ended. A deadline that has passed
 // counts even before the context's own timer marks it: a store client that
 // honours its context sets its socket deadline to the context's, and may
-// fail a moment before the context reports it.
-func ended(ctx context.Context) error {
+// fail a moment before the context reports it. The deadline is compared on
+// the Transport's clock, as admission and retry compare it, so that every
+// decision about one request reads one time.
+func (g *guardedStore) ended(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if deadline, ok := ctx.Deadline(); ok && !time.Now().Before(deadline) {
+	if deadline, ok := ctx.Deadline(); ok && !g.clock.Now().Before(deadline) {
 		return context.DeadlineExceeded
 	}
 	return nil
@@ -370,9 +376,9 @@ func (g *guardedStore) unavailable() error {
 }
 
 // share returns demands with their limits cut to this instance's share.
-func (g *guardedStore) share(demands []Demand) []Demand {
+func (g *guardedStore) share(demands []store.Demand) []store.Demand {
 	n := float64(g.policy.instances)
-	out := make([]Demand, len(demands))
+	out := make([]store.Demand, len(demands))
 	for i, d := range demands {
 		d.Rate, d.Burst, d.Floor = d.Rate/n, d.Burst/n, d.Floor/n
 		out[i] = d
@@ -383,7 +389,7 @@ func (g *guardedStore) share(demands []Demand) []Demand {
 // demandsFor returns the demands to hand the remote store: a copy when the
 // call may outlive this one, which runs in a goroutine the caller may
 // abandon while reusing its demands.
-func (g *guardedStore) demandsFor(demands []Demand) []Demand {
+func (g *guardedStore) demandsFor(demands []store.Demand) []store.Demand {
 	if g.inline {
 		return demands
 	}
@@ -391,26 +397,26 @@ func (g *guardedStore) demandsFor(demands []Demand) []Demand {
 }
 
 // Take implements Store.
-func (g *guardedStore) Take(ctx context.Context, now time.Time, demands []Demand) (Decision, error) {
+func (g *guardedStore) Take(ctx context.Context, now time.Time, demands []store.Demand) (store.Decision, error) {
 	d, failed, err := g.takeRemote(ctx, now, demands)
 	if err != nil || !failed {
 		return d, err
 	}
 	if g.policy.mode == failClosed {
-		return Decision{}, g.unavailable()
+		return store.Decision{}, g.unavailable()
 	}
 	if len(demands) > 0 {
 		g.cover(demands[0].Scope)
 	}
 	if g.policy.mode == failOpen {
-		return Decision{OK: true}, nil
+		return store.Decision{OK: true}, nil
 	}
 	return g.local.Take(ctx, now, g.share(demands))
 }
 
 // takeRemote asks the remote store, and reports whether it failed.
-func (g *guardedStore) takeRemote(ctx context.Context, now time.Time, demands []Demand) (Decision, bool, error) {
-	result := make(chan Decision, 1)
+func (g *guardedStore) takeRemote(ctx context.Context, now time.Time, demands []store.Demand) (store.Decision, bool, error) {
+	result := make(chan store.Decision, 1)
 	ds := g.demandsFor(demands)
 	failed, err := g.call(ctx, now, func(ctx context.Context) error {
 		d, err := g.remote.Take(ctx, now, ds)
@@ -418,7 +424,7 @@ func (g *guardedStore) takeRemote(ctx context.Context, now time.Time, demands []
 		return err
 	})
 	if err != nil || failed {
-		return Decision{}, failed, err
+		return store.Decision{}, failed, err
 	}
 	return <-result, false, nil
 }
@@ -426,14 +432,14 @@ func (g *guardedStore) takeRemote(ctx context.Context, now time.Time, demands []
 // Refund implements Store. The refund goes to the store in the background
 // (see writeQueue); while the store is known to be down, a fallback refund
 // goes to the local bucket that granted it, at once.
-func (g *guardedStore) Refund(ctx context.Context, now time.Time, demands []Demand) error {
+func (g *guardedStore) Refund(ctx context.Context, now time.Time, demands []store.Demand) error {
 	return g.giveBack(ctx, refundWrite, now, demands)
 }
 
 // giveBack sends a refund or an adjustment of demands to the store in the
 // background, or, while the store is known to be down, to the local
 // fallback at once.
-func (g *guardedStore) giveBack(ctx context.Context, kind writeKind, now time.Time, demands []Demand) error {
+func (g *guardedStore) giveBack(ctx context.Context, kind writeKind, now time.Time, demands []store.Demand) error {
 	if g.isDown() {
 		if len(demands) > 0 {
 			g.cover(demands[0].Scope)
@@ -463,7 +469,7 @@ func (g *guardedStore) giveBack(ctx context.Context, kind writeKind, now time.Ti
 // (see writeQueue): learning from a response never delays returning it.
 // While the store is known to be down, the local bucket is clamped instead,
 // to its share, at once.
-func (g *guardedStore) Clamp(ctx context.Context, now time.Time, d Demand, tokens float64) error {
+func (g *guardedStore) Clamp(ctx context.Context, now time.Time, d store.Demand, tokens float64) error {
 	if g.isDown() {
 		g.cover(d.Scope)
 		return g.clampLocal(now, d, tokens)
@@ -472,7 +478,7 @@ func (g *guardedStore) Clamp(ctx context.Context, now time.Time, d Demand, token
 	return nil
 }
 
-func (g *guardedStore) clampLocal(now time.Time, d Demand, tokens float64) error {
+func (g *guardedStore) clampLocal(now time.Time, d store.Demand, tokens float64) error {
 	if g.policy.mode != fallBackLocal {
 		return nil
 	}
@@ -483,7 +489,7 @@ func (g *guardedStore) clampLocal(now time.Time, d Demand, tokens float64) error
 
 // enqueue queues a write for the store, and starts the goroutine that sends
 // the queue if none is running.
-func (g *guardedStore) enqueue(kind writeKind, now time.Time, d Demand, tokens float64) {
+func (g *guardedStore) enqueue(kind writeKind, now time.Time, d store.Demand, tokens float64) {
 	start, dropped := g.writes.add(kind, now, d, tokens)
 	if dropped && g.warn != nil {
 		g.warn(d.Scope, fmt.Errorf("%w: %d buckets' writes are waiting for it; dropping more (a %v first)",
@@ -514,9 +520,9 @@ func (g *guardedStore) write(w pendingWrite) {
 		case clampWrite:
 			return g.remote.Clamp(ctx, w.now, d, w.tokens)
 		case adjustWrite:
-			return adjustOrRefund(ctx, g.remote, w.now, []Demand{d})
+			return adjustOrRefund(ctx, g.remote, w.now, []store.Demand{d})
 		}
-		return g.remote.Refund(ctx, w.now, []Demand{d})
+		return g.remote.Refund(ctx, w.now, []store.Demand{d})
 	})
 	switch {
 	case err != nil:
@@ -532,9 +538,9 @@ func (g *guardedStore) write(w pendingWrite) {
 			g.clampLocal(w.now, d, w.tokens)
 		case g.policy.mode != fallBackLocal:
 		case w.kind == adjustWrite:
-			g.local.Adjust(context.Background(), w.now, g.share([]Demand{d}))
+			g.local.Adjust(context.Background(), w.now, g.share([]store.Demand{d}))
 		default:
-			g.local.Refund(context.Background(), w.now, g.share([]Demand{d}))
+			g.local.Refund(context.Background(), w.now, g.share([]store.Demand{d}))
 		}
 	}
 }
@@ -543,17 +549,17 @@ func (g *guardedStore) write(w pendingWrite) {
 // store in the background (see writeQueue), coalesced by bucket; while the
 // store is known to be down, the local fallback's bucket is adjusted
 // instead, at once.
-func (g *guardedStore) Adjust(ctx context.Context, now time.Time, demands []Demand) error {
+func (g *guardedStore) Adjust(ctx context.Context, now time.Time, demands []store.Demand) error {
 	return g.giveBack(ctx, adjustWrite, now, demands)
 }
 
 // adjustOrRefund settles demands on s: with Adjust if s is an Adjuster,
 // else by refunding what was overestimated (Refund takes no charge).
-func adjustOrRefund(ctx context.Context, s Store, now time.Time, demands []Demand) error {
-	if a, ok := s.(Adjuster); ok {
+func adjustOrRefund(ctx context.Context, s store.Store, now time.Time, demands []store.Demand) error {
+	if a, ok := s.(store.Adjuster); ok {
 		return a.Adjust(ctx, now, demands)
 	}
-	var back []Demand
+	var back []store.Demand
 	for _, d := range demands {
 		if d.Cost < 0 {
 			d.Cost = -d.Cost
@@ -569,7 +575,7 @@ func adjustOrRefund(ctx context.Context, s Store, now time.Time, demands []Deman
 // takeBudget spends a workload's budget: demands is its one budget demand.
 // follow is the workload's Budget.FollowStoreFailure. See Budgets on
 // StoreFailure.
-func (g *guardedStore) takeBudget(ctx context.Context, now time.Time, demands []Demand, follow bool) (Decision, error) {
+func (g *guardedStore) takeBudget(ctx context.Context, now time.Time, demands []store.Demand, follow bool) (store.Decision, error) {
 	// This process's own count comes first, and no store overrules it.
 	if dec, _ := g.ledger.Take(ctx, now, demands); !dec.OK {
 		return dec, nil
@@ -583,7 +589,7 @@ func (g *guardedStore) takeBudget(ctx context.Context, now time.Time, demands []
 	case err != nil || !failed:
 		return dec, err
 	case !follow || g.policy.mode == failClosed:
-		return Decision{}, fmt.Errorf("%w (a budget fails closed while the store is down, unless its Budget.FollowStoreFailure is set)", g.unavailable())
+		return store.Decision{}, fmt.Errorf("%w (a budget fails closed while the store is down, unless its Budget.FollowStoreFailure is set)", g.unavailable())
 	}
 	g.cover(demands[0].Scope)
 	if g.policy.mode == failOpen {
@@ -593,12 +599,12 @@ func (g *guardedStore) takeBudget(ctx context.Context, now time.Time, demands []
 	// spend before the outage counted: the take must leave the rest.
 	share := demands[0]
 	share.Floor = share.Burst - share.Burst/float64(g.policy.instances)
-	return g.ledger.Take(ctx, now, []Demand{share})
+	return g.ledger.Take(ctx, now, []store.Demand{share})
 }
 
 // takeBudget spends a workload's budget from the Transport's store, through
 // the guard's rules for budgets when the store is shared.
-func (t *Transport) takeBudget(ctx context.Context, now time.Time, demands []Demand, follow bool) (Decision, error) {
+func (t *Transport) takeBudget(ctx context.Context, now time.Time, demands []store.Demand, follow bool) (store.Decision, error) {
 	if g := t.guard(); g != nil {
 		return g.takeBudget(ctx, now, demands, follow)
 	}
@@ -608,7 +614,7 @@ func (t *Transport) takeBudget(ctx context.Context, now time.Time, demands []Dem
 // refundBudget gives back what takeBudget took for a call that was not
 // sent. It never waits for a shared store: this process's count is
 // refunded at once, the store's in the background.
-func (t *Transport) refundBudget(ctx context.Context, now time.Time, demands []Demand) error {
+func (t *Transport) refundBudget(ctx context.Context, now time.Time, demands []store.Demand) error {
 	if g := t.guard(); g != nil {
 		g.ledger.Refund(ctx, now, demands)
 		return g.Refund(ctx, now, demands)

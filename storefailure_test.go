@@ -12,20 +12,22 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/internal/fakeclock"
+	"github.com/pacer-go/pacer/store"
 )
 
 // flakyStore is a memory store that can be made to fail, or to hang until
 // its caller gives up, as a remote store does when its server goes away.
 type flakyStore struct {
-	pacer.MemoryStore
+	store.Memory
 	down, hang atomic.Bool
 	calls      atomic.Int64
 }
 
 var errConnRefused = errors.New("dial tcp 127.0.0.1:6379: connection refused")
 
-func newFlakyStore() *flakyStore { return &flakyStore{MemoryStore: *pacer.NewMemoryStore()} }
+func newFlakyStore() *flakyStore { return &flakyStore{Memory: *store.NewMemory()} }
 
 func (f *flakyStore) fail(ctx context.Context) error {
 	f.calls.Add(1)
@@ -39,31 +41,31 @@ func (f *flakyStore) fail(ctx context.Context) error {
 	return nil
 }
 
-func (f *flakyStore) Take(ctx context.Context, now time.Time, ds []pacer.Demand) (pacer.Decision, error) {
+func (f *flakyStore) Take(ctx context.Context, now time.Time, ds []store.Demand) (store.Decision, error) {
 	if err := f.fail(ctx); err != nil {
-		return pacer.Decision{}, err
+		return store.Decision{}, err
 	}
-	return f.MemoryStore.Take(ctx, now, ds)
+	return f.Memory.Take(ctx, now, ds)
 }
 
-func (f *flakyStore) Refund(ctx context.Context, now time.Time, ds []pacer.Demand) error {
-	if err := f.fail(ctx); err != nil {
-		return err
-	}
-	return f.MemoryStore.Refund(ctx, now, ds)
-}
-
-func (f *flakyStore) Clamp(ctx context.Context, now time.Time, d pacer.Demand, tokens float64) error {
+func (f *flakyStore) Refund(ctx context.Context, now time.Time, ds []store.Demand) error {
 	if err := f.fail(ctx); err != nil {
 		return err
 	}
-	return f.MemoryStore.Clamp(ctx, now, d, tokens)
+	return f.Memory.Refund(ctx, now, ds)
 }
 
-// virtualClock adapts fakeclock to pacer.Clock.
+func (f *flakyStore) Clamp(ctx context.Context, now time.Time, d store.Demand, tokens float64) error {
+	if err := f.fail(ctx); err != nil {
+		return err
+	}
+	return f.Memory.Clamp(ctx, now, d, tokens)
+}
+
+// virtualClock adapts fakeclock to clock.Clock.
 type virtualClock struct{ *fakeclock.Clock }
 
-func (v virtualClock) NewTimer(d time.Duration) pacer.Timer { return v.Clock.NewTimer(d) }
+func (v virtualClock) NewTimer(d time.Duration) clock.Timer { return v.Clock.NewTimer(d) }
 
 type okTransport struct{ sent atomic.Int64 }
 
@@ -80,7 +82,7 @@ func failureSetup(t *testing.T, opts ...pacer.Option) (*pacer.Transport, *flakyS
 	clk := fakeclock.New(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	tr := pacer.New(base, append([]pacer.Option{
 		pacer.WithLimit(pacer.Limit{Count: 8, Per: time.Hour, Burst: 8}), pacer.WithHeadroom(1),
-		pacer.WithFailFast(), pacer.WithStore(store), pacer.WithClock(virtualClock{clk}),
+		pacer.WithFailFast(), pacer.WithStore(store), clock.With[pacer.Option](virtualClock{clk}),
 	}, opts...)...)
 	if err := tr.Err(); err != nil {
 		t.Fatal(err)
@@ -240,7 +242,7 @@ func TestStoreThatHonoursItsContextIsCalledInline(t *testing.T) {
 			t.Fatalf("the store timeout is 50 ms, the request took %v", d)
 		}
 
-		allocs := func(s pacer.Store) float64 {
+		allocs := func(s store.Store) float64 {
 			tr := pacer.New(&okTransport{}, pacer.WithLimit(pacer.PerSecond(1e9)), pacer.WithStore(s), pacer.WithoutRetry())
 			return testing.AllocsPerRun(100, func() {
 				if err := send(context.Background(), tr); err != nil {
@@ -262,11 +264,11 @@ func (lateContext) Deadline() (time.Time, bool) { return time.Now().Add(-time.Mi
 
 // deadlineStore fails as a client that honours its context does once the
 // deadline has passed: at once, with its own timeout error.
-type deadlineStore struct{ *pacer.MemoryStore }
+type deadlineStore struct{ *store.Memory }
 
 func (deadlineStore) HonoursContext() bool { return true }
-func (deadlineStore) Take(ctx context.Context, _ time.Time, _ []pacer.Demand) (pacer.Decision, error) {
-	return pacer.Decision{}, errors.New("read tcp 127.0.0.1:6379: i/o timeout")
+func (deadlineStore) Take(ctx context.Context, _ time.Time, _ []store.Demand) (store.Decision, error) {
+	return store.Decision{}, errors.New("read tcp 127.0.0.1:6379: i/o timeout")
 }
 
 // A store that fails because the request's deadline passed says nothing
@@ -275,7 +277,7 @@ func (deadlineStore) Take(ctx context.Context, _ time.Time, _ []pacer.Demand) (p
 // marked itself done yet.
 func TestStoreFailureAtTheRequestsDeadlineIsTheRequests(t *testing.T) {
 	base := &okTransport{}
-	tr := pacer.New(base, pacer.WithLimit(pacer.PerSecond(100)), pacer.WithStore(deadlineStore{pacer.NewMemoryStore()}),
+	tr := pacer.New(base, pacer.WithLimit(pacer.PerSecond(100)), pacer.WithStore(deadlineStore{store.NewMemory()}),
 		pacer.WithStoreFailure(pacer.FailOpen()), pacer.WithoutRetry())
 	if err := send(lateContext{context.Background()}, tr); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err = %v, want the request's deadline", err)

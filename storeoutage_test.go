@@ -12,17 +12,18 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/storetest"
 )
 
 // Both ways the Transport calls a store: on the request's goroutine (a store
 // that honours its context) and in a goroutine of its own.
-func eachCallMode(t *testing.T, f func(t *testing.T, flaky *flakyStore, s pacer.Store)) {
+func eachCallMode(t *testing.T, f func(t *testing.T, flaky *flakyStore, s store.Store)) {
 	for _, inline := range []bool{false, true} {
 		t.Run(fmt.Sprintf("honoursContext=%v", inline), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				flaky := newFlakyStore()
-				var s pacer.Store = flaky
+				var s store.Store = flaky
 				if inline {
 					s = honouringStore{flaky}
 				}
@@ -41,26 +42,26 @@ func eachCallMode(t *testing.T, f func(t *testing.T, flaky *flakyStore, s pacer.
 // deadlines are all shorter than the store timeout still let the store
 // failure policy apply: storetest's wall-time checks, in virtual time.
 func TestLearningNeverWaitsForTheStore(t *testing.T) {
-	eachCallMode(t, func(t *testing.T, flaky *flakyStore, s pacer.Store) {
+	eachCallMode(t, func(t *testing.T, flaky *flakyStore, s store.Store) {
 		storetest.LearnWhileHung(t, s, func() { flaky.hang.Store(true) }, func() { flaky.hang.Store(false) })
 	})
 }
 
 func TestStoreFailurePolicyAppliesWhateverTheDeadlines(t *testing.T) {
-	eachCallMode(t, func(t *testing.T, flaky *flakyStore, s pacer.Store) {
+	eachCallMode(t, func(t *testing.T, flaky *flakyStore, s store.Store) {
 		storetest.ShortDeadlines(t, s, func() { flaky.hang.Store(true) }, func() { flaky.hang.Store(false) })
 	})
 }
 
 // pickyStore refuses the key "bad" as a store refuses a value it cannot
-// hold: it answers, with an error matching ErrInvalidDemand.
+// hold: it answers, with an error matching store.ErrInvalidDemand.
 type pickyStore struct{ *flakyStore }
 
-func (p pickyStore) Take(ctx context.Context, now time.Time, ds []pacer.Demand) (pacer.Decision, error) {
+func (p pickyStore) Take(ctx context.Context, now time.Time, ds []store.Demand) (store.Decision, error) {
 	for _, d := range ds {
 		if d.Key == "bad" {
 			p.calls.Add(1)
-			return pacer.Decision{}, fmt.Errorf("pgstore: take: %w: invalid byte sequence", pacer.ErrInvalidDemand)
+			return store.Decision{}, fmt.Errorf("pgstore: take: %w: invalid byte sequence", store.ErrInvalidDemand)
 		}
 	}
 	return p.flakyStore.Take(ctx, now, ds)
@@ -70,9 +71,9 @@ func (p pickyStore) Take(ctx context.Context, now time.Time, ds []pacer.Demand) 
 // neither sent as the policy would send it nor does it keep the store from
 // the next request.
 func TestInvalidDemandIsTheRequestsError(t *testing.T) {
-	store := pickyStore{newFlakyStore()}
+	picky := pickyStore{newFlakyStore()}
 	base := &okTransport{}
-	tr := pacer.New(base, pacer.WithStore(store), pacer.WithStoreFailure(pacer.FailOpen()), pacer.WithoutRetry(),
+	tr := pacer.New(base, pacer.WithStore(picky), pacer.WithStoreFailure(pacer.FailOpen()), pacer.WithoutRetry(),
 		pacer.WithScope(pacer.Scope{Name: "per-key", Limit: pacer.PerSecond(100)}),
 		pacer.WithRoute(func(req *http.Request, cs []pacer.Charge) []pacer.Charge {
 			return []pacer.Charge{{Scope: "per-key", Key: strings.TrimPrefix(req.URL.Path, "/")}}
@@ -86,18 +87,18 @@ func TestInvalidDemandIsTheRequestsError(t *testing.T) {
 		return err
 	}
 	for range 3 {
-		if err := get("/bad"); !errors.Is(err, pacer.ErrInvalidDemand) {
-			t.Fatalf("a request the store refused returned %v, want ErrInvalidDemand", err)
+		if err := get("/bad"); !errors.Is(err, store.ErrInvalidDemand) {
+			t.Fatalf("a request the store refused returned %v, want store.ErrInvalidDemand", err)
 		}
 	}
 	if n := base.sent.Load(); n != 0 {
 		t.Fatalf("%d refused requests were sent", n)
 	}
-	before := store.calls.Load()
+	before := picky.calls.Load()
 	if err := get("/good"); err != nil {
 		t.Fatal(err)
 	}
-	if store.calls.Load() != before+1 {
+	if picky.calls.Load() != before+1 {
 		t.Fatal("after a request the store refused, the next request did not go to the store: it was taken for down")
 	}
 }
@@ -106,16 +107,16 @@ func TestInvalidDemandIsTheRequestsError(t *testing.T) {
 // without persistence does when it restarts, or stop answering.
 type forgetfulStore struct {
 	mu   sync.Mutex
-	m    *pacer.MemoryStore
+	m    *store.Memory
 	down bool
 }
 
-func newForgetfulStore() *forgetfulStore { return &forgetfulStore{m: pacer.NewMemoryStore()} }
+func newForgetfulStore() *forgetfulStore { return &forgetfulStore{m: store.NewMemory()} }
 
 func (f *forgetfulStore) forget() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.m = pacer.NewMemoryStore()
+	f.m = store.NewMemory()
 }
 
 func (f *forgetfulStore) setDown(down bool) {
@@ -124,7 +125,7 @@ func (f *forgetfulStore) setDown(down bool) {
 	f.down = down
 }
 
-func (f *forgetfulStore) get() (*pacer.MemoryStore, error) {
+func (f *forgetfulStore) get() (*store.Memory, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.down {
@@ -133,15 +134,15 @@ func (f *forgetfulStore) get() (*pacer.MemoryStore, error) {
 	return f.m, nil
 }
 
-func (f *forgetfulStore) Take(ctx context.Context, now time.Time, ds []pacer.Demand) (pacer.Decision, error) {
+func (f *forgetfulStore) Take(ctx context.Context, now time.Time, ds []store.Demand) (store.Decision, error) {
 	m, err := f.get()
 	if err != nil {
-		return pacer.Decision{}, err
+		return store.Decision{}, err
 	}
 	return m.Take(ctx, now, ds)
 }
 
-func (f *forgetfulStore) Refund(ctx context.Context, now time.Time, ds []pacer.Demand) error {
+func (f *forgetfulStore) Refund(ctx context.Context, now time.Time, ds []store.Demand) error {
 	m, err := f.get()
 	if err != nil {
 		return err
@@ -149,7 +150,7 @@ func (f *forgetfulStore) Refund(ctx context.Context, now time.Time, ds []pacer.D
 	return m.Refund(ctx, now, ds)
 }
 
-func (f *forgetfulStore) Clamp(ctx context.Context, now time.Time, d pacer.Demand, tokens float64) error {
+func (f *forgetfulStore) Clamp(ctx context.Context, now time.Time, d store.Demand, tokens float64) error {
 	m, err := f.get()
 	if err != nil {
 		return err
@@ -184,16 +185,16 @@ func TestBudgetAcrossAStoreOutage(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%+v/follow=%v/spent=%d", c.policy, c.follow, c.before), func(t *testing.T) {
-			store := newForgetfulStore()
+			forgetful := newForgetfulStore()
 			base := &okTransport{}
-			tr := pacer.New(base, pacer.WithLimit(pacer.PerSecond(1e6)), pacer.WithStore(store),
+			tr := pacer.New(base, pacer.WithLimit(pacer.PerSecond(1e6)), pacer.WithStore(forgetful),
 				pacer.WithStoreFailure(c.policy), pacer.WithoutRetry(),
 				pacer.WithWorkload(pacer.DefaultWorkload, pacer.Workload{
 					Budget: pacer.Budget{Limit: limit, Per: 24 * time.Hour, FollowStoreFailure: c.follow}}))
 			if sent, errs := sendN(t, tr, c.before); sent != c.before {
 				t.Fatalf("with the store up sent %d of %d: %v", sent, c.before, errs)
 			}
-			store.setDown(true)
+			forgetful.setDown(true)
 			sent, errs := sendN(t, tr, 200)
 			if sent != c.want {
 				t.Errorf("with the store down sent %d of 200, want %d", sent, c.want)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/pacer-go/pacer/store"
 )
 
 // maxPendingWrites bounds the writes waiting for a shared store: one per
@@ -40,8 +42,8 @@ type writeKey struct {
 type pendingWrite struct {
 	kind   writeKind
 	now    time.Time
-	demand Demand  // the bucket's shape as last seen; a refund's or an adjustment's Cost is the sum
-	tokens float64 // a clamp's level
+	demand store.Demand // the bucket's shape as last seen; a refund's or an adjustment's Cost is the sum
+	tokens float64      // a clamp's level
 }
 
 // writeQueue holds the writes a guard sends to its store in the background:
@@ -76,7 +78,7 @@ type writeQueue struct {
 // add queues a write. It reports whether the caller must start a goroutine
 // to send the queue, and whether the write was dropped because the queue is
 // full: only the first drop until the queue empties is reported.
-func (q *writeQueue) add(kind writeKind, now time.Time, d Demand, tokens float64) (start, dropped bool) {
+func (q *writeQueue) add(kind writeKind, now time.Time, d store.Demand, tokens float64) (start, dropped bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	k := writeKey{kind, d.Scope, d.Key}

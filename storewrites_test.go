@@ -2,17 +2,21 @@ package pacer
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/fakeclock"
+	"github.com/pacer-go/pacer/store"
 )
 
 // stuckStore is a remote store whose every call waits until it is released
 // (or its context ends), recording the clamps it was asked for.
 type stuckStore struct {
-	*MemoryStore
+	*store.Memory
 	release chan struct{}
 	mu      sync.Mutex
 	clamps  map[string][]float64 // by key
@@ -20,7 +24,7 @@ type stuckStore struct {
 
 func (s *stuckStore) HonoursContext() bool { return true }
 
-func (s *stuckStore) Clamp(ctx context.Context, now time.Time, d Demand, tokens float64) error {
+func (s *stuckStore) Clamp(ctx context.Context, now time.Time, d store.Demand, tokens float64) error {
 	select {
 	case <-s.release:
 	case <-ctx.Done():
@@ -29,7 +33,7 @@ func (s *stuckStore) Clamp(ctx context.Context, now time.Time, d Demand, tokens 
 	s.mu.Lock()
 	s.clamps[d.Key] = append(s.clamps[d.Key], tokens)
 	s.mu.Unlock()
-	return s.MemoryStore.Clamp(ctx, now, d, tokens)
+	return s.Memory.Clamp(ctx, now, d, tokens)
 }
 
 // While the store hangs, clamps pile up no further than one per bucket, the
@@ -37,10 +41,10 @@ func (s *stuckStore) Clamp(ctx context.Context, now time.Time, d Demand, tokens 
 // goroutine sends them, and is gone once they are sent. In virtual time.
 func TestClampsWaitingForTheStoreAreBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := &stuckStore{MemoryStore: NewMemoryStore(), release: make(chan struct{}), clamps: map[string][]float64{}}
+		s := &stuckStore{Memory: store.NewMemory(), release: make(chan struct{}), clamps: map[string][]float64{}}
 		g := guardStore(s, FailOpen(), time.Hour)
 		ctx, now := context.Background(), time.Now()
-		d := Demand{Scope: "s", Key: "hot", Rate: 1, Burst: 100}
+		d := store.Demand{Scope: "s", Key: "hot", Rate: 1, Burst: 100}
 		g.Clamp(ctx, now, d, 0)
 		synctest.Wait() // the sender holds the first clamp, and waits
 		for i := range 999 {
@@ -65,4 +69,42 @@ func TestClampsWaitingForTheStoreAreBounded(t *testing.T) {
 			t.Errorf("%d writes still waiting", n)
 		}
 	})
+}
+
+// lateStore is a store client that honours its context's deadline by its
+// own socket deadline: its call takes a second of the clock, and fails with
+// the client's own error, not the context's.
+type lateStore struct {
+	*store.Memory
+	clock *fakeclock.Clock
+}
+
+func (s lateStore) HonoursContext() bool { return true }
+
+func (s lateStore) Take(context.Context, time.Time, []store.Demand) (store.Decision, error) {
+	s.clock.Advance(time.Second)
+	return store.Decision{}, errors.New("read tcp: i/o timeout")
+}
+
+// A call that fails because the request's deadline passed says nothing
+// about the store: the guard compares the deadline on the Transport's
+// clock, the one the request's wait was measured on, and does not take the
+// store for down. (It compared it on the wall clock, which a clock in the
+// future has not reached.)
+func TestStoreCallPastTheDeadlineOnTheTransportClock(t *testing.T) {
+	fc := fakeclock.New(time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC))
+	g := guardStore(lateStore{store.NewMemory(), fc}, FailOpen(), time.Hour)
+	g.clock = fakeClock{fc}
+	ctx, cancel := context.WithDeadline(context.Background(), fc.Now().Add(time.Millisecond))
+	defer cancel()
+	_, err := g.Take(ctx, fc.Now(), []store.Demand{{Scope: "s", Rate: 1, Burst: 1, Cost: 1}})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a take past the request's deadline returned %v, want context.DeadlineExceeded", err)
+	}
+	g.mu.Lock()
+	down := g.down
+	g.mu.Unlock()
+	if down {
+		t.Error("a take that failed past the request's deadline marked the store down")
+	}
 }

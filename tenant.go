@@ -39,14 +39,6 @@ func WithTenant(f func(req *http.Request) (tenant string, weight float64)) Optio
 	}
 }
 
-// TenantFromContext returns the tenant named by ctx, or "".
-func TenantFromContext(ctx context.Context) string {
-	if v := valuesFrom(ctx); v != nil {
-		return v.tenant
-	}
-	return ""
-}
-
 // fairQueue tags a workload's waiting calls for self-clocked fair queuing
 // (Golestani's SCFQ): a call's tag is its virtual finish, cost/weight after
 // the later of the workload's virtual time and its tenant's previous

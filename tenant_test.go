@@ -11,6 +11,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // floodWaits runs 99 tenants calling once a second each, at random phases,
@@ -165,7 +167,7 @@ func TestWithTenantFromRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		var order []string
-		api := &stubAPI{clock: SystemClock, respond: func(req *http.Request) (*http.Response, error) {
+		api := &stubAPI{clock: clock.System, respond: func(req *http.Request) (*http.Response, error) {
 			mu.Lock()
 			order = append(order, req.Header.Get("X-Customer"))
 			mu.Unlock()

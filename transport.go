@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/usage"
 )
 
@@ -34,8 +36,8 @@ import (
 //     are released exactly once, when the body is closed or read to its end.
 type Transport struct {
 	base  http.RoundTripper
-	clock Clock
-	store Store
+	clock clock.Clock
+	store store.Store
 
 	headroom    float64
 	maxWait     time.Duration
@@ -43,8 +45,8 @@ type Transport struct {
 	classifiers []Classifier
 	observers   []Observer
 
-	scopes          map[string]*scopeClass
-	defaultClass    *scopeClass
+	scopes          map[string]*configuredScope
+	defaultClass    *configuredScope
 	routes          []Route
 	workloads       map[string]*workloadState
 	defaultWorkload *workloadState
@@ -117,8 +119,8 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 // configure returns the defaults with opts applied in order. A mistake in
 // them is kept in the config's errs, never a panic.
 func configure(base http.RoundTripper, opts []Option) config {
-	cfg := config{base: base, headroom: DefaultHeadroom, clock: SystemClock, maxWait: DefaultMaxWait,
-		storeFailure: FallBackLocal(1), storeTimeout: DefaultStoreTimeout, retries: true}
+	cfg := config{base: base, headroom: DefaultHeadroom, clock: clock.System, maxWait: DefaultMaxWait,
+		storeFailure: FallBackLocal(1), storeTimeout: defaultStoreTimeout, retries: true}
 	if base == nil {
 		cfg.base = http.DefaultTransport
 	} else if isNil(base) {
@@ -145,26 +147,26 @@ func configure(base http.RoundTripper, opts []Option) config {
 // so they are spent while the store is down, and spending them needs none of
 // what the guard spends on a round trip.
 func (t *Transport) useStore(cfg *config) {
-	store := cfg.store
-	if store == nil {
-		store = NewMemoryStore()
+	s := cfg.store
+	if s == nil {
+		s = store.NewMemory()
 	}
 	if cfg.limitSync > 0 {
-		if ls, ok := store.(LimitStore); ok {
+		if ls, ok := s.(store.LimitStore); ok {
 			t.limitSync = &limitSync{store: ls, interval: cfg.limitSync, timeout: cfg.storeTimeout, versions: make(map[string]int64)}
 		} else {
-			cfg.errs = append(cfg.errs, fmt.Errorf("WithLimitSync: the store (%T) keeps no limits; use one that implements LimitStore (MemoryStore, store/redisstore)", store))
+			cfg.errs = append(cfg.errs, fmt.Errorf("WithLimitSync: the store (%T) keeps no limits; use one that implements LimitStore (store.Memory, store/redisstore)", s))
 		}
 	}
-	if _, ok := store.(*MemoryStore); !ok {
-		guard := guardStore(store, cfg.storeFailure, cfg.storeTimeout)
+	if _, ok := s.(*store.Memory); !ok {
+		guard := guardStore(s, cfg.storeFailure, cfg.storeTimeout)
 		guard.bind(t)
-		store = guard
+		s = guard
 		if cfg.lease.Size > 0 {
-			store = NewLeaseStore(guard, cfg.lease)
+			s = newLeaseStore(guard, cfg.lease)
 		}
 	}
-	t.store = store
+	t.store = s
 }
 
 // addWorkloads validates the configured workloads, DefaultWorkload among
@@ -200,9 +202,9 @@ func (t *Transport) addWorkloads(cfg *config) []*workloadState {
 // addScopes validates the configured scopes and sets each one's shares of
 // the workloads.
 func (t *Transport) addScopes(cfg *config, workloads []*workloadState) {
-	t.scopes = make(map[string]*scopeClass, len(cfg.scopes))
+	t.scopes = make(map[string]*configuredScope, len(cfg.scopes))
 	for _, s := range cfg.scopes {
-		class := newScopeClass(s, cfg.headroom, workloads, cfg.clock)
+		class := newConfiguredScope(s, cfg.headroom, workloads, cfg.clock)
 		if err := class.validate(); err != nil {
 			cfg.errs = append(cfg.errs, err)
 		}
@@ -214,7 +216,7 @@ func (t *Transport) addScopes(cfg *config, workloads []*workloadState) {
 // retrier returns the retrier that goes around every attempt: nil when a
 // call is sent once as it is. With retries off, WithIdempotencyKey still
 // needs it, to add the key; it then makes one attempt.
-func (cfg *config) retrier(scopes map[string]*scopeClass) *retrier {
+func (cfg *config) retrier(scopes map[string]*configuredScope) *retrier {
 	if !cfg.retries && !cfg.idempotencyKey {
 		return nil
 	}
@@ -283,10 +285,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // attemptInfo tells the retrier what became of one attempt.
 type attemptInfo struct {
-	sent    bool        // the request reached the base RoundTripper
-	scope   *scopeClass // the first scope it was charged to, for the retry budget
-	verdict Verdict     // what the classifiers said of an error response
-	stalled bool        // the response's body stalled for the classifiers: close it, do not drain it
+	sent    bool             // the request reached the base RoundTripper
+	scope   *configuredScope // the first scope it was charged to, for the retry budget
+	verdict Verdict          // what the classifiers said of an error response
+	stalled bool             // the response's body stalled for the classifiers: close it, do not drain it
 }
 
 // attempt takes req once through every step but the retry.

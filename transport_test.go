@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // Tests that wait run inside a synctest bubble: time there is virtual and
@@ -18,7 +20,7 @@ import (
 
 func TestHeadroomPacesBelowPublishedLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := &stubAPI{clock: SystemClock}
+		api := &stubAPI{clock: clock.System}
 		tr := New(api, WithLimit(PerSecond(100)))
 		start := time.Now()
 		for time.Since(start) < 10*time.Second {
@@ -35,7 +37,7 @@ func TestHeadroomPacesBelowPublishedLimit(t *testing.T) {
 func TestDefaultBurstKeepsEveryWindowWithinTheLimit(t *testing.T) {
 	for _, limit := range []Limit{PerSecond(20), PerSecond(3), PerMinute(600)} {
 		synctest.Test(t, func(t *testing.T) {
-			api := &stubAPI{clock: SystemClock}
+			api := &stubAPI{clock: clock.System}
 			tr := New(api, WithLimit(limit))
 			var wg sync.WaitGroup
 			end := time.Now().Add(5 * limit.Per)
@@ -82,7 +84,7 @@ func getWithKey(rt http.RoundTripper, ctx context.Context, key string) error {
 
 func TestFanOutAcrossKeysStaysWithinTheAccount(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := &stubAPI{clock: SystemClock}
+		api := &stubAPI{clock: clock.System}
 		tr := New(api,
 			WithScope(Scope{Name: "account", Limit: PerSecond(10)}),
 			WithScope(Scope{Name: "key", Limit: PerSecond(10)}),
@@ -119,7 +121,7 @@ func TestFanOutAcrossKeysStaysWithinTheAccount(t *testing.T) {
 func TestAdmissionAcrossScopesIsAllOrNothing(t *testing.T) {
 	clk := newFakeClock()
 	api := &stubAPI{clock: clk}
-	tr := New(api, WithClock(clk),
+	tr := New(api, withClock(clk),
 		WithScope(Scope{Name: "account", Limit: Limit{Count: 10, Per: time.Hour, Burst: 10}, FailFast: true}),
 		WithScope(Scope{Name: "key", Limit: Limit{Count: 1, Per: time.Hour, Burst: 1}, FailFast: true}),
 		WithRoute(keyRoute))
@@ -150,7 +152,7 @@ func TestCostInUnits(t *testing.T) {
 	estimate := func(req *http.Request, charges []Charge) []Charge {
 		return append(charges, Charge{Scope: "tokens", Cost: 100})
 	}
-	tr := New(api, WithClock(clk),
+	tr := New(api, withClock(clk),
 		// 10,000 tokens a minute: 150 a second at 90%, a burst of 1,000.
 		WithScope(Scope{Name: "tokens", Unit: "tokens", Limit: PerMinute(10000), FailFast: true}),
 		WithRoute(estimate))
@@ -180,7 +182,7 @@ func TestCostInUnits(t *testing.T) {
 
 func TestRequestLargerThanTheBucketFailsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := &stubAPI{clock: SystemClock}
+		api := &stubAPI{clock: clock.System}
 		tr := New(api, WithScope(Scope{Name: "tokens", Unit: "tokens", Limit: PerMinute(10000)}),
 			WithRoute(func(req *http.Request, charges []Charge) []Charge {
 				return append(charges, Charge{Scope: "tokens"})
@@ -204,7 +206,7 @@ func TestRequestLargerThanTheBucketFailsAtOnce(t *testing.T) {
 
 func TestDeadlineThatCannotBeMetFailsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := &stubAPI{clock: SystemClock}
+		api := &stubAPI{clock: clock.System}
 		// 0.9 a second after a burst of 6.
 		tr := New(api, WithLimit(PerMinute(60)))
 		for range 6 {
@@ -235,7 +237,7 @@ func TestDeadlineThatCannotBeMetFailsAtOnce(t *testing.T) {
 
 func TestDeadlineCountsTheCallsQueuedAhead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := &stubAPI{clock: SystemClock}
+		api := &stubAPI{clock: clock.System}
 		tr := New(api, WithLimit(Limit{Count: 1, Per: time.Second, Burst: 1}), WithHeadroom(1))
 		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
 		for range 3 { // three calls queue, for 1, 2 and 3 s
@@ -255,7 +257,7 @@ func TestDeadlineCountsTheCallsQueuedAhead(t *testing.T) {
 
 func TestFailFastScope(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := &stubAPI{clock: SystemClock}
+		api := &stubAPI{clock: clock.System}
 		tr := New(api, WithLimit(PerSecond(10)), WithFailFast())
 		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
 		err := get(tr, context.Background(), "http://api.test/")
@@ -270,7 +272,7 @@ func TestFailFastScope(t *testing.T) {
 
 func TestCancelledWaitTakesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := &stubAPI{clock: SystemClock}
+		api := &stubAPI{clock: clock.System}
 		tr := New(api, WithLimit(Limit{Count: 1, Per: time.Second, Burst: 1}), WithHeadroom(1))
 		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
 		ctx, cancel := context.WithCancel(context.Background())
@@ -292,7 +294,7 @@ func TestCancelledWaitTakesNothing(t *testing.T) {
 }
 
 func TestRoundTripDoesNotModifyTheRequest(t *testing.T) {
-	api := &stubAPI{clock: SystemClock}
+	api := &stubAPI{clock: clock.System}
 	tr := New(api, WithLimit(PerSecond(100)), WithConcurrency(4),
 		WithScope(Scope{Name: "key", Limit: PerSecond(10)}), WithRoute(keyRoute),
 		WithScope(Scope{Name: "account", Limit: PerSecond(10)}))
@@ -312,11 +314,11 @@ func TestRoundTripDoesNotModifyTheRequest(t *testing.T) {
 
 func TestRequestBodyIsClosedWhenNotSent(t *testing.T) {
 	cases := map[string]*Transport{
-		"configuration error": New(&stubAPI{clock: SystemClock}, WithHeadroom(1.5)),
-		"undeclared scope": New(&stubAPI{clock: SystemClock}, WithRoute(func(_ *http.Request, c []Charge) []Charge {
+		"configuration error": New(&stubAPI{clock: clock.System}, WithHeadroom(1.5)),
+		"undeclared scope": New(&stubAPI{clock: clock.System}, WithRoute(func(_ *http.Request, c []Charge) []Charge {
 			return append(c, Charge{Scope: "nope"})
 		})),
-		"fail fast": New(&stubAPI{clock: SystemClock}, WithLimit(Limit{Count: 1, Per: time.Hour, Burst: 1}), WithFailFast()),
+		"fail fast": New(&stubAPI{clock: clock.System}, WithLimit(Limit{Count: 1, Per: time.Hour, Burst: 1}), WithFailFast()),
 	}
 	for name, tr := range cases {
 		if name == "fail fast" {
@@ -348,7 +350,7 @@ func TestConfigurationErrorsAreClear(t *testing.T) {
 }
 
 func TestUndeclaredScopeIsAClearError(t *testing.T) {
-	tr := New(&stubAPI{clock: SystemClock}, WithRoute(func(_ *http.Request, c []Charge) []Charge {
+	tr := New(&stubAPI{clock: clock.System}, WithRoute(func(_ *http.Request, c []Charge) []Charge {
 		return append(c, Charge{Scope: "tokenz"})
 	}))
 	err := get(tr, context.Background(), "http://api.test/")

@@ -208,7 +208,7 @@ func (l *line) costBefore(w *waiter) (c float64) {
 
 // owns reports whether workload v holds fewer of the scope's slots than it
 // reserves: its waiters are then first in line for a slot.
-func (s *scopeState) owns(v int, share float64) bool {
+func (s *bucket) owns(v int, share float64) bool {
 	sh := s.class.shares.Load()
 	if !sh.sharesSlots || sh.reservedSlots[v] == 0 {
 		return false
@@ -219,7 +219,7 @@ func (s *scopeState) owns(v int, share float64) bool {
 // ranksBefore reports whether workload a's calls are served before workload
 // b's: owners of unused reserved slots first, then by Reserve. Equal ranks
 // are served in arrival order.
-func (s *scopeState) ranksBefore(a int, pa float64, b int, pb float64, share float64) (before, equal bool) {
+func (s *bucket) ranksBefore(a int, pa float64, b int, pb float64, share float64) (before, equal bool) {
 	oa, ob := s.owns(a, share), s.owns(b, share)
 	if oa != ob {
 		return oa, false
@@ -228,7 +228,7 @@ func (s *scopeState) ranksBefore(a int, pa float64, b int, pb float64, share flo
 }
 
 // head returns the waiter to be served next, or nil. s.mu must be held.
-func (s *scopeState) head() *waiter {
+func (s *bucket) head() *waiter {
 	q := &s.queue
 	if q.n == 0 {
 		return nil
@@ -253,7 +253,7 @@ func (s *scopeState) head() *waiter {
 
 // enqueue adds w to the scope's queue and returns the cost queued ahead of
 // it, as things stand: a lower bound on what must be paid before w.
-func (s *scopeState) enqueue(w *waiter) float64 {
+func (s *bucket) enqueue(w *waiter) float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q := &s.queue
@@ -285,7 +285,7 @@ func (s *scopeState) enqueue(w *waiter) float64 {
 
 // leave takes w out of the scope's queue; if w was at its head, the next
 // waiter is woken to take its turn.
-func (s *scopeState) leave(w *waiter) {
+func (s *bucket) leave(w *waiter) {
 	s.mu.Lock()
 	var next *waiter
 	if w.queued {
@@ -305,17 +305,17 @@ func (s *scopeState) leave(w *waiter) {
 // headOf returns the scope's head, which is w or another waiter that w
 // should wake, having been woken itself: the head can change with no call
 // leaving, when a workload takes or gives back its reserved slots.
-func (s *scopeState) headOf() *waiter {
+func (s *bucket) headOf() *waiter {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.head()
 }
 
-func (s *scopeState) isHead(w *waiter) bool { return s.headOf() == w }
+func (s *bucket) isHead(w *waiter) bool { return s.headOf() == w }
 
 // servesBefore reports whether a waiter of the scope comes before a new call
 // of workload w, which must then queue behind it.
-func (s *scopeState) servesBefore(w int, priority float64) bool {
+func (s *bucket) servesBefore(w int, priority float64) bool {
 	if s.waiting.Load() == 0 {
 		return false
 	}

@@ -9,7 +9,7 @@ import (
 
 // queueState returns the shared state of a scope that caps nothing, for
 // driving its queue directly.
-func queueState() *scopeState {
+func queueState() *bucket {
 	return New(nil).scopes[DefaultScope].shared
 }
 

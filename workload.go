@@ -130,8 +130,8 @@ func ContextWithWorkload(ctx context.Context, name string) context.Context {
 	return context.WithValue(ctx, callValuesKey{}, v)
 }
 
-// WorkloadFromContext returns the workload named by ctx, or "" if none is.
-func WorkloadFromContext(ctx context.Context) string {
+// workloadFromContext returns the workload named by ctx, or "" if none is.
+func workloadFromContext(ctx context.Context) string {
 	if v := valuesFrom(ctx); v != nil {
 		return v.workload
 	}

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/store"
 )
 
 // TestInteractiveIsServedWhileBatchFloods is the property users buy: a batch
@@ -19,7 +22,7 @@ import (
 func TestInteractiveIsServedWhileBatchFloods(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const published = 100 // a second; pacer paces at 90 with a burst of 10
-		api := &stubAPI{clock: SystemClock}
+		api := &stubAPI{clock: clock.System}
 		tr := New(api, WithLimit(PerSecond(published)),
 			WithWorkload("interactive", Workload{Reserve: 0.3}),
 			WithWorkload("batch", Workload{}))
@@ -111,7 +114,7 @@ func TestInteractiveIsServedWhileBatchFloods(t *testing.T) {
 // interactive call with no reserve of burst left still goes first.
 func TestBatchQueueDoesNotDelayInteractive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := &stubAPI{clock: SystemClock}
+		api := &stubAPI{clock: clock.System}
 		// A burst of one: no reserve of burst can exist, only priority.
 		tr := New(api, WithLimit(PerSecond(10)),
 			WithWorkload("interactive", Workload{Reserve: 0.5}))
@@ -133,7 +136,7 @@ func TestBatchQueueDoesNotDelayInteractive(t *testing.T) {
 
 func TestMaxCapsAWorkloadsShare(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := &stubAPI{clock: SystemClock}
+		api := &stubAPI{clock: clock.System}
 		tr := New(api, WithLimit(PerSecond(100)), WithWorkload("batch", Workload{Max: 0.5}))
 		batch := ContextWithWorkload(context.Background(), "batch")
 		end := time.Now().Add(10 * time.Second)
@@ -150,7 +153,7 @@ func TestMaxCapsAWorkloadsShare(t *testing.T) {
 func TestBudgetExhaustion(t *testing.T) {
 	clk := newFakeClock()
 	api := &stubAPI{clock: clk}
-	tr := New(api, WithClock(clk), WithWorkload("backfill", Workload{Budget: Budget{Limit: 5, Per: time.Hour}}))
+	tr := New(api, withClock(clk), WithWorkload("backfill", Workload{Budget: Budget{Limit: 5, Per: time.Hour}}))
 	ctx := ContextWithWorkload(context.Background(), "backfill")
 	for range 5 {
 		mustNotErr(t, get(tr, ctx, "http://api.test/"))
@@ -181,7 +184,7 @@ func TestBudgetExhaustion(t *testing.T) {
 func TestBudgetInCostUnits(t *testing.T) {
 	clk := newFakeClock()
 	api := &stubAPI{clock: clk}
-	tr := New(api, WithClock(clk), WithWorkload("agent", Workload{Budget: Budget{Limit: 1000, Per: 24 * time.Hour, Unit: "tokens"}}))
+	tr := New(api, withClock(clk), WithWorkload("agent", Workload{Budget: Budget{Limit: 1000, Per: 24 * time.Hour, Unit: "tokens"}}))
 	ctx := ContextWithCost(ContextWithWorkload(context.Background(), "agent"), "tokens", 400)
 	mustNotErr(t, get(tr, ctx, "http://api.test/"))
 	mustNotErr(t, get(tr, ctx, "http://api.test/"))
@@ -194,7 +197,7 @@ func TestBudgetInCostUnits(t *testing.T) {
 
 func TestBudgetIsRefundedWhenTheCallIsNotSent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := &stubAPI{clock: SystemClock}
+		api := &stubAPI{clock: clock.System}
 		tr := New(api, WithLimit(Limit{Count: 1, Per: time.Minute, Burst: 1}),
 			WithWorkload("backfill", Workload{Budget: Budget{Limit: 2, Per: time.Hour}}))
 		ctx := ContextWithWorkload(context.Background(), "backfill")
@@ -213,13 +216,13 @@ func TestBudgetIsRefundedWhenTheCallIsNotSent(t *testing.T) {
 
 // contextStore is a memory store that refuses a call whose context is done,
 // as a network store does before it sends anything.
-type contextStore struct{ *MemoryStore }
+type contextStore struct{ *store.Memory }
 
-func (s contextStore) Refund(ctx context.Context, now time.Time, ds []Demand) error {
+func (s contextStore) Refund(ctx context.Context, now time.Time, ds []store.Demand) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.MemoryStore.Refund(ctx, now, ds)
+	return s.Memory.Refund(ctx, now, ds)
 }
 
 // A caller that gives up while its call waits gets the call's budget back,
@@ -227,9 +230,9 @@ func (s contextStore) Refund(ctx context.Context, now time.Time, ds []Demand) er
 // context that just ended.
 func TestBudgetIsRefundedWhenTheCallerCancels(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := &stubAPI{clock: SystemClock}
+		api := &stubAPI{clock: clock.System}
 		tr := New(api, WithLimit(Limit{Count: 1, Per: time.Minute, Burst: 1}),
-			WithStore(contextStore{NewMemoryStore()}), WithoutRetry(),
+			WithStore(contextStore{store.NewMemory()}), WithoutRetry(),
 			WithWorkload("backfill", Workload{Budget: Budget{Limit: 2, Per: time.Hour}}))
 		ctx := ContextWithWorkload(context.Background(), "backfill")
 		mustNotErr(t, get(tr, ctx, "http://api.test/"))
@@ -253,7 +256,7 @@ func TestWorkloadValidation(t *testing.T) {
 		"empty workload name": {WithWorkload("", Workload{})},
 	}
 	for name, opts := range bad {
-		tr := New(&stubAPI{clock: SystemClock}, opts...)
+		tr := New(&stubAPI{clock: clock.System}, opts...)
 		if tr.Err() == nil {
 			t.Errorf("%s: no configuration error", name)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/internal/clock"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -63,15 +64,15 @@ func serve(t *testing.T, tr *pacer.Transport) (*healthServer, healthpb.HealthCli
 type stillClock struct{ now time.Time }
 
 func (c stillClock) Now() time.Time                       { return c.now }
-func (c stillClock) NewTimer(d time.Duration) pacer.Timer { return pacer.SystemClock.NewTimer(d) }
+func (c stillClock) NewTimer(d time.Duration) clock.Timer { return clock.System.NewTimer(d) }
 
-func frozen() pacer.Clock { return stillClock{time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)} }
+func frozen() clock.Clock { return stillClock{time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)} }
 
 // A RESOURCE_EXHAUSTED with RetryInfo pauses the scope for every caller,
 // as a 429 with Retry-After does; the next call is refused before it is
 // sent, and says how long to wait.
 func TestUnaryRejectionPausesScope(t *testing.T) {
-	tr := pacer.New(nil, pacer.WithLimit(pacer.PerSecond(100)), pacer.WithClock(frozen()))
+	tr := pacer.New(nil, pacer.WithLimit(pacer.PerSecond(100)), clock.With[pacer.Option](frozen()))
 	hs, client := serve(t, tr)
 	hs.reply = func(context.Context) (*healthpb.HealthCheckResponse, error) {
 		st, _ := status.New(codes.ResourceExhausted, "slow down").WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(2 * time.Second)})
@@ -94,7 +95,7 @@ func TestUnaryRejectionPausesScope(t *testing.T) {
 // UNAVAILABLE with a retry pushback is a rejection too; without one it
 // teaches nothing.
 func TestUnaryUnavailablePushback(t *testing.T) {
-	tr := pacer.New(nil, pacer.WithLimit(pacer.PerSecond(100)), pacer.WithClock(frozen()))
+	tr := pacer.New(nil, pacer.WithLimit(pacer.PerSecond(100)), clock.With[pacer.Option](frozen()))
 	hs, client := serve(t, tr)
 	pushback := "1500"
 	hs.reply = func(ctx context.Context) (*healthpb.HealthCheckResponse, error) {

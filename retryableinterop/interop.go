@@ -24,6 +24,7 @@ import (
 
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/ratelimitheader"
 )
 
 // CheckRetry returns a retryablehttp.CheckRetry that applies p's rules (the
@@ -84,13 +85,13 @@ func serverWait(resp *http.Response) (time.Duration, bool) {
 	if resp == nil {
 		return 0, false
 	}
-	now := pacer.SystemClock.Now()
-	if wait, ok := pacer.RetryAfter(resp.Header, now); ok {
+	now := time.Now()
+	if wait, ok := ratelimitheader.RetryAfter(resp.Header, now); ok {
 		return wait, true
 	}
 	var wait time.Duration
 	found := false
-	for _, q := range pacer.ParseQuotas(resp.Header, now) {
+	for _, q := range ratelimitheader.ParseQuotas(resp.Header, now) {
 		if q.Remaining == 0 && q.Reset > 0 {
 			wait, found = max(wait, q.Reset), true
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 )
 
 // Hang checks, in wall time, that a store whose server stops answering holds
@@ -19,7 +20,7 @@ import (
 // store timeout and one with a longer one, and calls resume.
 //
 // It takes well under a second.
-func Hang(t *testing.T, s pacer.Store, hang, resume func()) {
+func Hang(t *testing.T, s store.Store, hang, resume func()) {
 	t.Helper()
 	var sent atomic.Int64
 	base := roundTripFunc(func(req *http.Request) (*http.Response, error) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 )
 
 // oddNames are scope and key names a request can carry (a header, a JSON
@@ -37,16 +37,16 @@ func oddNames() []string {
 // bucket.
 func testOddKeys(t *testing.T, h *harness) {
 	base := Scope(t)
-	var demands []pacer.Demand
+	var demands []store.Demand
 	for _, n := range oddNames() {
 		demands = append(demands,
-			pacer.Demand{Scope: base, Key: n, Rate: 1, Burst: 2, Cost: 1},
-			pacer.Demand{Scope: base + "/" + n, Key: "k", Rate: 1, Burst: 2, Cost: 1})
+			store.Demand{Scope: base, Key: n, Rate: 1, Burst: 2, Cost: 1},
+			store.Demand{Scope: base + "/" + n, Key: "k", Rate: 1, Burst: 2, Cost: 1})
 	}
 	// Where the scope ends and the key begins is part of the name.
 	demands = append(demands,
-		pacer.Demand{Scope: base + "a", Key: "b:c", Rate: 1, Burst: 2, Cost: 1},
-		pacer.Demand{Scope: base + "a:b", Key: "c", Rate: 1, Burst: 2, Cost: 1})
+		store.Demand{Scope: base + "a", Key: "b:c", Rate: 1, Burst: 2, Cost: 1},
+		store.Demand{Scope: base + "a:b", Key: "c", Rate: 1, Burst: 2, Cost: 1})
 	for i, d := range demands {
 		if n := h.takeAll(at(0), d); n != 2 {
 			t.Fatalf("demand %d (scope of %d bytes, key %.40q of %d bytes) granted %d of a new bucket of 2; want 2, its own bucket",
@@ -55,7 +55,7 @@ func testOddKeys(t *testing.T, h *harness) {
 	}
 	// Refund, clamp and a take of several buckets at once work on them too.
 	a, b := demands[0], demands[len(demands)-3] // NUL key, empty-named scope
-	if err := h.s.Refund(h.ctx, at(0), []pacer.Demand{a, b}); err != nil {
+	if err := h.s.Refund(h.ctx, at(0), []store.Demand{a, b}); err != nil {
 		t.Fatalf("Refund of odd keys: %v", err)
 	}
 	h.granted(at(0), a, b)
@@ -75,23 +75,23 @@ const (
 )
 
 // testAbsurdWaits checks that a wait too long to matter saturates to
-// pacer.LongestWait in every store: no overflow, no error, no Never for a
+// store.LongestWait in every store: no overflow, no error, no Never for a
 // demand that waiting grants.
 func testAbsurdWaits(t *testing.T, h *harness) {
-	rate := func(r float64) pacer.Demand {
-		return pacer.Demand{Scope: Scope(t), Rate: r, Burst: 1, Cost: 1}
+	rate := func(r float64) store.Demand {
+		return store.Demand{Scope: Scope(t), Rate: r, Burst: 1, Cost: 1}
 	}
 	cases := []struct {
 		name string
-		d    pacer.Demand
+		d    store.Demand
 		want time.Duration
 	}{
 		// Limit{Count: 1, Per: 290 years} at a headroom of 0.9.
-		{"one per 290 years", rate(0.9 / (290 * year).Seconds()), pacer.LongestWait},
-		{"the smallest rate", rate(math.SmallestNonzeroFloat64), pacer.LongestWait},
+		{"one per 290 years", rate(0.9 / (290 * year).Seconds()), store.LongestWait},
+		{"the smallest rate", rate(math.SmallestNonzeroFloat64), store.LongestWait},
 		{"one per 2^31 s", rate(1 / pow31.Seconds()), pow31},
-		{"a 290-year window", pacer.Demand{Scope: Scope(t), Window: 290 * year, Burst: 1, Cost: 1}, pacer.LongestWait},
-		{"a 100-year window", pacer.Demand{Scope: Scope(t), Window: 100 * year, Burst: 1, Cost: 1}, 100 * year},
+		{"a 290-year window", store.Demand{Scope: Scope(t), Window: 290 * year, Burst: 1, Cost: 1}, store.LongestWait},
+		{"a 100-year window", store.Demand{Scope: Scope(t), Window: 100 * year, Burst: 1, Cost: 1}, 100 * year},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -102,7 +102,7 @@ func testAbsurdWaits(t *testing.T, h *harness) {
 			if err := h.s.Clamp(h.ctx, at(0), c.d, 0); err != nil {
 				t.Fatalf("Clamp: %v", err)
 			}
-			if err := h.s.Refund(h.ctx, at(0), []pacer.Demand{c.d}); err != nil {
+			if err := h.s.Refund(h.ctx, at(0), []store.Demand{c.d}); err != nil {
 				t.Fatalf("Refund: %v", err)
 			}
 			h.granted(at(0), c.d)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/store"
 )
 
 // stepClock is a clock that stands still until the test moves it; the
@@ -22,7 +24,7 @@ func (c *stepClock) Now() time.Time {
 	return c.now
 }
 
-func (c *stepClock) NewTimer(d time.Duration) pacer.Timer { return pacer.SystemClock.NewTimer(d) }
+func (c *stepClock) NewTimer(d time.Duration) clock.Timer { return clock.System.NewTimer(d) }
 
 func (c *stepClock) advance(d time.Duration) {
 	c.mu.Lock()
@@ -31,23 +33,23 @@ func (c *stepClock) advance(d time.Duration) {
 }
 
 // LimitSync checks that a limit set on one instance of a fleet of four
-// sharing s (a pacer.LimitStore) reaches every other within the sync
+// sharing s (a store.LimitStore) reaches every other within the sync
 // interval, and not from nowhere: before the interval passes, an instance
 // that read the limits at the start keeps its own. The scope used is
 // "fleet-<t.Name()>", so that runs against one server do not meet.
-func LimitSync(t *testing.T, s pacer.Store) {
+func LimitSync(t *testing.T, s store.Store) {
 	t.Helper()
-	if _, ok := s.(pacer.LimitStore); !ok {
-		t.Fatalf("%T is not a pacer.LimitStore", s)
+	if _, ok := s.(store.LimitStore); !ok {
+		t.Fatalf("%T is not a store.LimitStore", s)
 	}
 	const interval = 5 * time.Second
 	scope := "fleet-" + t.Name()
-	clock := &stepClock{now: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	clk := &stepClock{now: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
 	var mu sync.Mutex
 	seen := make(map[int]pacer.Event)
 	fleet := make([]*pacer.Transport, 4)
 	for i := range fleet {
-		fleet[i] = pacer.New(nil, pacer.WithStore(s), pacer.WithClock(clock), pacer.WithLimitSync(interval),
+		fleet[i] = pacer.New(nil, pacer.WithStore(s), clock.With[pacer.Option](clk), pacer.WithLimitSync(interval),
 			pacer.WithScope(pacer.Scope{Name: scope, Limit: pacer.PerSecond(1000), FailFast: true}),
 			pacer.WithObserver(pacer.ObserverFunc(func(e pacer.Event) {
 				if e.Kind == pacer.EventLimitChanged {
@@ -76,7 +78,7 @@ func LimitSync(t *testing.T, s pacer.Store) {
 	if err := fleet[0].SetLimit(scope, changed); err != nil {
 		t.Fatal(err)
 	}
-	clock.advance(interval / 2)
+	clk.advance(interval / 2)
 	for _, tr := range fleet[1:] {
 		call(tr)
 	}
@@ -85,7 +87,7 @@ func LimitSync(t *testing.T, s pacer.Store) {
 		t.Errorf("before the interval: changes seen %v, want only instance 0's own (the others read at the start)", seen)
 	}
 	mu.Unlock()
-	clock.advance(interval / 2)
+	clk.advance(interval / 2)
 	for _, tr := range fleet[1:] {
 		call(tr)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 )
 
 // Outage runs, in wall time, one Transport per StoreFailure policy (fail
@@ -22,7 +23,7 @@ import (
 // used again once it is back.
 //
 // It takes about three seconds.
-func Outage(t *testing.T, newStore func(t *testing.T) pacer.Store, stop, start func()) {
+func Outage(t *testing.T, newStore func(t *testing.T) store.Store, stop, start func()) {
 	const (
 		rate       = 100 // a second, burst 10
 		instances  = 4

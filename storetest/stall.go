@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 )
 
 // LearnWhileHung checks, in wall time, that learning from a response never
@@ -19,7 +20,7 @@ import (
 // to s block; with a store timeout of 2 s and a request deadline of 200 ms,
 // RoundTrip must return the 429 well before the deadline. It calls resume
 // before it returns, and takes well under a second.
-func LearnWhileHung(t *testing.T, s pacer.Store, hang, resume func()) {
+func LearnWhileHung(t *testing.T, s store.Store, hang, resume func()) {
 	t.Helper()
 	const deadline = 200 * time.Millisecond
 	defer resume()
@@ -46,7 +47,7 @@ func LearnWhileHung(t *testing.T, s pacer.Store, hang, resume func()) {
 // sends requests one after another through a Transport that fails open, and
 // checks that they are sent within about the store timeout, and at once
 // after that. It calls resume before it returns, and takes about a second.
-func ShortDeadlines(t *testing.T, s pacer.Store, hang, resume func()) {
+func ShortDeadlines(t *testing.T, s store.Store, hang, resume func()) {
 	t.Helper()
 	const storeTimeout, deadline = 300 * time.Millisecond, 50 * time.Millisecond
 	var sent atomic.Int64
@@ -92,7 +93,7 @@ func ShortDeadlines(t *testing.T, s pacer.Store, hang, resume func()) {
 // stores' server. It also checks what a workload that follows the store
 // failure policy (Budget.FollowStoreFailure) may spend during the outage.
 // It takes a few seconds: the stores are asked again only after a wait.
-func Budgets(t *testing.T, newStore func(t *testing.T) pacer.Store, stop, start func()) {
+func Budgets(t *testing.T, newStore func(t *testing.T) store.Store, stop, start func()) {
 	t.Helper()
 	const limit = 50
 	var sent atomic.Int64

@@ -1,4 +1,4 @@
-// Package storetest is the conformance suite that every pacer.Store must
+// Package storetest is the conformance suite that every store.Store must
 // pass: the in-memory store, the Redis store and the Postgres store run the
 // same cases, so a fleet behaves the same whichever store it shares.
 //
@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 )
 
 // Start is the virtual instant at which every case begins.
@@ -32,7 +32,7 @@ var Start = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 type Option func(*config)
 
 type config struct {
-	held        func(t *testing.T, s pacer.Store, d pacer.Demand, took, now time.Time) bool
+	held        func(t *testing.T, s store.Store, d store.Demand, took, now time.Time) bool
 	concurrency int
 }
 
@@ -41,7 +41,7 @@ type config struct {
 // giving the store whatever chance it has to forget buckets that are full by
 // now (a sweep, a TTL). The case checks that a bucket is held while it is
 // below capacity and forgotten once it would be full again.
-func WithEviction(held func(t *testing.T, s pacer.Store, d pacer.Demand, took, now time.Time) bool) Option {
+func WithEviction(held func(t *testing.T, s store.Store, d store.Demand, took, now time.Time) bool) Option {
 	return func(c *config) { c.held = held }
 }
 
@@ -54,7 +54,7 @@ func WithConcurrency(n int) Option {
 // Run runs the suite. newStore returns the store a case runs against; it may
 // return the same store to every case, since each case uses scopes of its
 // own.
-func Run(t *testing.T, newStore func(t *testing.T) pacer.Store, opts ...Option) {
+func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) {
 	cfg := config{concurrency: 32}
 	for _, o := range opts {
 		o(&cfg)
@@ -92,7 +92,7 @@ func Run(t *testing.T, newStore func(t *testing.T) pacer.Store, opts ...Option) 
 // harness wraps a store with assertions.
 type harness struct {
 	t   *testing.T
-	s   pacer.Store
+	s   store.Store
 	ctx context.Context
 }
 
@@ -106,7 +106,7 @@ func Scope(t testing.TB) string {
 
 func at(ms int) time.Time { return Start.Add(time.Duration(ms) * time.Millisecond) }
 
-func (h *harness) take(now time.Time, ds ...pacer.Demand) pacer.Decision {
+func (h *harness) take(now time.Time, ds ...store.Demand) store.Decision {
 	h.t.Helper()
 	d, err := h.s.Take(h.ctx, now, ds)
 	if err != nil {
@@ -116,7 +116,7 @@ func (h *harness) take(now time.Time, ds ...pacer.Demand) pacer.Decision {
 }
 
 // granted asserts that the take at now is granted.
-func (h *harness) granted(now time.Time, ds ...pacer.Demand) {
+func (h *harness) granted(now time.Time, ds ...store.Demand) {
 	h.t.Helper()
 	if d := h.take(now, ds...); !d.OK {
 		h.t.Fatalf("Take at %v = %+v, want granted", now.Sub(Start), d)
@@ -125,7 +125,7 @@ func (h *harness) granted(now time.Time, ds ...pacer.Demand) {
 
 // denied asserts that the take at now is denied, blocked on demand blocked
 // with about the given wait.
-func (h *harness) denied(now time.Time, blocked int, wait time.Duration, ds ...pacer.Demand) {
+func (h *harness) denied(now time.Time, blocked int, wait time.Duration, ds ...store.Demand) {
 	h.t.Helper()
 	d := h.take(now, ds...)
 	if d.OK {
@@ -137,7 +137,7 @@ func (h *harness) denied(now time.Time, blocked int, wait time.Duration, ds ...p
 }
 
 // takeAll takes d until denied and returns how many takes were granted.
-func (h *harness) takeAll(now time.Time, d pacer.Demand) int {
+func (h *harness) takeAll(now time.Time, d store.Demand) int {
 	h.t.Helper()
 	for n := 0; n < 10000; n++ {
 		if !h.take(now, d).OK {
@@ -152,15 +152,15 @@ func (h *harness) takeAll(now time.Time, d pacer.Demand) int {
 // microseconds, and their floating point may round the last nanosecond the
 // other way.
 func closeTo(got, want time.Duration) bool {
-	if got == pacer.Never || want == pacer.Never {
+	if got == store.Never || want == store.Never {
 		return got == want
 	}
 	diff := got - want
 	return diff >= -time.Microsecond && diff <= time.Microsecond
 }
 
-func bucket(t *testing.T, rate, burst float64) pacer.Demand {
-	return pacer.Demand{Scope: Scope(t), Rate: rate, Burst: burst, Cost: 1}
+func bucket(t *testing.T, rate, burst float64) store.Demand {
+	return store.Demand{Scope: Scope(t), Rate: rate, Burst: burst, Cost: 1}
 }
 
 func testNewBucketStartsFull(t *testing.T, h *harness) {
@@ -241,18 +241,18 @@ func testZeroCost(t *testing.T, h *harness) {
 func testNever(t *testing.T, h *harness) {
 	d := bucket(t, 1, 5)
 	d.Cost = 6
-	h.denied(at(0), 0, pacer.Never, d)
+	h.denied(at(0), 0, store.Never, d)
 	d.Cost, d.Floor = 3, 3 // cost plus floor above the burst
-	h.denied(at(0), 0, pacer.Never, d)
+	h.denied(at(0), 0, store.Never, d)
 
 	frozen := bucket(t, 0, 2) // no refill: spent is spent
 	h.granted(at(0), frozen)
 	h.granted(at(0), frozen)
-	h.denied(at(1000), 0, pacer.Never, frozen)
+	h.denied(at(1000), 0, store.Never, frozen)
 }
 
 func testFixedWindow(t *testing.T, h *harness) {
-	d := pacer.Demand{Scope: Scope(t), Burst: 3, Window: 10 * time.Second, Cost: 1}
+	d := store.Demand{Scope: Scope(t), Burst: 3, Window: 10 * time.Second, Cost: 1}
 	if n := h.takeAll(at(0), d); n != 3 {
 		t.Fatalf("a window of 3 granted %d, want 3", n)
 	}
@@ -301,7 +301,7 @@ func testBlockedIsLongestWait(t *testing.T, h *harness) {
 	h.denied(at(0), 2, 2*time.Second, a, b, c)
 	// A demand that can never be granted blocks whatever else waits.
 	b.Cost = 3
-	h.denied(at(0), 1, pacer.Never, a, b, c)
+	h.denied(at(0), 1, store.Never, a, b, c)
 	b.Cost = 1
 	h.granted(at(0), b) // nothing was taken from b by the denied takes
 }
@@ -312,7 +312,7 @@ func testRefund(t *testing.T, h *harness) {
 	h.granted(at(0), d)
 	// The request waited on another scope, and its context was cancelled:
 	// the tokens go back.
-	if err := h.s.Refund(h.ctx, at(0), []pacer.Demand{d}); err != nil {
+	if err := h.s.Refund(h.ctx, at(0), []store.Demand{d}); err != nil {
 		t.Fatal(err)
 	}
 	d.Cost = 5
@@ -322,7 +322,7 @@ func testRefund(t *testing.T, h *harness) {
 	e := bucket(t, 1, 4)
 	e.Cost = 2
 	h.granted(at(0), e)
-	if err := h.s.Refund(h.ctx, at(10_000), []pacer.Demand{e}); err != nil {
+	if err := h.s.Refund(h.ctx, at(10_000), []store.Demand{e}); err != nil {
 		t.Fatal(err)
 	}
 	e.Cost = 1
@@ -334,18 +334,18 @@ func testRefund(t *testing.T, h *harness) {
 	f, g := bucket(t, 1, 2), bucket(t, 1, 2)
 	f.Cost, g.Cost = 2, 2
 	h.granted(at(0), f, g)
-	if err := h.s.Refund(h.ctx, at(0), []pacer.Demand{f, g}); err != nil {
+	if err := h.s.Refund(h.ctx, at(0), []store.Demand{f, g}); err != nil {
 		t.Fatal(err)
 	}
 	h.granted(at(0), f, g)
 }
 
-// adjust settles ds on the store, which must be a pacer.Adjuster.
-func (h *harness) adjust(now time.Time, ds ...pacer.Demand) {
+// adjust settles ds on the store, which must be a store.Adjuster.
+func (h *harness) adjust(now time.Time, ds ...store.Demand) {
 	h.t.Helper()
-	a, ok := h.s.(pacer.Adjuster)
+	a, ok := h.s.(store.Adjuster)
 	if !ok {
-		h.t.Fatalf("%T is not a pacer.Adjuster: a Transport cannot charge a call that cost more than it reserved", h.s)
+		h.t.Fatalf("%T is not a store.Adjuster: a Transport cannot charge a call that cost more than it reserved", h.s)
 	}
 	if err := a.Adjust(h.ctx, now, ds); err != nil {
 		h.t.Fatalf("Adjust: %v", err)
@@ -394,7 +394,7 @@ func testAdjust(t *testing.T, h *harness) {
 
 	// A window bucket in debt stays shut until its window ends, then is
 	// full again: the debt went with the window.
-	w := pacer.Demand{Scope: Scope(t), Burst: 10, Window: time.Hour, Cost: 10}
+	w := store.Demand{Scope: Scope(t), Burst: 10, Window: time.Hour, Cost: 10}
 	h.granted(at(0), w)
 	w.Cost = 5
 	h.adjust(at(1000), w)
@@ -464,7 +464,7 @@ func testClamp(t *testing.T, h *harness) {
 func testConcurrent(t *testing.T, h *harness, workers int) {
 	const burst, perWorker = 100, 10
 	a, b := bucket(t, 1, burst), bucket(t, 1, 2*burst)
-	single, pair := a, []pacer.Demand{b, a}
+	single, pair := a, []store.Demand{b, a}
 	pair[0].Cost = 2
 	single.Key, pair[1].Key = "single", "pair"
 	// Every taker uses the same now, so nothing refills: exactly the burst
@@ -475,7 +475,7 @@ func testConcurrent(t *testing.T, h *harness, workers int) {
 	for w := range workers {
 		wg.Go(func() {
 			for range perWorker {
-				d, err := h.s.Take(h.ctx, at(0), []pacer.Demand{single})
+				d, err := h.s.Take(h.ctx, at(0), []store.Demand{single})
 				if err != nil {
 					errs <- err
 					return
@@ -511,7 +511,7 @@ func testConcurrent(t *testing.T, h *harness, workers int) {
 	}
 }
 
-func testEviction(t *testing.T, h *harness, held func(t *testing.T, s pacer.Store, d pacer.Demand, took, now time.Time) bool) {
+func testEviction(t *testing.T, h *harness, held func(t *testing.T, s store.Store, d store.Demand, took, now time.Time) bool) {
 	if held == nil {
 		t.Skip("the store gives no way to tell whether it holds a bucket (storetest.WithEviction)")
 	}
@@ -532,7 +532,7 @@ func testEviction(t *testing.T, h *harness, held func(t *testing.T, s pacer.Stor
 
 	// Later, when the first bucket is full again too: a store that counts
 	// its buckets sees only this one.
-	w := pacer.Demand{Scope: Scope(t), Burst: 2, Window: 5 * time.Second, Cost: 1}
+	w := store.Demand{Scope: Scope(t), Burst: 2, Window: 5 * time.Second, Cost: 1}
 	h.granted(at(20_000), w)
 	if !held(t, h.s, w, at(20_000), at(24_000)) {
 		t.Fatal("a window bucket was forgotten before its window ended")

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/ratelimitheader"
 )
 
 // probeFlags is what the probe command's flags set.
@@ -171,7 +172,7 @@ func printUnderstanding(w io.Writer, resp *http.Response, now time.Time, headroo
 	} else {
 		fmt.Fprintf(w, "Provider: %s\n", strings.Join(families, "; "))
 	}
-	quotas := pacer.ParseQuotas(resp.Header, now)
+	quotas := ratelimitheader.ParseQuotas(resp.Header, now)
 	if len(quotas) == 0 {
 		fmt.Fprintln(w, "Quotas: none")
 	} else {
@@ -183,7 +184,7 @@ func printUnderstanding(w io.Writer, resp *http.Response, now time.Time, headroo
 		}
 		tw.Flush()
 	}
-	if wait, ok := pacer.RetryAfter(resp.Header, now); ok {
+	if wait, ok := ratelimitheader.RetryAfter(resp.Header, now); ok {
 		fmt.Fprintf(w, "Retry-After: %v\n", wait)
 	} else {
 		fmt.Fprintln(w, "Retry-After: none")
@@ -195,13 +196,13 @@ func printUnderstanding(w io.Writer, resp *http.Response, now time.Time, headroo
 
 // paceLines replays the response through a Transport with a scope for each
 // quota, and says what each scope learned: pacer's own logic, not a copy.
-func paceLines(resp *http.Response, quotas []pacer.Quota, headroom float64) []string {
+func paceLines(resp *http.Response, quotas []ratelimitheader.Quota, headroom float64) []string {
 	if len(quotas) == 0 {
 		return []string{"pacer would pace at: the limit you configure (the response publishes none)"}
 	}
 	opts := []pacer.Option{pacer.WithoutRetry(), pacer.WithHeadroom(headroom)}
 	var scopes []string
-	byScope := map[string]pacer.Quota{}
+	byScope := map[string]ratelimitheader.Quota{}
 	for i, q := range quotas {
 		name := fmt.Sprintf("%d %s", i+1, orDash(q.Name))
 		scopes = append(scopes, name)

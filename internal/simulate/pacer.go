@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/store"
 )
 
 // RunPacer offers the arrivals to a real pacer.Transport, told of the limit
@@ -70,8 +72,8 @@ type Pace struct {
 // tells both.
 func MeasurePace(c Config) (Pace, error) {
 	p := Pace{Limit: pacer.Limit{Count: c.PacerCount(), Per: c.PacerPer}}
-	store := &listeningStore{Store: pacer.NewMemoryStore()}
-	tr := pacer.New(sentOK{}, pacer.WithLimit(p.Limit), pacer.WithHeadroom(c.Headroom), pacer.WithStore(store), pacer.WithClock(newVirtualClock()))
+	store := &listeningStore{Store: store.NewMemory()}
+	tr := pacer.New(sentOK{}, pacer.WithLimit(p.Limit), pacer.WithHeadroom(c.Headroom), pacer.WithStore(store), clock.With[pacer.Option](newVirtualClock()))
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://api.simulated/", nil)
 	if err != nil {
 		return p, err
@@ -88,20 +90,20 @@ func MeasurePace(c Config) (Pace, error) {
 
 // listeningStore is a Store that remembers the demands of the last Take.
 type listeningStore struct {
-	pacer.Store
-	demands []pacer.Demand
+	store.Store
+	demands []store.Demand
 }
 
-func (s *listeningStore) Take(ctx context.Context, now time.Time, demands []pacer.Demand) (pacer.Decision, error) {
+func (s *listeningStore) Take(ctx context.Context, now time.Time, demands []store.Demand) (store.Decision, error) {
 	s.demands = append(s.demands[:0], demands...)
 	return s.Store.Take(ctx, now, demands)
 }
 
 // newFailFastTransport returns a Transport told of c's limit that sends to
 // an API answering at once, on clock, and the request to send through it.
-func newFailFastTransport(c Config, clock virtualClock) (*pacer.Transport, *http.Request, error) {
+func newFailFastTransport(c Config, clk virtualClock) (*pacer.Transport, *http.Request, error) {
 	limit := pacer.Limit{Count: c.PacerCount(), Per: c.PacerPer}
-	tr := pacer.New(sentOK{}, pacer.WithLimit(limit), pacer.WithHeadroom(c.Headroom), pacer.WithFailFast(), pacer.WithClock(clock))
+	tr := pacer.New(sentOK{}, pacer.WithLimit(limit), pacer.WithHeadroom(c.Headroom), pacer.WithFailFast(), clock.With[pacer.Option](clk))
 	if err := tr.Err(); err != nil {
 		return nil, nil, err
 	}

@@ -3,11 +3,11 @@ package simulate
 import (
 	"time"
 
-	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/internal/fakeclock"
 )
 
-// virtualClock is the pacer.Clock of a simulated run: it reads the start
+// virtualClock is the clock.Clock of a simulated run: it reads the start
 // of the run plus however far the simulation has advanced it.
 type virtualClock struct {
 	*fakeclock.Clock
@@ -21,8 +21,8 @@ func newVirtualClock() virtualClock {
 	return virtualClock{fakeclock.New(runStart), runStart}
 }
 
-// NewTimer implements pacer.Clock.
-func (c virtualClock) NewTimer(d time.Duration) pacer.Timer { return c.Clock.NewTimer(d) }
+// NewTimer implements clock.Clock.
+func (c virtualClock) NewTimer(d time.Duration) clock.Timer { return c.Clock.NewTimer(d) }
 
 // advanceTo moves the clock to t since the start of the run; never back.
 func (c virtualClock) advanceTo(t time.Duration) {

@@ -19,7 +19,7 @@ const (
 	ScopeOutputTokens = "anthropic/output-tokens"
 )
 
-// The units of the token scopes, which are also the names ParseQuotas gives
+// The units of the token scopes, which are also the names ratelimitheader.ParseQuotas gives
 // Anthropic's anthropic-ratelimit-input-tokens-* and -output-tokens-*
 // headers; the scopes declare them as their Policy.
 const (

@@ -22,7 +22,7 @@ const (
 // UnitTokens is the unit of the tokens scopes.
 const UnitTokens = "tokens"
 
-// The quota names pacer's ParseQuotas gives OpenAI's x-ratelimit-*-requests
+// The quota names ratelimitheader.ParseQuotas gives OpenAI's x-ratelimit-*-requests
 // and x-ratelimit-*-tokens headers; the preset's scopes declare them as their
 // Policy so that each header settles its own bucket.
 const (

@@ -8,10 +8,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 )
 
-var _ pacer.LimitStore = (*Store)(nil)
+var _ store.LimitStore = (*Store)(nil)
 
 // The published limits live beside the buckets, in "<table>_limits", one
 // row a scope, created by Migrate. Each publication takes its version from
@@ -35,10 +35,10 @@ RETURNING version`
 
 const publishedSQL = `SELECT scope, count, per_ns, burst, version FROM @table_limits`
 
-// PublishLimit implements pacer.LimitStore: l becomes scope's row in the
+// PublishLimit implements store.LimitStore: l becomes scope's row in the
 // limits table, under a new version. A store migrated before it had a
 // limits table says to run Migrate again.
-func (s *Store) PublishLimit(ctx context.Context, scope string, l pacer.Limit) (int64, error) {
+func (s *Store) PublishLimit(ctx context.Context, scope string, l store.Limit) (int64, error) {
 	if s.err != nil {
 		return 0, s.err
 	}
@@ -50,8 +50,8 @@ func (s *Store) PublishLimit(ctx context.Context, scope string, l pacer.Limit) (
 	return version, nil
 }
 
-// PublishedLimits implements pacer.LimitStore.
-func (s *Store) PublishedLimits(ctx context.Context) (map[string]pacer.PublishedLimit, error) {
+// PublishedLimits implements store.LimitStore.
+func (s *Store) PublishedLimits(ctx context.Context) (map[string]store.PublishedLimit, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
@@ -60,14 +60,14 @@ func (s *Store) PublishedLimits(ctx context.Context) (map[string]pacer.Published
 		return nil, fmt.Errorf("pgstore: reading the published limits: %w", s.missingLimits(err))
 	}
 	defer rows.Close()
-	out := make(map[string]pacer.PublishedLimit)
+	out := make(map[string]store.PublishedLimit)
 	for rows.Next() {
 		var scope string
 		var count, per, burst, version int64
 		if err := rows.Scan(&scope, &count, &per, &burst, &version); err != nil {
 			return nil, fmt.Errorf("pgstore: reading the published limits: %w", err)
 		}
-		out[scope] = pacer.PublishedLimit{Limit: pacer.Limit{Count: int(count), Per: time.Duration(per), Burst: int(burst)}, Version: version}
+		out[scope] = store.PublishedLimit{Limit: store.Limit{Count: int(count), Per: time.Duration(per), Burst: int(burst)}, Version: version}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("pgstore: reading the published limits: %w", s.missingLimits(err))

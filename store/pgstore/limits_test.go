@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/store/pgstore"
 	"github.com/pacer-go/pacer/storetest"
 )
@@ -28,15 +29,15 @@ func TestPublishedLimits(t *testing.T) {
 	p := pool(t, 8)
 	s := newStore(t, p)
 	t.Cleanup(func() { p.Exec(ctx, "DROP SEQUENCE IF EXISTS "+s.Table()+"_limits_version") })
-	v1, err := s.PublishLimit(ctx, "a", pacer.PerSecond(10))
+	v1, err := s.PublishLimit(ctx, "a", store.Limit(pacer.PerSecond(10)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	v2, err := s.PublishLimit(ctx, "b", pacer.PerMinute(60))
+	v2, err := s.PublishLimit(ctx, "b", store.Limit(pacer.PerMinute(60)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	v3, err := s.PublishLimit(ctx, "a", pacer.Limit{Count: 5, Per: 2e9, Burst: 3})
+	v3, err := s.PublishLimit(ctx, "a", store.Limit{Count: 5, Per: 2e9, Burst: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,9 +48,9 @@ func TestPublishedLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]pacer.PublishedLimit{
-		"a": {Limit: pacer.Limit{Count: 5, Per: 2e9, Burst: 3}, Version: v3},
-		"b": {Limit: pacer.PerMinute(60), Version: v2},
+	want := map[string]store.PublishedLimit{
+		"a": {Limit: store.Limit{Count: 5, Per: 2e9, Burst: 3}, Version: v3},
+		"b": {Limit: store.Limit(pacer.PerMinute(60)), Version: v2},
 	}
 	if len(got) != len(want) || got["a"] != want["a"] || got["b"] != want["b"] {
 		t.Fatalf("published %v, want %v", got, want)
@@ -58,7 +59,7 @@ func TestPublishedLimits(t *testing.T) {
 	if _, err := p.Exec(ctx, "DROP TABLE "+s.Table()+"_limits"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.PublishLimit(ctx, "a", pacer.PerSecond(1)); err == nil || !strings.Contains(err.Error(), "run Migrate") {
+	if _, err := s.PublishLimit(ctx, "a", store.Limit(pacer.PerSecond(1))); err == nil || !strings.Contains(err.Error(), "run Migrate") {
 		t.Errorf("publishing without a limits table: %v, want an error that says to run Migrate", err)
 	}
 	if _, err := s.PublishedLimits(ctx); err == nil || !strings.Contains(err.Error(), "run Migrate") {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/storetest"
 )
 
@@ -51,7 +51,7 @@ func TestCTELosesUpdates(t *testing.T) {
 	})
 	cteLost := cteGranted - int64(start-level(cteScope))
 
-	d := []pacer.Demand{{Scope: storetest.Scope(t) + "/update", Burst: start, Cost: 1}}
+	d := []store.Demand{{Scope: storetest.Scope(t) + "/update", Burst: start, Cost: 1}}
 	granted := hammer(t, func() (bool, error) {
 		dec, err := s.Take(ctx, time.Now(), d)
 		return dec.OK, err
@@ -75,7 +75,7 @@ func TestNoLostUpdates(t *testing.T) {
 	p := pool(t, writers)
 	s := newStore(t, p)
 	const burst = writers * perWriter / 2
-	d := []pacer.Demand{{Scope: storetest.Scope(t), Burst: burst, Cost: 1}}
+	d := []store.Demand{{Scope: storetest.Scope(t), Burst: burst, Cost: 1}}
 	granted := hammer(t, func() (bool, error) {
 		dec, err := s.Take(ctx, time.Now(), d)
 		return dec.OK, err
@@ -100,13 +100,13 @@ func TestMultiScopeOppositeOrders(t *testing.T) {
 	p := pool(t, writers)
 	s := newStore(t, p)
 	scope := storetest.Scope(t)
-	a := pacer.Demand{Scope: scope + "/a", Burst: 1000, Cost: 1}
-	b := pacer.Demand{Scope: scope + "/b", Burst: 1000, Cost: 1}
+	a := store.Demand{Scope: scope + "/a", Burst: 1000, Cost: 1}
+	b := store.Demand{Scope: scope + "/b", Burst: 1000, Cost: 1}
 	var flip atomic.Int64
 	granted := storetest.Count(t, writers, 50, func() (bool, error) {
-		ds := []pacer.Demand{a, b}
+		ds := []store.Demand{a, b}
 		if flip.Add(1)%2 == 0 {
-			ds = []pacer.Demand{b, a}
+			ds = []store.Demand{b, a}
 		}
 		dec, err := s.Take(ctx, time.Now(), ds)
 		return dec.OK, err

@@ -7,8 +7,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/testservers"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/store/pgstore"
 	"github.com/pacer-go/pacer/storetest"
 )
@@ -22,7 +22,7 @@ func TestOutage(t *testing.T) {
 
 // A bucket table locked by another session hangs every call to the store;
 // pgx gives up at the context's deadline, so the Transport, which calls the
-// store on the request's own goroutine (pacer.ContextStore), holds no
+// store on the request's own goroutine (store.ContextStore), holds no
 // request past the store timeout, nor past the request's own context.
 func TestLockedTable(t *testing.T) {
 	p := pool(t, 4)
@@ -61,8 +61,8 @@ func TestBudgetsThroughAnOutage(t *testing.T) {
 
 // privateStore returns a function that makes a store with a pool and a
 // table of its own on srv.
-func privateStore(srv *testservers.Private) func(t *testing.T) pacer.Store {
-	return func(t *testing.T) pacer.Store {
+func privateStore(srv *testservers.Private) func(t *testing.T) store.Store {
+	return func(t *testing.T) store.Store {
 		p, err := pgxpool.New(context.Background(), testservers.PostgresURLOf(srv))
 		if err != nil {
 			t.Fatal(err)

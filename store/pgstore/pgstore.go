@@ -32,7 +32,7 @@
 //
 // An error PostgreSQL raises about a statement's values (SQLSTATE class 22,
 // data exception, or 54, program limit exceeded) is the calling request's:
-// it matches pacer.ErrInvalidDemand, and a Transport does not count it as an
+// it matches store.ErrInvalidDemand, and a Transport does not count it as an
 // outage. A number that is not finite is refused the same way before it is
 // sent.
 //
@@ -91,7 +91,7 @@
 //
 // # Limits for the fleet
 //
-// The store is a pacer.LimitStore: a SetLimit on a Transport built
+// The store is a store.LimitStore: a SetLimit on a Transport built
 // WithLimitSync is published in "<table>_limits", one row a scope, under a
 // version from the sequence "<table>_limits_version", and every instance
 // reads the table at its sync interval. Migrate creates both; a table
@@ -123,13 +123,13 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 )
 
 // DefaultTable is the table's name unless set WithTable.
 const DefaultTable = "pacer_buckets"
 
-// Store is a pacer.Store in PostgreSQL. It is safe for concurrent use.
+// Store is a store.Store in PostgreSQL. It is safe for concurrent use.
 type Store struct {
 	pool        *pgxpool.Pool
 	table       string
@@ -139,9 +139,9 @@ type Store struct {
 	takeSQL, refundSQL, adjustSQL, clampSQL, sweepSQL string
 }
 
-var _ pacer.ContextStore = (*Store)(nil)
+var _ store.ContextStore = (*Store)(nil)
 
-// HonoursContext implements pacer.ContextStore: pgx gives up when a call's
+// HonoursContext implements store.ContextStore: pgx gives up when a call's
 // context ends, so the Transport calls the store on the request's own
 // goroutine.
 func (s *Store) HonoursContext() bool { return true }
@@ -281,7 +281,7 @@ var refundSQL = `UPDATE @table AS b
 	  FROM (SELECT @now AS refilled_at) AS excluded
 	 WHERE b.scope = $1 AND b.key = $2`
 
-// An adjustment settles a call (pacer.Adjuster): $6 is taken whatever the
+// An adjustment settles a call (store.Adjuster): $6 is taken whatever the
 // bucket holds, so it may fall below zero, or given back when negative, up
 // to the burst. A bucket not stored is full: it is created, since a charge
 // must be owed even by a bucket nobody has taken from since it refilled.
@@ -302,13 +302,13 @@ var clampSQL = `INSERT INTO @table AS b (scope, key, tokens, refilled_at, expire
 var sweepSQL = `DELETE FROM @table WHERE expires_at <= coalesce($1::timestamptz, now())`
 
 // args returns the take statement's parameters for d.
-func (s *Store) args(d *pacer.Demand, now time.Time) []any {
+func (s *Store) args(d *store.Demand, now time.Time) []any {
 	return []any{stored(d.Scope), stored(d.Key), sqlRate(d.Rate), d.Burst, d.Window.Microseconds(), d.Cost, d.Floor, s.now(now)}
 }
 
 // argsNoFloor returns the parameters of a refund or clamp: d's, with amount
 // in place of its cost.
-func (s *Store) argsNoFloor(d *pacer.Demand, amount float64, now time.Time) []any {
+func (s *Store) argsNoFloor(d *store.Demand, amount float64, now time.Time) []any {
 	return []any{stored(d.Scope), stored(d.Key), sqlRate(d.Rate), d.Burst, d.Window.Microseconds(), amount, s.now(now)}
 }
 
@@ -334,7 +334,7 @@ func stored(name string) string {
 // minRate is the smallest positive rate the statements compute with: below
 // it, float8 arithmetic in PostgreSQL underflows, which is an error there.
 // A bucket refilling slower than that (a unit every 10^292 years) refills
-// nothing in any span of time, and every wait on it is pacer.LongestWait.
+// nothing in any span of time, and every wait on it is store.LongestWait.
 const minRate = 1e-300
 
 func sqlRate(rate float64) float64 {
@@ -345,8 +345,8 @@ func sqlRate(rate float64) float64 {
 }
 
 // validate refuses a demand PostgreSQL cannot compute with (see
-// pacer.Demand.Validate).
-func validate(demands ...pacer.Demand) error {
+// store.Demand.Validate).
+func validate(demands ...store.Demand) error {
 	for i := range demands {
 		if err := demands[i].Validate(); err != nil {
 			return err
@@ -360,7 +360,7 @@ func validate(demands ...pacer.Demand) error {
 func failed(op string, err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "54")) {
-		return fmt.Errorf("pgstore: %s: %w: %w", op, pacer.ErrInvalidDemand, err)
+		return fmt.Errorf("pgstore: %s: %w: %w", op, store.ErrInvalidDemand, err)
 	}
 	return fmt.Errorf("pgstore: %s: %w", op, err)
 }
@@ -373,13 +373,13 @@ func (s *Store) now(now time.Time) any {
 	return nil
 }
 
-// Take implements pacer.Store.
-func (s *Store) Take(ctx context.Context, now time.Time, demands []pacer.Demand) (pacer.Decision, error) {
+// Take implements store.Store.
+func (s *Store) Take(ctx context.Context, now time.Time, demands []store.Demand) (store.Decision, error) {
 	if s.err != nil {
-		return pacer.Decision{}, s.err
+		return store.Decision{}, s.err
 	}
 	if err := validate(demands...); err != nil {
-		return pacer.Decision{}, fmt.Errorf("pgstore: take: %w", err)
+		return store.Decision{}, fmt.Errorf("pgstore: take: %w", err)
 	}
 	// Demands that cost nothing take nothing; one that no wait can grant
 	// blocks the take without asking the database.
@@ -391,17 +391,17 @@ func (s *Store) Take(ctx context.Context, now time.Time, demands []pacer.Demand)
 			continue
 		}
 		if d.Cost+d.Floor > d.Burst {
-			return pacer.Decision{Blocked: i, Wait: pacer.Never}, nil
+			return store.Decision{Blocked: i, Wait: store.Never}, nil
 		}
 		live = append(live, i)
 	}
 	if len(live) == 0 {
-		return pacer.Decision{OK: true}, nil
+		return store.Decision{OK: true}, nil
 	}
 	// A denial whose snapshot shows enough tokens raced with a write: the
 	// bucket changed after the statement began. Ask again.
 	for range 3 {
-		var dec pacer.Decision
+		var dec store.Decision
 		var err error
 		if len(live) == 1 {
 			dec, err = s.takeOne(ctx, now, demands, live[0])
@@ -412,7 +412,7 @@ func (s *Store) Take(ctx context.Context, now time.Time, demands []pacer.Demand)
 			return dec, err
 		}
 	}
-	return pacer.Decision{Blocked: live[0], Wait: time.Millisecond}, nil
+	return store.Decision{Blocked: live[0], Wait: time.Millisecond}, nil
 }
 
 // takeResult is what the take statement returns about one demand.
@@ -427,19 +427,19 @@ func (r *takeResult) scan(row pgx.Row) error {
 	return row.Scan(&r.granted, &r.tokens, &r.stamp, &r.now)
 }
 
-func (s *Store) takeOne(ctx context.Context, now time.Time, demands []pacer.Demand, i int) (pacer.Decision, error) {
+func (s *Store) takeOne(ctx context.Context, now time.Time, demands []store.Demand, i int) (store.Decision, error) {
 	var r takeResult
 	d := &demands[i]
 	if err := r.scan(s.pool.QueryRow(ctx, s.takeSQL, s.args(d, now)...)); err != nil {
-		return pacer.Decision{}, failed("take", err)
+		return store.Decision{}, failed("take", err)
 	}
 	if r.granted {
-		return pacer.Decision{OK: true}, nil
+		return store.Decision{OK: true}, nil
 	}
-	return pacer.Decision{Blocked: i, Wait: r.wait(d)}, nil
+	return store.Decision{Blocked: i, Wait: r.wait(d)}, nil
 }
 
-func (s *Store) takeMany(ctx context.Context, now time.Time, demands []pacer.Demand, live []int) (dec pacer.Decision, err error) {
+func (s *Store) takeMany(ctx context.Context, now time.Time, demands []store.Demand, live []int) (dec store.Decision, err error) {
 	// Lock in (scope, key) order, so that two takes never wait on each other
 	// in a cycle.
 	order := slices.Clone(live)
@@ -451,7 +451,7 @@ func (s *Store) takeMany(ctx context.Context, now time.Time, demands []pacer.Dem
 	})
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return pacer.Decision{}, failed("take", err)
+		return store.Decision{}, failed("take", err)
 	}
 	defer conn.Release()
 	batch := &pgx.Batch{}
@@ -470,12 +470,12 @@ func (s *Store) takeMany(ctx context.Context, now time.Time, demands []pacer.Dem
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	dec = pacer.Decision{OK: true}
+	dec = store.Decision{OK: true}
 	if err == nil {
 		for _, i := range live {
 			if !results[i].granted {
 				if w := results[i].wait(&demands[i]); dec.OK || w > dec.Wait {
-					dec = pacer.Decision{Blocked: i, Wait: w}
+					dec = store.Decision{Blocked: i, Wait: w}
 				}
 			}
 		}
@@ -502,14 +502,14 @@ func (s *Store) takeMany(ctx context.Context, now time.Time, demands []pacer.Dem
 		conn.Conn().Close(ctx)
 	}
 	if err = cmp.Or(err, eerr); err != nil {
-		return pacer.Decision{}, failed("take", err)
+		return store.Decision{}, failed("take", err)
 	}
 	return dec, nil
 }
 
 // wait is how long d waits for a bucket in r's state. It mirrors pacer's
 // bucketLevel (store.go), the arithmetic every store agrees on.
-func (r *takeResult) wait(d *pacer.Demand) time.Duration {
+func (r *takeResult) wait(d *store.Demand) time.Duration {
 	if r.tokens == nil || r.stamp == nil {
 		return 0 // not stored: full, so the denial raced a write
 	}
@@ -527,22 +527,22 @@ func (r *takeResult) wait(d *pacer.Demand) time.Duration {
 	case tokens >= need:
 		return 0
 	case need > d.Burst:
-		return pacer.Never
+		return store.Never
 	case d.Window > 0:
-		return min(d.Window-now.Sub(stamp), pacer.LongestWait)
+		return min(d.Window-now.Sub(stamp), store.LongestWait)
 	case d.Rate <= 0:
-		return pacer.Never
+		return store.Never
 	}
 	// A rate too small to divide by gives +Inf, which saturates too.
 	ns := math.Ceil((need - tokens) / d.Rate * float64(time.Second))
-	if ns >= float64(pacer.LongestWait) {
-		return pacer.LongestWait
+	if ns >= float64(store.LongestWait) {
+		return store.LongestWait
 	}
 	return time.Duration(ns)
 }
 
-// Refund implements pacer.Store.
-func (s *Store) Refund(ctx context.Context, now time.Time, demands []pacer.Demand) error {
+// Refund implements store.Store.
+func (s *Store) Refund(ctx context.Context, now time.Time, demands []store.Demand) error {
 	if s.err != nil {
 		return s.err
 	}
@@ -565,8 +565,8 @@ func (s *Store) Refund(ctx context.Context, now time.Time, demands []pacer.Deman
 	return nil
 }
 
-// Adjust implements pacer.Adjuster, in one round trip.
-func (s *Store) Adjust(ctx context.Context, now time.Time, demands []pacer.Demand) error {
+// Adjust implements store.Adjuster, in one round trip.
+func (s *Store) Adjust(ctx context.Context, now time.Time, demands []store.Demand) error {
 	if s.err != nil {
 		return s.err
 	}
@@ -588,8 +588,8 @@ func (s *Store) Adjust(ctx context.Context, now time.Time, demands []pacer.Deman
 	return nil
 }
 
-// Clamp implements pacer.Store.
-func (s *Store) Clamp(ctx context.Context, now time.Time, d pacer.Demand, tokens float64) error {
+// Clamp implements store.Store.
+func (s *Store) Clamp(ctx context.Context, now time.Time, d store.Demand, tokens float64) error {
 	if s.err != nil {
 		return s.err
 	}
@@ -597,7 +597,7 @@ func (s *Store) Clamp(ctx context.Context, now time.Time, d pacer.Demand, tokens
 		return fmt.Errorf("pgstore: clamp: %w", err)
 	}
 	if math.IsNaN(tokens) {
-		return fmt.Errorf("pgstore: clamp: %w: the level is NaN", pacer.ErrInvalidDemand)
+		return fmt.Errorf("pgstore: clamp: %w: the level is NaN", store.ErrInvalidDemand)
 	}
 	if _, err := s.pool.Exec(ctx, s.clampSQL, s.argsNoFloor(&d, tokens, now)...); err != nil {
 		return failed("clamp", err)

@@ -10,8 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/testservers"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/store/pgstore"
 	"github.com/pacer-go/pacer/storetest"
 )
@@ -51,8 +51,8 @@ func newStore(t testing.TB, p *pgxpool.Pool, opts ...pgstore.Option) *pgstore.St
 func TestConformance(t *testing.T) {
 	p := pool(t, 32)
 	s := newStore(t, p, pgstore.WithCallerClock())
-	storetest.Run(t, func(*testing.T) pacer.Store { return s },
-		storetest.WithEviction(func(t *testing.T, _ pacer.Store, d pacer.Demand, _, now time.Time) bool {
+	storetest.Run(t, func(*testing.T) store.Store { return s },
+		storetest.WithEviction(func(t *testing.T, _ store.Store, d store.Demand, _, now time.Time) bool {
 			if _, err := s.Sweep(context.Background(), now); err != nil {
 				t.Fatal(err)
 			}
@@ -72,12 +72,12 @@ func TestServerClock(t *testing.T) {
 	ctx := context.Background()
 	p := pool(t, 2)
 	s := newStore(t, p)
-	d := pacer.Demand{Scope: storetest.Scope(t), Rate: 1, Burst: 1, Cost: 1}
-	if dec, err := s.Take(ctx, time.Now(), []pacer.Demand{d}); err != nil || !dec.OK {
+	d := store.Demand{Scope: storetest.Scope(t), Rate: 1, Burst: 1, Cost: 1}
+	if dec, err := s.Take(ctx, time.Now(), []store.Demand{d}); err != nil || !dec.OK {
 		t.Fatalf("first Take = %+v, %v; want granted", dec, err)
 	}
 	// A caller an hour ahead would have refilled the bucket by its clock.
-	dec, err := s.Take(ctx, time.Now().Add(time.Hour), []pacer.Demand{d})
+	dec, err := s.Take(ctx, time.Now().Add(time.Hour), []store.Demand{d})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestInvalidTable(t *testing.T) {
 	if err := s.Migrate(context.Background()); err == nil {
 		t.Fatal("Migrate accepted a table name that is not an identifier")
 	}
-	if _, err := s.Take(context.Background(), time.Now(), []pacer.Demand{{Scope: "x", Burst: 1, Cost: 1}}); err == nil {
+	if _, err := s.Take(context.Background(), time.Now(), []store.Demand{{Scope: "x", Burst: 1, Cost: 1}}); err == nil {
 		t.Fatal("Take on a store with an invalid table name did not fail")
 	}
 }

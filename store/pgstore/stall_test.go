@@ -13,8 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/testservers"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/store/pgstore"
 	"github.com/pacer-go/pacer/storetest"
 )
@@ -145,13 +145,13 @@ func TestTransactionEndThatStallsReturnsAtTheDeadline(t *testing.T) {
 	const deadline = 300 * time.Millisecond
 	for _, end := range []string{"COMMIT", "ROLLBACK"} {
 		t.Run(end, func(t *testing.T) {
-			a := pacer.Demand{Scope: storetest.Scope(t), Rate: 1, Burst: 5, Cost: 1}
-			b := pacer.Demand{Scope: storetest.Scope(t), Rate: 1, Burst: 5, Cost: 1}
+			a := store.Demand{Scope: storetest.Scope(t), Rate: 1, Burst: 5, Cost: 1}
+			b := store.Demand{Scope: storetest.Scope(t), Rate: 1, Burst: 5, Cost: 1}
 			if end == "ROLLBACK" {
 				// b is spent: a take of both is denied, and rolled back.
 				spent := b
 				spent.Cost = 5
-				if dec, err := s.Take(context.Background(), time.Now(), []pacer.Demand{spent}); err != nil || !dec.OK {
+				if dec, err := s.Take(context.Background(), time.Now(), []store.Demand{spent}); err != nil || !dec.OK {
 					t.Fatalf("spending b: %+v, %v", dec, err)
 				}
 			}
@@ -163,7 +163,7 @@ func TestTransactionEndThatStallsReturnsAtTheDeadline(t *testing.T) {
 			done := make(chan error, 1)
 			start := time.Now()
 			go func() {
-				_, err := s.Take(ctx, time.Now(), []pacer.Demand{a, b})
+				_, err := s.Take(ctx, time.Now(), []store.Demand{a, b})
 				done <- err
 			}()
 			select {
@@ -183,7 +183,7 @@ func TestTransactionEndThatStallsReturnsAtTheDeadline(t *testing.T) {
 			}
 			// The stalled connection is gone, not back in the pool.
 			proxy.arm("")
-			if dec, err := s.Take(context.Background(), time.Now(), []pacer.Demand{{Scope: storetest.Scope(t), Rate: 1, Burst: 1, Cost: 1}}); err != nil || !dec.OK {
+			if dec, err := s.Take(context.Background(), time.Now(), []store.Demand{{Scope: storetest.Scope(t), Rate: 1, Burst: 1, Cost: 1}}); err != nil || !dec.OK {
 				t.Fatalf("after the stall, Take = %+v, %v", dec, err)
 			}
 		})

@@ -8,7 +8,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/store/redisstore"
 	"github.com/pacer-go/pacer/storetest"
 )
@@ -32,7 +32,7 @@ func TestClusterTakeAllocs(t *testing.T) {
 func takeAllocs(t *testing.T, rdb redis.UniversalClient) {
 	ctx := context.Background()
 	s := redisstore.New(rdb, redisstore.WithPrefix("pacer-test"))
-	d := []pacer.Demand{{Scope: storetest.Scope(t), Rate: 1e6, Burst: 1e6, Cost: 1}}
+	d := []store.Demand{{Scope: storetest.Scope(t), Rate: 1e6, Burst: 1e6, Cost: 1}}
 	now := time.Now()
 	take := testing.AllocsPerRun(200, func() {
 		if dec, err := s.Take(ctx, now, d); err != nil || !dec.OK {

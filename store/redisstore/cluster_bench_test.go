@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/testservers"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/store/redisstore"
 )
 
@@ -31,7 +31,7 @@ func benchCluster(b *testing.B) (*redis.ClusterClient, *roundTrips) {
 
 func BenchmarkRedisstoreCluster(b *testing.B) {
 	cc, rt := benchCluster(b)
-	benchStoreOn(b, cc, rt, func(s pacer.Store) pacer.Store { return s })
+	benchStoreOn(b, cc, rt, func(s store.Store) store.Store { return s })
 }
 
 // Two scopes in one decision, in two slots: an ordered take, two round
@@ -62,7 +62,7 @@ func benchKeys(b *testing.B, rdb redis.UniversalClient, rt *roundTrips) *redisst
 	run(b, rt, func(ctx context.Context) error {
 		i := next.Add(1) % keys
 		// Slow to refill: every bucket written stays until it is counted.
-		d := []pacer.Demand{{Scope: "per-user", Key: strconv.FormatInt(i, 10), Rate: 0.001, Burst: 1e9, Cost: 1}}
+		d := []store.Demand{{Scope: "per-user", Key: strconv.FormatInt(i, 10), Rate: 0.001, Burst: 1e9, Cost: 1}}
 		_, err := s.Take(ctx, time.Now(), d)
 		return err
 	})

@@ -11,8 +11,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/testservers"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/store/redisstore"
 	"github.com/pacer-go/pacer/storetest"
 )
@@ -50,8 +50,8 @@ func TestClusterKeysSpread(t *testing.T) {
 			return false, nil
 		}
 		// Slow to refill, so that no bucket expires before it is counted.
-		d := pacer.Demand{Scope: "per-user", Key: "user-" + strconv.FormatInt(i, 10), Rate: 0.01, Burst: 10, Cost: 1}
-		dec, err := s.Take(ctx, time.Now(), []pacer.Demand{d})
+		d := store.Demand{Scope: "per-user", Key: "user-" + strconv.FormatInt(i, 10), Rate: 0.01, Burst: 10, Cost: 1}
+		dec, err := s.Take(ctx, time.Now(), []store.Demand{d})
 		return dec.OK, err
 	})
 	perShard := map[string]int{}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 )
 
 // takeEach is Take on a Cluster, where each bucket is in a slot of its own
@@ -16,14 +16,14 @@ import (
 // demand first; at the first denial it gives back what it took and asks the
 // buckets it did not reach how long they would wait, so that the decision
 // is the one a single script would have made.
-func (s *Store) takeEach(ctx context.Context, now time.Time, demands []pacer.Demand) (pacer.Decision, error) {
+func (s *Store) takeEach(ctx context.Context, now time.Time, demands []store.Demand) (store.Decision, error) {
 	took := make([]string, len(demands)) // the server's time of each granted take
 	for i := len(demands) - 1; i >= 0; i-- {
 		if demands[i].Cost <= 0 {
 			continue
 		}
 		reply, err := s.run(ctx, "take", now, demands[i:i+1], nil, "")
-		var d pacer.Decision
+		var d store.Decision
 		if err == nil {
 			d, err = decision(reply, 1)
 			if err == nil && d.OK {
@@ -34,13 +34,13 @@ func (s *Store) takeEach(ctx context.Context, now time.Time, demands []pacer.Dem
 		}
 		if err != nil {
 			s.each(ctx, now, demands, undos(took, nil))
-			return pacer.Decision{}, err
+			return store.Decision{}, err
 		}
 		if !d.OK {
 			return s.denied(ctx, now, demands, took, i, d.Wait), nil
 		}
 	}
-	return pacer.Decision{OK: true}, nil
+	return store.Decision{OK: true}, nil
 }
 
 // denied gives back what takeEach took before demand blocked was denied,
@@ -49,7 +49,7 @@ func (s *Store) takeEach(ctx context.Context, now time.Time, demands []pacer.Dem
 // demand with the longest wait; ties go to the first. A failed undo leaves
 // its tokens taken until they refill; a failed peek leaves its demand out
 // of the choice of the longest wait.
-func (s *Store) denied(ctx context.Context, now time.Time, demands []pacer.Demand, took []string, blocked int, wait time.Duration) pacer.Decision {
+func (s *Store) denied(ctx context.Context, now time.Time, demands []store.Demand, took []string, blocked int, wait time.Duration) store.Decision {
 	var peeks []job
 	for j := range blocked {
 		if demands[j].Cost > 0 {
@@ -75,7 +75,7 @@ func (s *Store) denied(ctx context.Context, now time.Time, demands []pacer.Deman
 			longest = j
 		}
 	}
-	return pacer.Decision{Blocked: longest, Wait: waits[longest]}
+	return store.Decision{Blocked: longest, Wait: waits[longest]}
 }
 
 // A job is one single-bucket script: demand i, in mode, with the time of
@@ -104,7 +104,7 @@ func undos(took []string, jobs []job) []job {
 // each runs jobs, each a script on one bucket, in one pipeline, and returns
 // their results in order. A node that has not seen the script yet answers
 // NOSCRIPT, and its jobs are sent again with the script.
-func (s *Store) each(ctx context.Context, now time.Time, demands []pacer.Demand, jobs []job) []result {
+func (s *Store) each(ctx context.Context, now time.Time, demands []store.Demand, jobs []job) []result {
 	results := make([]result, len(jobs))
 	if len(jobs) == 0 {
 		return results

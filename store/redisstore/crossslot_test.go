@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/store/redisstore"
 	"github.com/pacer-go/pacer/storetest"
 )
@@ -42,18 +42,18 @@ func TestClusterAccountAndUsers(t *testing.T) {
 			ctx := context.Background()
 			s := redisstore.New(cc, redisstore.WithPrefix("pacer-test"), redisstore.WithCallerClock())
 			scope := storetest.Scope(t)
-			acct := pacer.Demand{Scope: scope + "/account", Burst: account, Cost: 1}
-			user := func(kind string, i, burst int) pacer.Demand {
-				return pacer.Demand{Scope: scope + "/user", Key: kind + strconv.Itoa(i), Burst: float64(burst), Cost: 1}
+			acct := store.Demand{Scope: scope + "/account", Burst: account, Cost: 1}
+			user := func(kind string, i, burst int) store.Demand {
+				return store.Demand{Scope: scope + "/user", Key: kind + strconv.Itoa(i), Burst: float64(burst), Cost: 1}
 			}
-			demands := func(u pacer.Demand) []pacer.Demand {
+			demands := func(u store.Demand) []store.Demand {
 				if accountFirst {
-					return []pacer.Demand{acct, u}
+					return []store.Demand{acct, u}
 				}
-				return []pacer.Demand{u, acct}
+				return []store.Demand{u, acct}
 			}
 			for i := range refused {
-				if dec, err := s.Take(ctx, storetest.Start, []pacer.Demand{user("refused", i, 1)}); err != nil || !dec.OK {
+				if dec, err := s.Take(ctx, storetest.Start, []store.Demand{user("refused", i, 1)}); err != nil || !dec.OK {
 					t.Fatalf("draining a user's bucket: %+v, %v", dec, err)
 				}
 			}

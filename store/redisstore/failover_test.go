@@ -15,6 +15,7 @@ import (
 
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/testservers"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/store/redisstore"
 	"github.com/pacer-go/pacer/storetest"
 )
@@ -56,7 +57,7 @@ func TestClusterFailures(t *testing.T) {
 	waitOK(t)
 
 	t.Run("Outage", func(t *testing.T) {
-		storetest.Outage(t, func(t *testing.T) pacer.Store {
+		storetest.Outage(t, func(t *testing.T) store.Store {
 			cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), MaxRedirects: -1})
 			t.Cleanup(func() { cc.Close() })
 			return redisstore.New(cc, redisstore.WithPrefix(storetest.Scope(t)))
@@ -74,12 +75,12 @@ func TestClusterFailures(t *testing.T) {
 
 // recorder remembers the last demands a Transport asked its store for.
 type recorder struct {
-	pacer.Store
+	store.Store
 	mu   sync.Mutex
-	last []pacer.Demand
+	last []store.Demand
 }
 
-func (r *recorder) Take(ctx context.Context, now time.Time, ds []pacer.Demand) (pacer.Decision, error) {
+func (r *recorder) Take(ctx context.Context, now time.Time, ds []store.Demand) (store.Decision, error) {
 	r.mu.Lock()
 	r.last = append(r.last[:0], ds...)
 	r.mu.Unlock()
@@ -144,7 +145,7 @@ func failover(t *testing.T, c *testservers.RedisCluster) {
 		t.Fatal(err)
 	}
 	victimAddr := victimClient.Options().Addr
-	d := pacer.Demand{Burst: 1000, Cost: 1}
+	d := store.Demand{Burst: 1000, Cost: 1}
 	for i := 0; ; i++ {
 		d.Scope = fmt.Sprintf("%s/frozen-%d", storetest.Scope(t), i)
 		m, err := cc.MasterForKey(ctx, s.Key(d.Scope, d.Key))
@@ -156,7 +157,7 @@ func failover(t *testing.T, c *testservers.RedisCluster) {
 		}
 	}
 	for range 300 {
-		if dec, err := s.Take(ctx, time.Now(), []pacer.Demand{d}); err != nil || !dec.OK {
+		if dec, err := s.Take(ctx, time.Now(), []store.Demand{d}); err != nil || !dec.OK {
 			t.Fatalf("Take before the failover = %+v, %v", dec, err)
 		}
 	}
@@ -206,7 +207,7 @@ func failover(t *testing.T, c *testservers.RedisCluster) {
 
 	// A direct call while the slot has no primary ends at its deadline.
 	dctx, dcancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	_, err = s.Take(dctx, time.Now(), []pacer.Demand{d})
+	_, err = s.Take(dctx, time.Now(), []store.Demand{d})
 	dcancel()
 	if err == nil {
 		t.Fatal("a Take on a killed primary's slot succeeded")
@@ -286,7 +287,7 @@ func failover(t *testing.T, c *testservers.RedisCluster) {
 	// The promoted replica holds the 700 tokens left, no more, no fewer.
 	granted := 0
 	for ; granted < 1000; granted++ {
-		dec, err := s.Take(ctx, time.Now(), []pacer.Demand{d})
+		dec, err := s.Take(ctx, time.Now(), []store.Demand{d})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/testservers"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/storetest"
 )
 
@@ -41,10 +41,10 @@ func fastPathAgrees(t *testing.T, rdb *redis.Client, window time.Duration, seed 
 	ctx := context.Background()
 	s := New(rdb, WithPrefix("pacer-test"), WithCallerClock())
 	scope := storetest.Scope(t)
-	fast := pacer.Demand{Scope: scope, Key: "fast", Rate: 4, Burst: 8, Window: window}
+	fast := store.Demand{Scope: scope, Key: "fast", Rate: 4, Burst: 8, Window: window}
 	general := fast
 	general.Key = "general"
-	free := pacer.Demand{Scope: scope, Key: "free"} // costs nothing: the general path skips it
+	free := store.Demand{Scope: scope, Key: "free"} // costs nothing: the general path skips it
 	rng := rand.New(rand.NewPCG(seed, 18))
 	const tick = 15625 * time.Microsecond // 1/64 s: exact in binary
 	now := storetest.Start
@@ -70,8 +70,8 @@ func fastPathAgrees(t *testing.T, rdb *redis.Client, window time.Duration, seed 
 			op = "take"
 			fast.Cost, fast.Floor = cost, float64(rng.IntN(3)*rng.IntN(2))
 			general.Cost, general.Floor = fast.Cost, fast.Floor
-			df, err1 := s.Take(ctx, now, []pacer.Demand{fast})
-			dg, err2 := s.Take(ctx, now, []pacer.Demand{general, free})
+			df, err1 := s.Take(ctx, now, []store.Demand{fast})
+			dg, err2 := s.Take(ctx, now, []store.Demand{general, free})
 			errF, errG = err1, err2
 			if df != dg {
 				t.Fatalf("step %d at %v: take of %v (floor %v): fast path %+v, general %+v",
@@ -80,14 +80,14 @@ func fastPathAgrees(t *testing.T, rdb *redis.Client, window time.Duration, seed 
 		case r < 80:
 			op = "refund"
 			fast.Cost, general.Cost = cost, cost
-			errF = s.Refund(ctx, now, []pacer.Demand{fast})
-			errG = s.Refund(ctx, now, []pacer.Demand{general})
+			errF = s.Refund(ctx, now, []store.Demand{fast})
+			errG = s.Refund(ctx, now, []store.Demand{general})
 		case r < 90:
 			op = "adjust"
 			fast.Cost = cost - 2
 			general.Cost = fast.Cost
-			errF = s.Adjust(ctx, now, []pacer.Demand{fast})
-			errG = s.Adjust(ctx, now, []pacer.Demand{general})
+			errF = s.Adjust(ctx, now, []store.Demand{fast})
+			errG = s.Adjust(ctx, now, []store.Demand{general})
 		default:
 			op = "clamp"
 			level := float64(rng.IntN(6))
@@ -108,7 +108,7 @@ func fastPathAgrees(t *testing.T, rdb *redis.Client, window time.Duration, seed 
 
 // bucketAt returns the level of the bucket at key at now, as take.lua's
 // level computes it, and its TTL (negative: no key).
-func bucketAt(t *testing.T, rdb *redis.Client, key string, d pacer.Demand, now time.Time) (float64, time.Duration) {
+func bucketAt(t *testing.T, rdb *redis.Client, key string, d store.Demand, now time.Time) (float64, time.Duration) {
 	t.Helper()
 	ctx := context.Background()
 	v, err := rdb.HMGet(ctx, key, "t", "s").Result()
@@ -150,12 +150,12 @@ func TestFastPathKeepsTheTTL(t *testing.T) {
 	s := New(rdb, WithPrefix("pacer-test"))
 	// 5 ms of refill a take: the first TTL, the one-second minimum, is
 	// outlived after about 200 takes.
-	d := pacer.Demand{Scope: storetest.Scope(t), Rate: 1000, Burst: 2000, Cost: 5}
+	d := store.Demand{Scope: storetest.Scope(t), Rate: 1000, Burst: 2000, Cost: 5}
 	key := s.Key(d.Scope, d.Key)
 	var kept, set int // takes that left the TTL alone, that set it again
 	last := time.Duration(-1)
 	for i := range 300 {
-		if dec, err := s.Take(ctx, time.Now(), []pacer.Demand{d}); err != nil || !dec.OK {
+		if dec, err := s.Take(ctx, time.Now(), []store.Demand{d}); err != nil || !dec.OK {
 			t.Fatalf("take %d = %+v, %v; want granted", i, dec, err)
 		}
 		pttl := outlivesRefill(t, rdb, key, d, i)
@@ -174,7 +174,7 @@ func TestFastPathKeepsTheTTL(t *testing.T) {
 // outlivesRefill returns the TTL of the refilling bucket of d at key, and
 // fails unless the key outlives the time until the bucket is full again
 // (after take i), by Redis's clock.
-func outlivesRefill(t *testing.T, rdb *redis.Client, key string, d pacer.Demand, i int) time.Duration {
+func outlivesRefill(t *testing.T, rdb *redis.Client, key string, d store.Demand, i int) time.Duration {
 	t.Helper()
 	ctx := context.Background()
 	// The bucket, its TTL and Redis's time, at one instant.

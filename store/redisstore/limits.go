@@ -7,11 +7,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 	"github.com/redis/go-redis/v9"
 )
 
-var _ pacer.LimitStore = (*Store)(nil)
+var _ store.LimitStore = (*Store)(nil)
 
 // publishScript bumps the version and records the limit with it, in one
 // step, so that no instance reads a limit under an old version.
@@ -26,10 +26,10 @@ func (s *Store) limitKeys() []string {
 	return []string{"{" + s.prefix + "}:limits", "{" + s.prefix + "}:limits:version"}
 }
 
-// PublishLimit implements pacer.LimitStore: the limit is kept, without an
+// PublishLimit implements store.LimitStore: the limit is kept, without an
 // expiry, in a hash beside the buckets, "{<prefix>}:limits", one field a
 // scope; its version comes from "{<prefix>}:limits:version".
-func (s *Store) PublishLimit(ctx context.Context, scope string, l pacer.Limit) (int64, error) {
+func (s *Store) PublishLimit(ctx context.Context, scope string, l store.Limit) (int64, error) {
 	value := fmt.Sprintf("%d %d %d", l.Count, int64(l.Per), l.Burst)
 	v, err := publishScript.Run(ctx, s.client, s.limitKeys(), scope, value).Int64()
 	if err != nil {
@@ -38,14 +38,14 @@ func (s *Store) PublishLimit(ctx context.Context, scope string, l pacer.Limit) (
 	return v, nil
 }
 
-// PublishedLimits implements pacer.LimitStore. A field it cannot read (not
+// PublishedLimits implements store.LimitStore. A field it cannot read (not
 // written by PublishLimit) is skipped.
-func (s *Store) PublishedLimits(ctx context.Context) (map[string]pacer.PublishedLimit, error) {
+func (s *Store) PublishedLimits(ctx context.Context) (map[string]store.PublishedLimit, error) {
 	fields, err := s.client.HGetAll(ctx, s.limitKeys()[0]).Result()
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: reading the published limits: %w", err)
 	}
-	out := make(map[string]pacer.PublishedLimit, len(fields))
+	out := make(map[string]store.PublishedLimit, len(fields))
 	for scope, value := range fields {
 		if p, ok := parsePublished(value); ok {
 			out[scope] = p
@@ -54,18 +54,18 @@ func (s *Store) PublishedLimits(ctx context.Context) (map[string]pacer.Published
 	return out, nil
 }
 
-func parsePublished(value string) (pacer.PublishedLimit, bool) {
+func parsePublished(value string) (store.PublishedLimit, bool) {
 	f := strings.Fields(value)
 	if len(f) != 4 {
-		return pacer.PublishedLimit{}, false
+		return store.PublishedLimit{}, false
 	}
 	var n [4]int64
 	for i, s := range f {
 		v, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return pacer.PublishedLimit{}, false
+			return store.PublishedLimit{}, false
 		}
 		n[i] = v
 	}
-	return pacer.PublishedLimit{Limit: pacer.Limit{Count: int(n[0]), Per: time.Duration(n[1]), Burst: int(n[2])}, Version: n[3]}, true
+	return store.PublishedLimit{Limit: store.Limit{Count: int(n[0]), Per: time.Duration(n[1]), Burst: int(n[2])}, Version: n[3]}, true
 }

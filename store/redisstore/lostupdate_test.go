@@ -7,8 +7,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/testservers"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/store/redisstore"
 	"github.com/pacer-go/pacer/storetest"
 )
@@ -27,7 +27,7 @@ func noLostUpdates(t *testing.T, rdb redis.UniversalClient) {
 	const burst = writers * perWriter / 2
 	ctx := context.Background()
 	s := redisstore.New(rdb, redisstore.WithPrefix("pacer-test"))
-	d := []pacer.Demand{{Scope: storetest.Scope(t), Burst: burst, Cost: 1}}
+	d := []store.Demand{{Scope: storetest.Scope(t), Burst: burst, Cost: 1}}
 
 	got := storetest.Count(t, writers, perWriter, func() (bool, error) {
 		dec, err := s.Take(ctx, time.Now(), d)

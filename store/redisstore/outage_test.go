@@ -6,8 +6,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/testservers"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/store/redisstore"
 	"github.com/pacer-go/pacer/storetest"
 )
@@ -40,8 +40,8 @@ func TestHangingServer(t *testing.T) {
 }
 
 // Each Transport's own store, on a private Redis.
-func newRedisStore(srv *testservers.Private, contextTimeout bool) func(t *testing.T) pacer.Store {
-	return func(t *testing.T) pacer.Store {
+func newRedisStore(srv *testservers.Private, contextTimeout bool) func(t *testing.T) store.Store {
+	return func(t *testing.T) store.Store {
 		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: contextTimeout})
 		t.Cleanup(func() { rdb.Close() })
 		return redisstore.New(rdb, redisstore.WithPrefix(storetest.Scope(t)))

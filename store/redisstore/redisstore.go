@@ -131,7 +131,7 @@
 // own timeouts (3 s reads by default). The Transport does not wait for it
 // (see pacer.WithStoreTimeout), but set ContextTimeoutEnabled anyway so that
 // the client gives up too and frees its connection: the Transport then also
-// calls the store on the request's goroutine (see pacer.ContextStore)
+// calls the store on the request's goroutine (see store.ContextStore)
 // rather than in one of its own.
 //
 // # Expiry
@@ -164,7 +164,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 )
 
 //go:embed take.lua
@@ -183,7 +183,7 @@ var (
 	argNoNow   any = ""
 )
 
-// Store is a pacer.Store in Redis. It is safe for concurrent use.
+// Store is a store.Store in Redis. It is safe for concurrent use.
 type Store struct {
 	client      redis.UniversalClient
 	prefix      string
@@ -192,9 +192,9 @@ type Store struct {
 	spread      bool // each bucket in a slot of its own (see Keys)
 }
 
-var _ pacer.ContextStore = (*Store)(nil)
+var _ store.ContextStore = (*Store)(nil)
 
-// HonoursContext implements pacer.ContextStore. A client built with
+// HonoursContext implements store.ContextStore. A client built with
 // ContextTimeoutEnabled gives up when a call's context ends, so the
 // Transport calls the store on the request's own goroutine; any other is
 // called in a goroutine that the Transport abandons at the store timeout.
@@ -286,11 +286,11 @@ func (s *Store) Key(scope, key string) string {
 	return "{" + strconv.FormatUint(h.Sum64(), 16) + "}" + id
 }
 
-// Take implements pacer.Store.
-func (s *Store) Take(ctx context.Context, now time.Time, demands []pacer.Demand) (pacer.Decision, error) {
+// Take implements store.Store.
+func (s *Store) Take(ctx context.Context, now time.Time, demands []store.Demand) (store.Decision, error) {
 	n := costly(demands)
 	if n == 0 {
-		return pacer.Decision{OK: true}, nil
+		return store.Decision{OK: true}, nil
 	}
 	if s.spread && n > 1 {
 		return s.takeEach(ctx, now, demands)
@@ -301,7 +301,7 @@ func (s *Store) Take(ctx context.Context, now time.Time, demands []pacer.Demand)
 		i := firstCostly(demands)
 		reply, err := s.run(ctx, "take", now, demands[i:i+1], nil, "")
 		if err != nil {
-			return pacer.Decision{}, err
+			return store.Decision{}, err
 		}
 		d, err := decision(reply, 1)
 		if !d.OK {
@@ -311,23 +311,23 @@ func (s *Store) Take(ctx context.Context, now time.Time, demands []pacer.Demand)
 	}
 	reply, err := s.run(ctx, "take", now, demands, nil, "")
 	if err != nil {
-		return pacer.Decision{}, err
+		return store.Decision{}, err
 	}
 	return decision(reply, len(demands))
 }
 
 // decision reads the reply of a take or a peek of n demands (see take.lua):
 // {1} or {1, time} granted, {0, blocked, wait} denied.
-func decision(reply []int64, n int) (pacer.Decision, error) {
+func decision(reply []int64, n int) (store.Decision, error) {
 	if len(reply) >= 1 && len(reply) <= 2 && reply[0] == 1 {
-		return pacer.Decision{OK: true}, nil
+		return store.Decision{OK: true}, nil
 	}
 	if len(reply) != 3 || reply[0] != 0 || reply[1] < 0 || reply[1] >= int64(n) || reply[2] < -1 {
-		return pacer.Decision{}, fmt.Errorf("redisstore: unexpected reply %v", reply)
+		return store.Decision{}, fmt.Errorf("redisstore: unexpected reply %v", reply)
 	}
-	d := pacer.Decision{Blocked: int(reply[1]), Wait: time.Duration(reply[2])}
+	d := store.Decision{Blocked: int(reply[1]), Wait: time.Duration(reply[2])}
 	if reply[2] == -1 {
-		d.Wait = pacer.Never
+		d.Wait = store.Never
 	}
 	return d, nil
 }
@@ -341,8 +341,8 @@ func tookOf(reply []int64) string {
 	return strconv.FormatInt(reply[1], 10)
 }
 
-// Refund implements pacer.Store.
-func (s *Store) Refund(ctx context.Context, now time.Time, demands []pacer.Demand) error {
+// Refund implements store.Store.
+func (s *Store) Refund(ctx context.Context, now time.Time, demands []store.Demand) error {
 	n := costly(demands)
 	if n == 0 {
 		return nil
@@ -370,9 +370,9 @@ func (s *Store) Refund(ctx context.Context, now time.Time, demands []pacer.Deman
 	return err
 }
 
-// Adjust implements pacer.Adjuster: one round trip, or on a Cluster one
+// Adjust implements store.Adjuster: one round trip, or on a Cluster one
 // per bucket in a pipeline; a settlement need not be atomic across buckets.
-func (s *Store) Adjust(ctx context.Context, now time.Time, demands []pacer.Demand) error {
+func (s *Store) Adjust(ctx context.Context, now time.Time, demands []store.Demand) error {
 	var jobs []job
 	for i := range demands {
 		if demands[i].Cost != 0 {
@@ -395,14 +395,14 @@ func (s *Store) Adjust(ctx context.Context, now time.Time, demands []pacer.Deman
 	return err
 }
 
-// Clamp implements pacer.Store.
-func (s *Store) Clamp(ctx context.Context, now time.Time, d pacer.Demand, tokens float64) error {
-	_, err := s.run(ctx, "clamp", now, []pacer.Demand{d}, &tokens, "")
+// Clamp implements store.Store.
+func (s *Store) Clamp(ctx context.Context, now time.Time, d store.Demand, tokens float64) error {
+	_, err := s.run(ctx, "clamp", now, []store.Demand{d}, &tokens, "")
 	return err
 }
 
 // costly returns how many demands cost something.
-func costly(demands []pacer.Demand) int {
+func costly(demands []store.Demand) int {
 	n := 0
 	for i := range demands {
 		if demands[i].Cost > 0 {
@@ -413,7 +413,7 @@ func costly(demands []pacer.Demand) int {
 }
 
 // firstCostly returns the index of the first demand that costs something.
-func firstCostly(demands []pacer.Demand) int {
+func firstCostly(demands []store.Demand) int {
 	for i := range demands {
 		if demands[i].Cost > 0 {
 			return i
@@ -426,17 +426,17 @@ func firstCostly(demands []pacer.Demand) int {
 // an undo, took is the time the take replied.
 //
 // An error of the script itself (a value it could not compute with) is the
-// caller's, not an outage: it matches pacer.ErrInvalidDemand. Every other
+// caller's, not an outage: it matches store.ErrInvalidDemand. Every other
 // error reply (LOADING, BUSY, READONLY, OOM, CLUSTERDOWN...) and every
 // network error says the store cannot serve anyone.
-func (s *Store) run(ctx context.Context, mode string, now time.Time, demands []pacer.Demand, level *float64, took string) ([]int64, error) {
+func (s *Store) run(ctx context.Context, mode string, now time.Time, demands []store.Demand, level *float64, took string) ([]int64, error) {
 	for i := range demands {
 		if err := demands[i].Validate(); err != nil {
 			return nil, fmt.Errorf("redisstore: %s: %w", mode, err)
 		}
 	}
 	if level != nil && math.IsNaN(*level) {
-		return nil, fmt.Errorf("redisstore: %s: %w: the level is NaN", mode, pacer.ErrInvalidDemand)
+		return nil, fmt.Errorf("redisstore: %s: %w: the level is NaN", mode, store.ErrInvalidDemand)
 	}
 	cmd := s.command(ctx, mode, now, demands, level, took)
 	_ = s.client.Process(ctx, cmd)
@@ -449,7 +449,7 @@ func (s *Store) run(ctx context.Context, mode string, now time.Time, demands []p
 	if err != nil {
 		var rerr redis.Error
 		if errors.As(err, &rerr) && strings.Contains(rerr.Error(), "user_script") {
-			return nil, fmt.Errorf("redisstore: %s: %w: %w", mode, pacer.ErrInvalidDemand, err)
+			return nil, fmt.Errorf("redisstore: %s: %w: %w", mode, store.ErrInvalidDemand, err)
 		}
 		s.reloadSlots()
 		return nil, fmt.Errorf("redisstore: %s: %w", mode, err)
@@ -464,7 +464,7 @@ func (s *Store) run(ctx context.Context, mode string, now time.Time, demands []p
 // are boxed once, and the numbers of every demand are copied into one
 // array that the arguments point into (go-redis writes a *float64 as the
 // shortest decimal that reads back as the same double).
-func (s *Store) command(ctx context.Context, mode string, now time.Time, demands []pacer.Demand, level *float64, took string) *redis.IntSliceCmd {
+func (s *Store) command(ctx context.Context, mode string, now time.Time, demands []store.Demand, level *float64, took string) *redis.IntSliceCmd {
 	n := len(demands)
 	args := make([]any, 0, 5+6*n+1)
 	args = append(args, argEvalSha, argSHA, n)

@@ -7,8 +7,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/testservers"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/store/redisstore"
 	"github.com/pacer-go/pacer/storetest"
 )
@@ -27,8 +27,8 @@ func TestConformance(t *testing.T) {
 
 func conformance(t *testing.T, rdb redis.UniversalClient) {
 	s := redisstore.New(rdb, redisstore.WithPrefix("pacer-test"), redisstore.WithCallerClock())
-	storetest.Run(t, func(*testing.T) pacer.Store { return s },
-		storetest.WithEviction(func(t *testing.T, _ pacer.Store, d pacer.Demand, took, now time.Time) bool {
+	storetest.Run(t, func(*testing.T) store.Store { return s },
+		storetest.WithEviction(func(t *testing.T, _ store.Store, d store.Demand, took, now time.Time) bool {
 			// Redis expires keys on its own clock: the bucket is held at
 			// virtual time now if its TTL, set at took, reaches that far.
 			ttl, err := rdb.PTTL(context.Background(), s.Key(d.Scope, d.Key)).Result()
@@ -45,12 +45,12 @@ func TestServerClock(t *testing.T) {
 	rdb := client(t)
 	ctx := context.Background()
 	s := redisstore.New(rdb, redisstore.WithPrefix("pacer-test"))
-	d := pacer.Demand{Scope: storetest.Scope(t), Rate: 1, Burst: 1, Cost: 1}
-	if dec, err := s.Take(ctx, time.Now(), []pacer.Demand{d}); err != nil || !dec.OK {
+	d := store.Demand{Scope: storetest.Scope(t), Rate: 1, Burst: 1, Cost: 1}
+	if dec, err := s.Take(ctx, time.Now(), []store.Demand{d}); err != nil || !dec.OK {
 		t.Fatalf("first Take = %+v, %v; want granted", dec, err)
 	}
 	// A caller an hour ahead would have refilled the bucket by its clock.
-	dec, err := s.Take(ctx, time.Now().Add(time.Hour), []pacer.Demand{d})
+	dec, err := s.Take(ctx, time.Now().Add(time.Hour), []store.Demand{d})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestScriptReloaded(t *testing.T) {
 	rdb := client(t)
 	ctx := context.Background()
 	s := redisstore.New(rdb, redisstore.WithPrefix("pacer-test"))
-	d := []pacer.Demand{{Scope: storetest.Scope(t), Rate: 1, Burst: 5, Cost: 1}}
+	d := []store.Demand{{Scope: storetest.Scope(t), Rate: 1, Burst: 5, Cost: 1}}
 	if _, err := s.Take(ctx, time.Now(), d); err != nil {
 		t.Fatal(err)
 	}
@@ -95,8 +95,8 @@ func TestKeysExpire(t *testing.T) {
 	rdb := client(t)
 	ctx := context.Background()
 	s := redisstore.New(rdb, redisstore.WithPrefix("pacer-test"))
-	d := pacer.Demand{Scope: storetest.Scope(t), Key: "k", Rate: 100, Burst: 1000, Cost: 300}
-	if _, err := s.Take(ctx, time.Now(), []pacer.Demand{d}); err != nil {
+	d := store.Demand{Scope: storetest.Scope(t), Key: "k", Rate: 100, Burst: 1000, Cost: 300}
+	if _, err := s.Take(ctx, time.Now(), []store.Demand{d}); err != nil {
 		t.Fatal(err)
 	}
 	ttl, err := rdb.PTTL(ctx, s.Key(d.Scope, d.Key)).Result()
@@ -106,18 +106,18 @@ func TestKeysExpire(t *testing.T) {
 	if ttl <= 2*time.Second || ttl > 3*time.Second {
 		t.Fatalf("TTL after taking 300 of 1000 at 100/s = %v; want 3 s", ttl)
 	}
-	fast := pacer.Demand{Scope: d.Scope, Key: "fast", Rate: 1e6, Burst: 10, Cost: 1}
-	if _, err := s.Take(ctx, time.Now(), []pacer.Demand{fast}); err != nil {
+	fast := store.Demand{Scope: d.Scope, Key: "fast", Rate: 1e6, Burst: 10, Cost: 1}
+	if _, err := s.Take(ctx, time.Now(), []store.Demand{fast}); err != nil {
 		t.Fatal(err)
 	}
 	if ttl, _ := rdb.PTTL(ctx, s.Key(fast.Scope, fast.Key)).Result(); ttl <= 900*time.Millisecond || ttl > time.Second {
 		t.Fatalf("TTL of a bucket full again in a microsecond = %v; want the 1 s minimum", ttl)
 	}
-	if err := s.Refund(ctx, time.Now(), []pacer.Demand{d}); err != nil {
+	if err := s.Refund(ctx, time.Now(), []store.Demand{d}); err != nil {
 		t.Fatal(err)
 	}
 	d.Cost = 1000
-	if err := s.Refund(ctx, time.Now(), []pacer.Demand{d}); err != nil {
+	if err := s.Refund(ctx, time.Now(), []store.Demand{d}); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := rdb.Exists(ctx, s.Key(d.Scope, d.Key)).Result(); n != 0 {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/testservers"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/storetest"
 )
 
@@ -21,11 +21,11 @@ func TestUndoKeepsToItsWindow(t *testing.T) {
 	t.Cleanup(func() { rdb.Close() })
 	ctx := context.Background()
 	s := New(rdb, WithPrefix("pacer-test"), WithCallerClock())
-	w := pacer.Demand{Scope: storetest.Scope(t), Burst: 2, Window: 10 * time.Second, Cost: 1}
+	w := store.Demand{Scope: storetest.Scope(t), Burst: 2, Window: 10 * time.Second, Cost: 1}
 	at := func(d time.Duration) time.Time { return storetest.Start.Add(d) }
 	take := func(now time.Time) string {
 		t.Helper()
-		reply, err := s.run(ctx, "take", now, []pacer.Demand{w}, nil, "")
+		reply, err := s.run(ctx, "take", now, []store.Demand{w}, nil, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,17 +39,17 @@ func TestUndoKeepsToItsWindow(t *testing.T) {
 	take(at(0))                               // the window starts
 	late := take(at(9999 * time.Millisecond)) // its last token, a moment before it ends
 	take(at(10001 * time.Millisecond))        // the next window: 1 left
-	if _, err := s.run(ctx, "undo", at(10002*time.Millisecond), []pacer.Demand{w}, nil, late); err != nil {
+	if _, err := s.run(ctx, "undo", at(10002*time.Millisecond), []store.Demand{w}, nil, late); err != nil {
 		t.Fatal(err)
 	}
 	take(at(10003 * time.Millisecond)) // the new window's last
-	if reply, err := s.run(ctx, "take", at(10004*time.Millisecond), []pacer.Demand{w}, nil, ""); err != nil || reply[0] != 0 {
+	if reply, err := s.run(ctx, "take", at(10004*time.Millisecond), []store.Demand{w}, nil, ""); err != nil || reply[0] != 0 {
 		t.Fatalf("a third take in a window of 2 = %v, %v; want denied (the undo gave the old window's token to the new one)", reply, err)
 	}
 
 	// Within its window an undo gives back, as a refund does.
 	took := take(at(20001 * time.Millisecond))
-	if _, err := s.run(ctx, "undo", at(20002*time.Millisecond), []pacer.Demand{w}, nil, took); err != nil {
+	if _, err := s.run(ctx, "undo", at(20002*time.Millisecond), []store.Demand{w}, nil, took); err != nil {
 		t.Fatal(err)
 	}
 	take(at(20003 * time.Millisecond))

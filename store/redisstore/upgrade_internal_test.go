@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/testservers"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/storetest"
 )
 
@@ -24,7 +24,7 @@ var scriptBefore = redis.NewScript(takeBefore)
 
 // oldTake is a take of one bucket by the script before the fast path, on
 // Redis's clock, as an instance not yet upgraded makes it.
-func oldTake(ctx context.Context, rdb redis.UniversalClient, s *Store, d pacer.Demand) (bool, error) {
+func oldTake(ctx context.Context, rdb redis.UniversalClient, s *Store, d store.Demand) (bool, error) {
 	reply, err := scriptBefore.Run(ctx, rdb, []string{s.Key(d.Scope, d.Key)},
 		"take", "", d.Rate, d.Burst, d.Window.Microseconds(), d.Cost, d.Floor).Int64Slice()
 	if err != nil {
@@ -46,7 +46,7 @@ func TestMixedVersions(t *testing.T) {
 
 	t.Run("count", func(t *testing.T) {
 		const writers, each, burst = 32, 250, 4000
-		d := pacer.Demand{Scope: storetest.Scope(t), Burst: burst, Cost: 1}
+		d := store.Demand{Scope: storetest.Scope(t), Burst: burst, Cost: 1}
 		var w atomic.Int64
 		got := storetest.Count(t, writers, each, func() (bool, error) {
 			// Every other call, whichever writer makes it, is an old
@@ -54,7 +54,7 @@ func TestMixedVersions(t *testing.T) {
 			if w.Add(1)%2 == 0 {
 				return oldTake(ctx, rdb, s, d)
 			}
-			dec, err := s.Take(ctx, time.Now(), []pacer.Demand{d})
+			dec, err := s.Take(ctx, time.Now(), []store.Demand{d})
 			return dec.OK, err
 		})
 		if got != burst {
@@ -68,7 +68,7 @@ func TestMixedVersions(t *testing.T) {
 	t.Run("ttl", func(t *testing.T) {
 		// The old version sets the TTL exactly, which may be shorter than
 		// the one the new one left; the new one must see that and set it.
-		d := pacer.Demand{Scope: storetest.Scope(t), Rate: 1000, Burst: 2000, Cost: 5}
+		d := store.Demand{Scope: storetest.Scope(t), Rate: 1000, Burst: 2000, Cost: 5}
 		key := s.Key(d.Scope, d.Key)
 		for i := range 300 {
 			var ok bool
@@ -76,8 +76,8 @@ func TestMixedVersions(t *testing.T) {
 			if i%3 == 2 {
 				ok, err = oldTake(ctx, rdb, s, d)
 			} else {
-				var dec pacer.Decision
-				dec, err = s.Take(ctx, time.Now(), []pacer.Demand{d})
+				var dec store.Decision
+				dec, err = s.Take(ctx, time.Now(), []store.Demand{d})
 				ok = dec.OK
 			}
 			if err != nil || !ok {

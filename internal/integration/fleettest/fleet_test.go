@@ -27,6 +27,7 @@ import (
 
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/testservers"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/store/pgstore"
 	"github.com/pacer-go/pacer/store/redisstore"
 )
@@ -111,7 +112,7 @@ func child(kind string) (int64, error) {
 // childStore returns a child's connection to the shared store, with a pool
 // of about conns connections, the deadline it runs until, and what closes
 // the connection.
-func childStore(ctx context.Context, kind string, conns int) (pacer.Store, time.Time, func(), error) {
+func childStore(ctx context.Context, kind string, conns int) (store.Store, time.Time, func(), error) {
 	ns, err := strconv.ParseInt(os.Getenv(envUntil), 10, 64)
 	if err != nil {
 		return nil, time.Time{}, nil, err

@@ -1,4 +1,4 @@
-package pacer
+package store
 
 import (
 	"context"
@@ -6,13 +6,13 @@ import (
 	"time"
 )
 
-// MemoryStore keeps buckets in this process's memory. It is the default
-// Store.
+// Memory keeps buckets in this process's memory. It is the default
+// Store of a pacer Transport.
 //
 // It stays bounded: a bucket that has refilled to capacity is the same as no
 // bucket, so it is forgotten, a few at a time as other buckets are used. A
 // million keys seen once do not stay in memory.
-type MemoryStore struct {
+type Memory struct {
 	mu      sync.Mutex
 	buckets map[bucketKey]*memBucket
 	ops     int
@@ -37,9 +37,9 @@ type memBucket struct {
 	window      time.Duration
 }
 
-// NewMemoryStore returns an empty in-memory store.
-func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{buckets: make(map[bucketKey]*memBucket), keep: sweepFloor}
+// NewMemory returns an empty in-memory store.
+func NewMemory() *Memory {
+	return &Memory{buckets: make(map[bucketKey]*memBucket), keep: sweepFloor}
 }
 
 // The sweep looks at sweepBatch buckets every sweepEvery operations: four
@@ -54,7 +54,7 @@ const (
 )
 
 // Take implements Store.
-func (m *MemoryStore) Take(_ context.Context, now time.Time, demands []Demand) (Decision, error) {
+func (m *Memory) Take(_ context.Context, now time.Time, demands []Demand) (Decision, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	at := m.since(now)
@@ -75,7 +75,7 @@ func (m *MemoryStore) Take(_ context.Context, now time.Time, demands []Demand) (
 }
 
 // takeAll takes every demand or none. The caller holds m.mu.
-func (m *MemoryStore) takeAll(at time.Duration, demands []Demand) Decision {
+func (m *Memory) takeAll(at time.Duration, demands []Demand) Decision {
 	var stack [4]*memBucket
 	found := stack[:0]
 	if len(demands) > len(stack) {
@@ -102,7 +102,7 @@ func (m *MemoryStore) takeAll(at time.Duration, demands []Demand) Decision {
 }
 
 // Refund implements Store.
-func (m *MemoryStore) Refund(_ context.Context, now time.Time, demands []Demand) error {
+func (m *Memory) Refund(_ context.Context, now time.Time, demands []Demand) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	at := m.since(now)
@@ -118,7 +118,7 @@ func (m *MemoryStore) Refund(_ context.Context, now time.Time, demands []Demand)
 }
 
 // Adjust implements Adjuster.
-func (m *MemoryStore) Adjust(_ context.Context, now time.Time, demands []Demand) error {
+func (m *Memory) Adjust(_ context.Context, now time.Time, demands []Demand) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	at := m.since(now)
@@ -131,7 +131,7 @@ func (m *MemoryStore) Adjust(_ context.Context, now time.Time, demands []Demand)
 }
 
 // Clamp implements Store.
-func (m *MemoryStore) Clamp(_ context.Context, now time.Time, d Demand, tokens float64) error {
+func (m *Memory) Clamp(_ context.Context, now time.Time, d Demand, tokens float64) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b := m.bucket(&d, m.since(now))
@@ -139,16 +139,10 @@ func (m *MemoryStore) Clamp(_ context.Context, now time.Time, d Demand, tokens f
 	return nil
 }
 
-// Len returns the number of buckets the store holds.
-func (m *MemoryStore) Len() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.buckets)
-}
-
-// level returns what d's bucket holds at now, without changing it: a
-// bucket the store does not hold is full.
-func (m *MemoryStore) level(d Demand, now time.Time) float64 {
+// Level returns what d's bucket holds at now, without changing it: a
+// bucket the store does not hold is full. It needs no lock beyond the
+// store's own, so a Transport's Stats report the level of the default store.
+func (m *Memory) Level(d Demand, now time.Time) float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b := m.buckets[bucketKey{d.Scope, d.Key}]
@@ -162,7 +156,7 @@ func (m *MemoryStore) level(d Demand, now time.Time) float64 {
 
 // since returns now as a Duration since the store's epoch, which is the
 // first time it is given. The caller holds m.mu.
-func (m *MemoryStore) since(now time.Time) time.Duration {
+func (m *Memory) since(now time.Time) time.Duration {
 	if m.epoch.IsZero() {
 		m.epoch = now
 	}
@@ -170,7 +164,7 @@ func (m *MemoryStore) since(now time.Time) time.Duration {
 }
 
 // bucket returns d's bucket brought up to now, creating it full if it is new.
-func (m *MemoryStore) bucket(d *Demand, now time.Duration) *memBucket {
+func (m *Memory) bucket(d *Demand, now time.Duration) *memBucket {
 	k := bucketKey{d.Scope, d.Key}
 	b := m.last
 	if b == nil || k != m.lastKey {
@@ -186,7 +180,7 @@ func (m *MemoryStore) bucket(d *Demand, now time.Duration) *memBucket {
 	return b
 }
 
-func (m *MemoryStore) maybeSweep(now time.Duration) {
+func (m *Memory) maybeSweep(now time.Duration) {
 	m.ops++
 	if m.ops < sweepEvery || len(m.buckets) <= m.keep {
 		return

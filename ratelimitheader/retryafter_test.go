@@ -1,4 +1,4 @@
-package pacer
+package ratelimitheader
 
 import (
 	"net/http"

@@ -1,4 +1,34 @@
-package pacer
+// Package store is what a Store implementer needs: the Store interface a
+// pacer Transport takes its tokens from (pacer.WithStore), the Demand and
+// Decision it exchanges, the optional interfaces a store may add, and
+// Memory, the in-memory store every Transport uses unless given another.
+// A caller of pacer who keeps the default store never imports it.
+//
+// # The contract
+//
+// A store keeps token buckets, one per (Demand.Scope, Demand.Key), whose
+// shape (Rate, Burst, Window) travels with every demand, so a store needs no
+// configuration and a limit learned from a provider applies at once:
+//
+//   - Take is atomic across the demands of one call: it grants every demand
+//     or none, and a take that would leave a bucket below the demand's Floor
+//     is refused. A refused Take says which demand waits longest (Blocked),
+//     and for how long (Wait): Never if no wait will grant it, and at most
+//     LongestWait otherwise. A remote store decides each call in one round
+//     trip.
+//   - Refund gives back what an earlier granted Take of the same demands
+//     took, up to each bucket's Burst.
+//   - Clamp lowers a bucket to at most a level and never raises it: a
+//     provider that says fewer remain than the bucket believes wins.
+//   - Adjust (the optional Adjuster) settles a call's cost after the fact,
+//     whatever the bucket holds: a bucket may go below zero, an overdraft
+//     later takes wait out.
+//
+// A store that answers but refuses a value it cannot hold returns an error
+// matching ErrInvalidDemand; any other error is a failure of the store,
+// handled as pacer.WithStoreFailure says. storetest.Run checks a store
+// against the whole contract; store/redisstore and store/pgstore pass it.
+package store
 
 import (
 	"context"
@@ -37,7 +67,7 @@ type Store interface {
 
 // A ContextStore is a Store that says whether its calls return promptly
 // once their context ends. A Transport bounds each call to a shared store
-// by the store timeout (WithStoreTimeout). A store that honours its context
+// by the store timeout (pacer.WithStoreTimeout). A store that honours its context
 // is bounded by the context's deadline alone, and called on the request's
 // own goroutine. Any other is called in a goroutine of its own, which is
 // abandoned at the deadline: a client that ignores its context (go-redis
@@ -110,7 +140,7 @@ const LongestWait = time.Duration(1 << 62)
 // because of what the call asked, not because the store is unavailable: the
 // store answered, and refused a value it cannot hold. A Transport returns
 // such an error to the request that made the call, and does not count it
-// as a failure of the store (see StoreFailure): one request's bad input
+// as a failure of the store (see pacer.StoreFailure): one request's bad input
 // must not take the store away from every other request.
 var ErrInvalidDemand = errors.New("pacer: the store refused the demand")
 
@@ -190,7 +220,7 @@ func (b *bucketLevel) full(rate, burst float64, window time.Duration, now time.D
 // An Adjuster is a Store that can settle a call's cost after the fact: a
 // call reserves an estimate with Take, and once the provider says what it
 // billed, the difference is charged or given back. Every store in this
-// module is one; a Transport whose store is not gives back what a call
+// repository is one; a Transport whose store is not gives back what a call
 // overestimated (with Refund), and charges nothing for what it
 // underestimated.
 type Adjuster interface {

@@ -1,4 +1,4 @@
-package pacer
+package ratelimitheader
 
 import (
 	"net/http"
@@ -70,13 +70,13 @@ func parseRetryAfterValue(v string, h http.Header, now time.Time) (time.Duration
 	if err != nil {
 		return 0, false
 	}
-	return clampHeaderDuration(t.Sub(responseTime(h, now))), true
+	return clampHeaderDuration(t.Sub(ResponseTime(h, now))), true
 }
 
-// responseTime returns when the response was generated according to its
-// Date header, or now when it has no valid one. Absolute times in other
+// ResponseTime returns when the response with headers h was generated
+// according to its Date header, or now when it has no valid one. Absolute times in other
 // headers are measured from it, so that they are read on the server's clock.
-func responseTime(h http.Header, now time.Time) time.Time {
+func ResponseTime(h http.Header, now time.Time) time.Time {
 	if v := h.Get("Date"); v != "" {
 		if t, err := http.ParseTime(strings.TrimSpace(v)); err == nil {
 			return t

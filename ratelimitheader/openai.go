@@ -1,0 +1,93 @@
+package ratelimitheader
+
+import (
+	"net/http"
+	"strings"
+	"time"
+)
+
+// appendOpenAIQuotas appends OpenAI's requests and tokens quotas.
+// https://platform.openai.com/docs/guides/rate-limits (rate limits in headers)
+func appendOpenAIQuotas(qs []Quota, h http.Header) []Quota {
+	qs = appendOpenAIQuota(qs, h, "requests",
+		"X-Ratelimit-Limit-Requests", "X-Ratelimit-Remaining-Requests", "X-Ratelimit-Reset-Requests")
+	return appendOpenAIQuota(qs, h, "tokens",
+		"X-Ratelimit-Limit-Tokens", "X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens")
+}
+
+func appendOpenAIQuota(qs []Quota, h http.Header, kind, limitKey, remainingKey, resetKey string) []Quota {
+	q := newQuota(kind, kind)
+	if n, ok := parseHeaderCount(h.Get(limitKey)); ok {
+		// OpenAI's limits are per minute (RPM, TPM); the headers say the
+		// count but not the window, which the rate-limits guide gives.
+		q.Limit, q.Window = n, time.Minute
+	}
+	if n, ok := parseHeaderCount(h.Get(remainingKey)); ok {
+		q.Remaining = n
+	}
+	if d, ok := parseOpenAIReset(h.Get(resetKey)); ok {
+		q.Reset = d
+	}
+	return appendQuota(qs, q)
+}
+
+// parseOpenAIReset parses OpenAI's reset durations. They look like Go
+// durations ("1s", "6m0s", "20ms", "2m52.8s", "7.66s", "1h2m"), but a
+// parser of our own saturates at maxHeaderDuration where time.ParseDuration
+// would fail, reads a bare number as seconds (Azure OpenAI sends "0"), and
+// turns a negative duration into 0.
+func parseOpenAIReset(s string) (time.Duration, bool) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, false
+	}
+	if d, ok := parseHeaderDecimal(s, time.Second); ok {
+		return d, true
+	}
+	neg := s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	var total time.Duration
+	if s == "" {
+		return 0, false
+	}
+	for s != "" {
+		i := 0
+		for i < len(s) && (isASCIIDigit(s[i]) || s[i] == '.') {
+			i++
+		}
+		j := i
+		for j < len(s) && !isASCIIDigit(s[j]) && s[j] != '.' {
+			j++
+		}
+		number, unit := s[:i], s[i:j]
+		s = s[j:]
+		var u time.Duration
+		switch unit {
+		case "h":
+			u = time.Hour
+		case "m":
+			u = time.Minute
+		case "s":
+			u = time.Second
+		case "ms":
+			u = time.Millisecond
+		case "us", "µs", "μs":
+			u = time.Microsecond
+		case "ns":
+			u = time.Nanosecond
+		default:
+			return 0, false
+		}
+		n, ok := parseDecimalNumber(number)
+		if !ok || n.neg {
+			return 0, false
+		}
+		total = min(total+n.duration(u), maxHeaderDuration) // each term ≤ the ceiling: no overflow
+	}
+	if neg {
+		return 0, true
+	}
+	return total, true
+}
