@@ -31,7 +31,8 @@ const (
 	envRunaway = "PACER_FLEET_RUNAWAY"
 	budgetUSD  = 5
 	runawayFor = 4 * time.Second
-	looping    = 4 // goroutines per process in the loop
+	overtime   = 30 * time.Second // how long past runawayFor a process may loop to see its budget run out
+	looping    = 4                // goroutines per process in the loop
 	fakeModel  = "gpt-fake"
 	maxTokens  = 4000 // every call's max_tokens
 	// The fake's prices: what it bills, and what the fleet is told.
@@ -131,8 +132,17 @@ func runawayChild(kind string) (int64, error) {
 	if err := tr.Err(); err != nil {
 		return 0, err
 	}
-	ctx, cancel := context.WithDeadline(ctx, until)
+	// The loop runs until the fleet's common deadline, and on past it until
+	// this process has seen the budget refuse a call: a child that started
+	// late on a loaded machine still sees the runaway stopped. overtime
+	// bounds that, so that a budget which never runs out fails the test
+	// instead of hanging it.
+	ctx, cancel := context.WithDeadline(ctx, until.Add(overtime))
 	defer cancel()
+	var exhausted atomic.Bool
+	running := func() bool {
+		return ctx.Err() == nil && (time.Now().Before(until) || !exhausted.Load())
+	}
 	call := func(workload string) error {
 		body := requestBody(maxTokens)
 		req, _ := http.NewRequestWithContext(pacer.ContextWithWorkload(ctx, workload), http.MethodPost,
@@ -150,12 +160,11 @@ func runawayChild(kind string) (int64, error) {
 		_, err = io.Copy(io.Discard, resp.Body)
 		return err
 	}
-	var exhausted atomic.Bool
 	var firstErr atomic.Value
 	var wg sync.WaitGroup
 	for range looping {
 		wg.Go(func() {
-			for ctx.Err() == nil {
+			for running() {
 				err := call("backfill")
 				switch {
 				case errors.Is(err, pacer.ErrBudgetExhausted):
@@ -167,7 +176,7 @@ func runawayChild(kind string) (int64, error) {
 		})
 	}
 	var ok, failed, okAfter int64
-	for ctx.Err() == nil {
+	for running() {
 		wasExhausted := exhausted.Load()
 		if err := call("interactive"); err != nil {
 			if ctx.Err() == nil {
