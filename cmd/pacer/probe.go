@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/ratelimitheader"
 )
 
@@ -189,18 +190,21 @@ func printUnderstanding(w io.Writer, resp *http.Response, now time.Time, headroo
 	} else {
 		fmt.Fprintln(w, "Retry-After: none")
 	}
-	for _, line := range paceLines(resp, quotas, headroom) {
+	for _, line := range paceLines(resp, quotas, now, headroom) {
 		fmt.Fprintln(w, line)
 	}
 }
 
 // paceLines replays the response through a Transport with a scope for each
 // quota, and says what each scope learned: pacer's own logic, not a copy.
-func paceLines(resp *http.Response, quotas []ratelimitheader.Quota, headroom float64) []string {
+// The Transport's clock stands still at now, the instant the headers were
+// read at, so a pause is printed as the response set it, not less the
+// moments the replay took.
+func paceLines(resp *http.Response, quotas []ratelimitheader.Quota, now time.Time, headroom float64) []string {
 	if len(quotas) == 0 {
 		return []string{"pacer would pace at: the limit you configure (the response publishes none)"}
 	}
-	opts := []pacer.Option{pacer.WithoutRetry(), pacer.WithHeadroom(headroom)}
+	opts := []pacer.Option{pacer.WithoutRetry(), pacer.WithHeadroom(headroom), clock.With[pacer.Option](stoppedClock{now})}
 	var scopes []string
 	byScope := map[string]ratelimitheader.Quota{}
 	for i, q := range quotas {
@@ -250,6 +254,13 @@ func paceLines(resp *http.Response, quotas []ratelimitheader.Quota, headroom flo
 	}
 	return lines
 }
+
+// stoppedClock is a clock whose time stands still. The replay's one call is
+// admitted at once (its scopes are new), so no timer it makes has to fire.
+type stoppedClock struct{ now time.Time }
+
+func (c stoppedClock) Now() time.Time                     { return c.now }
+func (stoppedClock) NewTimer(d time.Duration) clock.Timer { return clock.System.NewTimer(d) }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
