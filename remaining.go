@@ -16,8 +16,11 @@ const toldHeadroom = 0.98
 // on the same key finds when it calls, and slack for the rounding of the
 // count. Not a whole call: on a small limit that is a large share (one of
 // GitHub's 9 code searches a minute is 11 %), and a window that starts at
-// the first call after the last one ended loses the gap besides.
-const remainingMargin = 0.02
+// the first call after the last one ended loses the gap besides. One call
+// in a hundred: a count that says what is left after the call it answers
+// already keeps that call's own unit, so with two in a hundred the scope
+// settled at 97 % of a sliding window, below the toldHeadroom it aims at.
+const remainingMargin = 0.01
 
 // toldPace is what a provider's live remaining count allows: the scope may
 // send its remaining calls before the reset, spread over the time to it,
