@@ -192,7 +192,7 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 			q.Window = cfg.limit.Per
 		}
 		if q.Limit > 0 && q.Window == 0 {
-			if q.Reset > 0 {
+			if q.HasReset {
 				at := responseTime(resp.Header, now).Add(q.Reset)
 				q.Window = s.learnWindow(at, q.Reset%time.Second == 0)
 			}
@@ -214,7 +214,7 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 		// count yet: take it off, in the scope's own units.
 		spentAt := c.charges[i].spentAt
 		left := float64(q.Remaining) - float64(s.spent.Load()-spentAt)
-		if q.Reset > 0 {
+		if q.HasReset {
 			if _, began := s.reportRemaining(now, q.Remaining, q.Reset, q.Limit, spentAt, local, t.maxWait); began {
 				c.paceChanged(s, "the provider reports what remains until its reset")
 			}
@@ -222,7 +222,7 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 		// A 429 that says what remains is the remaining count's lesson,
 		// which paces the scope: no cut on top.
 		taught = true
-		if q.Remaining == 0 && q.Reset > 0 {
+		if q.Remaining == 0 && q.HasReset {
 			if pause := pauseForNoneLeft(q.Reset, t.maxWait); pause > 0 {
 				c.coolDown(s, now, pause)
 				// The bucket is empty, not full, when the pause ends: the

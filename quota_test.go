@@ -145,17 +145,23 @@ func check(t *testing.T, what string, accepted, rejected int, ceiling, want floa
 }
 
 // With the limit known and the server reporting live remaining counts,
-// pacer aims at the edge (98%), not at the blind 90%.
+// pacer aims at the edge (98%), not at the blind 90%. A window that ends
+// 990 ms past the second makes almost every reset in whole seconds read as
+// now: those are reports too.
 func TestKnownLimitWithRemainingIsSpentToTheEdge(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		toPresent()
-		api := &windowAPI{limit: 100, window: time.Second, offset: 370 * time.Millisecond, sliding: true, retryAfter: true}
-		tr := New(api, WithLimit(PerSecond(100)), WithoutRetry())
-		start := time.Now()
-		hammer(tr, 16, start.Add(22*time.Second))
-		a, r := api.counts("pacer", start.Add(2*time.Second), start.Add(22*time.Second))
-		check(t, "sliding window, 100/s", a, r, 2000, 0.97)
-	})
+	for _, offset := range []time.Duration{370 * time.Millisecond, 990 * time.Millisecond} {
+		t.Run(offset.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				toPresent()
+				api := &windowAPI{limit: 100, window: time.Second, offset: offset, sliding: true, retryAfter: true}
+				tr := New(api, WithLimit(PerSecond(100)), WithoutRetry())
+				start := time.Now()
+				hammer(tr, 16, start.Add(22*time.Second))
+				a, r := api.counts("pacer", start.Add(2*time.Second), start.Add(22*time.Second))
+				check(t, "sliding window, 100/s", a, r, 2000, 0.97)
+			})
+		})
+	}
 }
 
 // A limit published without a window (X-RateLimit-Limit: 100) is learned
@@ -452,6 +458,31 @@ func TestPaceChangesAreObservable(t *testing.T) {
 		want := []string{"the provider published its limit", "the provider refused a call", "recovered from a cut"}
 		if strings.Join(reasons, "; ") != strings.Join(want, "; ") {
 			t.Errorf("reasons %q, want %q", reasons, want)
+		}
+	})
+}
+
+// A reset in whole seconds that is the response's own second (httprate
+// near the end of its window) says quota comes back within the second: a
+// report like any other, not one left unsaid, and — with none left — no
+// reason to stop.
+func TestResetWithinTheSecondIsAReport(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		time.Sleep(700 * time.Millisecond)
+		now := time.Now()
+		header := func(remaining int) map[string]string {
+			return map[string]string{"Date": now.UTC().Format(http.TimeFormat), "X-RateLimit-Limit": "100",
+				"X-RateLimit-Remaining": strconv.Itoa(remaining), "X-RateLimit-Reset": strconv.FormatInt(now.Unix(), 10)}
+		}
+		api := &scriptedAPI{steps: []scripted{{200, header(0)}}}
+		tr := New(api, WithLimit(PerSecond(100)), WithoutRetry())
+		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+		if why := tr.Stats().Scopes[0].Why; why != "what the provider reports remains" {
+			t.Errorf("Why = %q after a report whose reset is within the second, want it taken", why)
+		}
+		if s := tr.defaultClass.shared; s.cooldown.Load() > time.Now().UnixNano() {
+			t.Errorf("none left with a reset within the second paused the scope until %v", time.Unix(0, s.cooldown.Load()))
 		}
 	})
 }

@@ -18,7 +18,8 @@ type Quota struct {
 	Limit     int64         // -1 when the headers do not say
 	Remaining int64         // -1 when the headers do not say
 	Window    time.Duration // 0 when the headers do not say
-	Reset     time.Duration // time until more quota is available; 0 when not said
+	Reset     time.Duration // time until more quota is available; 0 when not said, or when it is now
+	HasReset  bool          // the headers gave a reset: tells a Reset of 0 that means now from one not said
 }
 
 // maxQuotas bounds what ParseQuotas returns, however many policies a
@@ -152,8 +153,9 @@ func quotaHeaderFamilies(h http.Header) (families uint8) {
 }
 
 // appendQuota appends q unless it says nothing at all (every field invalid
-// or absent) or qs already holds maxQuotas quotas. The first append
-// allocates room for a typical response (OpenAI: 2, Anthropic: 4).
+// or absent, or nothing but a reset that is now: Azure's "not applicable")
+// or qs already holds maxQuotas quotas. The first append allocates room
+// for a typical response (OpenAI: 2, Anthropic: 4).
 func appendQuota(qs []Quota, q Quota) []Quota {
 	if len(qs) >= maxQuotas || q.Limit < 0 && q.Remaining < 0 && q.Window == 0 && q.Reset == 0 {
 		return qs
@@ -231,12 +233,13 @@ func appendIETFServiceLimits(qs []Quota, start int, limits httpsfv.List) []Quota
 			continue // r is required
 		}
 		var reset time.Duration
-		if t, ok := ietfIntParam(item.Params, "t"); ok {
+		t, hasReset := ietfIntParam(item.Params, "t")
+		if hasReset {
 			reset = secondsDuration(t)
 		}
 		if i := indexQuotaByName(qs[start:], name); i >= 0 {
 			qs[start+i].Remaining = remaining
-			qs[start+i].Reset = reset
+			qs[start+i].Reset, qs[start+i].HasReset = reset, hasReset
 			continue
 		}
 		q := newQuota(name, "requests")
@@ -244,7 +247,7 @@ func appendIETFServiceLimits(qs []Quota, start int, limits httpsfv.List) []Quota
 			q.Limit = limit
 		}
 		q.Remaining = remaining
-		q.Reset = reset
+		q.Reset, q.HasReset = reset, hasReset
 		qs = appendQuota(qs, q)
 	}
 	return qs
@@ -262,7 +265,7 @@ func appendIETF07Quota(qs []Quota, d *httpsfv.Dictionary, policies httpsfv.List)
 		q.Remaining = n
 	}
 	if n, ok := ietfDictInt(d, "reset"); ok {
-		q.Reset = secondsDuration(n)
+		q.Reset, q.HasReset = secondsDuration(n), true
 	}
 	return appendQuota(qs, q)
 }
@@ -284,7 +287,7 @@ func appendIETFSeparateFieldsQuota(qs []Quota, h http.Header, now time.Time, pol
 		q.Remaining = n
 	}
 	if d, ok := parseResetField(h.Get("Ratelimit-Reset"), h, now); ok {
-		q.Reset = d
+		q.Reset, q.HasReset = d, true
 	}
 	return appendQuota(qs, q)
 }
@@ -453,7 +456,7 @@ func appendOpenAIQuota(qs []Quota, h http.Header, kind, limitKey, remainingKey, 
 		q.Remaining = n
 	}
 	if d, ok := parseOpenAIReset(h.Get(resetKey)); ok {
-		q.Reset = d
+		q.Reset, q.HasReset = d, true
 	}
 	return appendQuota(qs, q)
 }
@@ -537,9 +540,9 @@ func appendXRateLimitQuota(qs []Quota, h http.Header, now time.Time) []Quota {
 		q.Remaining = max(q.Limit-used, 0)
 	}
 	if d, ok := parseHeaderDecimal(h.Get("X-Ratelimit-Reset-After"), time.Second); ok {
-		q.Reset = d
+		q.Reset, q.HasReset = d, true
 	} else if d, ok := parseResetField(h.Get("X-Ratelimit-Reset"), h, now); ok {
-		q.Reset = d
+		q.Reset, q.HasReset = d, true
 	}
 	if name := strings.TrimSpace(h.Get("X-Ratelimit-Resource")); name != "" {
 		q.Name = name
@@ -606,7 +609,7 @@ func appendAnthropicQuotas(qs []Quota, h http.Header, now time.Time) []Quota {
 		}
 		if v := strings.TrimSpace(h.Get(k.reset)); v != "" {
 			if t, err := time.Parse(time.RFC3339, v); err == nil {
-				q.Reset = clampHeaderDuration(t.Sub(base))
+				q.Reset, q.HasReset = clampHeaderDuration(t.Sub(base)), true
 			}
 		}
 		qs = appendQuota(qs, q)

@@ -132,7 +132,7 @@ func (s *scopeState) pace() (rate, burst float64) {
 // at the edge. It returns the new pace, and whether remaining-driven
 // pacing has just begun.
 func (s *scopeState) reportRemaining(now time.Time, remaining int64, reset time.Duration, limit int64, spentAt int64, local bool, maxWait time.Duration) (float64, bool) {
-	if reset <= 0 || remaining < 0 {
+	if reset < 0 || remaining < 0 {
 		return 0, false
 	}
 	s.mu.Lock()
@@ -193,8 +193,14 @@ func (s *scopeState) reportRemaining(now time.Time, remaining int64, reset time.
 	// fixed one's: close the gap to the margin within half a second, and
 	// let the clamp and the margin guard.
 	horizon := reset
-	if reset <= 2*time.Second && !first {
-		horizon = min(reset, catchUpTime)
+	if reset == 0 {
+		// Within the second, for a reset in whole seconds (httprate's
+		// near the end of its window); a reset that is exactly now says
+		// only that what remains is about to grow.
+		horizon = max(wholeSecondSlack(reset), catchUpTime)
+	}
+	if horizon <= 2*time.Second && !first {
+		horizon = min(horizon, catchUpTime)
 	}
 	rate := supply + (left-margin)/horizon.Seconds()
 	if left < margin {
@@ -203,9 +209,9 @@ func (s *scopeState) reportRemaining(now time.Time, remaining int64, reset time.
 		// But not below half the blind pace: the calls are what bring the
 		// news that the margin is back, and none left at all pauses the
 		// scope (pauseForNoneLeft) anyway.
-		rate = max(supply+(left-margin)/min(reset, deficitTime).Seconds(), s.blindRate()/2)
+		rate = max(supply+(left-margin)/min(horizon, deficitTime).Seconds(), s.blindRate()/2)
 	}
-	if blind := s.blindRate(); left >= margin && left-margin >= (blind-supply)*reset.Seconds() {
+	if blind := s.blindRate(); left >= margin && left-margin >= (blind-supply)*max(reset, horizon).Seconds() {
 		// What is left lasts until the reset at the blind pace: the
 		// report may raise the pace toward the edge, not lower it below
 		// the blind one.
