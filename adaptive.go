@@ -136,7 +136,10 @@ func (s *scopeState) learnLimit(q Quota, headroom float64, maxWait time.Duration
 //     the scope only while the reset plausibly lies ahead;
 //   - a 429 or 503 with Retry-After (or a classifier's Verdict.Wait) stops every
 //     scope of the call until then; the bucket is emptied as well, so the
-//     restart is paced, not a stampede;
+//     restart is paced, not a stampede. A Retry-After of a second or less
+//     on a 429 that a cut answers with a measured capacity stops only the
+//     call it answers (its retry waits it out): the other callers go on at
+//     the measured pace;
 //   - a 429 that teaches nothing else empties the bucket and cuts the pace
 //     to what the provider was measured to accept, or a scope's cap on
 //     calls in flight when it has no rate, and the pace climbs back by time
@@ -241,21 +244,26 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 				t.emit(Event{Kind: EventRejected, Scope: ch.state.class.Name, Workload: c.workload.name, Status: resp.StatusCode})
 			}
 		}
-		if status == http.StatusTooManyRequests && !taught {
-			for i, ch := range c.charges {
-				if verdict.concerns(ch.state.class.Name) {
-					if _, cut := ch.state.cut(ch.admittedAt, now, paused, t.maxWait); cut {
-						c.paceChanged(ch.state, "the provider refused a call")
-					}
-					c.clamp(ctx, now, i, 0) // the provider has nothing left
-				}
+		for i, ch := range c.charges {
+			if !verdict.concerns(ch.state.class.Name) {
+				continue
 			}
-		}
-		if paused {
-			for i, ch := range c.charges {
-				if !verdict.concerns(ch.state.class.Name) {
-					continue
+			pause := paused
+			if status == http.StatusTooManyRequests && !taught {
+				var retryAfter time.Duration
+				if paused {
+					retryAfter = max(wait, 1) // "Retry-After: 0" still asks for a pause
 				}
+				// A brief Retry-After on a scope paced at a measured
+				// capacity pauses only this call (recovery.go's cut).
+				_, cut, pauses := ch.state.cut(ch.admittedAt, now, retryAfter, t.maxWait)
+				if cut {
+					c.paceChanged(ch.state, "the provider refused a call")
+				}
+				pause = pause && pauses
+				c.clamp(ctx, now, i, 0) // the provider has nothing left
+			}
+			if pause {
 				c.coolDown(ch.state, now, wait)
 				// At the pace after any cut, the bucket is back to empty —
 				// not full — when the pause ends.

@@ -486,3 +486,101 @@ func TestResetWithinTheSecondIsAReport(t *testing.T) {
 		}
 	})
 }
+
+// Behind nginx's limit_req (100 r/s, burst 20) with "Retry-After: 1" on
+// its 429s, told twice the limit: once a rejection has measured the
+// capacity, a later one pauses only the call it answers, so the scope
+// keeps ≥ 0.93 of the ceiling over 20 s (each full pause cost 0.05).
+func TestBriefRetryAfterOnAMeasuredScopePausesOnlyItsCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		api := &limitedAPI{limit: 100, burst: 20, mode: "retry-after"}
+		tr := New(api, WithLimit(PerSecond(200)))
+		start := time.Now()
+		hammer(tr, 16, start.Add(20*time.Second))
+		check(t, "nginx, Retry-After: 1", len(api.accepted), len(api.rejected), 100*20+20, 0.93)
+	})
+}
+
+// idAPI answers 200, but 429 with Retry-After to its reject-th call, and
+// records when each call (by its X-Id) was sent.
+type idAPI struct {
+	reject     int
+	retryAfter string
+
+	mu   sync.Mutex
+	n    int
+	sent map[string][]time.Time
+	at   time.Time // of the 429
+	id   string    // of the call refused
+}
+
+func (a *idAPI) RoundTrip(req *http.Request) (*http.Response, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.n++
+	id := req.Header.Get("X-Id")
+	if a.sent == nil {
+		a.sent = map[string][]time.Time{}
+	}
+	a.sent[id] = append(a.sent[id], time.Now())
+	h := http.Header{}
+	status := http.StatusOK
+	if a.n == a.reject {
+		status, a.at, a.id = http.StatusTooManyRequests, time.Now(), id
+		h.Set("Retry-After", a.retryAfter)
+	}
+	return &http.Response{StatusCode: status, Header: h, Body: http.NoBody, Request: req}, nil
+}
+
+// A brief Retry-After on a scope whose pace a rejection measured pauses
+// only the call it answers: that call's retry goes no sooner than asked,
+// the other callers go on. A longer one still pauses every caller.
+func TestRetryAfterIsHonouredByTheRetryAndPausesTheScopeUnlessBrief(t *testing.T) {
+	for _, tt := range []struct {
+		retryAfter string
+		scope      bool // the other callers pause too
+	}{{"1", false}, {"5", true}} {
+		t.Run("Retry-After: "+tt.retryAfter, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				api := &idAPI{reject: 150, retryAfter: tt.retryAfter}
+				tr := New(api, WithLimit(PerSecond(100)))
+				end := time.Now().Add(8 * time.Second)
+				var wg sync.WaitGroup
+				for c := range 4 {
+					wg.Go(func() {
+						for i := 0; time.Now().Before(end); i++ {
+							req, _ := http.NewRequest(http.MethodGet, "http://api.test/", nil)
+							req.Header.Set("X-Id", strconv.Itoa(c)+"-"+strconv.Itoa(i))
+							if resp, err := tr.RoundTrip(req); err == nil {
+								resp.Body.Close()
+							}
+						}
+					})
+				}
+				wg.Wait()
+				wait, _ := strconv.Atoi(tt.retryAfter)
+				pause := time.Duration(wait) * time.Second
+				sent := api.sent[api.id]
+				if len(sent) != 2 || sent[1].Sub(sent[0]) < pause {
+					t.Fatalf("the refused call was sent at %v, want once more, %v later", sent, pause)
+				}
+				others := 0
+				for id, ts := range api.sent {
+					for _, at := range ts {
+						if id != api.id && at.After(api.at) && at.Before(api.at.Add(pause)) {
+							others++
+						}
+					}
+				}
+				t.Logf("Retry-After %s: %d other calls during it", tt.retryAfter, others)
+				if tt.scope && others > 0 {
+					t.Errorf("%d other calls went during a %v Retry-After, want the scope paused", others, pause)
+				}
+				if !tt.scope && others < 60*wait {
+					t.Errorf("%d other calls went during a brief Retry-After on a measured scope, want the pace to go on", others)
+				}
+			})
+		})
+	}
+}
