@@ -30,6 +30,7 @@ type feedback struct {
 	admitted   atomic.Int64             // calls admitted, to tell which 429s are news
 	spent      atomic.Int64             // units admitted, to tell what was sent since a response
 	cooldown   atomic.Int64             // UnixNano until which nothing may be sent; 0 if none
+	debtRate   atomic.Uint64            // Float64bits of the pace the pause's debt was set at; 0 if none
 	acceptance                          // calls the provider accepted, for a cut to measure
 
 	// Under the scope state's mu:
@@ -54,7 +55,10 @@ func (c *call) coolDown(s *scopeState, now time.Time, d time.Duration) {
 }
 
 // cooledDown reports whether the scope is free of any pause at now, and
-// says so, once, when a pause has just ended.
+// says so, once, when a pause has just ended. A pause leaves a debt in the
+// scope's bucket, so that the restart is paced (and a fleet sharing the
+// bucket waits too): the first callers after it repay the debt at the pace
+// it was set at, before anyone takes, not at whatever pace holds now.
 func (c *call) cooledDown(s *scopeState, now time.Time) (time.Duration, bool) {
 	until := s.cooldown.Load()
 	if until == 0 {
@@ -63,10 +67,47 @@ func (c *call) cooledDown(s *scopeState, now time.Time) (time.Duration, bool) {
 	if left := time.Duration(until - now.UnixNano()); left > 0 {
 		return left, false
 	}
+	debt := s.debtRate.Load()
+	if debt != 0 {
+		c.repay(s, now, math.Float64frombits(debt))
+	}
 	if s.cooldown.CompareAndSwap(until, 0) {
+		s.debtRate.CompareAndSwap(debt, 0)
 		c.t.emit(Event{Kind: EventCooldownEnded, Scope: s.class.Name, Workload: c.workload.name})
 	}
 	return 0, true
+}
+
+// owe records that a pause of s leaves its bucket a debt of rate × the
+// pause: the pace cooledDown repays it at.
+func (s *scopeState) owe(rate float64) {
+	if rate > 0 {
+		s.debtRate.Store(math.Float64bits(rate))
+	}
+}
+
+// repay brings s's buckets up to now at rate, the pace their debt was set
+// at, if that is faster than the pace now: a clamp to the full burst lowers
+// nothing, and every store refills a bucket at the demand's rate before it
+// clamps. A pace lowered during the pause (a cut, a published limit) would
+// otherwise stretch the pause by the ratio of the two, beyond the maximum
+// wait.
+func (c *call) repay(s *scopeState, now time.Time, rate float64) {
+	cur, _ := s.pace()
+	if cur <= 0 || rate <= cur {
+		return
+	}
+	c.setDemands()
+	for j, owner := range c.owners {
+		if c.charges[owner].state != s {
+			continue
+		}
+		d := c.demands[j]
+		d.Rate *= rate / cur
+		if err := c.t.store.Clamp(context.Background(), now, d, d.Burst); err != nil {
+			c.t.emit(Event{Kind: EventStoreFailure, Scope: d.Scope, Workload: c.workload.name, Err: err})
+		}
+	}
 }
 
 // learnLimit takes a limit the provider published as the scope's pace, at
@@ -231,6 +272,7 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 				// The bucket is empty, not full, when the pause ends: the
 				// restart is paced, at the pace after the reset.
 				left = min(left, -s.blindRate()*pause.Seconds())
+				s.owe(s.blindRate())
 			}
 		}
 		c.clamp(ctx, now, i, left)
@@ -269,6 +311,7 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 				// not full — when the pause ends.
 				rate, _ := ch.state.pace()
 				c.clamp(ctx, now, i, -rate*wait.Seconds())
+				ch.state.owe(rate)
 			}
 		}
 	default:

@@ -584,3 +584,53 @@ func TestRetryAfterIsHonouredByTheRetryAndPausesTheScopeUnlessBrief(t *testing.T
 		})
 	}
 }
+
+// slowThenRefuse answers its first call after a second, publishing a limit
+// far below the configured one, and its second at once with a 429 that asks
+// for a pause of ten seconds; then 200s.
+type slowThenRefuse struct {
+	mu   sync.Mutex
+	n    int
+	sent []time.Time
+}
+
+func (a *slowThenRefuse) RoundTrip(req *http.Request) (*http.Response, error) {
+	a.mu.Lock()
+	a.n++
+	n := a.n
+	a.sent = append(a.sent, time.Now())
+	a.mu.Unlock()
+	h := http.Header{}
+	status := http.StatusOK
+	switch n {
+	case 1:
+		time.Sleep(time.Second)
+		h.Set("RateLimit-Policy", `"p";q=60;w=60`)
+	case 2:
+		status = http.StatusTooManyRequests
+		h.Set("Retry-After", "10")
+	}
+	return &http.Response{StatusCode: status, Header: h, Body: http.NoBody, Request: req}, nil
+}
+
+// A pause leaves a debt in the bucket, set at the pace of its time; a pace
+// lowered during the pause (here a published limit of one a second, 60
+// times lower) must not stretch the pause by as much: the next call goes
+// when the Retry-After ends, paced from there.
+func TestAPauseIsRepaidAtThePaceItWasSetAt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &slowThenRefuse{}
+		tr := New(api, WithLimit(PerSecond(100)), WithoutRetry(), WithMaxWait(time.Minute), WithLogger(slogTo(io.Discard)))
+		start := time.Now()
+		go get(tr, context.Background(), "http://api.test/") // answered at 1 s
+		time.Sleep(10 * time.Millisecond)
+		get(tr, context.Background(), "http://api.test/") // the 429, at 10 ms
+		time.Sleep(2 * time.Second)
+		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+		got := api.sent[2].Sub(start)
+		t.Logf("the call after the pause went at %v", got)
+		if got > 12*time.Second {
+			t.Errorf("the call after a 10 s pause went at %v, want by 12 s: the debt repaid at the pace it was set at", got)
+		}
+	})
+}
