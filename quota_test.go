@@ -28,8 +28,13 @@ type windowAPI struct {
 	retryAfter bool
 	quiet      bool                 // no headers at all: a bare 429, as nginx sends
 	down       func(time.Time) bool // while true, a bare 429 to everything
+	// lag, when set, delays pacer's n-th answer after the server counted
+	// its call: answers that come back late and out of order, as on a
+	// loaded machine.
+	lag func(n int) time.Duration
 
 	mu       sync.Mutex
+	n        int
 	start    time.Time // of the current window
 	cur      int
 	prev     int
@@ -38,6 +43,18 @@ type windowAPI struct {
 }
 
 func (a *windowAPI) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp := a.answer(req)
+	if a.lag != nil && req.Header.Get("X-Client") == "" {
+		a.mu.Lock()
+		a.n++
+		n := a.n
+		a.mu.Unlock()
+		time.Sleep(a.lag(n))
+	}
+	return resp, nil
+}
+
+func (a *windowAPI) answer(req *http.Request) *http.Response {
 	who := req.Header.Get("X-Client")
 	if who == "" {
 		who = "pacer"
@@ -67,7 +84,7 @@ func (a *windowAPI) RoundTrip(req *http.Request) (*http.Response, error) {
 	switch {
 	case a.down != nil && a.down(now):
 		a.rejected[who] = append(a.rejected[who], now)
-		return &http.Response{StatusCode: http.StatusTooManyRequests, Header: h, Body: http.NoBody, Request: req}, nil
+		return &http.Response{StatusCode: http.StatusTooManyRequests, Header: h, Body: http.NoBody, Request: req}
 	case rate+1 <= a.limit:
 		a.cur++
 		a.accepted[who] = append(a.accepted[who], now)
@@ -86,7 +103,17 @@ func (a *windowAPI) RoundTrip(req *http.Request) (*http.Response, error) {
 			h.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
 		}
 	}
-	return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader("")), Request: req}, nil
+	return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader("")), Request: req}
+}
+
+// lagUpTo returns a windowAPI lag that spreads answers over [0, max],
+// the same for every run.
+func lagUpTo(max time.Duration) func(n int) time.Duration {
+	return func(n int) time.Duration {
+		x := uint64(n) * 0x9E3779B97F4A7C15 // a multiplicative hash: n's order is not the lag's
+		x ^= x >> 29
+		return time.Duration(x % uint64(max+1))
+	}
 }
 
 func (a *windowAPI) counts(who string, from, to time.Time) (accepted, rejected int) {
@@ -147,13 +174,19 @@ func check(t *testing.T, what string, accepted, rejected int, ceiling, want floa
 // With the limit known and the server reporting live remaining counts,
 // pacer aims at the edge (98%), not at the blind 90%. A window that ends
 // 990 ms past the second makes almost every reset in whole seconds read as
-// now: those are reports too.
+// now: those are reports too. Answers that come back up to 20 ms late and
+// out of order (a loaded machine) change little.
 func TestKnownLimitWithRemainingIsSpentToTheEdge(t *testing.T) {
-	for _, offset := range []time.Duration{370 * time.Millisecond, 990 * time.Millisecond} {
-		t.Run(offset.String(), func(t *testing.T) {
+	for _, tt := range []struct {
+		offset, lag time.Duration
+	}{{370 * time.Millisecond, 0}, {990 * time.Millisecond, 0}, {370 * time.Millisecond, 20 * time.Millisecond}} {
+		t.Run(tt.offset.String()+"+lag"+tt.lag.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				toPresent()
-				api := &windowAPI{limit: 100, window: time.Second, offset: offset, sliding: true, retryAfter: true}
+				api := &windowAPI{limit: 100, window: time.Second, offset: tt.offset, sliding: true, retryAfter: true}
+				if tt.lag > 0 {
+					api.lag = lagUpTo(tt.lag)
+				}
 				tr := New(api, WithLimit(PerSecond(100)), WithoutRetry())
 				start := time.Now()
 				hammer(tr, 16, start.Add(22*time.Second))
@@ -633,4 +666,24 @@ func TestAPauseIsRepaidAtThePaceItWasSetAt(t *testing.T) {
 			t.Errorf("the call after a 10 s pause went at %v, want by 12 s: the debt repaid at the pace it was set at", got)
 		}
 	})
+}
+
+// The first seconds after an idle sliding window: a reset that reads as
+// now (the window ends within the Date's second) is spread over the rest
+// of the second at most, not over a whole one, so the first windows are
+// spent, not a tenth of them lost.
+func TestFirstWindowsAfterIdleAreSpent(t *testing.T) {
+	for _, offset := range []time.Duration{370 * time.Millisecond, 700 * time.Millisecond} {
+		t.Run(offset.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				toPresent()
+				api := &windowAPI{limit: 100, window: time.Second, offset: offset, sliding: true, retryAfter: true}
+				tr := New(api, WithLimit(PerSecond(100)), WithoutRetry())
+				start := time.Now()
+				hammer(tr, 16, start.Add(3*time.Second))
+				a, r := api.counts("pacer", start, start.Add(3*time.Second))
+				check(t, "the first 3 s", a, r, 300, 0.88)
+			})
+		})
+	}
 }

@@ -196,8 +196,9 @@ func (s *scopeState) reportRemaining(now time.Time, remaining int64, reset time.
 	if reset == 0 {
 		// Within the second, for a reset in whole seconds (httprate's
 		// near the end of its window); a reset that is exactly now says
-		// only that what remains is about to grow.
-		horizon = max(wholeSecondSlack(reset), catchUpTime)
+		// only that what remains is about to grow. Spending what is left
+		// early is safe, as above.
+		horizon = catchUpTime
 	}
 	if horizon <= 2*time.Second && !first {
 		horizon = min(horizon, catchUpTime)
