@@ -38,7 +38,10 @@ func (c *call) coolDown(s *bucket, now time.Time, d time.Duration) {
 }
 
 // cooledDown reports whether the scope is free of any pause at now, and
-// says so, once, when a pause has just ended.
+// says so, once, when a pause has just ended. A pause leaves a debt in the
+// scope's bucket, so that the restart is paced (and a fleet sharing the
+// bucket waits too): the first callers after it repay the debt at the pace
+// it was set at, before anyone takes, not at whatever pace holds now.
 func (c *call) cooledDown(s *bucket, now time.Time) (time.Duration, bool) {
 	until := s.cooldown.Load()
 	if until == 0 {
@@ -47,10 +50,47 @@ func (c *call) cooledDown(s *bucket, now time.Time) (time.Duration, bool) {
 	if left := time.Duration(until - now.UnixNano()); left > 0 {
 		return left, false
 	}
+	debt := s.debtRate.Load()
+	if debt != 0 {
+		c.repay(s, now, math.Float64frombits(debt))
+	}
 	if s.cooldown.CompareAndSwap(until, 0) {
+		s.debtRate.CompareAndSwap(debt, 0)
 		c.t.emit(Event{Kind: EventCooldownEnded, Scope: s.class.Name, Workload: c.workload.name})
 	}
 	return 0, true
+}
+
+// owe records that a pause of s leaves its bucket a debt of rate × the
+// pause: the pace cooledDown repays it at.
+func (s *bucket) owe(rate float64) {
+	if rate > 0 {
+		s.debtRate.Store(math.Float64bits(rate))
+	}
+}
+
+// repay brings s's buckets up to now at rate, the pace their debt was set
+// at, if that is faster than the pace now: a clamp to the full burst lowers
+// nothing, and every store refills a bucket at the demand's rate before it
+// clamps. A pace lowered during the pause (a cut, a published limit) would
+// otherwise stretch the pause by the ratio of the two, beyond the maximum
+// wait.
+func (c *call) repay(s *bucket, now time.Time, rate float64) {
+	cur, _ := s.pace()
+	if cur <= 0 || rate <= cur {
+		return
+	}
+	c.setDemands()
+	for j, owner := range c.owners {
+		if c.charges[owner].state != s {
+			continue
+		}
+		d := c.demands[j]
+		d.Rate *= rate / cur
+		if err := c.t.store.Clamp(context.Background(), now, d, d.Burst); err != nil {
+			c.t.emit(Event{Kind: EventStoreFailure, Scope: d.Scope, Workload: c.workload.name, Err: err})
+		}
+	}
 }
 
 // learnLimit takes a limit the provider published as the scope's pace, at
@@ -120,7 +160,10 @@ func (s *bucket) learnLimit(q ratelimitheader.Quota, headroom float64, maxWait t
 //     the scope only while the reset plausibly lies ahead;
 //   - a 429 or 503 with Retry-After (or a classifier's Verdict.Wait) stops every
 //     scope of the call until then; the bucket is emptied as well, so the
-//     restart is paced, not a stampede;
+//     restart is paced, not a stampede. A Retry-After of a second or less
+//     on a 429 that a cut answers with a measured capacity stops only the
+//     call it answers (its retry waits it out): the other callers go on at
+//     the measured pace;
 //   - a 429 that teaches nothing else empties the bucket and cuts the pace
 //     to what the provider was measured to accept, or a scope's cap on
 //     calls in flight when it has no rate, and the pace climbs back by time
@@ -179,7 +222,7 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 			q.Window = cfg.limit.Per
 		}
 		if q.Limit > 0 && q.Window == 0 {
-			if q.Reset > 0 {
+			if q.HasReset {
 				at := ratelimitheader.ResponseTime(resp.Header, now).Add(q.Reset)
 				q.Window = s.learnWindow(at, q.Reset%time.Second == 0)
 			}
@@ -201,7 +244,7 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 		// count yet: take it off, in the scope's own units.
 		spentAt := c.charges[i].spentAt
 		left := float64(q.Remaining) - float64(s.spent.Load()-spentAt)
-		if q.Reset > 0 {
+		if q.HasReset {
 			if _, began := s.reportRemaining(now, q.Remaining, q.Reset, q.Limit, spentAt, local, t.maxWait); began {
 				c.paceChanged(s, "the provider reports what remains until its reset")
 			}
@@ -209,12 +252,13 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 		// A 429 that says what remains is the remaining count's lesson,
 		// which paces the scope: no cut on top.
 		taught = true
-		if q.Remaining == 0 && q.Reset > 0 {
+		if q.Remaining == 0 && q.HasReset {
 			if pause := pauseForNoneLeft(q.Reset, t.maxWait); pause > 0 {
 				c.coolDown(s, now, pause)
 				// The bucket is empty, not full, when the pause ends: the
 				// restart is paced, at the pace after the reset.
 				left = min(left, -s.blindRate()*pause.Seconds())
+				s.owe(s.blindRate())
 			}
 		}
 		c.clamp(ctx, now, i, left)
@@ -228,26 +272,32 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 				t.emit(Event{Kind: EventRejected, Scope: ch.state.class.Name, Workload: c.workload.name, Status: resp.StatusCode})
 			}
 		}
-		if status == http.StatusTooManyRequests && !taught {
-			for i, ch := range c.charges {
-				if verdict.concerns(ch.state.class.Name) {
-					if _, cut := ch.state.cut(ch.admittedAt, now, paused, t.maxWait); cut {
-						c.paceChanged(ch.state, "the provider refused a call")
-					}
-					c.clamp(ctx, now, i, 0) // the provider has nothing left
-				}
+		for i, ch := range c.charges {
+			if !verdict.concerns(ch.state.class.Name) {
+				continue
 			}
-		}
-		if paused {
-			for i, ch := range c.charges {
-				if !verdict.concerns(ch.state.class.Name) {
-					continue
+			pause := paused
+			if status == http.StatusTooManyRequests && !taught {
+				var retryAfter time.Duration
+				if paused {
+					retryAfter = max(wait, 1) // "Retry-After: 0" still asks for a pause
 				}
+				// A brief Retry-After on a scope paced at a measured
+				// capacity pauses only this call (recovery.go's cut).
+				_, cut, pauses := ch.state.cut(ch.admittedAt, now, retryAfter, t.maxWait)
+				if cut {
+					c.paceChanged(ch.state, "the provider refused a call")
+				}
+				pause = pause && pauses
+				c.clamp(ctx, now, i, 0) // the provider has nothing left
+			}
+			if pause {
 				c.coolDown(ch.state, now, wait)
 				// At the pace after any cut, the bucket is back to empty —
 				// not full — when the pause ends.
 				rate, _ := ch.state.pace()
 				c.clamp(ctx, now, i, -rate*wait.Seconds())
+				ch.state.owe(rate)
 			}
 		}
 	default:

@@ -28,8 +28,13 @@ type windowAPI struct {
 	retryAfter bool
 	quiet      bool                 // no headers at all: a bare 429, as nginx sends
 	down       func(time.Time) bool // while true, a bare 429 to everything
+	// lag, when set, delays pacer's n-th answer after the server counted
+	// its call: answers that come back late and out of order, as on a
+	// loaded machine.
+	lag func(n int) time.Duration
 
 	mu       sync.Mutex
+	n        int
 	start    time.Time // of the current window
 	cur      int
 	prev     int
@@ -38,6 +43,18 @@ type windowAPI struct {
 }
 
 func (a *windowAPI) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp := a.answer(req)
+	if a.lag != nil && req.Header.Get("X-Client") == "" {
+		a.mu.Lock()
+		a.n++
+		n := a.n
+		a.mu.Unlock()
+		time.Sleep(a.lag(n))
+	}
+	return resp, nil
+}
+
+func (a *windowAPI) answer(req *http.Request) *http.Response {
 	who := req.Header.Get("X-Client")
 	if who == "" {
 		who = "pacer"
@@ -67,7 +84,7 @@ func (a *windowAPI) RoundTrip(req *http.Request) (*http.Response, error) {
 	switch {
 	case a.down != nil && a.down(now):
 		a.rejected[who] = append(a.rejected[who], now)
-		return &http.Response{StatusCode: http.StatusTooManyRequests, Header: h, Body: http.NoBody, Request: req}, nil
+		return &http.Response{StatusCode: http.StatusTooManyRequests, Header: h, Body: http.NoBody, Request: req}
 	case rate+1 <= a.limit:
 		a.cur++
 		a.accepted[who] = append(a.accepted[who], now)
@@ -86,7 +103,17 @@ func (a *windowAPI) RoundTrip(req *http.Request) (*http.Response, error) {
 			h.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
 		}
 	}
-	return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader("")), Request: req}, nil
+	return &http.Response{StatusCode: status, Header: h, Body: io.NopCloser(strings.NewReader("")), Request: req}
+}
+
+// lagUpTo returns a windowAPI lag that spreads answers over [0, max],
+// the same for every run.
+func lagUpTo(max time.Duration) func(n int) time.Duration {
+	return func(n int) time.Duration {
+		x := uint64(n) * 0x9E3779B97F4A7C15 // a multiplicative hash: n's order is not the lag's
+		x ^= x >> 29
+		return time.Duration(x % uint64(max+1))
+	}
 }
 
 func (a *windowAPI) counts(who string, from, to time.Time) (accepted, rejected int) {
@@ -145,17 +172,29 @@ func check(t *testing.T, what string, accepted, rejected int, ceiling, want floa
 }
 
 // With the limit known and the server reporting live remaining counts,
-// pacer aims at the edge (98%), not at the blind 90%.
+// pacer aims at the edge (98%), not at the blind 90%. A window that ends
+// 990 ms past the second makes almost every reset in whole seconds read as
+// now: those are reports too. Answers that come back up to 20 ms late and
+// out of order (a loaded machine) change little.
 func TestKnownLimitWithRemainingIsSpentToTheEdge(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		toPresent()
-		api := &windowAPI{limit: 100, window: time.Second, offset: 370 * time.Millisecond, sliding: true, retryAfter: true}
-		tr := New(api, WithLimit(PerSecond(100)), WithoutRetry())
-		start := time.Now()
-		hammer(tr, 16, start.Add(22*time.Second))
-		a, r := api.counts("pacer", start.Add(2*time.Second), start.Add(22*time.Second))
-		check(t, "sliding window, 100/s", a, r, 2000, 0.97)
-	})
+	for _, tt := range []struct {
+		offset, lag time.Duration
+	}{{370 * time.Millisecond, 0}, {990 * time.Millisecond, 0}, {370 * time.Millisecond, 20 * time.Millisecond}} {
+		t.Run(tt.offset.String()+"+lag"+tt.lag.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				toPresent()
+				api := &windowAPI{limit: 100, window: time.Second, offset: tt.offset, sliding: true, retryAfter: true}
+				if tt.lag > 0 {
+					api.lag = lagUpTo(tt.lag)
+				}
+				tr := New(api, WithLimit(PerSecond(100)), WithoutRetry())
+				start := time.Now()
+				hammer(tr, 16, start.Add(22*time.Second))
+				a, r := api.counts("pacer", start.Add(2*time.Second), start.Add(22*time.Second))
+				check(t, "sliding window, 100/s", a, r, 2000, 0.97)
+			})
+		})
+	}
 }
 
 // A limit published without a window (X-RateLimit-Limit: 100) is learned
@@ -454,4 +493,197 @@ func TestPaceChangesAreObservable(t *testing.T) {
 			t.Errorf("reasons %q, want %q", reasons, want)
 		}
 	})
+}
+
+// A reset in whole seconds that is the response's own second (httprate
+// near the end of its window) says quota comes back within the second: a
+// report like any other, not one left unsaid, and — with none left — no
+// reason to stop.
+func TestResetWithinTheSecondIsAReport(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		time.Sleep(700 * time.Millisecond)
+		now := time.Now()
+		header := func(remaining int) map[string]string {
+			return map[string]string{"Date": now.UTC().Format(http.TimeFormat), "X-RateLimit-Limit": "100",
+				"X-RateLimit-Remaining": strconv.Itoa(remaining), "X-RateLimit-Reset": strconv.FormatInt(now.Unix(), 10)}
+		}
+		api := &scriptedAPI{steps: []scripted{{200, header(0)}}}
+		tr := New(api, WithLimit(PerSecond(100)), WithoutRetry())
+		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+		if why := tr.Stats().Scopes[0].Why; why != "what the provider reports remains" {
+			t.Errorf("Why = %q after a report whose reset is within the second, want it taken", why)
+		}
+		if s := tr.defaultClass.shared; s.cooldown.Load() > time.Now().UnixNano() {
+			t.Errorf("none left with a reset within the second paused the scope until %v", time.Unix(0, s.cooldown.Load()))
+		}
+	})
+}
+
+// Behind nginx's limit_req (100 r/s, burst 20) with "Retry-After: 1" on
+// its 429s, told twice the limit: once a rejection has measured the
+// capacity, a later one pauses only the call it answers, so the scope
+// keeps ≥ 0.93 of the ceiling over 20 s (each full pause cost 0.05).
+func TestBriefRetryAfterOnAMeasuredScopePausesOnlyItsCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		api := &limitedAPI{limit: 100, burst: 20, mode: "retry-after"}
+		tr := New(api, WithLimit(PerSecond(200)))
+		start := time.Now()
+		hammer(tr, 16, start.Add(20*time.Second))
+		check(t, "nginx, Retry-After: 1", len(api.accepted), len(api.rejected), 100*20+20, 0.93)
+	})
+}
+
+// idAPI answers 200, but 429 with Retry-After to its reject-th call, and
+// records when each call (by its X-Id) was sent.
+type idAPI struct {
+	reject     int
+	retryAfter string
+
+	mu   sync.Mutex
+	n    int
+	sent map[string][]time.Time
+	at   time.Time // of the 429
+	id   string    // of the call refused
+}
+
+func (a *idAPI) RoundTrip(req *http.Request) (*http.Response, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.n++
+	id := req.Header.Get("X-Id")
+	if a.sent == nil {
+		a.sent = map[string][]time.Time{}
+	}
+	a.sent[id] = append(a.sent[id], time.Now())
+	h := http.Header{}
+	status := http.StatusOK
+	if a.n == a.reject {
+		status, a.at, a.id = http.StatusTooManyRequests, time.Now(), id
+		h.Set("Retry-After", a.retryAfter)
+	}
+	return &http.Response{StatusCode: status, Header: h, Body: http.NoBody, Request: req}, nil
+}
+
+// A brief Retry-After on a scope whose pace a rejection measured pauses
+// only the call it answers: that call's retry goes no sooner than asked,
+// the other callers go on. A longer one still pauses every caller.
+func TestRetryAfterIsHonouredByTheRetryAndPausesTheScopeUnlessBrief(t *testing.T) {
+	for _, tt := range []struct {
+		retryAfter string
+		scope      bool // the other callers pause too
+	}{{"1", false}, {"5", true}} {
+		t.Run("Retry-After: "+tt.retryAfter, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				api := &idAPI{reject: 150, retryAfter: tt.retryAfter}
+				tr := New(api, WithLimit(PerSecond(100)))
+				end := time.Now().Add(8 * time.Second)
+				var wg sync.WaitGroup
+				for c := range 4 {
+					wg.Go(func() {
+						for i := 0; time.Now().Before(end); i++ {
+							req, _ := http.NewRequest(http.MethodGet, "http://api.test/", nil)
+							req.Header.Set("X-Id", strconv.Itoa(c)+"-"+strconv.Itoa(i))
+							if resp, err := tr.RoundTrip(req); err == nil {
+								resp.Body.Close()
+							}
+						}
+					})
+				}
+				wg.Wait()
+				wait, _ := strconv.Atoi(tt.retryAfter)
+				pause := time.Duration(wait) * time.Second
+				sent := api.sent[api.id]
+				if len(sent) != 2 || sent[1].Sub(sent[0]) < pause {
+					t.Fatalf("the refused call was sent at %v, want once more, %v later", sent, pause)
+				}
+				others := 0
+				for id, ts := range api.sent {
+					for _, at := range ts {
+						if id != api.id && at.After(api.at) && at.Before(api.at.Add(pause)) {
+							others++
+						}
+					}
+				}
+				t.Logf("Retry-After %s: %d other calls during it", tt.retryAfter, others)
+				if tt.scope && others > 0 {
+					t.Errorf("%d other calls went during a %v Retry-After, want the scope paused", others, pause)
+				}
+				if !tt.scope && others < 60*wait {
+					t.Errorf("%d other calls went during a brief Retry-After on a measured scope, want the pace to go on", others)
+				}
+			})
+		})
+	}
+}
+
+// slowThenRefuse answers its first call after a second, publishing a limit
+// far below the configured one, and its second at once with a 429 that asks
+// for a pause of ten seconds; then 200s.
+type slowThenRefuse struct {
+	mu   sync.Mutex
+	n    int
+	sent []time.Time
+}
+
+func (a *slowThenRefuse) RoundTrip(req *http.Request) (*http.Response, error) {
+	a.mu.Lock()
+	a.n++
+	n := a.n
+	a.sent = append(a.sent, time.Now())
+	a.mu.Unlock()
+	h := http.Header{}
+	status := http.StatusOK
+	switch n {
+	case 1:
+		time.Sleep(time.Second)
+		h.Set("RateLimit-Policy", `"p";q=60;w=60`)
+	case 2:
+		status = http.StatusTooManyRequests
+		h.Set("Retry-After", "10")
+	}
+	return &http.Response{StatusCode: status, Header: h, Body: http.NoBody, Request: req}, nil
+}
+
+// A pause leaves a debt in the bucket, set at the pace of its time; a pace
+// lowered during the pause (here a published limit of one a second, 60
+// times lower) must not stretch the pause by as much: the next call goes
+// when the Retry-After ends, paced from there.
+func TestAPauseIsRepaidAtThePaceItWasSetAt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &slowThenRefuse{}
+		tr := New(api, WithLimit(PerSecond(100)), WithoutRetry(), WithMaxWait(time.Minute), WithLogger(slogTo(io.Discard)))
+		start := time.Now()
+		go get(tr, context.Background(), "http://api.test/") // answered at 1 s
+		time.Sleep(10 * time.Millisecond)
+		get(tr, context.Background(), "http://api.test/") // the 429, at 10 ms
+		time.Sleep(2 * time.Second)
+		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+		got := api.sent[2].Sub(start)
+		t.Logf("the call after the pause went at %v", got)
+		if got > 12*time.Second {
+			t.Errorf("the call after a 10 s pause went at %v, want by 12 s: the debt repaid at the pace it was set at", got)
+		}
+	})
+}
+
+// The first seconds after an idle sliding window: a reset that reads as
+// now (the window ends within the Date's second) is spread over the rest
+// of the second at most, not over a whole one, so the first windows are
+// spent, not a tenth of them lost.
+func TestFirstWindowsAfterIdleAreSpent(t *testing.T) {
+	for _, offset := range []time.Duration{370 * time.Millisecond, 700 * time.Millisecond} {
+		t.Run(offset.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				toPresent()
+				api := &windowAPI{limit: 100, window: time.Second, offset: offset, sliding: true, retryAfter: true}
+				tr := New(api, WithLimit(PerSecond(100)), WithoutRetry())
+				start := time.Now()
+				hammer(tr, 16, start.Add(3*time.Second))
+				a, r := api.counts("pacer", start, start.Add(3*time.Second))
+				check(t, "the first 3 s", a, r, 300, 0.88)
+			})
+		})
+	}
 }

@@ -35,6 +35,14 @@ const (
 	// refused on the way.
 	cheapRecovery  = 40 * time.Second
 	costlyRecovery = 120 * time.Second
+
+	// briefRetryAfter is the longest Retry-After that, on a rejection
+	// whose cut measured the server's capacity, pauses only the call it
+	// answers, not the scope: a second is a per-second limiter's stock
+	// answer (nginx's, httprate's), and the measured pace already keeps
+	// the other callers under the capacity. A longer one is a request to
+	// stop, and stops the scope.
+	briefRetryAfter = time.Second
 )
 
 // recovery is the curve a cut scope climbs back on: factor(t) =
@@ -47,6 +55,9 @@ type recovery struct {
 	c    float64 // per second cubed
 	k    float64 // seconds until the curve is back at wmax
 	full int64   // UnixNano when the curve reaches 1
+	// measured says wmax is what the server was measured to accept, not a
+	// guess from too little history.
+	measured bool
 }
 
 func newRecovery(now time.Time, wmax, f0 float64, over time.Duration) *recovery {
@@ -161,17 +172,28 @@ func measuringWindow(base float64) time.Duration {
 }
 
 // cut lowers the scope's pace after a rejection that taught nothing else,
-// for a call admitted when the admitted count was admittedAt. costly says
-// the rejection paused the scope. It returns the new factor, and false when
-// the rejection was old news: a call sent before the last cut, or within a
-// measuring window of it, saw the pace the cut already answered.
-func (s *bucket) cut(admittedAt int64, now time.Time, costly bool, maxWait time.Duration) (float64, bool) {
+// for a call admitted when the admitted count was admittedAt. retryAfter
+// is the rejection's Retry-After, 0 if it has none. It returns the new
+// factor; false when the rejection was old news (a call sent before the
+// last cut, or within a measuring window of it, saw the pace the cut
+// already answered); and whether the rejection pauses the scope.
+//
+// A Retry-After pauses the scope, and the climb back is priced as costly,
+// unless it is brief (briefRetryAfter) and the scope's pace is a measured
+// capacity: this cut's measurement, or for old news, the last cut's. Then
+// only the call it answers waits it out (a retry never goes sooner), and
+// the other callers go on at the measured pace from an empty bucket.
+func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.Duration) (float64, bool, bool) {
 	base, burst := s.basePace(now)
 	window := measuringWindow(base)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if admittedAt <= s.cutAt || now.UnixNano() < s.quietUntil {
-		return 0, false
+		// A call sent before the cut was answered by it; one sent after,
+		// within the window, says the measure was too high: that pauses.
+		r := s.recov.Load()
+		brief := admittedAt <= s.cutAt && r != nil && r.measured && retryAfter <= briefRetryAfter
+		return 0, false, retryAfter > 0 && !brief
 	}
 	s.cutAt = s.admitted.Load()
 	s.quietUntil = now.Add(window).UnixNano()
@@ -185,16 +207,20 @@ func (s *bucket) cut(admittedAt int64, now time.Time, costly bool, maxWait time.
 		// within the maximum wait.
 		floor = max(floor, min(1, s.floorRate(maxWait)/base))
 	}
+	accepted, measured := s.acceptedRate(now, window)
+	measured = measured && base > 0
+	costly := retryAfter > 0 && (!measured || retryAfter > briefRetryAfter)
 	var wmax, f0 float64
-	switch accepted, ok := s.acceptedRate(now, window); {
+	switch {
 	case base == 0: // a scope that limits only concurrency
 		wmax, f0 = cur, cur*cutFactor
-	case ok:
+	case measured:
 		wmax = min(cur, accepted/base)
 		f0 = wmax * capacityHeadroom
-		if costly {
+		if retryAfter > 0 {
 			// The measure may hold a burst the server let through after
-			// the last pause, and the next refusal costs another pause.
+			// the last pause, and the next refusal costs another pause, or
+			// at least a call that waits out its Retry-After.
 			f0 = wmax * costlyHeadroom
 		}
 	default:
@@ -206,7 +232,9 @@ func (s *bucket) cut(admittedAt int64, now time.Time, costly bool, maxWait time.
 	if costly {
 		over = costlyRecovery
 	}
-	s.recov.Store(newRecovery(now, wmax, f0, over))
+	r := newRecovery(now, wmax, f0, over)
+	r.measured = measured
+	s.recov.Store(r)
 	s.recovered.Store(false)
-	return f0, true
+	return f0, true, costly
 }

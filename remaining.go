@@ -16,8 +16,11 @@ const toldHeadroom = 0.98
 // on the same key finds when it calls, and slack for the rounding of the
 // count. Not a whole call: on a small limit that is a large share (one of
 // GitHub's 9 code searches a minute is 11 %), and a window that starts at
-// the first call after the last one ended loses the gap besides.
-const remainingMargin = 0.02
+// the first call after the last one ended loses the gap besides. One call
+// in a hundred: a count that says what is left after the call it answers
+// already keeps that call's own unit, so with two in a hundred the scope
+// settled at 97 % of a sliding window, below the toldHeadroom it aims at.
+const remainingMargin = 0.01
 
 // toldPace is what a provider's live remaining count allows: the scope may
 // send its remaining calls before the reset, spread over the time to it,
@@ -140,7 +143,7 @@ func (s *bucket) pace() (rate, burst float64) {
 // at the edge. It returns the new pace, and whether remaining-driven
 // pacing has just begun.
 func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Duration, limit int64, spentAt int64, local bool, maxWait time.Duration) (float64, bool) {
-	if reset <= 0 || remaining < 0 {
+	if reset < 0 || remaining < 0 {
 		return 0, false
 	}
 	s.mu.Lock()
@@ -201,8 +204,15 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 	// fixed one's: close the gap to the margin within half a second, and
 	// let the clamp and the margin guard.
 	horizon := reset
-	if reset <= 2*time.Second && !first {
-		horizon = min(reset, catchUpTime)
+	if reset == 0 {
+		// Within the second, for a reset in whole seconds (httprate's
+		// near the end of its window); a reset that is exactly now says
+		// only that what remains is about to grow. Spending what is left
+		// early is safe, as above.
+		horizon = catchUpTime
+	}
+	if horizon <= 2*time.Second && !first {
+		horizon = min(horizon, catchUpTime)
 	}
 	rate := supply + (left-margin)/horizon.Seconds()
 	if left < margin {
@@ -211,9 +221,9 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 		// But not below half the blind pace: the calls are what bring the
 		// news that the margin is back, and none left at all pauses the
 		// scope (pauseForNoneLeft) anyway.
-		rate = max(supply+(left-margin)/min(reset, deficitTime).Seconds(), s.blindRate()/2)
+		rate = max(supply+(left-margin)/min(horizon, deficitTime).Seconds(), s.blindRate()/2)
 	}
-	if blind := s.blindRate(); left >= margin && left-margin >= (blind-supply)*reset.Seconds() {
+	if blind := s.blindRate(); left >= margin && left-margin >= (blind-supply)*max(reset, horizon).Seconds() {
 		// What is left lasts until the reset at the blind pace: the
 		// report may raise the pace toward the edge, not lower it below
 		// the blind one.

@@ -203,6 +203,7 @@ type feedback struct {
 	admitted   atomic.Int64                 // calls admitted, to tell which 429s are news
 	spent      atomic.Int64                 // units admitted, to tell what was sent since a response
 	cooldown   atomic.Int64                 // UnixNano until which nothing may be sent; 0 if none
+	debtRate   atomic.Uint64                // Float64bits of the pace the pause's debt was set at; 0 if none
 	acceptance                              // calls the provider accepted, for a cut to measure
 
 	// Under the bucket's mu:

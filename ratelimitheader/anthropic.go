@@ -30,7 +30,7 @@ func appendAnthropicQuotas(qs []Quota, h http.Header, now time.Time) []Quota {
 		}
 		if v := strings.TrimSpace(h.Get(k.reset)); v != "" {
 			if t, err := time.Parse(time.RFC3339, v); err == nil {
-				q.Reset = clampHeaderDuration(t.Sub(base))
+				q.Reset, q.HasReset = clampHeaderDuration(t.Sub(base)), true
 			}
 		}
 		qs = appendQuota(qs, q)

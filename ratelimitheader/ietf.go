@@ -67,12 +67,13 @@ func appendIETFServiceLimits(qs []Quota, start int, limits httpsfv.List) []Quota
 			continue // r is required
 		}
 		var reset time.Duration
-		if t, ok := ietfIntParam(item.Params, "t"); ok {
+		t, hasReset := ietfIntParam(item.Params, "t")
+		if hasReset {
 			reset = secondsDuration(t)
 		}
 		if i := indexQuotaByName(qs[start:], name); i >= 0 {
 			qs[start+i].Remaining = remaining
-			qs[start+i].Reset = reset
+			qs[start+i].Reset, qs[start+i].HasReset = reset, hasReset
 			continue
 		}
 		q := newQuota(name, "requests")
@@ -80,7 +81,7 @@ func appendIETFServiceLimits(qs []Quota, start int, limits httpsfv.List) []Quota
 			q.Limit = limit
 		}
 		q.Remaining = remaining
-		q.Reset = reset
+		q.Reset, q.HasReset = reset, hasReset
 		qs = appendQuota(qs, q)
 	}
 	return qs
@@ -98,7 +99,7 @@ func appendIETF07Quota(qs []Quota, d *httpsfv.Dictionary, policies httpsfv.List)
 		q.Remaining = n
 	}
 	if n, ok := ietfDictInt(d, "reset"); ok {
-		q.Reset = secondsDuration(n)
+		q.Reset, q.HasReset = secondsDuration(n), true
 	}
 	return appendQuota(qs, q)
 }
@@ -120,7 +121,7 @@ func appendIETFSeparateFieldsQuota(qs []Quota, h http.Header, now time.Time, pol
 		q.Remaining = n
 	}
 	if d, ok := parseResetField(h.Get("Ratelimit-Reset"), h, now); ok {
-		q.Reset = d
+		q.Reset, q.HasReset = d, true
 	}
 	return appendQuota(qs, q)
 }

@@ -26,7 +26,7 @@ func appendOpenAIQuota(qs []Quota, h http.Header, kind, limitKey, remainingKey, 
 		q.Remaining = n
 	}
 	if d, ok := parseOpenAIReset(h.Get(resetKey)); ok {
-		q.Reset = d
+		q.Reset, q.HasReset = d, true
 	}
 	return appendQuota(qs, q)
 }

@@ -27,7 +27,8 @@ type Quota struct {
 	Limit     int64         // -1 when the headers do not say
 	Remaining int64         // -1 when the headers do not say
 	Window    time.Duration // 0 when the headers do not say
-	Reset     time.Duration // time until more quota is available; 0 when not said
+	Reset     time.Duration // time until more quota is available; 0 when not said, or when it is now
+	HasReset  bool          // the headers gave a reset: tells a Reset of 0 that means now from one not said
 }
 
 // maxQuotas bounds what ParseQuotas returns, however many policies a
@@ -167,8 +168,9 @@ func quotaHeaderFamilies(h http.Header) (families uint8) {
 }
 
 // appendQuota appends q unless it says nothing at all (every field invalid
-// or absent) or qs already holds maxQuotas quotas. The first append
-// allocates room for a typical response (OpenAI: 2, Anthropic: 4).
+// or absent, or nothing but a reset that is now: Azure's "not applicable")
+// or qs already holds maxQuotas quotas. The first append allocates room
+// for a typical response (OpenAI: 2, Anthropic: 4).
 func appendQuota(qs []Quota, q Quota) []Quota {
 	if len(qs) >= maxQuotas || q.Limit < 0 && q.Remaining < 0 && q.Window == 0 && q.Reset == 0 {
 		return qs

@@ -17,7 +17,14 @@ func httpDate(unix int64) string { return time.Unix(unix, 0).UTC().Format(http.T
 
 // q builds an expected Quota tersely.
 func q(name, unit string, limit, remaining int64, window, reset time.Duration) Quota {
-	return Quota{Name: name, Unit: unit, Limit: limit, Remaining: remaining, Window: window, Reset: reset}
+	return Quota{Name: name, Unit: unit, Limit: limit, Remaining: remaining, Window: window, Reset: reset, HasReset: reset != 0}
+}
+
+// resetsNow marks an expected Quota's reset of 0 as given: quota comes back
+// now, or — in whole seconds — within the second.
+func resetsNow(q Quota) Quota {
+	q.HasReset = true
+	return q
 }
 
 type quotaTest struct {
@@ -313,7 +320,7 @@ func TestParseQuotasAnthropic(t *testing.T) {
 			q("requests", "requests", 50, 49, time.Minute, 30*time.Second),
 			q("tokens", "tokens", 50000, 49000, time.Minute, 90*time.Second),
 			q("input-tokens", "input-tokens", 40000, 39000, time.Minute, 1500*time.Millisecond),
-			q("output-tokens", "output-tokens", 8000, 8000, time.Minute, 0),
+			resetsNow(q("output-tokens", "output-tokens", 8000, 8000, time.Minute, 0)),
 		}},
 		{"against now without Date", http.Header{
 			"Anthropic-Ratelimit-Requests-Remaining": {"0"},
@@ -322,7 +329,7 @@ func TestParseQuotasAnthropic(t *testing.T) {
 		{"reset in the past", http.Header{
 			"Anthropic-Ratelimit-Tokens-Remaining": {"5"},
 			"Anthropic-Ratelimit-Tokens-Reset":     {"2020-01-01T00:00:00Z"},
-		}, []Quota{q("tokens", "tokens", -1, 5, 0, 0)}},
+		}, []Quota{resetsNow(q("tokens", "tokens", -1, 5, 0, 0))}},
 		{"garbage", http.Header{
 			"Anthropic-Ratelimit-Tokens-Limit": {"many"},
 			"Anthropic-Ratelimit-Tokens-Reset": {"tomorrow"},
@@ -386,8 +393,15 @@ func TestParseQuotasXRateLimit(t *testing.T) {
 		{"HTTP-date reset", http.Header{"Date": {"Sat, 25 Oct 2025 11:00:00 GMT"}, "X-Ratelimit-Reset": {"Sat, 25 Oct 2025 11:00:05 GMT"}}, []Quota{
 			q("", "requests", -1, -1, 0, 5*time.Second),
 		}},
+		// go-chi/httprate: the window's end in Unix seconds, truncated, in
+		// the Date's second: quota comes back within the second, which is
+		// not a reset left unsaid.
+		{"epoch in the Date's second", http.Header{"Date": {httpDate(1761393600)}, "X-Ratelimit-Limit": {"100"},
+			"X-Ratelimit-Remaining": {"40"}, "X-Ratelimit-Reset": {"1761393600"}}, []Quota{
+			resetsNow(q("", "requests", 100, 40, 0, 0)),
+		}},
 		{"epoch in the past", http.Header{"X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {"1000000000"}}, []Quota{
-			q("", "requests", -1, 0, 0, 0),
+			resetsNow(q("", "requests", -1, 0, 0, 0)),
 		}},
 		{"absurd epoch saturates", http.Header{"X-Ratelimit-Reset": {"99999999999999999999999999"}}, []Quota{
 			q("", "requests", -1, -1, 0, maxHeaderDuration),

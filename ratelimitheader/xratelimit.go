@@ -22,9 +22,9 @@ func appendXRateLimitQuota(qs []Quota, h http.Header, now time.Time) []Quota {
 		q.Remaining = max(q.Limit-used, 0)
 	}
 	if d, ok := parseHeaderDecimal(h.Get("X-Ratelimit-Reset-After"), time.Second); ok {
-		q.Reset = d
+		q.Reset, q.HasReset = d, true
 	} else if d, ok := parseResetField(h.Get("X-Ratelimit-Reset"), h, now); ok {
-		q.Reset = d
+		q.Reset, q.HasReset = d, true
 	}
 	if name := strings.TrimSpace(h.Get("X-Ratelimit-Resource")); name != "" {
 		q.Name = name

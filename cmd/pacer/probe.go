@@ -181,7 +181,7 @@ func printUnderstanding(w io.Writer, resp *http.Response, now time.Time, headroo
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  NAME\tUNIT\tLIMIT\tREMAINING\tWINDOW\tRESET")
 		for _, q := range quotas {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", orDash(q.Name), q.Unit, count(q.Limit), count(q.Remaining), duration(q.Window), duration(q.Reset))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", orDash(q.Name), q.Unit, count(q.Limit), count(q.Remaining), duration(q.Window), reset(q))
 		}
 		tw.Flush()
 	}
@@ -387,6 +387,14 @@ func count(n int64) string {
 		return "-"
 	}
 	return fmt.Sprint(n)
+}
+
+// reset prints a quota's reset: "-" when not said, "0s" when it is now.
+func reset(q ratelimitheader.Quota) string {
+	if q.HasReset && q.Reset == 0 {
+		return "0s"
+	}
+	return duration(q.Reset)
 }
 
 func duration(d time.Duration) string {

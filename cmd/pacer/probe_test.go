@@ -67,7 +67,7 @@ func TestProbeEachHeaderFamily(t *testing.T) {
 			`  NAME UNIT LIMIT REMAINING WINDOW RESET`,
 			`  basic requests 100 60 1m0s 58s`,
 			`Retry-After: none`,
-			`pacer would pace basic \(requests\) at 1 requests/s: 60 per 1m0s of the published 100, burst 10 \(set by what the provider reports remains\)`,
+			`pacer would pace basic \(requests\) at 1.017 requests/s: 61.03 per 1m0s of the published 100, burst 10 \(set by what the provider reports remains\)`,
 		}},
 		{"ietf draft 07", 200, map[string]string{"RateLimit-Policy": "100;w=10", "RateLimit": "limit=100, remaining=50, reset=5"}, []string{
 			`Provider: ietf draft -07 .*`,
@@ -89,7 +89,7 @@ func TestProbeEachHeaderFamily(t *testing.T) {
 			`  requests requests 60 59 1m0s 1s`,
 			`  tokens tokens 150000 149984 1m0s 6m0s`,
 			`pacer would pace requests \(requests\) at 0.9 requests/s: 54 per 1m0s of the published 60, burst 6 \(set by what the provider reports remains\)`,
-			`pacer would pace tokens \(tokens\) at 408.3 tokens/s: .*`,
+			`pacer would pace tokens \(tokens\) at 412.5 tokens/s: .*`,
 		}},
 		{"anthropic", 429, map[string]string{
 			"Anthropic-Ratelimit-Requests-Limit": "50", "Anthropic-Ratelimit-Requests-Remaining": "0",
