@@ -92,20 +92,13 @@ func (t *Transport) Stats() Stats {
 		if until := s.cooldown.Load(); until > now.UnixNano() {
 			sc.Cooldown = time.Duration(until - now.UnixNano())
 		}
-		t.count(&sc, s, now)
+		class.eachState(func(b *bucket) { t.count(&sc, b, now) })
 		class.mu.Lock()
 		sc.Keys = len(class.keyed)
-		if sc.Keys == 0 {
-			sc.Tokens, sc.TokensKnown = t.tokens(class.Name, rate, burst, now)
-		}
-		keyed := make([]*bucket, 0, len(class.keyed))
-		for _, ks := range class.keyed {
-			keyed = append(keyed, ks)
-		}
 		sc.Admitted += class.forgotten
 		class.mu.Unlock()
-		for _, ks := range keyed {
-			t.count(&sc, ks, now)
+		if sc.Keys == 0 {
+			sc.Tokens, sc.TokensKnown = t.tokens(class.Name, rate, burst, now)
 		}
 		st.Scopes = append(st.Scopes, sc)
 	}

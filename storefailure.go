@@ -377,13 +377,18 @@ func (g *guardedStore) unavailable() error {
 
 // share returns demands with their limits cut to this instance's share.
 func (g *guardedStore) share(demands []store.Demand) []store.Demand {
-	n := float64(g.policy.instances)
 	out := make([]store.Demand, len(demands))
 	for i, d := range demands {
-		d.Rate, d.Burst, d.Floor = d.Rate/n, d.Burst/n, d.Floor/n
-		out[i] = d
+		out[i] = g.shareOf(d)
 	}
 	return out
+}
+
+// shareOf returns d with its limits cut to this instance's share of them.
+func (g *guardedStore) shareOf(d store.Demand) store.Demand {
+	n := float64(g.policy.instances)
+	d.Rate, d.Burst, d.Floor = d.Rate/n, d.Burst/n, d.Floor/n
+	return d
 }
 
 // demandsFor returns the demands to hand the remote store: a copy when the
@@ -482,9 +487,7 @@ func (g *guardedStore) clampLocal(now time.Time, d store.Demand, tokens float64)
 	if g.policy.mode != fallBackLocal {
 		return nil
 	}
-	n := float64(g.policy.instances)
-	d.Rate, d.Burst, d.Floor = d.Rate/n, d.Burst/n, d.Floor/n
-	return g.local.Clamp(context.Background(), now, d, tokens/n)
+	return g.local.Clamp(context.Background(), now, g.shareOf(d), tokens/float64(g.policy.instances))
 }
 
 // enqueue queues a write for the store, and starts the goroutine that sends
