@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -29,8 +30,12 @@ import (
 // not sent because the store was down. It matches ErrStoreUnavailable when
 // the store failed, and ctx's error when ctx ended first. While calls keep
 // coming, new writes keep being queued: Flush returns once the queue is
-// empty, which it may be only between them.
+// empty, which it may be only between them. A nil ctx is an error, not a
+// wait without end.
 func (t *Transport) Flush(ctx context.Context) error {
+	if ctx == nil {
+		return errors.New("pacer: Flush needs a context; pass one with a deadline, such as context.WithTimeout(context.Background(), 5*time.Second)")
+	}
 	g := t.guard()
 	if g == nil {
 		return nil

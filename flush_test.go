@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -146,6 +147,17 @@ func TestFlushStoreDown(t *testing.T) {
 func TestFlushMemoryStore(t *testing.T) {
 	if err := New(nil).Flush(context.Background()); err != nil {
 		t.Error(err)
+	}
+}
+
+// A nil context is a mistake the caller hears about, not a panic or a
+// wait without end, whatever the store.
+func TestFlushNilContext(t *testing.T) {
+	for _, tr := range []*Transport{New(nil), New(nil, WithStore(&slowStore{Memory: store.NewMemory()}))} {
+		//lint:ignore SA1012 a nil context is the input under test
+		if err := tr.Flush(nil); err == nil || !strings.Contains(err.Error(), "needs a context") {
+			t.Errorf("Flush(nil) = %v, want an error saying it needs a context", err)
+		}
 	}
 }
 

@@ -5,7 +5,7 @@ package store
 // can see it forgotten.
 func NewSweepingMemory() *Memory {
 	m := NewMemory()
-	m.keep = 0
+	m.keep = -1
 	return m
 }
 

@@ -7,7 +7,8 @@ import (
 )
 
 // Memory keeps buckets in this process's memory. It is the default
-// Store of a pacer Transport.
+// Store of a pacer Transport. The zero Memory is an empty store, ready to
+// use, as is the one NewMemory returns.
 //
 // It stays bounded: a bucket that has refilled to capacity is the same as no
 // bucket, so it is forgotten, a few at a time as other buckets are used. A
@@ -16,7 +17,7 @@ type Memory struct {
 	mu      sync.Mutex
 	buckets map[bucketKey]*memBucket
 	ops     int
-	keep    int // buckets held without sweeping: sweepFloor
+	keep    int // buckets held without sweeping; 0 for sweepFloor, below 0 for none (tests)
 	// last is the bucket used last: most Transports pace one busy bucket,
 	// and comparing two strings costs less than hashing them.
 	last    *memBucket
@@ -39,7 +40,7 @@ type memBucket struct {
 
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory {
-	return &Memory{buckets: make(map[bucketKey]*memBucket), keep: sweepFloor}
+	return &Memory{}
 }
 
 // The sweep looks at sweepBatch buckets every sweepEvery operations: four
@@ -171,6 +172,9 @@ func (m *Memory) bucket(d *Demand, now time.Duration) *memBucket {
 		b = m.buckets[k]
 		if b == nil {
 			b = &memBucket{bucketLevel: bucketLevel{tokens: d.Burst, stamp: now}}
+			if m.buckets == nil {
+				m.buckets = make(map[bucketKey]*memBucket)
+			}
 			m.buckets[k] = b
 		}
 		m.last, m.lastKey = b, k
@@ -182,7 +186,11 @@ func (m *Memory) bucket(d *Demand, now time.Duration) *memBucket {
 
 func (m *Memory) maybeSweep(now time.Duration) {
 	m.ops++
-	if m.ops < sweepEvery || len(m.buckets) <= m.keep {
+	keep := m.keep
+	if keep == 0 {
+		keep = sweepFloor
+	}
+	if m.ops < sweepEvery || len(m.buckets) <= keep {
 		return
 	}
 	m.ops = 0

@@ -14,6 +14,12 @@ func TestMemoryStoreConformance(t *testing.T) {
 		storetest.WithEviction(memoryHeld))
 }
 
+// The zero Memory is a store as NewMemory's is: `pacer.WithStore(&store.Memory{})`
+// must not panic on its first call.
+func TestZeroMemoryStoreConformance(t *testing.T) {
+	storetest.Run(t, func(*testing.T) store.Store { return new(store.Memory) })
+}
+
 // memoryHeld reports whether the memory store holds buckets other than a
 // probe's, after enough operations at now for its sweep to look at every
 // bucket. Each case has a store of its own, so the one bucket the eviction
