@@ -53,8 +53,8 @@ const (
 	sketchBuckets = sketchExact + 20*sketchSub // 2^4 to 2^24
 )
 
-// bucketOf returns the bucket of an output of n tokens.
-func bucketOf(n int64) int {
+// sketchIndex returns the sketch bucket that counts an output of n tokens.
+func sketchIndex(n int64) int {
 	switch {
 	case n <= 0:
 		return 0
@@ -67,8 +67,8 @@ func bucketOf(n int64) int {
 	return sketchExact + (shift-1)*sketchSub + int(n>>shift) - sketchSub
 }
 
-// bucketCeil returns the largest output in bucket i.
-func bucketCeil(i int) int64 {
+// sketchCeil returns the largest output sketch bucket i counts.
+func sketchCeil(i int) int64 {
 	if i < sketchExact {
 		return int64(i)
 	}
@@ -102,7 +102,7 @@ func (s *outputSketch) observe(n int64) {
 		s.prev, s.nPrv = s.cur, s.nCur
 		s.cur, s.nCur = [sketchBuckets]uint16{}, 0
 	}
-	s.cur[bucketOf(n)]++
+	s.cur[sketchIndex(n)]++
 	s.nCur++
 	total := s.nCur + s.nPrv
 	if total < outputMinSamples {
@@ -113,7 +113,7 @@ func (s *outputSketch) observe(n int64) {
 	seen := 0
 	for i := range s.cur {
 		if seen += int(s.cur[i]) + int(s.prev[i]); seen >= rank {
-			s.estimate.Store(bucketCeil(i))
+			s.estimate.Store(sketchCeil(i))
 			return
 		}
 	}

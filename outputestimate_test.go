@@ -14,20 +14,20 @@ import (
 func TestOutputSketchBuckets(t *testing.T) {
 	prev := -1
 	for n := int64(0); n <= sketchMax+1000; n += 1 + n/64 {
-		i := bucketOf(n)
+		i := sketchIndex(n)
 		if i < prev || i >= sketchBuckets {
-			t.Fatalf("bucketOf(%d) = %d after %d: out of order or range", n, i, prev)
+			t.Fatalf("sketchIndex(%d) = %d after %d: out of order or range", n, i, prev)
 		}
 		prev = i
-		c := bucketCeil(i)
+		c := sketchCeil(i)
 		if n <= sketchMax && (c < n || float64(c) > float64(n)*1.125+1) {
-			t.Fatalf("bucketCeil(bucketOf(%d)) = %d: below the output or more than 12.5 %% above it", n, c)
+			t.Fatalf("sketchCeil(sketchIndex(%d)) = %d: below the output or more than 12.5 %% above it", n, c)
 		}
-		if i > 0 && bucketCeil(i-1) >= n && n <= sketchMax {
-			t.Fatalf("%d fits bucket %d (ceil %d) but went to %d", n, i-1, bucketCeil(i-1), i)
+		if i > 0 && sketchCeil(i-1) >= n && n <= sketchMax {
+			t.Fatalf("%d fits bucket %d (ceil %d) but went to %d", n, i-1, sketchCeil(i-1), i)
 		}
 	}
-	if bucketOf(-5) != 0 || bucketCeil(bucketOf(sketchMax*4)) != sketchMax {
+	if sketchIndex(-5) != 0 || sketchCeil(sketchIndex(sketchMax*4)) != sketchMax {
 		t.Errorf("outputs out of range are not clamped")
 	}
 }
