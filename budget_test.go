@@ -564,3 +564,40 @@ func TestNoWarningForABudgetTheMeterCounts(t *testing.T) {
 		}
 	}
 }
+
+// With Meter.KeepScopeCharges the tokens scope keeps what the route charged
+// whatever the usage says (a limiter that never corrects its charge), while
+// the budget settles on the usage; a call the provider rejected still gives
+// its charge back.
+func TestKeepScopeChargesSettlesOnlyTheBudget(t *testing.T) {
+	backfill := ContextWithWorkload(context.Background(), "backfill")
+	for _, c := range []struct {
+		name       string
+		reply      llmReply
+		wantTokens float64 // what the tokens scope holds after the call
+		wantBudget float64 // what the budget holds
+	}{
+		{"billed less than charged", llmReply{input: 40, output: 60}, 10_000 - estIn - estOut, 10_000 - 100},
+		{"billed more than charged", llmReply{input: 250, output: 250}, 10_000 - estIn - estOut, 10_000 - 500},
+		{"a server error settles at zero", llmReply{status: 503}, 10_000, 10_000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clock := newFakeClock()
+			m := testMeter()
+			m.KeepScopeCharges = true
+			tr := newMetered(t, &fakeLLM{reply: c.reply}, clock, Budget{Limit: 10_000, Per: time.Hour, Unit: "tokens"},
+				WithMeter(m), WithoutRetry())
+			resp, err := chat(t, tr, backfill, "")
+			mustNotErr(t, err)
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			now := clock.Now()
+			if got := tokensLevel(tr, now); got != c.wantTokens {
+				t.Errorf("the tokens scope holds %v, want %v", got, c.wantTokens)
+			}
+			if got := budgetLevel(tr, "backfill", now); got != c.wantBudget {
+				t.Errorf("the budget holds %v, want %v", got, c.wantBudget)
+			}
+		})
+	}
+}

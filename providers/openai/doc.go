@@ -67,14 +67,25 @@
 //
 // # Token cost and settlement
 //
-// A tokens-per-minute limit charges a request before it runs: OpenAI counts
-// its input and reserves its max_tokens (or max_completion_tokens,
-// max_output_tokens). The preset estimates the same from the request's JSON
-// body, read through req.GetBody so the body itself is never consumed:
-// a quarter token per character of the text it carries, a few tokens per
-// message, a flat cost per image, and the output reservation (see
-// EstimateTokens). A request whose body cannot be read again (GetBody nil)
-// costs DefaultRequestTokens, which WithDefaultRequestTokens changes.
+// A tokens-per-minute limit charges a request before it runs, at the larger
+// of its input and its max_tokens (or max_completion_tokens,
+// max_output_tokens), not their sum. OpenAI's rate-limits guide, read
+// 2026-12-01 in the mirror of 2026-06-27 (see Estimate.Total): "Your rate
+// limit is calculated as the maximum of `max_tokens` and the estimated
+// number of tokens based on the character count of your request." The
+// preset estimates both from the request's JSON body, read through
+// req.GetBody so the body itself is never consumed: a quarter token per
+// character of the text it carries, a few tokens per message, a flat cost
+// per image, and the output reservation (see EstimateTokens). A request
+// that sets no maximum reserves DefaultOutputTokens (OpenAI does not say
+// what it counts then), and one whose body cannot be read again (GetBody
+// nil) costs DefaultRequestTokens, which WithDefaultRequestTokens changes.
+//
+// That charge stays on the tokens scopes when the answer comes: the guide
+// says nothing of a correction by the usage, and advises setting max_tokens
+// "as close to your expected response size as possible", which only helps
+// if an unused reservation stays counted. Budgets in tokens or in money,
+// which are billing, settle on the usage the response reports.
 //
 // The estimate is only the charge made before sending. Every response
 // carries x-ratelimit-remaining-tokens, and the preset's tokens scopes

@@ -205,3 +205,56 @@ func TestEmulatorChargesAsTheGuideSays(t *testing.T) {
 		}
 	})
 }
+
+// summarize is a support tool's traffic on gpt-4o: a ticket of some 300
+// tokens summarized in at most 300.
+func summarize(w, n int) *http.Request {
+	body, _ := json.Marshal(map[string]any{"model": "gpt-4o", "max_tokens": 300,
+		"messages": []map[string]string{{"role": "user", "content": strings.Repeat("Customer reports intermittent failures when rotating keys. ", 20)}}})
+	req, _ := http.NewRequest(http.MethodPost, "https://api.openai.com/v1/chat/completions", bytes.NewReader(body))
+	return req
+}
+
+// driveTPM drives gpt-4o with work for ten minutes against the emulator and
+// returns the share of its tokens per minute used, failing the test on any
+// refusal.
+func driveTPM(t *testing.T, work func(w, n int) *http.Request) float64 {
+	server := emu.New(emu.Tier1)
+	server.Latency = 500 * time.Millisecond
+	client := pacer.New(emulator.Transport(server), openai.Preset(openai.Tier1)).Client()
+	const batch = 10 * time.Minute
+	statuses := providertest.Drive(client, 16, batch, work)
+	if refused := server.Tally.Refused(); len(refused) > 0 {
+		t.Errorf("refused: %v (statuses %v)", refused, statuses)
+	}
+	share := float64(server.Tally.Units("gpt-4o tokens")) / (float64(emu.Tier1["gpt-4o"].TPM) * batch.Minutes())
+	t.Logf("statuses %v: %.3f of gpt-4o's TPM used", statuses, share)
+	return share
+}
+
+// A request is charged the larger of its input and its max_tokens, as
+// OpenAI's guide says, not their sum: summaries whose input is as large as
+// their max_tokens use gpt-4o's tokens per minute, where charging the sum
+// would use half of it.
+func TestTPMChargeIsTheLargerOfInputAndMaxTokens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		providertest.Today()
+		if share := driveTPM(t, summarize); share < 0.85 {
+			t.Errorf("%.3f of the TPM used, want at least 0.85", share)
+		}
+	})
+}
+
+// The tokens scopes keep what a call was charged before it ran: OpenAI's
+// limiter corrects nothing by the usage (the emulator follows the guide),
+// so drafts that reserve 600 tokens and use some 200 would, were the scope
+// settled on the usage, make pacer believe it has tokens the server does
+// not count, and draw 429s.
+func TestTokensScopesAreNotSettledOnUsage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		providertest.Today()
+		if share := driveTPM(t, draft); share < 0.85 {
+			t.Errorf("%.3f of the TPM used, want at least 0.85", share)
+		}
+	})
+}

@@ -27,6 +27,11 @@
 //     of the tokens headers, and the emulator sends it so; with
 //     UsageBasedDiffers it sends other figures, as some captures show, to
 //     prove that a client pacing by the tokens headers is not misled;
+//   - what a request is charged stays charged: the guide says nothing of
+//     a correction by the usage, and advises "set the `max_tokens` value as
+//     close to your expected response size as possible", which only helps
+//     if the unused reservation stays counted; the usage each answer
+//     reports (its input and Answer's output) is billing, not the limiter's;
 //   - a refused request still counts toward the requests per minute
 //     ("unsuccessful requests contribute to your per-minute limit", the
 //     guide);
@@ -92,6 +97,13 @@ func New(limits map[string]Limits) *Server {
 // max_tokens and the estimated number of tokens based on the character
 // count of your request."
 func Tokens(body []byte) (modelName string, tokens int) {
+	modelName, input, maxTokens := count(body)
+	return modelName, max(input, maxTokens)
+}
+
+// count reads a request the emulator's way: its model, its input counted
+// with Tokenize, and its max_tokens (or max_completion_tokens).
+func count(body []byte) (modelName string, input, maxTokens int) {
 	var r struct {
 		Model     string `json:"model"`
 		Input     any    `json:"input"`
@@ -103,20 +115,27 @@ func Tokens(body []byte) (modelName string, tokens int) {
 	}
 	json.Unmarshal(body, &r)
 	for _, m := range r.Messages {
-		tokens += 3 + int(Tokenize(m.Content))
+		input += 3 + int(Tokenize(m.Content))
 	}
 	switch in := r.Input.(type) {
 	case string:
-		tokens += int(Tokenize(in))
+		input += int(Tokenize(in))
 	case []any:
 		for _, x := range in {
 			if s, ok := x.(string); ok {
-				tokens += int(Tokenize(s))
+				input += int(Tokenize(s))
 			}
 		}
 	}
-	return r.Model, max(tokens, r.MaxTokens, r.MaxCompl)
+	return r.Model, input, max(r.MaxTokens, r.MaxCompl)
 }
+
+// Answer is the output of a request that reserved maxTokens: a third of
+// it, as answers mostly stop well before their limit. The usage in the
+// response reports it beside the input; the limiter does not see it, since
+// the guide says a request is counted at what it is charged before it runs
+// and nothing of a correction by the usage.
+func Answer(maxTokens int) int { return maxTokens / 3 }
 
 // Tokenize stands in for OpenAI's tokenizer: a token per five letters of a
 // word, per three digits of a number and per two marks of punctuation;
@@ -169,7 +188,8 @@ func (s *Server) model(name string) *model {
 // ServeHTTP answers chat completions and embeddings.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	name, tokens := Tokens(body)
+	name, input, maxTokens := count(body)
+	tokens := max(input, maxTokens)
 	now := time.Now()
 	s.mu.Lock()
 	m := s.model(name)
@@ -210,7 +230,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.Tally.Accept(name, 1)
 	s.Tally.Accept(name+" tokens", int64(tokens))
-	fmt.Fprintf(w, `{"object":"ok","model":%q,"usage":{"total_tokens":%d}}`, name, tokens)
+	out := Answer(maxTokens)
+	fmt.Fprintf(w, `{"object":"ok","model":%q,"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`, name, input, out, input+out)
 }
 
 // Reset writes d as OpenAI does: a Go duration, milliseconds below a second.
