@@ -54,11 +54,19 @@
 // their figures; when the daily limit binds, the remaining count in those
 // headers still lowers the per-minute bucket.
 //
-// Two more header families are not read. OpenAI's guide documents
-// x-ratelimit-{limit,remaining,reset}-project-tokens, "present when a
-// project-scoped token limit applies": that limit spans every model of a
-// project, while the preset's scopes are per model, so when it binds its
-// 429s pause the model as any rate limit does. Responses also carry
+// A project may have a token limit of its own, across every model: OpenAI's
+// guide (its revision of 2026-06-26) documents
+// x-ratelimit-{limit,remaining,reset}-project-tokens, which "may be present
+// when a project-scoped token limit applies", and no figure. The preset
+// charges every call's tokens to one more scope, "openai/project-tokens"
+// (ScopeProjectTokens), one bucket for the whole project, which paces
+// nothing until a response carries those headers and then follows them as
+// the per-model scopes follow theirs: the published limit (read as per
+// minute; the guide gives no window) and the remaining count. So a project
+// limit below the sum of its models' limits is shared, not met with 429s;
+// where no response carries the headers the scope stays idle.
+//
+// One more header family is not read. Responses also carry
 // x-ratelimit-{limit,remaining,reset}-tokens_usage_based, which no OpenAI
 // page or official SDK names; captured responses show it mostly equal to
 // the tokens headers but not always, so the preset neither treats it as a

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -255,6 +256,86 @@ func TestTokensScopesAreNotSettledOnUsage(t *testing.T) {
 		providertest.Today()
 		if share := driveTPM(t, draft); share < 0.85 {
 			t.Errorf("%.3f of the TPM used, want at least 0.85", share)
+		}
+	})
+}
+
+// draftOn is draft's traffic on another model.
+func draftOn(model string) func(w, n int) *http.Request {
+	return func(w, n int) *http.Request {
+		body, _ := json.Marshal(map[string]any{"model": model, "max_tokens": 600,
+			"messages": []map[string]string{{"role": "user", "content": "Draft a reply to the customer below."}}})
+		req, _ := http.NewRequest(http.MethodPost, "https://api.openai.com/v1/chat/completions", bytes.NewReader(body))
+		return req
+	}
+}
+
+// A project's token limit below the sum of its models' limits: drafts on
+// gpt-4o and gpt-4.1 (30,000 tokens a minute each) in a project limited to
+// 30,000 a minute across both. With the project scope, which learns the
+// limit from the first response's x-ratelimit-*-project-tokens, nothing is
+// refused and the project's limit is used; without it (the charge to the
+// scope dropped by a route of the caller's), each model paces to its own
+// limit and the project refuses the difference.
+func TestProjectTokensLimit(t *testing.T) {
+	limits := map[string]emu.Limits{"gpt-4o": emu.Tier1["gpt-4o"], "gpt-4.1": {RPM: 500, TPM: 30_000}}
+	const projectTPM, batch = 30_000, 10 * time.Minute
+	run := func(t *testing.T, opts ...pacer.Option) (refused map[string]int, share float64) {
+		server := emu.New(limits)
+		server.ProjectTPM = projectTPM
+		server.Latency = 500 * time.Millisecond
+		client := pacer.New(emulator.Transport(server), append([]pacer.Option{openai.Preset(openai.Tier1)}, opts...)...).Client()
+		var wg sync.WaitGroup
+		wg.Go(func() { providertest.Drive(client, 16, batch, draft) })
+		wg.Go(func() { providertest.Drive(client, 16, batch, draftOn("gpt-4.1")) })
+		wg.Wait()
+		used := server.Tally.Units("gpt-4o tokens") + server.Tally.Units("gpt-4.1 tokens")
+		return server.Tally.Refused(), float64(used) / (projectTPM * batch.Minutes())
+	}
+	synctest.Test(t, func(t *testing.T) {
+		providertest.Today()
+		refused, share := run(t)
+		t.Logf("with the project scope: refused %v, %.3f of the project's TPM used", refused, share)
+		if len(refused) > 0 {
+			t.Errorf("refused with the project scope: %v", refused)
+		}
+		if share < 0.85 {
+			t.Errorf("%.3f of the project's TPM used, want at least 0.85", share)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		providertest.Today()
+		dropProject := pacer.WithRoute(func(req *http.Request, charges []pacer.Charge) []pacer.Charge {
+			return slices.DeleteFunc(charges, func(c pacer.Charge) bool { return c.Scope == openai.ScopeProjectTokens })
+		})
+		refused, share := run(t, dropProject)
+		t.Logf("without it: refused %v, %.3f of the project's TPM used", refused, share)
+		project := 0
+		for what, n := range refused {
+			if strings.Contains(what, "project") {
+				project += n
+			}
+		}
+		if project == 0 {
+			t.Errorf("without the project scope, no project 429s: the workload does not exercise the limit (refused %v)", refused)
+		}
+	})
+}
+
+// Where no response carries the project-token headers, the project scope
+// paces nothing: it publishes no limit, and the tier-1 workloads run as
+// they did (TestPresetAgainstTheEmulator has no project limit).
+func TestProjectTokensScopeIdleWithoutHeaders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		providertest.Today()
+		server := emu.New(emu.Tier1)
+		server.Latency = 500 * time.Millisecond
+		tr := pacer.New(emulator.Transport(server), openai.Preset(openai.Tier1))
+		providertest.Drive(tr.Client(), 16, time.Minute, draft)
+		for _, s := range tr.Stats().Scopes {
+			if s.Name == openai.ScopeProjectTokens && (s.Rate != 0 || s.Learned || s.Cooldown != 0) {
+				t.Errorf("the project scope paces without a published limit: %+v", s)
+			}
 		}
 	})
 }

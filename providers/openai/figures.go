@@ -107,9 +107,9 @@ func Figures() []figures.Figure {
 		read("tokens charged per request: the larger of max_tokens and the input", "openai/<model>/tokens", "tokens", rateLimitsMirror, rateLimitsPage,
 			"Your rate limit is calculated as the maximum of `max_tokens` and the estimated number of tokens based on the character count of your request. Try to set the `max_tokens` value as close to your expected response size as possible.",
 			". The page says nothing of a correction by the usage once the answer is known, and its advice only helps if an unused reservation stays counted: the tokens scopes keep the charge (budgets, which are billing, settle on usage)"),
-		read("x-ratelimit-{limit,remaining,reset}-project-tokens", "", "header", rateLimitsMirror, rateLimitsPage,
+		read("x-ratelimit-{limit,remaining,reset}-project-tokens", ScopeProjectTokens, "header", rateLimitsMirror, rateLimitsPage,
 			"x-ratelimit-limit-project-tokens | 60000 | The token limit for the project. […] Project-token headers may be present when a project-scoped token limit applies.",
-			". Added in the revision of 2026-06-26 ("+spybaraDiff+"). pacer does not read them yet: a project's token limit spans every model of the project, and the preset's scopes are per model; when it binds, its 429 pauses the model's scopes as any rate limit does"),
+			". Added in the revision of 2026-06-26 ("+spybaraDiff+"). Read as the quota \"project-tokens\" (unit tokens) of the scope "+ScopeProjectTokens+": one bucket across every model, charged each call's tokens, provisional with no figure of its own (the page gives none), so it paces nothing until these headers publish a limit, then follows them. The page gives no window either: the limit is read as per minute, as the tokens one is"),
 		figures.Figure{Preset: "openai", Name: "x-ratelimit-*-tokens_usage_based", Unit: "header",
 			Source: rateLimitsMirror, Read: openaiReadOn,
 			Unverified: "not read, on purpose: no page of OpenAI's names it. Searched: the rate-limits page (" + rateLimitsPage + ") in the mirror's copy of 2026-06-27 and in SpyBara's change history of it (the one stored change, 2026-06-26, adds the project-tokens headers, not these), " +

@@ -19,6 +19,15 @@ const (
 	ScopeTokens   = "openai/tokens"
 )
 
+// ScopeProjectTokens is the project's token limit, one bucket across every
+// model, charged each call's tokens as the per-model tokens scopes are.
+// OpenAI's rate-limits guide documents its headers,
+// x-ratelimit-{limit,remaining,reset}-project-tokens, which "may be present
+// when a project-scoped token limit applies", and no figure: the scope
+// paces nothing until a response publishes a limit, then follows it, up or
+// down, as the per-model scopes follow theirs.
+const ScopeProjectTokens = "openai/project-tokens"
+
 // UnitTokens is the unit of the tokens scopes.
 const UnitTokens = "tokens"
 
@@ -26,8 +35,9 @@ const UnitTokens = "tokens"
 // and x-ratelimit-*-tokens headers; the preset's scopes declare them as their
 // Policy so that each header settles its own bucket.
 const (
-	policyRequests = "requests"
-	policyTokens   = "tokens"
+	policyRequests      = "requests"
+	policyTokens        = "tokens"
+	policyProjectTokens = "project-tokens"
 )
 
 // Defaults of the estimate, changed with WithDefaultOutputTokens and
@@ -126,6 +136,7 @@ func presetLimits(l Limits, tierFigures bool, opts []Option) pacer.Option {
 		o = append(o, s.scopes("openai/"+name+"/", m, s.tierFigures && !s.given[name])...)
 	}
 	o = append(o, s.scopes("openai/", s.limits.Default, s.tierFigures && !s.givenDefault)...)
+	o = append(o, pacer.WithScope(pacer.Scope{Name: ScopeProjectTokens, Unit: UnitTokens, Policy: policyProjectTokens, Provisional: true}))
 	daily := map[string]ModelLimits{"": s.limits.Default}
 	for name, m := range s.limits.Models {
 		daily[name] = m
@@ -194,7 +205,8 @@ type router struct {
 }
 
 // route charges a call to a token-counted endpoint to its model's requests
-// and tokens scopes, at the estimate of its body, instead of DefaultScope.
+// and tokens scopes, and to the project's tokens scope, at the estimate of
+// its body, instead of DefaultScope.
 // Other calls keep the charges they had.
 func (r *router) route(req *http.Request, charges []pacer.Charge) []pacer.Charge {
 	kind := endpointOf(req)
@@ -213,7 +225,8 @@ func (r *router) route(req *http.Request, charges []pacer.Charge) []pacer.Charge
 	cost := max(e.Total(), 1)
 	charges = append(charges,
 		pacer.Charge{Scope: prefix + "requests", Key: key},
-		pacer.Charge{Scope: prefix + "tokens", Key: key, Cost: cost})
+		pacer.Charge{Scope: prefix + "tokens", Key: key, Cost: cost},
+		pacer.Charge{Scope: ScopeProjectTokens, Cost: cost})
 	if limits.RPD != 0 {
 		charges = append(charges, pacer.Charge{Scope: prefix + perDayRequests, Key: key})
 	}

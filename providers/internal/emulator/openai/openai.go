@@ -73,10 +73,18 @@ type Server struct {
 	// report a tenth of the tokens limit, nothing left and an hour to wait,
 	// instead of the tokens headers' figures.
 	UsageBasedDiffers bool
+	// ProjectTPM, when set, is a project-scoped token limit per minute
+	// across every model, charged each request's tokens as its model's TPM
+	// is; its x-ratelimit-{limit,remaining,reset}-project-tokens headers
+	// are sent only then ("Project-token headers may be present when a
+	// project-scoped token limit applies", the guide's revision of
+	// 2026-06-26). The guide gives no window: the emulator's is a minute.
+	ProjectTPM int
 
-	limits map[string]Limits
-	mu     sync.Mutex
-	models map[string]*model
+	limits  map[string]Limits
+	project emulator.Bucket
+	mu      sync.Mutex
+	models  map[string]*model
 }
 
 type model struct {
@@ -185,6 +193,14 @@ func (s *Server) model(name string) *model {
 	return m
 }
 
+// projectBucket is the project's token bucket, set up on first use.
+func (s *Server) projectBucket() *emulator.Bucket {
+	if s.project.Per == 0 {
+		s.project = emulator.Bucket{Capacity: float64(s.ProjectTPM), Per: time.Minute}
+	}
+	return &s.project
+}
+
 // ServeHTTP answers chat completions and embeddings.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
@@ -201,9 +217,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refused, kind, wait = fmt.Sprintf("requests per day (RPD): Limit %d", m.lim.RPD), "requests", m.rpd.Until(now, 1)
 	case m.tpm.Level(now) < float64(tokens):
 		refused, kind, wait = fmt.Sprintf("tokens per min (TPM): Limit %d", m.lim.TPM), "tokens", m.tpm.Until(now, float64(tokens))
+	case s.ProjectTPM > 0 && s.projectBucket().Level(now) < float64(tokens):
+		refused, kind, wait = fmt.Sprintf("project tokens per min (TPM): Limit %d", s.ProjectTPM), "tokens", s.project.Until(now, float64(tokens))
 	default:
 		m.rpm.Spend(now, 1)
 		m.tpm.Spend(now, float64(tokens))
+		if s.ProjectTPM > 0 {
+			s.project.Spend(now, float64(tokens))
+		}
 		if m.hasRPD {
 			m.rpd.Spend(now, 1)
 		}
@@ -254,6 +275,12 @@ func (s *Server) setHeaders(h http.Header, m *model, now time.Time) {
 		h.Set("x-ratelimit-limit-"+suffix, strconv.Itoa(m.lim.TPM))
 		h.Set("x-ratelimit-remaining-"+suffix, strconv.Itoa(int(max(math.Floor(m.tpm.Level(now)), 0))))
 		h.Set("x-ratelimit-reset-"+suffix, Reset(m.tpm.UntilFull(now)))
+	}
+	if s.ProjectTPM > 0 {
+		p := s.projectBucket()
+		h.Set("x-ratelimit-limit-project-tokens", strconv.Itoa(s.ProjectTPM))
+		h.Set("x-ratelimit-remaining-project-tokens", strconv.Itoa(int(max(math.Floor(p.Level(now)), 0))))
+		h.Set("x-ratelimit-reset-project-tokens", Reset(p.UntilFull(now)))
 	}
 	if s.UsageBasedDiffers {
 		h.Set("x-ratelimit-limit-tokens_usage_based", strconv.Itoa(m.lim.TPM/10))
