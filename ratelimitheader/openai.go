@@ -18,8 +18,13 @@ func appendOpenAIQuotas(qs []Quota, h http.Header) []Quota {
 		"X-Ratelimit-Limit-Requests", "X-Ratelimit-Remaining-Requests", "X-Ratelimit-Reset-Requests")
 	qs = appendOpenAIQuota(qs, h, "tokens", "tokens",
 		"X-Ratelimit-Limit-Tokens", "X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens")
-	return appendOpenAIQuota(qs, h, "project-tokens", "tokens",
-		"X-Ratelimit-Limit-Project-Tokens", "X-Ratelimit-Remaining-Project-Tokens", "X-Ratelimit-Reset-Project-Tokens")
+	const limit, remaining, reset = "X-Ratelimit-Limit-Project-Tokens", "X-Ratelimit-Remaining-Project-Tokens", "X-Ratelimit-Reset-Project-Tokens"
+	// Most responses carry no project-token headers: three lookups of the
+	// canonical keys cost less than three h.Get, which canonicalize theirs.
+	if h[limit] == nil && h[remaining] == nil && h[reset] == nil {
+		return qs
+	}
+	return appendOpenAIQuota(qs, h, "project-tokens", "tokens", limit, remaining, reset)
 }
 
 func appendOpenAIQuota(qs []Quota, h http.Header, name, unit, limitKey, remainingKey, resetKey string) []Quota {
