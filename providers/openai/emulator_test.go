@@ -323,19 +323,64 @@ func TestProjectTokensLimit(t *testing.T) {
 }
 
 // Where no response carries the project-token headers, the project scope
-// paces nothing: it publishes no limit, and the tier-1 workloads run as
-// they did (TestPresetAgainstTheEmulator has no project limit).
+// changes nothing: as many tier-1 drafts are accepted with it as with the
+// charge to it dropped (to within the 6% that the order of 16 workers
+// waking at one instant moves either run by: 259 to 274 in both), none is
+// refused, and it learns no limit.
 func TestProjectTokensScopeIdleWithoutHeaders(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		providertest.Today()
+	run := func(opts ...pacer.Option) (accepted int, stats []pacer.ScopeStats) {
 		server := emu.New(emu.Tier1)
 		server.Latency = 500 * time.Millisecond
-		tr := pacer.New(emulator.Transport(server), openai.Preset(openai.Tier1))
-		providertest.Drive(tr.Client(), 16, time.Minute, draft)
-		for _, s := range tr.Stats().Scopes {
-			if s.Name == openai.ScopeProjectTokens && (s.Rate != 0 || s.Learned || s.Cooldown != 0) {
-				t.Errorf("the project scope paces without a published limit: %+v", s)
+		tr := pacer.New(emulator.Transport(server), append([]pacer.Option{openai.Preset(openai.Tier1)}, opts...)...)
+		providertest.Drive(tr.Client(), 16, 5*time.Minute, draft)
+		if refused := server.Tally.Refused(); len(refused) > 0 {
+			t.Errorf("refused: %v", refused)
+		}
+		return server.Tally.Accepted("gpt-4o"), tr.Stats().Scopes
+	}
+	synctest.Test(t, func(t *testing.T) {
+		providertest.Today()
+		with, stats := run()
+		without, _ := run(pacer.WithRoute(func(req *http.Request, charges []pacer.Charge) []pacer.Charge {
+			return slices.DeleteFunc(charges, func(c pacer.Charge) bool { return c.Scope == openai.ScopeProjectTokens })
+		}))
+		t.Logf("%d drafts with the project scope, %d without", with, without)
+		if float64(with) < 0.94*float64(without) || with == 0 {
+			t.Errorf("%d drafts with the project scope, %d without", with, without)
+		}
+		for _, s := range stats {
+			if s.Name == openai.ScopeProjectTokens && (s.Learned || s.Cooldown != 0 || s.Admitted == 0) {
+				t.Errorf("the project scope learned or paused without headers, or was not charged: %+v", s)
 			}
+		}
+	})
+}
+
+// Once the project's limit is published, the scope's bucket holds a whole
+// minute of it, as the per-model tokens scopes hold theirs: a request of a
+// sixth of the project's 60,000 tokens a minute is admitted (with pacer's
+// default bucket, a tenth of a minute, it would fail with
+// pacer.ErrExceedsCapacity though OpenAI accepts it).
+func TestProjectTokensScopeAdmitsLargeRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		providertest.Today()
+		server := emu.New(map[string]emu.Limits{"gpt-4o": {RPM: 500, TPM: 200_000}})
+		server.ProjectTPM = 60_000
+		client := pacer.New(emulator.Transport(server), openai.Preset(openai.Tier1)).Client()
+		for i := range 5 {
+			body, _ := json.Marshal(map[string]any{"model": "gpt-4o", "max_tokens": 10_000,
+				"messages": []map[string]string{{"role": "user", "content": "Write the report."}}})
+			req, _ := http.NewRequest(http.MethodPost, "https://api.openai.com/v1/chat/completions", bytes.NewReader(body))
+			resp, err := providertest.Do(client, req)
+			if err != nil {
+				t.Fatalf("call %d: %v", i, err)
+			}
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("call %d: %d", i, resp.StatusCode)
+			}
+		}
+		if refused := server.Tally.Refused(); len(refused) > 0 {
+			t.Errorf("refused: %v", refused)
 		}
 	})
 }

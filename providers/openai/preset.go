@@ -2,6 +2,7 @@ package openai
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -24,9 +25,19 @@ const (
 // OpenAI's rate-limits guide documents its headers,
 // x-ratelimit-{limit,remaining,reset}-project-tokens, which "may be present
 // when a project-scoped token limit applies", and no figure: the scope
-// paces nothing until a response publishes a limit, then follows it, up or
-// down, as the per-model scopes follow theirs.
+// paces nothing until a response publishes a limit (its Limit is a
+// placeholder no project reaches), then follows it, up or down, as the
+// per-model scopes follow theirs.
 const ScopeProjectTokens = "openai/project-tokens"
+
+// projectPlaceholder is the project scope's Limit until a response
+// publishes one: more tokens a minute than any project is given, so it
+// paces nothing, and a bucket of a whole minute, whose shape a published
+// limit keeps (as the per-model tokens scopes keep theirs), so that any
+// request within the project's limit can be admitted. With no Limit, a
+// learned one would get pacer's default burst, a tenth of a minute, and a
+// request above it would fail with pacer.ErrExceedsCapacity.
+var projectPlaceholder = pacer.Limit{Count: math.MaxInt32, Per: time.Minute, Burst: math.MaxInt32}
 
 // UnitTokens is the unit of the tokens scopes.
 const UnitTokens = "tokens"
@@ -136,7 +147,8 @@ func presetLimits(l Limits, tierFigures bool, opts []Option) pacer.Option {
 		o = append(o, s.scopes("openai/"+name+"/", m, s.tierFigures && !s.given[name])...)
 	}
 	o = append(o, s.scopes("openai/", s.limits.Default, s.tierFigures && !s.givenDefault)...)
-	o = append(o, pacer.WithScope(pacer.Scope{Name: ScopeProjectTokens, Unit: UnitTokens, Policy: policyProjectTokens, Provisional: true}))
+	o = append(o, pacer.WithScope(pacer.Scope{Name: ScopeProjectTokens, Limit: projectPlaceholder, Unit: UnitTokens,
+		Policy: policyProjectTokens, Provisional: true}))
 	daily := map[string]ModelLimits{"": s.limits.Default}
 	for name, m := range s.limits.Models {
 		daily[name] = m
