@@ -175,8 +175,17 @@ type Meter struct {
 	// Tokens returns how many of a call's tokens count on a scope or a
 	// budget counted in unit, or false if unit is not one of the provider's
 	// token units. A scope counted in such a unit, charged with the call's
-	// estimate by the preset's route, is settled on usage like a budget.
+	// estimate by the preset's route, is settled on usage like a budget,
+	// unless KeepScopeCharges is set.
 	Tokens func(unit string, u usage.Usage) (int64, bool)
+	// KeepScopeCharges leaves a metered call's scopes at what the route
+	// charged them, whatever its usage says; only budgets settle on usage.
+	// A provider whose rate limiter counts a call at a charge made before
+	// it runs and never corrects it by the tokens used (OpenAI's tokens
+	// per minute) sets it: settling the scope down to the usage would make
+	// the bucket hold more than the provider's, and the difference would
+	// come back as 429s.
+	KeepScopeCharges bool
 
 	// outputs learns the output of the Transport's calls, per model
 	// (outputestimate.go); each Transport has its own.
@@ -518,19 +527,22 @@ func (c *call) refundBudget(ctx context.Context) {
 }
 
 // settleRejected settles a metered call the provider rejected, or never
-// received, at zero: OpenAI and Anthropic bill nothing for it.
+// received, at zero: OpenAI and Anthropic bill nothing for it, and their
+// limiters do not count its tokens (KeepScopeCharges included).
 func (c *call) settleRejected() {
 	if c.metered.on {
-		c.settle(usage.Usage{}, true)
+		c.settle(usage.Usage{}, true, true)
 	}
 }
 
 // settle charges or gives back, on the call's token scopes and its budget,
-// the difference between what it reserved and what u says it used. A usage
-// that is not final leaves the estimate spent. It runs once, when the body
+// the difference between what it reserved and what u says it used; the
+// scopes only if the call was rejected or the Meter does not keep their
+// charges (Meter.KeepScopeCharges). A usage that is not final leaves the
+// estimate spent. It runs once, when the body
 // ends; the store's share of it goes out in the background, so it costs
 // the caller's last Read no round trip.
-func (c *call) settle(u usage.Usage, final bool) {
+func (c *call) settle(u usage.Usage, final, rejected bool) {
 	if !c.metered.on {
 		return
 	}
@@ -543,10 +555,12 @@ func (c *call) settle(u usage.Usage, final bool) {
 	}
 	m := c.t.meter
 	now := c.t.clock.Now()
-	c.adjustCharges(func(ch *charge) (float64, bool) {
-		n, ok := m.tokens(ch.state.class.Unit, u)
-		return float64(n), ok
-	})
+	if rejected || !m.KeepScopeCharges {
+		c.adjustCharges(func(ch *charge) (float64, bool) {
+			n, ok := m.tokens(ch.state.class.Unit, u)
+			return float64(n), ok
+		})
+	}
 	if !c.budgetSpent || !c.workload.settles {
 		return
 	}
@@ -776,7 +790,7 @@ func (b *meteredBody) release() {
 		if final && b.call.metered.on {
 			b.call.t.meter.outputs.observe(b.call.metered.model, u.Output)
 		}
-		b.call.settle(u, final)
+		b.call.settle(u, final, false)
 		b.call.finish()
 	}
 }

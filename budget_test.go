@@ -220,17 +220,27 @@ func TestUsageSettlement(t *testing.T) {
 		// is the provider saying its bucket is empty, which pacer learns
 		// after the settlement.
 		wantTokens float64
+		// keep sets Meter.KeepScopeCharges: the scope keeps what the route
+		// charged whatever the usage (a limiter that never corrects its
+		// charge), while the budget settles; a rejected call still gives
+		// its charge back.
+		keep bool
 	}{
-		{"a rejected call settles at zero", llmReply{status: 429}, false, full, 0},
-		{"a server error settles at zero", llmReply{status: 503}, false, full, full},
-		{"a refused connection settles at zero", llmReply{refused: true}, false, full, full},
-		{"a stream cut before its usage settles at the estimate", llmReply{stream: true, cut: true}, false, reserved, reserved},
-		{"an early close settles at the estimate", llmReply{stream: true, input: 1, output: 1}, true, reserved, reserved},
+		{"a rejected call settles at zero", llmReply{status: 429}, false, full, 0, false},
+		{"a server error settles at zero", llmReply{status: 503}, false, full, full, false},
+		{"a refused connection settles at zero", llmReply{refused: true}, false, full, full, false},
+		{"a stream cut before its usage settles at the estimate", llmReply{stream: true, cut: true}, false, reserved, reserved, false},
+		{"an early close settles at the estimate", llmReply{stream: true, input: 1, output: 1}, true, reserved, reserved, false},
+		{"kept charges: billed less than charged", llmReply{input: 40, output: 60}, false, full - 100, reserved, true},
+		{"kept charges: billed more than charged", llmReply{input: 250, output: 250}, false, full - 500, reserved, true},
+		{"kept charges: a server error settles at zero", llmReply{status: 503}, false, full, full, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			clock := newFakeClock()
 			llm := &fakeLLM{reply: c.reply}
-			tr := newMetered(t, llm, clock, Budget{Limit: 10_000, Per: time.Hour, Unit: "tokens"}, WithoutRetry())
+			m := testMeter()
+			m.KeepScopeCharges = c.keep
+			tr := newMetered(t, llm, clock, Budget{Limit: 10_000, Per: time.Hour, Unit: "tokens"}, WithoutRetry(), WithMeter(m))
 			resp, err := chat(t, tr, backfill, "")
 			if err == nil {
 				if !c.close {

@@ -6,20 +6,34 @@ import (
 	"time"
 )
 
-// appendOpenAIQuotas appends OpenAI's requests and tokens quotas.
-// https://platform.openai.com/docs/guides/rate-limits (rate limits in headers)
+// appendOpenAIQuotas appends OpenAI's requests, tokens and project-tokens
+// quotas. https://developers.openai.com/api/docs/guides/rate-limits ("Rate
+// limits in headers"), read 2026-12-01 in the mirror of 2026-06-27,
+// https://github.com/crasuna/openai-dev-docs-cn-mirror/blob/a86c1ba4443e6f6a6e218d314f19ac54428392ce/sources/en/api/docs/guides/rate-limits.md:
+// "x-ratelimit-limit-project-tokens | 60000 | The token limit for the
+// project." … "Project-token headers may be present when a project-scoped
+// token limit applies."
 func appendOpenAIQuotas(qs []Quota, h http.Header) []Quota {
-	qs = appendOpenAIQuota(qs, h, "requests",
+	qs = appendOpenAIQuota(qs, h, "requests", "requests",
 		"X-Ratelimit-Limit-Requests", "X-Ratelimit-Remaining-Requests", "X-Ratelimit-Reset-Requests")
-	return appendOpenAIQuota(qs, h, "tokens",
+	qs = appendOpenAIQuota(qs, h, "tokens", "tokens",
 		"X-Ratelimit-Limit-Tokens", "X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens")
+	const limit, remaining, reset = "X-Ratelimit-Limit-Project-Tokens", "X-Ratelimit-Remaining-Project-Tokens", "X-Ratelimit-Reset-Project-Tokens"
+	// Most responses carry no project-token headers: three lookups of the
+	// canonical keys cost less than three h.Get, which canonicalize theirs.
+	if h[limit] == nil && h[remaining] == nil && h[reset] == nil {
+		return qs
+	}
+	return appendOpenAIQuota(qs, h, "project-tokens", "tokens", limit, remaining, reset)
 }
 
-func appendOpenAIQuota(qs []Quota, h http.Header, kind, limitKey, remainingKey, resetKey string) []Quota {
-	q := newQuota(kind, kind)
+func appendOpenAIQuota(qs []Quota, h http.Header, name, unit, limitKey, remainingKey, resetKey string) []Quota {
+	q := newQuota(name, unit)
 	if n, ok := parseHeaderCount(h.Get(limitKey)); ok {
 		// OpenAI's limits are per minute (RPM, TPM); the headers say the
-		// count but not the window, which the rate-limits guide gives.
+		// count but not the window, which the rate-limits guide gives. It
+		// gives none for the project's token limit, read as per minute as
+		// the tokens one is: its remaining count clamps the bucket anyway.
 		q.Limit, q.Window = n, time.Minute
 	}
 	if n, ok := parseHeaderCount(h.Get(remainingKey)); ok {

@@ -78,7 +78,9 @@ const (
 //     structured field, or is longer than 8 KiB, is ignored, as the draft
 //     requires of malformed fields.
 //  2. OpenAI's x-ratelimit-{limit,remaining,reset}-{requests,tokens}: Name
-//     and Unit "requests", then "tokens". Resets are Go-style durations
+//     and Unit "requests", then "tokens"; then, where a project-scoped token
+//     limit applies, x-ratelimit-{limit,remaining,reset}-project-tokens:
+//     Name "project-tokens", Unit "tokens". Resets are Go-style durations
 //     ("1s", "6m0s", "2m52.8s", "20ms"); a bare number is seconds. The
 //     limits are per minute, so a Limit comes with a Window of one minute.
 //  3. X-RateLimit-Limit, -Remaining, -Reset and -Used (GitHub, Discord,

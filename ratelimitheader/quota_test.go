@@ -227,6 +227,18 @@ func TestParseQuotasOpenAI(t *testing.T) {
 			q("requests", "requests", 5000, 4999, time.Minute, 12*time.Millisecond),
 			q("tokens", "tokens", 160000, 159976, time.Minute, 9*time.Millisecond),
 		}},
+		// The revision of 2026-06-26 of the rate-limits guide, its samples.
+		{"project tokens", http.Header{
+			"X-Ratelimit-Limit-Tokens":             {"150000"},
+			"X-Ratelimit-Remaining-Tokens":         {"149984"},
+			"X-Ratelimit-Reset-Tokens":             {"6m0s"},
+			"X-Ratelimit-Limit-Project-Tokens":     {"60000"},
+			"X-Ratelimit-Remaining-Project-Tokens": {"57000"},
+			"X-Ratelimit-Reset-Project-Tokens":     {"3s"},
+		}, []Quota{
+			q("tokens", "tokens", 150000, 149984, time.Minute, 6*time.Minute),
+			q("project-tokens", "tokens", 60000, 57000, time.Minute, 3*time.Second),
+		}},
 		// Azure OpenAI sends -1 and 0 when the limit does not apply:
 		// https://github.com/openai/openai-dotnet/issues/838
 		{"azure not applicable", http.Header{

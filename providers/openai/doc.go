@@ -54,11 +54,19 @@
 // their figures; when the daily limit binds, the remaining count in those
 // headers still lowers the per-minute bucket.
 //
-// Two more header families are not read. OpenAI's guide documents
-// x-ratelimit-{limit,remaining,reset}-project-tokens, "present when a
-// project-scoped token limit applies": that limit spans every model of a
-// project, while the preset's scopes are per model, so when it binds its
-// 429s pause the model as any rate limit does. Responses also carry
+// A project may have a token limit of its own, across every model: OpenAI's
+// guide (its revision of 2026-06-26) documents
+// x-ratelimit-{limit,remaining,reset}-project-tokens, which "may be present
+// when a project-scoped token limit applies", and no figure. The preset
+// charges every call's tokens to one more scope, "openai/project-tokens"
+// (ScopeProjectTokens), one bucket for the whole project, which paces
+// nothing until a response carries those headers and then follows them as
+// the per-model scopes follow theirs: the published limit (read as per
+// minute; the guide gives no window) and the remaining count. So a project
+// limit below the sum of its models' limits is shared, not met with 429s;
+// where no response carries the headers the scope stays idle.
+//
+// One more header family is not read. Responses also carry
 // x-ratelimit-{limit,remaining,reset}-tokens_usage_based, which no OpenAI
 // page or official SDK names; captured responses show it mostly equal to
 // the tokens headers but not always, so the preset neither treats it as a
@@ -67,14 +75,25 @@
 //
 // # Token cost and settlement
 //
-// A tokens-per-minute limit charges a request before it runs: OpenAI counts
-// its input and reserves its max_tokens (or max_completion_tokens,
-// max_output_tokens). The preset estimates the same from the request's JSON
-// body, read through req.GetBody so the body itself is never consumed:
-// a quarter token per character of the text it carries, a few tokens per
-// message, a flat cost per image, and the output reservation (see
-// EstimateTokens). A request whose body cannot be read again (GetBody nil)
-// costs DefaultRequestTokens, which WithDefaultRequestTokens changes.
+// A tokens-per-minute limit charges a request before it runs, at the larger
+// of its input and its max_tokens (or max_completion_tokens,
+// max_output_tokens), not their sum. OpenAI's rate-limits guide, read
+// 2026-12-01 in the mirror of 2026-06-27 (see Estimate.Total): "Your rate
+// limit is calculated as the maximum of `max_tokens` and the estimated
+// number of tokens based on the character count of your request." The
+// preset estimates both from the request's JSON body, read through
+// req.GetBody so the body itself is never consumed: a quarter token per
+// character of the text it carries, a few tokens per message, a flat cost
+// per image, and the output reservation (see EstimateTokens). A request
+// that sets no maximum reserves DefaultOutputTokens (OpenAI does not say
+// what it counts then), and one whose body cannot be read again (GetBody
+// nil) costs DefaultRequestTokens, which WithDefaultRequestTokens changes.
+//
+// That charge stays on the tokens scopes when the answer comes: the guide
+// says nothing of a correction by the usage, and advises setting max_tokens
+// "as close to your expected response size as possible", which only helps
+// if an unused reservation stays counted. Budgets in tokens or in money,
+// which are billing, settle on the usage the response reports.
 //
 // The estimate is only the charge made before sending. Every response
 // carries x-ratelimit-remaining-tokens, and the preset's tokens scopes

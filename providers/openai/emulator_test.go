@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -202,6 +203,184 @@ func TestEmulatorChargesAsTheGuideSays(t *testing.T) {
 		_, input := emu.Tokens([]byte(`{"model":"m","messages":[{"role":"user","content":"hello there"}]}`))
 		if _, got := emu.Tokens([]byte(`{"model":"m","max_tokens":100,"messages":[{"role":"user","content":"hello there"}]}`)); got != max(100, input) {
 			t.Errorf("charged %d for max_tokens 100 and an input of %d, want %d", got, input, max(100, input))
+		}
+	})
+}
+
+// summarize is a support tool's traffic on gpt-4o: a ticket of some 300
+// tokens summarized in at most 300.
+func summarize(w, n int) *http.Request {
+	body, _ := json.Marshal(map[string]any{"model": "gpt-4o", "max_tokens": 300,
+		"messages": []map[string]string{{"role": "user", "content": strings.Repeat("Customer reports intermittent failures when rotating keys. ", 20)}}})
+	req, _ := http.NewRequest(http.MethodPost, "https://api.openai.com/v1/chat/completions", bytes.NewReader(body))
+	return req
+}
+
+// driveTPM drives gpt-4o with work for ten minutes against the emulator and
+// returns the share of its tokens per minute used, failing the test on any
+// refusal.
+func driveTPM(t *testing.T, work func(w, n int) *http.Request) float64 {
+	server := emu.New(emu.Tier1)
+	server.Latency = 500 * time.Millisecond
+	client := pacer.New(emulator.Transport(server), openai.Preset(openai.Tier1)).Client()
+	const batch = 10 * time.Minute
+	statuses := providertest.Drive(client, 16, batch, work)
+	if refused := server.Tally.Refused(); len(refused) > 0 {
+		t.Errorf("refused: %v (statuses %v)", refused, statuses)
+	}
+	share := float64(server.Tally.Units("gpt-4o tokens")) / (float64(emu.Tier1["gpt-4o"].TPM) * batch.Minutes())
+	t.Logf("statuses %v: %.3f of gpt-4o's TPM used", statuses, share)
+	return share
+}
+
+// A request is charged the larger of its input and its max_tokens, as
+// OpenAI's guide says, not their sum: summaries whose input is as large as
+// their max_tokens use gpt-4o's tokens per minute, where charging the sum
+// would use half of it.
+func TestTPMChargeIsTheLargerOfInputAndMaxTokens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		providertest.Today()
+		if share := driveTPM(t, summarize); share < 0.85 {
+			t.Errorf("%.3f of the TPM used, want at least 0.85", share)
+		}
+	})
+}
+
+// The tokens scopes keep what a call was charged before it ran: OpenAI's
+// limiter corrects nothing by the usage (the emulator follows the guide),
+// so drafts that reserve 600 tokens and use some 200 would, were the scope
+// settled on the usage, make pacer believe it has tokens the server does
+// not count, and draw 429s.
+func TestTokensScopesAreNotSettledOnUsage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		providertest.Today()
+		if share := driveTPM(t, draft); share < 0.85 {
+			t.Errorf("%.3f of the TPM used, want at least 0.85", share)
+		}
+	})
+}
+
+// draftOn is draft's traffic on another model.
+func draftOn(model string) func(w, n int) *http.Request {
+	return func(w, n int) *http.Request {
+		body, _ := json.Marshal(map[string]any{"model": model, "max_tokens": 600,
+			"messages": []map[string]string{{"role": "user", "content": "Draft a reply to the customer below."}}})
+		req, _ := http.NewRequest(http.MethodPost, "https://api.openai.com/v1/chat/completions", bytes.NewReader(body))
+		return req
+	}
+}
+
+// A project's token limit below the sum of its models' limits: drafts on
+// gpt-4o and gpt-4.1 (30,000 tokens a minute each) in a project limited to
+// 30,000 a minute across both. With the project scope, which learns the
+// limit from the first response's x-ratelimit-*-project-tokens, nothing is
+// refused and the project's limit is used; without it (the charge to the
+// scope dropped by a route of the caller's), each model paces to its own
+// limit and the project refuses the difference.
+func TestProjectTokensLimit(t *testing.T) {
+	limits := map[string]emu.Limits{"gpt-4o": emu.Tier1["gpt-4o"], "gpt-4.1": {RPM: 500, TPM: 30_000}}
+	const projectTPM, batch = 30_000, 10 * time.Minute
+	run := func(t *testing.T, opts ...pacer.Option) (refused map[string]int, share float64) {
+		server := emu.New(limits)
+		server.ProjectTPM = projectTPM
+		server.Latency = 500 * time.Millisecond
+		client := pacer.New(emulator.Transport(server), append([]pacer.Option{openai.Preset(openai.Tier1)}, opts...)...).Client()
+		var wg sync.WaitGroup
+		wg.Go(func() { providertest.Drive(client, 16, batch, draft) })
+		wg.Go(func() { providertest.Drive(client, 16, batch, draftOn("gpt-4.1")) })
+		wg.Wait()
+		used := server.Tally.Units("gpt-4o tokens") + server.Tally.Units("gpt-4.1 tokens")
+		return server.Tally.Refused(), float64(used) / (projectTPM * batch.Minutes())
+	}
+	synctest.Test(t, func(t *testing.T) {
+		providertest.Today()
+		refused, share := run(t)
+		t.Logf("with the project scope: refused %v, %.3f of the project's TPM used", refused, share)
+		if len(refused) > 0 {
+			t.Errorf("refused with the project scope: %v", refused)
+		}
+		if share < 0.85 {
+			t.Errorf("%.3f of the project's TPM used, want at least 0.85", share)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		providertest.Today()
+		dropProject := pacer.WithRoute(func(req *http.Request, charges []pacer.Charge) []pacer.Charge {
+			return slices.DeleteFunc(charges, func(c pacer.Charge) bool { return c.Scope == openai.ScopeProjectTokens })
+		})
+		refused, share := run(t, dropProject)
+		t.Logf("without it: refused %v, %.3f of the project's TPM used", refused, share)
+		project := 0
+		for what, n := range refused {
+			if strings.Contains(what, "project") {
+				project += n
+			}
+		}
+		if project == 0 {
+			t.Errorf("without the project scope, no project 429s: the workload does not exercise the limit (refused %v)", refused)
+		}
+	})
+}
+
+// Where no response carries the project-token headers, the project scope
+// changes nothing: as many tier-1 drafts are accepted with it as with the
+// charge to it dropped (to within the 6% that the order of 16 workers
+// waking at one instant moves either run by: 259 to 274 in both), none is
+// refused, and it learns no limit.
+func TestProjectTokensScopeIdleWithoutHeaders(t *testing.T) {
+	run := func(opts ...pacer.Option) (accepted int, stats []pacer.ScopeStats) {
+		server := emu.New(emu.Tier1)
+		server.Latency = 500 * time.Millisecond
+		tr := pacer.New(emulator.Transport(server), append([]pacer.Option{openai.Preset(openai.Tier1)}, opts...)...)
+		providertest.Drive(tr.Client(), 16, 5*time.Minute, draft)
+		if refused := server.Tally.Refused(); len(refused) > 0 {
+			t.Errorf("refused: %v", refused)
+		}
+		return server.Tally.Accepted("gpt-4o"), tr.Stats().Scopes
+	}
+	synctest.Test(t, func(t *testing.T) {
+		providertest.Today()
+		with, stats := run()
+		without, _ := run(pacer.WithRoute(func(req *http.Request, charges []pacer.Charge) []pacer.Charge {
+			return slices.DeleteFunc(charges, func(c pacer.Charge) bool { return c.Scope == openai.ScopeProjectTokens })
+		}))
+		t.Logf("%d drafts with the project scope, %d without", with, without)
+		if float64(with) < 0.94*float64(without) || with == 0 {
+			t.Errorf("%d drafts with the project scope, %d without", with, without)
+		}
+		for _, s := range stats {
+			if s.Name == openai.ScopeProjectTokens && (s.Learned || s.Cooldown != 0 || s.Admitted == 0) {
+				t.Errorf("the project scope learned or paused without headers, or was not charged: %+v", s)
+			}
+		}
+	})
+}
+
+// Once the project's limit is published, the scope's bucket holds a whole
+// minute of it, as the per-model tokens scopes hold theirs: a request of a
+// sixth of the project's 60,000 tokens a minute is admitted (with pacer's
+// default bucket, a tenth of a minute, it would fail with
+// pacer.ErrExceedsCapacity though OpenAI accepts it).
+func TestProjectTokensScopeAdmitsLargeRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		providertest.Today()
+		server := emu.New(map[string]emu.Limits{"gpt-4o": {RPM: 500, TPM: 200_000}})
+		server.ProjectTPM = 60_000
+		client := pacer.New(emulator.Transport(server), openai.Preset(openai.Tier1)).Client()
+		for i := range 5 {
+			body, _ := json.Marshal(map[string]any{"model": "gpt-4o", "max_tokens": 10_000,
+				"messages": []map[string]string{{"role": "user", "content": "Write the report."}}})
+			req, _ := http.NewRequest(http.MethodPost, "https://api.openai.com/v1/chat/completions", bytes.NewReader(body))
+			resp, err := providertest.Do(client, req)
+			if err != nil {
+				t.Fatalf("call %d: %v", i, err)
+			}
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("call %d: %d", i, resp.StatusCode)
+			}
+		}
+		if refused := server.Tally.Refused(); len(refused) > 0 {
+			t.Errorf("refused: %v", refused)
 		}
 	})
 }

@@ -17,8 +17,19 @@ type Estimate struct {
 	Output int64  // the output reserved: max tokens times the choices asked for
 }
 
-// Total is the request's charge on the tokens scope.
-func (e Estimate) Total() int64 { return e.Input + e.Output }
+// Total is the request's charge on the tokens scopes: the larger of its
+// input and its output reservation, not their sum. OpenAI's rate-limits
+// guide, "Reduce the max_tokens to match the size of your completions"
+// (https://developers.openai.com/api/docs/guides/rate-limits, read
+// 2026-12-01 in the mirror
+// https://github.com/crasuna/openai-dev-docs-cn-mirror/blob/a86c1ba4443e6f6a6e218d314f19ac54428392ce/sources/en/api/docs/guides/rate-limits.md,
+// the page as developers.openai.com served it on 2026-06-27): "Your rate
+// limit is calculated as the maximum of `max_tokens` and the estimated
+// number of tokens based on the character count of your request. Try to
+// set the `max_tokens` value as close to your expected response size as
+// possible." Budgets are billed, not rate-limited: they count Input and
+// Output both (see the Meter).
+func (e Estimate) Total() int64 { return max(e.Input, e.Output) }
 
 // The estimate's constants. OpenAI's tokenizers average about four
 // characters of English per token; text in other scripts takes about a
@@ -74,7 +85,7 @@ func endpointOf(req *http.Request) endpoint {
 
 // EstimateTokens estimates what a request to path (such as
 // "/v1/chat/completions") with the JSON body will be charged on OpenAI's
-// tokens-per-minute limit:
+// tokens-per-minute limit, the larger of the two (Estimate.Total):
 //
 //   - input: a token per four ASCII characters and per other character of
 //     the text it carries (message contents, instructions, prompts, tool

@@ -134,10 +134,18 @@ func (f *fakeOpenAI) snapshot() (accepted []fakeCall, rejected, calls int) {
 // characters: a word costs a token per five letters (rounded up), a number
 // a token per three digits, a run of other visible characters a token per
 // two of them (tokenizers merge common pairs such as `":` and `},`); each
-// message costs 3 tokens and a chat reply 3 more (OpenAI's cookbook rule);
-// the output reservation is max_tokens, max_completion_tokens or
-// max_output_tokens.
+// message costs 3 tokens and a chat reply 3 more (OpenAI's cookbook rule).
+// As OpenAI's guide says, the charge is the larger of that input and the
+// output reservation (max_tokens, max_completion_tokens or
+// max_output_tokens), not their sum.
 func fakeCharge(path string, body []byte) int64 {
+	input, output := fakeCount(path, body)
+	return max(input, output)
+}
+
+// fakeCount is a request's input, by the fake's rule, and its output
+// reservation.
+func fakeCount(path string, body []byte) (input, output int64) {
 	var r struct {
 		Messages []struct {
 			Content json.RawMessage `json:"content"`
@@ -150,7 +158,7 @@ func fakeCharge(path string, body []byte) int64 {
 		MaxOut       int64           `json:"max_output_tokens"`
 	}
 	if json.Unmarshal(body, &r) != nil {
-		return 0
+		return 0, 0
 	}
 	var n int64
 	for _, m := range r.Messages {
@@ -163,7 +171,7 @@ func fakeCharge(path string, body []byte) int64 {
 		n += emu.Tokenize(string(r.Tools))
 	}
 	n += emu.Tokenize(r.Instructions) + fakeTokensOf(r.Input)
-	return n + r.MaxTokens + r.MaxComp + r.MaxOut
+	return n, r.MaxTokens + r.MaxComp + r.MaxOut
 }
 
 // fakeTokensOf tokenizes a content value: a string, or a list of strings or

@@ -21,7 +21,7 @@ const (
 // on that dimension.
 type ModelLimits struct {
 	RPM int // requests per minute
-	TPM int // tokens per minute, input and reserved output together
+	TPM int // tokens per minute, each request counted at the larger of its input and its reserved output
 	RPD int // requests per day
 	TPD int // tokens per day, counted as TPM is
 }

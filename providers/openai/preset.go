@@ -2,6 +2,7 @@ package openai
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -19,6 +20,25 @@ const (
 	ScopeTokens   = "openai/tokens"
 )
 
+// ScopeProjectTokens is the project's token limit, one bucket across every
+// model, charged each call's tokens as the per-model tokens scopes are.
+// OpenAI's rate-limits guide documents its headers,
+// x-ratelimit-{limit,remaining,reset}-project-tokens, which "may be present
+// when a project-scoped token limit applies", and no figure: the scope
+// paces nothing until a response publishes a limit (its Limit is a
+// placeholder no project reaches), then follows it, up or down, as the
+// per-model scopes follow theirs.
+const ScopeProjectTokens = "openai/project-tokens"
+
+// projectPlaceholder is the project scope's Limit until a response
+// publishes one: more tokens a minute than any project is given, so it
+// paces nothing, and a bucket of a whole minute, whose shape a published
+// limit keeps (as the per-model tokens scopes keep theirs), so that any
+// request within the project's limit can be admitted. With no Limit, a
+// learned one would get pacer's default burst, a tenth of a minute, and a
+// request above it would fail with pacer.ErrExceedsCapacity.
+var projectPlaceholder = pacer.Limit{Count: math.MaxInt32, Per: time.Minute, Burst: math.MaxInt32}
+
 // UnitTokens is the unit of the tokens scopes.
 const UnitTokens = "tokens"
 
@@ -26,8 +46,9 @@ const UnitTokens = "tokens"
 // and x-ratelimit-*-tokens headers; the preset's scopes declare them as their
 // Policy so that each header settles its own bucket.
 const (
-	policyRequests = "requests"
-	policyTokens   = "tokens"
+	policyRequests      = "requests"
+	policyTokens        = "tokens"
+	policyProjectTokens = "project-tokens"
 )
 
 // Defaults of the estimate, changed with WithDefaultOutputTokens and
@@ -126,6 +147,8 @@ func presetLimits(l Limits, tierFigures bool, opts []Option) pacer.Option {
 		o = append(o, s.scopes("openai/"+name+"/", m, s.tierFigures && !s.given[name])...)
 	}
 	o = append(o, s.scopes("openai/", s.limits.Default, s.tierFigures && !s.givenDefault)...)
+	o = append(o, pacer.WithScope(pacer.Scope{Name: ScopeProjectTokens, Limit: projectPlaceholder, Unit: UnitTokens,
+		Policy: policyProjectTokens, Provisional: true}))
 	daily := map[string]ModelLimits{"": s.limits.Default}
 	for name, m := range s.limits.Models {
 		daily[name] = m
@@ -194,7 +217,8 @@ type router struct {
 }
 
 // route charges a call to a token-counted endpoint to its model's requests
-// and tokens scopes, at the estimate of its body, instead of DefaultScope.
+// and tokens scopes, and to the project's tokens scope, at the estimate of
+// its body, instead of DefaultScope.
 // Other calls keep the charges they had.
 func (r *router) route(req *http.Request, charges []pacer.Charge) []pacer.Charge {
 	kind := endpointOf(req)
@@ -213,7 +237,8 @@ func (r *router) route(req *http.Request, charges []pacer.Charge) []pacer.Charge
 	cost := max(e.Total(), 1)
 	charges = append(charges,
 		pacer.Charge{Scope: prefix + "requests", Key: key},
-		pacer.Charge{Scope: prefix + "tokens", Key: key, Cost: cost})
+		pacer.Charge{Scope: prefix + "tokens", Key: key, Cost: cost},
+		pacer.Charge{Scope: ScopeProjectTokens, Cost: cost})
 	if limits.RPD != 0 {
 		charges = append(charges, pacer.Charge{Scope: prefix + perDayRequests, Key: key})
 	}

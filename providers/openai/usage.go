@@ -9,15 +9,27 @@ import (
 )
 
 // meter is the preset's pacer.Meter: calls are reserved at the route's
-// estimate and settled on the usage OpenAI reports, on the tokens scopes
-// and on budgets in tokens or pacer.UnitUSD.
+// estimate; budgets in tokens or pacer.UnitUSD settle on the usage OpenAI
+// reports (what it bills: input and output, the usage's Total), the tokens
+// scopes do not.
 //
-// OpenAI's tokens-per-minute limit counts a call's input and output, so a
-// tokens scope settles on the usage's Total. The prices are
-// prices.OpenAI(), the list prices of the models the presets and examples
-// use, each with its source; a model it does not list needs a price from
-// pacer.WithPrices, or a money budget refuses its calls with
-// pacer.ErrNoPrice.
+// The tokens scopes keep the route's charge (pacer.Meter.KeepScopeCharges)
+// because OpenAI's limiter does: its rate-limits guide says what a request
+// is counted at before it runs — "Your rate limit is calculated as the
+// maximum of `max_tokens` and the estimated number of tokens based on the
+// character count of your request. Try to set the `max_tokens` value as
+// close to your expected response size as possible." (see Estimate.Total
+// for the address) — and nothing of a correction once the answer is known;
+// its advice to bring max_tokens near the expected answer only makes sense
+// if the unused part stays counted. Giving that part back to the bucket
+// would make pacer believe it holds more than OpenAI counts, and the
+// difference would come back as 429s. A rejected call still gives its
+// charge back: OpenAI answered it without running it.
+//
+// The prices are prices.OpenAI(), the list prices of the models the
+// presets and examples use, each with its source; a model it does not list
+// needs a price from pacer.WithPrices, or a money budget refuses its calls
+// with pacer.ErrNoPrice.
 func (r *router) meter() pacer.Option {
 	return pacer.WithMeter(pacer.Meter{
 		Estimate: func(req *http.Request) (pacer.CallEstimate, bool) {
@@ -28,8 +40,9 @@ func (r *router) meter() pacer.Option {
 			e := r.estimate(kind, req)
 			return pacer.CallEstimate{Model: e.Model, Usage: usage.Usage{Input: e.Input, Output: e.Output}}, true
 		},
-		Usage:  usage.OpenAI,
-		Prices: prices.OpenAI(),
+		Usage:            usage.OpenAI,
+		Prices:           prices.OpenAI(),
+		KeepScopeCharges: true,
 		Tokens: func(unit string, u usage.Usage) (int64, bool) {
 			if unit == UnitTokens {
 				return u.Total(), true

@@ -24,9 +24,12 @@ func (billing) RoundTrip(req *http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: 200, Header: h, Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
 }
 
-// The preset's Meter settles the model's tokens scope on the usage OpenAI
-// reported (input and output: what TPM counts), and a budget in dollars at
-// the prices given WithPrices.
+// The preset's Meter settles budgets on the usage OpenAI reported — one in
+// tokens on its Total (what OpenAI bills: input and output), one in dollars
+// at the prices given WithPrices — while the model's tokens scope keeps
+// what the call was charged before it ran, the larger of its max_tokens and
+// its input: OpenAI's limiter counts that and corrects nothing afterwards
+// (see the meter's doc).
 func TestPresetSettlesTokensAndMoneyOnUsage(t *testing.T) {
 	// In a bubble: the level is read the moment the call ends, with no
 	// refill on a loaded machine between the two.
@@ -36,19 +39,22 @@ func TestPresetSettlesTokensAndMoneyOnUsage(t *testing.T) {
 		tr := pacer.New(billing{},
 			openai.PresetLimits(openai.Limits{Models: map[string]openai.ModelLimits{"gpt-test": {RPM: 1000, TPM: 100_000}}}),
 			pacer.WithPrices(prices.Table{"gpt-test": price}),
-			pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Limit: 1, Per: time.Hour, Unit: pacer.UnitUSD}}))
+			pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Limit: 1, Per: time.Hour, Unit: pacer.UnitUSD}}),
+			pacer.WithWorkload("tokens", pacer.Workload{Budget: pacer.Budget{Limit: 10_000, Per: time.Hour, Unit: openai.UnitTokens}}))
 		if err := tr.Err(); err != nil {
 			t.Fatal(err)
 		}
-		req, _ := http.NewRequestWithContext(pacer.ContextWithWorkload(context.Background(), "backfill"), http.MethodPost,
-			"https://api.openai.com/v1/chat/completions",
-			strings.NewReader(`{"model":"gpt-test-2026-01-01","max_tokens":2000,"messages":[{"role":"user","content":"hello"}]}`))
-		resp, err := tr.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
+		for _, workload := range []string{"backfill", "tokens"} {
+			req, _ := http.NewRequestWithContext(pacer.ContextWithWorkload(context.Background(), workload), http.MethodPost,
+				"https://api.openai.com/v1/chat/completions",
+				strings.NewReader(`{"model":"gpt-test-2026-01-01","max_tokens":2000,"messages":[{"role":"user","content":"hello"}]}`))
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
 		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
 		st := tr.Stats()
 		found := false
 		for _, s := range st.Scopes {
@@ -56,16 +62,25 @@ func TestPresetSettlesTokensAndMoneyOnUsage(t *testing.T) {
 				continue
 			}
 			found = true
-			if !s.TokensKnown || s.Tokens < s.Burst-150 || s.Tokens > s.Burst-150 {
-				t.Errorf("the tokens scope holds %v, want %v less the 150 billed", s.Tokens, s.Burst)
+			if !s.TokensKnown || s.Tokens != s.Burst-2*2000 {
+				t.Errorf("the tokens scope holds %v, want %v less the two calls' charges of 2,000 (their max_tokens), not the 150 each billed", s.Tokens, s.Burst)
 			}
 		}
 		if !found {
 			t.Errorf("no scope openai/gpt-test/tokens in %+v", st.Scopes)
 		}
 		// 100 uncached at $1/M, 20 cached at $0.1/M, 30 out at $4/M: 222 micro-USD.
-		if w := st.Workloads[0]; w.Spent*prices.MicrosPerUnit != 222 || w.Reserved != 0 {
-			t.Errorf("stats %+v, want $0.000222 spent and nothing reserved", w)
+		for _, w := range st.Workloads {
+			switch w.Name {
+			case "backfill":
+				if w.Spent*prices.MicrosPerUnit != 222 || w.Reserved != 0 {
+					t.Errorf("stats %+v, want $0.000222 spent and nothing reserved", w)
+				}
+			case "tokens":
+				if w.Spent != 150 || w.Reserved != 0 {
+					t.Errorf("stats %+v, want the 150 tokens billed spent and nothing reserved", w)
+				}
+			}
 		}
 	})
 }

@@ -27,6 +27,11 @@
 //     of the tokens headers, and the emulator sends it so; with
 //     UsageBasedDiffers it sends other figures, as some captures show, to
 //     prove that a client pacing by the tokens headers is not misled;
+//   - what a request is charged stays charged: the guide says nothing of
+//     a correction by the usage, and advises "set the `max_tokens` value as
+//     close to your expected response size as possible", which only helps
+//     if the unused reservation stays counted; the usage each answer
+//     reports (its input and Answer's output) is billing, not the limiter's;
 //   - a refused request still counts toward the requests per minute
 //     ("unsuccessful requests contribute to your per-minute limit", the
 //     guide);
@@ -68,10 +73,18 @@ type Server struct {
 	// report a tenth of the tokens limit, nothing left and an hour to wait,
 	// instead of the tokens headers' figures.
 	UsageBasedDiffers bool
+	// ProjectTPM, when set, is a project-scoped token limit per minute
+	// across every model, charged each request's tokens as its model's TPM
+	// is; its x-ratelimit-{limit,remaining,reset}-project-tokens headers
+	// are sent only then ("Project-token headers may be present when a
+	// project-scoped token limit applies", the guide's revision of
+	// 2026-06-26). The guide gives no window: the emulator's is a minute.
+	ProjectTPM int
 
-	limits map[string]Limits
-	mu     sync.Mutex
-	models map[string]*model
+	limits  map[string]Limits
+	project emulator.Bucket
+	mu      sync.Mutex
+	models  map[string]*model
 }
 
 type model struct {
@@ -92,6 +105,13 @@ func New(limits map[string]Limits) *Server {
 // max_tokens and the estimated number of tokens based on the character
 // count of your request."
 func Tokens(body []byte) (modelName string, tokens int) {
+	modelName, input, maxTokens := count(body)
+	return modelName, max(input, maxTokens)
+}
+
+// count reads a request the emulator's way: its model, its input counted
+// with Tokenize, and its max_tokens (or max_completion_tokens).
+func count(body []byte) (modelName string, input, maxTokens int) {
 	var r struct {
 		Model     string `json:"model"`
 		Input     any    `json:"input"`
@@ -103,20 +123,27 @@ func Tokens(body []byte) (modelName string, tokens int) {
 	}
 	json.Unmarshal(body, &r)
 	for _, m := range r.Messages {
-		tokens += 3 + int(Tokenize(m.Content))
+		input += 3 + int(Tokenize(m.Content))
 	}
 	switch in := r.Input.(type) {
 	case string:
-		tokens += int(Tokenize(in))
+		input += int(Tokenize(in))
 	case []any:
 		for _, x := range in {
 			if s, ok := x.(string); ok {
-				tokens += int(Tokenize(s))
+				input += int(Tokenize(s))
 			}
 		}
 	}
-	return r.Model, max(tokens, r.MaxTokens, r.MaxCompl)
+	return r.Model, input, max(r.MaxTokens, r.MaxCompl)
 }
+
+// Answer is the output of a request that reserved maxTokens: a third of
+// it, as answers mostly stop well before their limit. The usage in the
+// response reports it beside the input; the limiter does not see it, since
+// the guide says a request is counted at what it is charged before it runs
+// and nothing of a correction by the usage.
+func Answer(maxTokens int) int { return maxTokens / 3 }
 
 // Tokenize stands in for OpenAI's tokenizer: a token per five letters of a
 // word, per three digits of a number and per two marks of punctuation;
@@ -166,10 +193,19 @@ func (s *Server) model(name string) *model {
 	return m
 }
 
+// projectBucket is the project's token bucket, set up on first use.
+func (s *Server) projectBucket() *emulator.Bucket {
+	if s.project.Per == 0 {
+		s.project = emulator.Bucket{Capacity: float64(s.ProjectTPM), Per: time.Minute}
+	}
+	return &s.project
+}
+
 // ServeHTTP answers chat completions and embeddings.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	name, tokens := Tokens(body)
+	name, input, maxTokens := count(body)
+	tokens := max(input, maxTokens)
 	now := time.Now()
 	s.mu.Lock()
 	m := s.model(name)
@@ -181,9 +217,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refused, kind, wait = fmt.Sprintf("requests per day (RPD): Limit %d", m.lim.RPD), "requests", m.rpd.Until(now, 1)
 	case m.tpm.Level(now) < float64(tokens):
 		refused, kind, wait = fmt.Sprintf("tokens per min (TPM): Limit %d", m.lim.TPM), "tokens", m.tpm.Until(now, float64(tokens))
+	case s.ProjectTPM > 0 && s.projectBucket().Level(now) < float64(tokens):
+		refused, kind, wait = fmt.Sprintf("project tokens per min (TPM): Limit %d", s.ProjectTPM), "tokens", s.project.Until(now, float64(tokens))
 	default:
 		m.rpm.Spend(now, 1)
 		m.tpm.Spend(now, float64(tokens))
+		if s.ProjectTPM > 0 {
+			s.project.Spend(now, float64(tokens))
+		}
 		if m.hasRPD {
 			m.rpd.Spend(now, 1)
 		}
@@ -210,7 +251,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.Tally.Accept(name, 1)
 	s.Tally.Accept(name+" tokens", int64(tokens))
-	fmt.Fprintf(w, `{"object":"ok","model":%q,"usage":{"total_tokens":%d}}`, name, tokens)
+	out := Answer(maxTokens)
+	fmt.Fprintf(w, `{"object":"ok","model":%q,"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`, name, input, out, input+out)
 }
 
 // Reset writes d as OpenAI does: a Go duration, milliseconds below a second.
@@ -233,6 +275,12 @@ func (s *Server) setHeaders(h http.Header, m *model, now time.Time) {
 		h.Set("x-ratelimit-limit-"+suffix, strconv.Itoa(m.lim.TPM))
 		h.Set("x-ratelimit-remaining-"+suffix, strconv.Itoa(int(max(math.Floor(m.tpm.Level(now)), 0))))
 		h.Set("x-ratelimit-reset-"+suffix, Reset(m.tpm.UntilFull(now)))
+	}
+	if s.ProjectTPM > 0 {
+		p := s.projectBucket()
+		h.Set("x-ratelimit-limit-project-tokens", strconv.Itoa(s.ProjectTPM))
+		h.Set("x-ratelimit-remaining-project-tokens", strconv.Itoa(int(max(math.Floor(p.Level(now)), 0))))
+		h.Set("x-ratelimit-reset-project-tokens", Reset(p.UntilFull(now)))
 	}
 	if s.UsageBasedDiffers {
 		h.Set("x-ratelimit-limit-tokens_usage_based", strconv.Itoa(m.lim.TPM/10))
