@@ -155,12 +155,14 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 	o := &s.reports
 	r := float64(remaining)
 	o.peak = max(o.peak, r)
+	// A refusal counts even in an answer overtaken by a later one: the
+	// baseline took every call admitted before it as counted.
+	o.refused += refused
 	if spentAt < o.latest {
 		s.mu.Unlock()
 		return 0, false // an answer overtaken by a later one: old news
 	}
 	o.latest = spentAt
-	o.refused += refused
 	if o.last != 0 {
 		if dt := float64(now.UnixNano()-o.last) / 1e9; dt > 0 {
 			o.interval += (dt - o.interval) / 8
