@@ -772,18 +772,3 @@ func TestRefusedCallsAreNotQuotaGivenBack(t *testing.T) {
 		}
 	})
 }
-
-// Before a scope has measured what the provider gives back, a reset a
-// second off (in whole seconds, so perhaps much less) is still spread over
-// half a second, not the whole second: what remains then runs out within
-// the window, not at a pace that assumes the window ends a second after
-// the Date header's second. Spread over the second, a Transport at the
-// limit (scenario 6 of pacerbench) sent 74–85 calls in a first window of
-// 100. The clamp and the margin guard what remains either way.
-func TestFirstWindowIsSpentBeforeSupplyIsMeasured(t *testing.T) {
-	for _, off := range []time.Duration{0, 194 * time.Millisecond, 388 * time.Millisecond} {
-		t.Run(off.String(), func(t *testing.T) {
-			fromTheFirstCall(t, "limit known, the first 2 s", off, 100, 2*time.Second, 0.84)
-		})
-	}
-}

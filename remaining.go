@@ -220,12 +220,11 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 	// Spread over the reset as stated: a whole-second reset may be up to a
 	// second later, but spending what is left a little early is safe (the
 	// clamp keeps the bucket within it), and spreading it over the longer
-	// time would leave a one-second window half used. A reset a second or
-	// two away is as likely a sliding window's, which gives back what was
-	// spent a window ago, as a fixed one's: close the gap to the margin
-	// within half a second, and let the clamp and the margin guard. So
-	// too before what comes back is measured: a first window spread over
-	// the second the Date header's truncation adds was a fifth unused.
+	// time would leave a one-second window half used. Once what comes
+	// back is measured, a reset a second or two away is as likely a
+	// sliding window's, which gives back what was spent a window ago, as a
+	// fixed one's: close the gap to the margin within half a second, and
+	// let the clamp and the margin guard.
 	horizon := reset
 	if reset == 0 {
 		// Within the second, for a reset in whole seconds (httprate's
@@ -234,7 +233,7 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 		// early is safe, as above.
 		horizon = catchUpTime
 	}
-	if horizon <= 2*time.Second {
+	if horizon <= 2*time.Second && !first {
 		horizon = min(horizon, catchUpTime)
 	}
 	rate := supply + (left-margin)/horizon.Seconds()
