@@ -245,7 +245,11 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 		spentAt := c.charges[i].spentAt
 		left := float64(q.Remaining) - float64(s.spent.Load()-spentAt)
 		if q.HasReset {
-			if _, began := s.reportRemaining(now, q.Remaining, q.Reset, q.Limit, spentAt, local, t.maxWait); began {
+			var refused int64
+			if status == http.StatusTooManyRequests {
+				refused = int64(c.charges[i].cost)
+			}
+			if _, began := s.reportRemaining(now, q.Remaining, q.Reset, q.Limit, spentAt, refused, local, t.maxWait); began {
 				c.paceChanged(s, "the provider reports what remains until its reset")
 			}
 		}

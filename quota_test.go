@@ -687,3 +687,88 @@ func TestFirstWindowsAfterIdleAreSpent(t *testing.T) {
 		})
 	}
 }
+
+// wire is the network between pacer and a server: every call takes a
+// millisecond there and back, but reaches the server up to 900 µs into
+// it, so that calls sent together are counted in another order than they
+// were sent in, and answered in the order they were sent — as 16 callers'
+// first calls are, on loopback.
+type wire struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	n    int
+}
+
+func (w *wire) RoundTrip(req *http.Request) (*http.Response, error) {
+	w.mu.Lock()
+	w.n++
+	n := w.n
+	w.mu.Unlock()
+	start := time.Now()
+	time.Sleep(lagUpTo(900 * time.Microsecond)(n))
+	resp, err := w.next.RoundTrip(req)
+	time.Sleep(time.Until(start.Add(time.Millisecond + time.Duration(min(n, 64))*time.Microsecond)))
+	return resp, err
+}
+
+// fromTheFirstCall runs 16 callers for d through a Transport configured at
+// rate a second, behind a sliding window of 100 a second reached over a
+// wire, starting off past the second, and checks what the server accepted
+// from the first call on against want of the ceiling.
+func fromTheFirstCall(t *testing.T, what string, off time.Duration, rate int, d time.Duration, want float64) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		time.Sleep(off)
+		api := &windowAPI{limit: 100, window: time.Second, sliding: true}
+		tr := New(&wire{next: api}, WithLimit(PerSecond(rate)), WithLogger(slogTo(io.Discard)))
+		start := time.Now()
+		hammer(tr, 16, start.Add(d))
+		a, r := api.counts("pacer", start, start.Add(d))
+		check(t, what, a, r, 100*d.Seconds(), want)
+	})
+}
+
+// The first calls of 16 callers go out together and are counted by the
+// server in another order than they were sent in; their answers, a few
+// microseconds apart, must not read as the provider giving back thousands
+// of calls a second. They did, and a Transport told twice the limit sent at
+// its configured pace for two seconds, into 98–146 429s (scenario 8 of
+// pacerbench, one run in three or more). Refused calls are not spent
+// either: a 429's remaining count that does not move is not quota given
+// back.
+func TestFirstCallsAnsweredOutOfOrderAreNotSupply(t *testing.T) {
+	for _, off := range []time.Duration{0, 348 * time.Millisecond, 700 * time.Millisecond} {
+		t.Run(off.String(), func(t *testing.T) {
+			fromTheFirstCall(t, "told 2×, 20 s from the first call", off, 200, 20*time.Second, 0.95)
+		})
+	}
+}
+
+// A 429 that says none remains, in answer to calls sent one after the
+// other, is not the provider giving back a call each time: the refused
+// calls were never counted. Taken as spent, they read as quota given back
+// as fast as the scope sends into the refusals, which kept a scope sending
+// at its full pace while every call was refused.
+func TestRefusedCallsAreNotQuotaGivenBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(http.DefaultTransport, WithLimit(PerSecond(200)))
+		s := tr.defaultClass.shared
+		report := func(refused int64) {
+			s.reportRemaining(time.Now(), 0, time.Second, 100, s.spent.Add(1), refused, true, DefaultMaxWait)
+		}
+		report(0) // the last call that was accepted
+		for range 200 {
+			time.Sleep(5 * time.Millisecond) // 200 calls a second, all refused
+			report(1)
+		}
+		s.mu.Lock()
+		supply := s.reports.supply
+		s.mu.Unlock()
+		if supply > 5 {
+			t.Errorf("after a second of refusals with none remaining, the provider is measured to give back %.0f calls a second, want none", supply)
+		}
+		if rate, _ := s.pace(); rate > 90 {
+			t.Errorf("pace %.0f a second while every call is refused, want half the blind 180", rate)
+		}
+	})
+}

@@ -40,9 +40,12 @@ type toldPace struct {
 // remaining count, to measure how fast the provider gives quota back.
 // Under the scope state's mu.
 type remainingReports struct {
-	at        int64   // UnixNano of the last report
+	at        int64   // UnixNano of the report the next measure of supply starts from
 	remaining float64 // the count it gave
 	spent     int64   // the scope's spent units when the call it answered was admitted
+	refusedAt int64   // refused then
+	refused   int64   // units of the scope's calls refused with a remaining count, ever
+	last      int64   // UnixNano of the last report
 	supply    float64 // units a second the provider adds back, less what others take
 	interval  float64 // seconds between reports, averaged
 	first     int64   // UnixNano of the first report
@@ -137,12 +140,14 @@ func (s *bucket) pace() (rate, burst float64) {
 // may be up to a second late), plus what the provider has been adding back
 // net of what others take — measured from successive reports, so that on a
 // key shared with clients pacer does not control it spends only what is
-// left. limit is the published limit, or -1. local says the scope's
+// left. limit is the published limit, or -1. refused is the cost of the
+// call if the provider refused it (a 429 that says what remains), which it
+// did not spend: else 0. local says the scope's
 // bucket is this process's alone; in a shared store the other processes'
 // calls would count as a neighbour's, so only the spread applies, never
 // at the edge. It returns the new pace, and whether remaining-driven
 // pacing has just begun.
-func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Duration, limit int64, spentAt int64, local bool, maxWait time.Duration) (float64, bool) {
+func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Duration, limit int64, spentAt, refused int64, local bool, maxWait time.Duration) (float64, bool) {
 	if reset < 0 || remaining < 0 {
 		return 0, false
 	}
@@ -150,32 +155,49 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 	o := &s.reports
 	r := float64(remaining)
 	o.peak = max(o.peak, r)
+	// A refusal counts even in an answer overtaken by a later one: the
+	// baseline took every call admitted before it as counted.
+	o.refused += refused
 	if spentAt < o.latest {
 		s.mu.Unlock()
 		return 0, false // an answer overtaken by a later one: old news
 	}
 	o.latest = spentAt
+	if o.last != 0 {
+		if dt := float64(now.UnixNano()-o.last) / 1e9; dt > 0 {
+			o.interval += (dt - o.interval) / 8
+		}
+	}
+	o.last = now.UnixNano()
+	move := o.at == 0 || !local
 	if o.at != 0 && local && spentAt >= o.spent {
 		dt := float64(now.UnixNano()-o.at) / 1e9
-		gain := r - o.remaining + float64(spentAt-o.spent)
+		// What the provider's count says it added back: the calls
+		// admitted since that it did not count — less those it refused,
+		// which it never counted, and which would otherwise read as
+		// quota given back as fast as the scope sends into the refusals.
+		gain := r - o.remaining + float64(spentAt-o.spent) - float64(o.refused-o.refusedAt)
 		// A gain of a large part of the limit at once is a fixed window
 		// refilled at its reset, not a rate: spreading takes care of it.
 		jump := max(3, 0.2*math.Max(float64(limit), o.peak))
-		if dt > 0 && gain <= jump {
+		switch {
+		case gain > jump:
+			move = true
+		case dt >= supplySpan.Seconds():
 			// Averaged over several reports, at least supplyTime: one
 			// report's count is rounded to a whole call, and calls are
 			// answered in another order than they were admitted in.
-			o.interval += (dt - o.interval) / 8
 			w := min(1, dt/max(supplyTime.Seconds(), 8*o.interval))
 			if !o.known {
-				w, o.interval = 1, dt
+				w = 1
 			}
 			o.supply += w * (gain/dt - o.supply)
 			o.known = true
+			move = true
 		}
 	}
-	if dt := now.UnixNano() - o.at; o.at == 0 || dt > 0 || spentAt > o.spent {
-		o.at, o.remaining, o.spent = now.UnixNano(), r, spentAt
+	if move {
+		o.at, o.remaining, o.spent, o.refusedAt = now.UnixNano(), r, spentAt, o.refused
 	}
 	if o.first == 0 {
 		o.first = now.UnixNano()
@@ -291,6 +313,14 @@ const deficitTime = 250 * time.Millisecond
 // supplyTime is how long the measure of what a provider adds back takes to
 // follow a change.
 const supplyTime = 300 * time.Millisecond
+
+// supplySpan is the shortest time over which a scope measures what the
+// provider adds back. Calls in flight together are counted by the provider
+// in another order than they were admitted in, and answered microseconds
+// apart: a count that moves by a call or two between two such answers is
+// that order, not thousands of calls a second given back. Over a tenth of
+// a second, sixteen callers' disorder is a few calls.
+const supplySpan = 100 * time.Millisecond
 
 // wholeSecondSlack is how late a reset given in whole seconds may be: a
 // reset written as Unix seconds, or measured against a Date header, is
