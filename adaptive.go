@@ -31,7 +31,7 @@ func (c *call) coolDown(s *bucket, now time.Time, d time.Duration) {
 			return
 		}
 		if s.cooldown.CompareAndSwap(old, until) {
-			c.t.emit(Event{Kind: EventCooldownStarted, Scope: s.class.Name, Workload: c.workload.name, Wait: d})
+			c.t.emit(Event{Kind: EventCooldownStarted, Scope: s.scope.Name, Workload: c.workload.name, Wait: d})
 			return
 		}
 	}
@@ -56,7 +56,7 @@ func (c *call) cooledDown(s *bucket, now time.Time) (time.Duration, bool) {
 	}
 	if s.cooldown.CompareAndSwap(until, 0) {
 		s.debtRate.CompareAndSwap(debt, 0)
-		c.t.emit(Event{Kind: EventCooldownEnded, Scope: s.class.Name, Workload: c.workload.name})
+		c.t.emit(Event{Kind: EventCooldownEnded, Scope: s.scope.Name, Workload: c.workload.name})
 	}
 	return 0, true
 }
@@ -82,7 +82,7 @@ func (c *call) repay(s *bucket, now time.Time, rate float64) {
 	}
 	c.setDemands()
 	for j, owner := range c.owners {
-		if c.charges[owner].state != s {
+		if c.charges[owner].bucket != s {
 			continue
 		}
 		d := c.demands[j]
@@ -110,7 +110,7 @@ func (s *bucket) learnLimit(q ratelimitheader.Quota, headroom float64, maxWait t
 	l := Limit{Count: int(min(q.Limit, math.MaxInt32)), Per: q.Window}
 	rate, burst := l.shape(headroom)
 	raw := float64(l.Count) / l.Per.Seconds()
-	c := s.class
+	c := s.scope
 	cfg := c.configured.Load() // a limit set at runtime merges as one set at New
 	if cfg.rate > 0 {
 		mayRaise := c.Provisional && q.Reset <= q.Window
@@ -184,7 +184,7 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 	if quiet && status < 400 {
 		// Most responses say nothing about limits: keep them cheap.
 		for i := range c.charges {
-			s := c.charges[i].state // not a copy of the charge: it is seven words
+			s := c.charges[i].bucket // not a copy of the charge: it is seven words
 			s.succeeded()
 			if s.recovered.Load() {
 				c.reportRecovered(s)
@@ -213,8 +213,8 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 		if i < 0 {
 			continue
 		}
-		s := c.charges[i].state
-		if cfg := s.class.configured.Load(); q.Limit > 0 && q.Window == 0 && q.Limit == int64(cfg.limit.Count) {
+		s := c.charges[i].bucket
+		if cfg := s.scope.configured.Load(); q.Limit > 0 && q.Window == 0 && q.Limit == int64(cfg.limit.Count) {
 			// The configured count, published without a window: the
 			// configured limit, whose window the gaps between resets would
 			// only overstate (a window that starts at the first call after
@@ -272,12 +272,12 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 		// Only the scopes the response concerns: those the classifier
 		// named, else all of the call's.
 		for _, ch := range c.charges {
-			if verdict.concerns(ch.state.class.Name) {
-				t.emit(Event{Kind: EventRejected, Scope: ch.state.class.Name, Workload: c.workload.name, Status: resp.StatusCode})
+			if verdict.concerns(ch.bucket.scope.Name) {
+				t.emit(Event{Kind: EventRejected, Scope: ch.bucket.scope.Name, Workload: c.workload.name, Status: resp.StatusCode})
 			}
 		}
 		for i, ch := range c.charges {
-			if !verdict.concerns(ch.state.class.Name) {
+			if !verdict.concerns(ch.bucket.scope.Name) {
 				continue
 			}
 			pause := paused
@@ -288,32 +288,32 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 				}
 				// A brief Retry-After on a scope paced at a measured
 				// capacity pauses only this call (recovery.go's cut).
-				_, cut, pauses := ch.state.cut(ch.admittedAt, now, retryAfter, t.maxWait)
+				_, cut, pauses := ch.bucket.cut(ch.admittedAt, now, retryAfter, t.maxWait)
 				if cut {
-					c.paceChanged(ch.state, "the provider refused a call")
+					c.paceChanged(ch.bucket, "the provider refused a call")
 				}
 				pause = pause && pauses
 				c.clamp(ctx, now, i, 0) // the provider has nothing left
 			}
 			if pause {
-				c.coolDown(ch.state, now, wait)
+				c.coolDown(ch.bucket, now, wait)
 				// At the pace after any cut, the bucket is back to empty —
 				// not full — when the pause ends.
-				rate, _ := ch.state.pace()
+				rate, _ := ch.bucket.pace()
 				c.clamp(ctx, now, i, -rate*wait.Seconds())
-				ch.state.owe(rate)
+				ch.bucket.owe(rate)
 			}
 		}
 	default:
 		if status < 400 {
 			for _, ch := range c.charges {
-				ch.state.succeeded()
-				c.reportRecovered(ch.state)
+				ch.bucket.succeeded()
+				c.reportRecovered(ch.bucket)
 			}
 		}
 	}
 	for _, ch := range c.charges {
-		c.forgetUnconfirmed(ch.state, now)
+		c.forgetUnconfirmed(ch.bucket, now)
 	}
 }
 
@@ -348,7 +348,7 @@ func (c *call) paceChanged(s *bucket, why string) {
 		return
 	}
 	rate, _ := s.pace()
-	c.t.emit(Event{Kind: EventPaceChanged, Scope: s.class.Name, Workload: c.workload.name, Rate: rate, Why: why})
+	c.t.emit(Event{Kind: EventPaceChanged, Scope: s.scope.Name, Workload: c.workload.name, Rate: rate, Why: why})
 }
 
 // reportRecovered tells observers, once, that a scope climbed back to its
@@ -364,12 +364,12 @@ func (c *call) reportRecovered(s *bucket) {
 // quota's unit that names no policy.
 func (c *call) chargeFor(q ratelimitheader.Quota) int {
 	for i, ch := range c.charges {
-		if p := ch.state.class.Policy; p != "" && p == q.Name {
+		if p := ch.bucket.scope.Policy; p != "" && p == q.Name {
 			return i
 		}
 	}
 	for i, ch := range c.charges {
-		if cl := ch.state.class; cl.Policy == "" && cl.Unit == q.Unit {
+		if cl := ch.bucket.scope; cl.Policy == "" && cl.Unit == q.Unit {
 			return i
 		}
 	}

@@ -307,11 +307,11 @@ func TestPublishedLimitThatRisesAgainGivesBackTheConfiguredOne(t *testing.T) {
 	api := &scriptedAPI{steps: []scripted{{http.StatusOK, policyHeaders(600)}, {http.StatusOK, policyHeaders(6000)}}}
 	tr := New(api, WithLimit(PerMinute(3000)), WithLogger(slogTo(io.Discard)))
 	mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
-	if rate, _ := tr.defaultClass.shared.pace(); rate != 9 {
+	if rate, _ := tr.defaultScope.shared.pace(); rate != 9 {
 		t.Fatalf("pace %v/s after 600 a minute was published, want 9/s", rate)
 	}
 	mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
-	if rate, _ := tr.defaultClass.shared.pace(); rate != 45 {
+	if rate, _ := tr.defaultScope.shared.pace(); rate != 45 {
 		t.Fatalf("pace %v/s after 6,000 a minute was published, want the configured 3,000 a minute at 90%%: 45/s", rate)
 	}
 }
@@ -328,10 +328,10 @@ func TestProvisionalLimitIgnoresALongerPeriodsFigure(t *testing.T) {
 	mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
 	// The 9,999 left until the reset 13 hours off still pace the scope, by
 	// spreading them; the figure itself is not taken as the limit.
-	if p := tr.defaultClass.shared.learned.Load(); p != nil {
+	if p := tr.defaultScope.shared.learned.Load(); p != nil {
 		t.Fatalf("learned %+v after 10,000 with a reset 13 hours off, want the provisional limit kept", p)
 	}
-	if rate, _ := tr.defaultClass.shared.pace(); rate > 45 {
+	if rate, _ := tr.defaultScope.shared.pace(); rate > 45 {
 		t.Fatalf("pace %v/s, want at most the provisional 45/s", rate)
 	}
 }
@@ -344,16 +344,16 @@ func TestProvisionalLimitFollowsThePublishedOne(t *testing.T) {
 		WithScope(Scope{Name: DefaultScope, Limit: PerMinute(3000), Provisional: true}))
 	mustNotErr(t, tr.Err())
 	mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
-	if rate, burst := tr.defaultClass.shared.pace(); rate != 90 || burst != 600 {
+	if rate, burst := tr.defaultScope.shared.pace(); rate != 90 || burst != 600 {
 		t.Fatalf("pace %v/s, burst %v, after 6,000 a minute was published; want 90/s and the configured shape, 600", rate, burst)
 	}
 	mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
-	if rate, _ := tr.defaultClass.shared.pace(); rate != 9 {
+	if rate, _ := tr.defaultScope.shared.pace(); rate != 9 {
 		t.Fatalf("pace %v/s after 600 a minute was published, want 9/s", rate)
 	}
 	mustNotErr(t, get(tr, context.Background(), "http://api.test/")) // the provisional figure itself
-	if rate, _ := tr.defaultClass.shared.pace(); rate != 45 || tr.defaultClass.shared.learned.Load() != nil {
-		t.Fatalf("pace %v/s, learned %v, after the provisional 3,000 a minute was published; want the configured 45/s", rate, tr.defaultClass.shared.learned.Load())
+	if rate, _ := tr.defaultScope.shared.pace(); rate != 45 || tr.defaultScope.shared.learned.Load() != nil {
+		t.Fatalf("pace %v/s, learned %v, after the provisional 3,000 a minute was published; want the configured 45/s", rate, tr.defaultScope.shared.learned.Load())
 	}
 }
 

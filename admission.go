@@ -17,13 +17,13 @@ import (
 
 // blocked says where and why a call could not be admitted.
 type blocked struct {
-	state  *bucket // nil when the call was admitted
+	bucket *bucket // nil when the call was admitted
 	reason ThrottleReason
 	wait   time.Duration // until admission might succeed; 0 when unknown
 }
 
 func (b blocked) error(cause error) error {
-	e := &ThrottledError{Scope: b.state.class.Name, Reason: b.reason, Err: cause}
+	e := &ThrottledError{Scope: b.bucket.scope.Name, Reason: b.reason, Err: cause}
 	if b.wait != store.Never {
 		e.RetryAfter = b.wait
 	}
@@ -42,15 +42,15 @@ func (c *call) admit(ctx context.Context) error {
 		// Calls that were here first, or that matter more, go first. With
 		// none waiting, the common case, servesBefore's own first check is
 		// made here, without the call or the workload's priority.
-		if s := c.charges[i].state; s.waiting.Load() != 0 && s.servesBefore(c.workload.index, s.class.shares.Load().reserve[c.workload.index]) {
-			return c.wait(ctx, blocked{state: s, reason: ReasonRate})
+		if s := c.charges[i].bucket; s.waiting.Load() != 0 && s.servesBefore(c.workload.index, s.scope.shares.Load().reserve[c.workload.index]) {
+			return c.wait(ctx, blocked{bucket: s, reason: ReasonRate})
 		}
 	}
 	b, err := c.tryAdmit(ctx)
 	if err != nil {
 		return err
 	}
-	if b.state == nil {
+	if b.bucket == nil {
 		c.emitAdmitted()
 		return nil
 	}
@@ -73,7 +73,7 @@ func (c *call) firstScope() string {
 	if len(c.charges) == 0 {
 		return ""
 	}
-	return c.charges[0].state.class.Name
+	return c.charges[0].bucket.scope.Name
 }
 
 // emitRefusal tells observers why admission refused the call.
@@ -90,9 +90,9 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 	for i := range c.charges {
 		// By index, not by copy: a charge is seven words. The check before
 		// the call spares it when no scope was paused.
-		if s := c.charges[i].state; s.cooldown.Load() != 0 {
+		if s := c.charges[i].bucket; s.cooldown.Load() != 0 {
 			if wait, ok := c.cooledDown(s, now); !ok {
-				return blocked{state: s, reason: ReasonCooldown, wait: wait}, nil
+				return blocked{bucket: s, reason: ReasonCooldown, wait: wait}, nil
 			}
 		}
 	}
@@ -101,11 +101,11 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 		for i := range c.charges {
 			ch := &c.charges[i]
 			ch.slotEpoch = epoch
-			if !ch.state.acquireSlot(c.workload.index, epoch) {
+			if !ch.bucket.acquireSlot(c.workload.index, epoch) {
 				c.releaseSlots(i)
 				// A full scope may be full of slots never given back.
-				c.t.checkSlotsSometimes(ch.state, now)
-				return blocked{state: ch.state, reason: ReasonConcurrency}, nil
+				c.t.checkSlotsSometimes(ch.bucket, now)
+				return blocked{bucket: ch.bucket, reason: ReasonConcurrency}, nil
 			}
 		}
 		c.holdsSlots = true
@@ -133,8 +133,8 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 		c.t.emit(Event{Kind: EventStoreFailure, Workload: c.workload.name, Err: err})
 		return blocked{}, fmt.Errorf("pacer: taking tokens: %w", err)
 	}
-	b := blocked{state: c.charges[c.owners[d.Blocked]].state, reason: ReasonRate, wait: d.Wait}
-	if b.state.learned.Load() != nil && c.forgetUnconfirmed(b.state, now) {
+	b := blocked{bucket: c.charges[c.owners[d.Blocked]].bucket, reason: ReasonRate, wait: d.Wait}
+	if b.bucket.learned.Load() != nil && c.forgetUnconfirmed(b.bucket, now) {
 		// Responses forget a published limit nobody confirms; so must a
 		// scope that one holds back, or it holds back the very calls whose
 		// answers would forget it. Try again at the configured pace: once,
@@ -152,22 +152,22 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 func (c *call) countAdmitted() {
 	for i := range c.charges {
 		ch := &c.charges[i]
-		ch.admittedAt = ch.state.admitted.Add(1)
-		ch.spentAt = ch.state.spent.Add(int64(ch.cost))
+		ch.admittedAt = ch.bucket.admitted.Add(1)
+		ch.spentAt = ch.bucket.spent.Add(int64(ch.cost))
 	}
 }
 
 // releaseSlots gives back the slots of the first n charges.
 func (c *call) releaseSlots(n int) {
 	for _, ch := range c.charges[:n] {
-		ch.state.releaseSlot(c.workload.index, ch.slotEpoch, c.waiter)
+		ch.bucket.releaseSlot(c.workload.index, ch.slotEpoch, c.waiter)
 	}
 	c.holdsSlots = false
 }
 
 func (c *call) costOn(s *bucket) float64 {
 	for _, ch := range c.charges {
-		if ch.state == s {
+		if ch.bucket == s {
 			return ch.cost
 		}
 	}
@@ -191,8 +191,8 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 	if err := c.cannotWait(ctx, b); err != nil {
 		return err // before queueing: a call that will not wait takes no place
 	}
-	w := &waiter{workload: c.workload.index, priority: b.state.class.shares.Load().reserve[c.workload.index], seq: c.t.arrivals.Add(1), rank: c.priority, wake: make(chan struct{}, 1)}
-	w.tag = c.workload.fair.tag(c.tenant, c.weight, c.costOn(b.state))
+	w := &waiter{workload: c.workload.index, priority: b.bucket.scope.shares.Load().reserve[c.workload.index], seq: c.t.arrivals.Add(1), rank: c.priority, wake: make(chan struct{}, 1)}
+	w.tag = c.workload.fair.tag(c.tenant, c.weight, c.costOn(b.bucket))
 	if err := c.workload.waiting.join(w); err != nil {
 		return b.queueFull(c.workload, err)
 	}
@@ -210,11 +210,11 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 	start := c.t.clock.Now()
 	tried, woken := false, false // since the last sleep
 	for {
-		if in != b.state {
+		if in != b.bucket {
 			if in != nil {
 				in.leave(w)
 			}
-			in, woken = b.state, false
+			in, woken = b.bucket, false
 			w.cost = c.costOn(in)
 			b.wait += c.aheadOf(in, w)
 		}
@@ -227,11 +227,11 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 			if err != nil {
 				return err
 			}
-			if next.state == nil {
+			if next.bucket == nil {
 				c.workload.fair.served(w.tag)
 				c.emitAdmitted()
 				if len(c.t.observers) > 0 {
-					c.t.emit(Event{Kind: EventWaited, Scope: in.class.Name, Workload: c.workload.name, Wait: c.t.clock.Now().Sub(start)})
+					c.t.emit(Event{Kind: EventWaited, Scope: in.scope.Name, Workload: c.workload.name, Wait: c.t.clock.Now().Sub(start)})
 				}
 				return nil
 			}
@@ -263,7 +263,7 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 // once on a deadline.
 func (c *call) aheadOf(s *bucket, w *waiter) time.Duration {
 	ahead := s.enqueue(w)
-	if rate, _ := s.class.configuredPace(); rate > 0 && ahead > 0 {
+	if rate, _ := s.scope.configuredPace(); rate > 0 && ahead > 0 {
 		return time.Duration(ahead / rate * float64(time.Second))
 	}
 	return 0
@@ -330,11 +330,11 @@ func (t *waitTimers) stop() {
 func (c *call) cannotWait(ctx context.Context, b blocked) error {
 	switch {
 	case b.wait == store.Never:
-		_, burst := b.state.pace()
+		_, burst := b.bucket.pace()
 		return b.error(fmt.Errorf("%w: it costs %v %s and the bucket holds at most %v; "+
 			"make the request smaller, or raise the scope's Limit.Burst if the provider allows one request that large",
-			ErrExceedsCapacity, c.costOn(b.state), b.state.class.Unit, burst))
-	case b.state.class.FailFast || c.failFast:
+			ErrExceedsCapacity, c.costOn(b.bucket), b.bucket.scope.Unit, burst))
+	case b.bucket.scope.FailFast || c.failFast:
 		return b.error(nil)
 	case c.maxWait > 0 && b.wait > c.maxWait:
 		// A lower bound on the wait already past the call's own bound:

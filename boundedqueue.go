@@ -140,7 +140,7 @@ func (h *shedHeap) Pop() any {
 // queueFull returns the error of a call its workload's bounded queue
 // refused or shed, naming the queue.
 func (b blocked) queueFull(w *workloadState, cause error) error {
-	e := &ThrottledError{Scope: b.state.class.Name, Reason: ReasonQueueFull,
+	e := &ThrottledError{Scope: b.bucket.scope.Name, Reason: ReasonQueueFull,
 		Err: fmt.Errorf("workload %q's queue holds at most %d waiting calls (Workload.MaxWaiting): %w", w.name, w.waiting.bound(), cause)}
 	if b.wait != store.Never {
 		e.RetryAfter = b.wait

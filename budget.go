@@ -410,7 +410,7 @@ func (c *call) budgetCost(vals *callValues) (cost, headroom float64) {
 		}
 	}
 	for _, ch := range c.charges {
-		if ch.state.class.Unit == unit {
+		if ch.bucket.scope.Unit == unit {
 			cost = max(cost, ch.cost)
 		}
 	}
@@ -557,7 +557,7 @@ func (c *call) settle(u usage.Usage, final, rejected bool) {
 	now := c.t.clock.Now()
 	if rejected || !m.KeepScopeCharges {
 		c.adjustCharges(func(ch *charge) (float64, bool) {
-			n, ok := m.tokens(ch.state.class.Unit, u)
+			n, ok := m.tokens(ch.bucket.scope.Unit, u)
 			return float64(n), ok
 		})
 	}
@@ -604,7 +604,7 @@ func (c *call) adjustCharges(actual func(*charge) (float64, bool)) {
 		if delta == 0 {
 			continue
 		}
-		ch.state.spent.Add(int64(delta))
+		ch.bucket.spent.Add(int64(delta))
 		ch.cost = n
 		for j, o := range c.owners {
 			if o == i {

@@ -46,7 +46,7 @@ type call struct {
 }
 
 type charge struct {
-	state      *bucket
+	bucket     *bucket
 	key        string
 	cost       float64
 	admittedAt int64 // the scope's admitted count when this call was admitted
@@ -93,7 +93,7 @@ func (c *call) holdsResources() bool {
 		return true
 	}
 	for _, ch := range c.charges {
-		if ch.state.key != "" {
+		if ch.bucket.key != "" {
 			return true
 		}
 	}
@@ -105,11 +105,11 @@ func (c *call) finish() {
 	for i := range c.charges {
 		ch := &c.charges[i] // not a copy: a charge is seven words
 		if c.holdsSlots {
-			ch.state.releaseSlot(c.workload.index, ch.slotEpoch, nil)
+			ch.bucket.releaseSlot(c.workload.index, ch.slotEpoch, nil)
 		}
-		ch.state.release()
+		ch.bucket.release()
 	}
-	// The call keeps its workload and the scope states and names of its
+	// The call keeps its workload and the buckets and names of its
 	// last charges until it is used again: a few pointers per pooled call,
 	// into what the Transport holds anyway. Clearing them, and pointing the
 	// slices back at the buffers on the next use, would cost every call the

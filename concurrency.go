@@ -23,7 +23,7 @@ import (
 // queues and tries again, and the release, which looks for a queue after it
 // counts, wakes it.
 func (s *bucket) acquireSlot(w int, epoch int64) bool {
-	c := s.class
+	c := s.scope
 	if c.Concurrency == 0 {
 		return true
 	}
@@ -101,7 +101,7 @@ func scaledReserve(r int, share float64) int {
 // its slots it may use: the provider's real cap may be below the
 // configured one. A scope with a rate takes it on the rate alone.
 func (s *bucket) slots() (limit int, share float64) {
-	c := s.class
+	c := s.scope
 	if rate, _ := c.configuredPace(); rate > 0 {
 		return c.Concurrency, 1
 	}
@@ -122,7 +122,7 @@ func scaled(n int, share float64) int {
 // unless that call is self, the one giving the slot back after a failed
 // attempt, which would only wake itself and spin.
 func (s *bucket) releaseSlot(w int, epoch int64, self *waiter) {
-	if s.class.Concurrency == 0 {
+	if s.scope.Concurrency == 0 {
 		return
 	}
 	if !s.ages.tryRemove(epoch) {

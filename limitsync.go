@@ -69,13 +69,13 @@ func (t *Transport) syncLimits(ctx context.Context) {
 		return
 	}
 	for scope, p := range published {
-		class := t.scopes[scope]
-		if class == nil || p.Version <= ls.versions[scope] {
+		cs := t.scopes[scope]
+		if cs == nil || p.Version <= ls.versions[scope] {
 			continue
 		}
 		ls.versions[scope] = p.Version
-		if l := Limit(p.Limit); class.configured.Load().limit != l && l.validate() == nil {
-			t.applyLimit(class, l, OriginStore)
+		if l := Limit(p.Limit); cs.configured.Load().limit != l && l.validate() == nil {
+			t.applyLimit(cs, l, OriginStore)
 		}
 	}
 }

@@ -51,8 +51,8 @@ func (c *configuredScope) configuredPace() (rate, burst float64) {
 // changed what: OriginSetLimit here, OriginStore on the other instances. A scope that is not declared, or an invalid Limit, is an
 // error, and nothing changes.
 func (t *Transport) SetLimit(scope string, l Limit) error {
-	class := t.scopes[scope]
-	if class == nil {
+	cs := t.scopes[scope]
+	if cs == nil {
 		return fmt.Errorf("pacer: SetLimit: scope %q is not declared; declare it with WithScope", scope)
 	}
 	if err := l.validate(); err != nil {
@@ -61,26 +61,26 @@ func (t *Transport) SetLimit(scope string, l Limit) error {
 	if err := t.publishLimit(scope, l); err != nil {
 		return err
 	}
-	t.applyLimit(class, l, OriginSetLimit)
+	t.applyLimit(cs, l, OriginSetLimit)
 	return nil
 }
 
-// applyLimit makes l the class's configured limit, as SetLimit says.
-func (t *Transport) applyLimit(class *configuredScope, l Limit, origin string) {
-	old := class.setLimit(l, t.headroom)
-	class.eachState(func(s *bucket) {
+// applyLimit makes l the scope's configured limit, as SetLimit says.
+func (t *Transport) applyLimit(cs *configuredScope, l Limit, origin string) {
+	old := cs.setLimit(l, t.headroom)
+	cs.eachBucket(func(s *bucket) {
 		s.learned.Store(nil)
 		// The head's timer was set at the old pace: wake it to re-read.
 		if s.waiting.Load() > 0 {
 			s.headOf().signal()
 		}
 	})
-	t.emit(Event{Kind: EventLimitChanged, Scope: class.Name, Limit: l, Previous: old.limit, Origin: origin})
+	t.emit(Event{Kind: EventLimitChanged, Scope: cs.Name, Limit: l, Previous: old.limit, Origin: origin})
 }
 
-// eachState calls f on every bucket state the scope holds, outside the
-// class's lock, so that f may take a state's own.
-func (c *configuredScope) eachState(f func(*bucket)) {
+// eachBucket calls f on every bucket the scope holds, outside the
+// scope's lock, so that f may take a bucket's own.
+func (c *configuredScope) eachBucket(f func(*bucket)) {
 	f(c.shared)
 	c.mu.Lock()
 	states := make([]*bucket, 0, len(c.keyed))
@@ -168,8 +168,8 @@ func (t *Transport) SetWorkload(name string, w Workload) error {
 	if reserves > 1+1e-9 {
 		return fmt.Errorf("pacer: SetWorkload: workload %q: the workloads' reserves would add up to %v; they must add up to at most 1", name, reserves)
 	}
-	for _, class := range t.scopes {
-		class.shares.Store(class.newShares(list))
+	for _, cs := range t.scopes {
+		cs.shares.Store(cs.newShares(list))
 	}
 	ws.waiting.set(w.MaxWaiting, w.WhenFull)
 	t.current[ws.index] = w

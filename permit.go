@@ -91,7 +91,7 @@ func (c *call) permit(ctx context.Context) *Permit {
 	p := &Permit{Workload: c.workload.name, c: c, ctx: ctx}
 	if len(c.charges) > 0 {
 		ch := c.charges[0]
-		p.Scope, p.Key, p.Cost = ch.state.class.Name, ch.key, ch.cost
+		p.Scope, p.Key, p.Cost = ch.bucket.scope.Name, ch.key, ch.cost
 	}
 	return p
 }
@@ -181,7 +181,7 @@ func (p *Permit) Done(o Outcome) {
 // actual: the difference is given back, or charged even if the bucket must
 // owe, as a metered response's usage is (budget.go).
 func (c *call) settleUnit(unit string, actual float64) {
-	c.adjustCharges(func(ch *charge) (float64, bool) { return actual, ch.state.class.Unit == unit })
+	c.adjustCharges(func(ch *charge) (float64, bool) { return actual, ch.bucket.scope.Unit == unit })
 }
 
 // A Reservation holds a call's tokens, taken ahead of time as
@@ -227,7 +227,7 @@ func (t *Transport) Reserve(ctx context.Context, charges ...Charge) (*Reservatio
 		return nil, err
 	}
 	for _, ch := range c.charges {
-		if left, ok := c.cooledDown(ch.state, now); !ok {
+		if left, ok := c.cooledDown(ch.bucket, now); !ok {
 			delay = max(delay, left)
 		}
 	}
@@ -260,7 +260,7 @@ func (c *call) takeAhead(ctx context.Context, now time.Time) (time.Duration, err
 		c.t.emit(Event{Kind: EventStoreFailure, Workload: c.workload.name, Err: err})
 		return 0, fmt.Errorf("pacer: taking tokens: %w", err)
 	}
-	b := blocked{state: c.charges[c.owners[d.Blocked]].state, reason: ReasonRate, wait: d.Wait}
+	b := blocked{bucket: c.charges[c.owners[d.Blocked]].bucket, reason: ReasonRate, wait: d.Wait}
 	if d.Wait == store.Never {
 		return 0, c.cannotWait(ctx, b)
 	}
@@ -298,7 +298,7 @@ func (c *call) cancelReservation(ctx context.Context) {
 	}
 	for i := range c.charges {
 		ch := &c.charges[i]
-		ch.state.spent.Add(-int64(ch.cost))
+		ch.bucket.spent.Add(-int64(ch.cost))
 	}
 	c.refundBudget(ctx)
 	c.finish()
@@ -315,7 +315,7 @@ func (r *Reservation) Wait(ctx context.Context) (*Permit, error) {
 	}
 	c := r.c
 	if delay := r.Delay(); delay > 0 {
-		b := blocked{state: c.charges[0].state, reason: ReasonRate, wait: delay}
+		b := blocked{bucket: c.charges[0].bucket, reason: ReasonRate, wait: delay}
 		err := c.cannotWait(ctx, b)
 		if err == nil {
 			if err = sleep(ctx, r.t.clock, delay); err != nil {

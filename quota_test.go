@@ -209,7 +209,7 @@ func TestWindowlessLimitIsLearnedFromTheResets(t *testing.T) {
 				tr := New(api, WithLimit(PerSecond(200)), WithoutRetry(), WithLogger(slogTo(io.Discard)))
 				start := time.Now()
 				hammer(tr, 16, start.Add(3*time.Second))
-				if p := tr.defaultClass.shared.learned.Load(); p == nil || p.raw != 100 {
+				if p := tr.defaultScope.shared.learned.Load(); p == nil || p.raw != 100 {
 					t.Fatalf("learned %+v after 3 s, want the published 100 a second", p)
 				}
 				hammer(tr, 16, start.Add(23*time.Second))
@@ -514,7 +514,7 @@ func TestResetWithinTheSecondIsAReport(t *testing.T) {
 		if why := tr.Stats().Scopes[0].Why; why != "what the provider reports remains" {
 			t.Errorf("Why = %q after a report whose reset is within the second, want it taken", why)
 		}
-		if s := tr.defaultClass.shared; s.cooldown.Load() > time.Now().UnixNano() {
+		if s := tr.defaultScope.shared; s.cooldown.Load() > time.Now().UnixNano() {
 			t.Errorf("none left with a reset within the second paused the scope until %v", time.Unix(0, s.cooldown.Load()))
 		}
 	})
@@ -752,7 +752,7 @@ func TestFirstCallsAnsweredOutOfOrderAreNotSupply(t *testing.T) {
 func TestRefusedCallsAreNotQuotaGivenBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr := New(http.DefaultTransport, WithLimit(PerSecond(200)))
-		s := tr.defaultClass.shared
+		s := tr.defaultScope.shared
 		report := func(refused int64) {
 			s.reportRemaining(time.Now(), 0, time.Second, 100, s.spent.Add(1), refused, true, DefaultMaxWait)
 		}

@@ -85,7 +85,7 @@ func (s *bucket) rateFactor() float64 {
 	if r == nil {
 		return 1
 	}
-	return s.factorOf(r, s.class.clock.Now().UnixNano())
+	return s.factorOf(r, s.scope.clock.Now().UnixNano())
 }
 
 // factorOf returns r's factor at now, and forgets r once it is back at 1.
@@ -122,11 +122,11 @@ type acceptance struct {
 
 // succeeded counts a call the provider accepted.
 func (s *bucket) succeeded() {
-	if n := s.ok.Add(1); n%acceptanceStep == 0 {
-		now := s.class.clock.Now().UnixNano()
+	if n := s.accepted.ok.Add(1); n%acceptanceStep == 0 {
+		now := s.scope.clock.Now().UnixNano()
 		s.mu.Lock()
-		s.points[s.next%acceptancePoints] = acceptancePoint{now, n}
-		s.next++
+		s.accepted.points[s.accepted.next%acceptancePoints] = acceptancePoint{now, n}
+		s.accepted.next++
 		s.mu.Unlock()
 	}
 }
@@ -137,8 +137,8 @@ func (s *bucket) succeeded() {
 func (s *bucket) acceptedRate(now time.Time, window time.Duration) (float64, bool) {
 	from := now.UnixNano() - int64(window)
 	var newestOld, oldest acceptancePoint
-	for i := range min(s.next, acceptancePoints) {
-		p := s.points[i]
+	for i := range min(s.accepted.next, acceptancePoints) {
+		p := s.accepted.points[i]
 		if p.at <= from && p.at > newestOld.at {
 			newestOld = p
 		}
@@ -157,7 +157,7 @@ func (s *bucket) acceptedRate(now time.Time, window time.Duration) (float64, boo
 	if span < window/2 || span <= 0 {
 		return 0, false
 	}
-	return float64(s.ok.Load()-best.n) / span.Seconds(), true
+	return float64(s.accepted.ok.Load()-best.n) / span.Seconds(), true
 }
 
 // measuringWindow is the window a rejection measures the accepted rate

@@ -38,7 +38,7 @@ type toldPace struct {
 
 // remainingReports is what a scope remembers of the provider's last
 // remaining count, to measure how fast the provider gives quota back.
-// Under the scope state's mu.
+// Under the bucket's mu.
 type remainingReports struct {
 	at        int64   // UnixNano of the report the next measure of supply starts from
 	remaining float64 // the count it gave
@@ -64,7 +64,7 @@ type remainingReports struct {
 // reports live remaining counts — at toldHeadroom, and no faster than
 // the remaining count allows.
 func (s *bucket) basePace(now time.Time) (rate, burst float64) {
-	cfg := s.class.configured.Load()
+	cfg := s.scope.configured.Load()
 	rate, burst = cfg.rate, cfg.burst
 	raw, edgeBurst := cfg.raw, cfg.edgeBurst
 	if p := s.learned.Load(); p != nil {
@@ -95,7 +95,7 @@ func (s *bucket) steadyPace() (rate, burst float64, ok bool) {
 	if s.told.Load() != nil || s.recov.Load() != nil || s.learned.Load() != nil {
 		return 0, 0, false
 	}
-	rate, burst = s.class.configuredPace()
+	rate, burst = s.scope.configuredPace()
 	return rate, burst, true
 }
 
@@ -105,22 +105,22 @@ func (s *bucket) blindRate() float64 {
 	if p := s.learned.Load(); p != nil {
 		return p.rate
 	}
-	rate, _ := s.class.configuredPace()
+	rate, _ := s.scope.configuredPace()
 	return rate
 }
 
-// pace returns the scope state's current pace: basePace, times the share
+// pace returns the bucket's current pace: basePace, times the share
 // a cut left (recovery.go) unless a live remaining count sets it. The common case — nothing learned, nothing
 // cut — reads two pointers and no clock.
 func (s *bucket) pace() (rate, burst float64) {
 	if s.told.Load() == nil && s.recov.Load() == nil {
-		rate, burst = s.class.configuredPace()
+		rate, burst = s.scope.configuredPace()
 		if p := s.learned.Load(); p != nil {
 			rate, burst = p.rate, p.burst
 		}
 		return rate, burst
 	}
-	now := s.class.clock.Now()
+	now := s.scope.clock.Now()
 	rate, burst = s.basePace(now)
 	if r := s.recov.Load(); r != nil {
 		f := s.factorOf(r, now.UnixNano())
@@ -263,7 +263,7 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 	// A report holds until its reset, at the latest.
 	hold := min(reset+wholeSecondSlack(reset), maxWait)
 	edge := true
-	if cfg := s.class.configured.Load(); cfg.rate > 0 && s.learned.Load() == nil && limit > int64(cfg.limit.Count) {
+	if cfg := s.scope.configured.Load(); cfg.rate > 0 && s.learned.Load() == nil && limit > int64(cfg.limit.Count) {
 		edge = false
 	}
 	// Not at the edge before what the provider gives back is measured:
@@ -279,8 +279,8 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 // maximum wait), so that no response stops a scope for longer.
 func (s *bucket) floorRate(maxWait time.Duration) float64 {
 	units := 1.0
-	if !s.class.countsRequests {
-		_, units = s.basePace(s.class.clock.Now())
+	if !s.scope.countsRequests {
+		_, units = s.basePace(s.scope.clock.Now())
 	}
 	return units / maxWait.Seconds()
 }
@@ -407,7 +407,7 @@ func (s *bucket) why(now time.Time) string {
 	if s.learned.Load() != nil {
 		return "the provider's published limit"
 	}
-	if rate, _ := s.class.configuredPace(); rate > 0 {
+	if rate, _ := s.scope.configuredPace(); rate > 0 {
 		return "the configured limit"
 	}
 	return ""

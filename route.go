@@ -39,7 +39,7 @@ func (t *Transport) callFor(ctx context.Context, req *http.Request, given []Char
 	}
 	if req != nil && len(t.routes) == 0 || req == nil && len(given) == 0 {
 		// The one charge to DefaultScope, without the loop.
-		c.addCharge(t.defaultClass, defaultCharges[0], vals)
+		c.addCharge(t.defaultScope, defaultCharges[0], vals)
 		if t.meter == nil && c.workload.budget.Burst <= 0 {
 			return c, nil // no Meter, no budget: nothing for plan to read
 		}
@@ -54,29 +54,29 @@ func (t *Transport) callFor(ctx context.Context, req *http.Request, given []Char
 		defer clear(routed) // the routes' keys must not outlive the call
 	}
 	for _, ch := range routed {
-		class := t.defaultClass // the common case, without a map lookup
+		cs := t.defaultScope // the common case, without a map lookup
 		if ch.Scope != DefaultScope {
-			class = t.scopes[ch.Scope]
+			cs = t.scopes[ch.Scope]
 		}
-		if class == nil {
+		if cs == nil {
 			c.finish()
 			if req == nil {
 				return nil, fmt.Errorf("pacer: the permit is charged to scope %q, which is not declared; declare it with WithScope", ch.Scope)
 			}
 			return nil, fmt.Errorf("pacer: a route charged the request to scope %q, which is not declared; declare it with WithScope", ch.Scope)
 		}
-		c.addCharge(class, ch, vals)
+		c.addCharge(cs, ch, vals)
 	}
 	return c.plan(req, vals)
 }
 
 // addCharge adds a charge. Two charges to one bucket become one, so the
 // bucket is never asked twice in one Take.
-func (c *call) addCharge(class *configuredScope, ch Charge, vals *callValues) {
-	cost := chargeCost(class, ch, vals)
-	state := class.state(ch.Key)
+func (c *call) addCharge(cs *configuredScope, ch Charge, vals *callValues) {
+	cost := chargeCost(cs, ch, vals)
+	state := cs.bucketFor(ch.Key)
 	for i := range c.charges {
-		if c.charges[i].state == state {
+		if c.charges[i].bucket == state {
 			state.release()
 			c.charges[i].cost += cost
 			return
@@ -85,14 +85,14 @@ func (c *call) addCharge(class *configuredScope, ch Charge, vals *callValues) {
 	// Names and states left from the call's last use are kept when they are
 	// the same, sparing the write barriers (see extend).
 	e := extend(&c.charges)
-	if e.state != state {
-		e.state = state
+	if e.bucket != state {
+		e.bucket = state
 	}
 	if e.key != ch.Key {
 		e.key = ch.Key
 	}
 	e.cost, e.admittedAt, e.spentAt = cost, 0, 0
-	c.needsSlots = c.needsSlots || class.Concurrency > 0
+	c.needsSlots = c.needsSlots || cs.Concurrency > 0
 }
 
 // setDemands sets out what the call demands of the store, at each bucket's
@@ -104,15 +104,15 @@ func (c *call) setDemands() {
 	for i := range c.charges {
 		ch := &c.charges[i] // not a copy: a charge is seven words
 		// pace's common case, inlined; pace itself for the rest.
-		rate, burst, steady := ch.state.steadyPace()
+		rate, burst, steady := ch.bucket.steadyPace()
 		if !steady {
-			rate, burst = ch.state.pace()
+			rate, burst = ch.bucket.pace()
 		}
 		if burst == 0 {
 			continue // the scope caps concurrency only
 		}
-		class := ch.state.class
-		sh := class.shares.Load()
+		cs := ch.bucket.scope
+		sh := cs.shares.Load()
 		// A floor above burst − cost would make the request wait forever; a
 		// reserve too small to hold one request reserves nothing. (Compared
 		// by hand: min and max of floats spend ~20 instructions on NaNs and
@@ -124,7 +124,7 @@ func (c *call) setDemands() {
 		if r := sh.othersReserve[w] * burst; r < floor {
 			floor = r
 		}
-		c.addDemand(class.Name, ch.key, rate, burst, ch.cost, floor, i)
+		c.addDemand(cs.Name, ch.key, rate, burst, ch.cost, floor, i)
 		if name := sh.maxScope[w]; name != "" {
 			share := sh.max[w]
 			c.addDemand(name, ch.key, rate*share, max(1, burst*share), ch.cost, 0, i)
@@ -140,14 +140,14 @@ func (c *call) addDemand(scope, key string, rate, burst, cost, floor float64, ow
 	c.owners = append(c.owners, owner)
 }
 
-func chargeCost(class *configuredScope, ch Charge, vals *callValues) float64 {
-	if n, ok := vals.cost(class.Unit); ok {
+func chargeCost(cs *configuredScope, ch Charge, vals *callValues) float64 {
+	if n, ok := vals.cost(cs.Unit); ok {
 		return float64(max(n, 0))
 	}
 	if ch.Cost > 0 {
 		return float64(ch.Cost)
 	}
-	if class.countsRequests {
+	if cs.countsRequests {
 		return 1
 	}
 	return 0

@@ -143,7 +143,7 @@ func (c *configuredScope) validate() error {
 	return nil
 }
 
-// The registry of keyed buckets forgets a state no call holds, looking at
+// The registry of keyed buckets forgets a bucket no call holds, looking at
 // a few every so often, as the memory store does.
 const (
 	registrySweepEvery = 16
@@ -153,9 +153,9 @@ const (
 	sweepFloor = 1024
 )
 
-// state returns the scope's state for key, held for the caller until it
+// bucketFor returns the scope's bucket for key, held for the caller until it
 // calls release.
-func (c *configuredScope) state(key string) *bucket {
+func (c *configuredScope) bucketFor(key string) *bucket {
 	if key == "" {
 		return c.shared
 	}
@@ -174,7 +174,7 @@ func (c *configuredScope) state(key string) *bucket {
 	return s
 }
 
-// sweep forgets keyed states that no call holds. A state is only ever
+// sweep forgets keyed buckets that no call holds. A bucket is only ever
 // taken hold of under c.mu, so one seen unheld here stays unheld.
 func (c *configuredScope) sweep() {
 	looked := 0
@@ -195,16 +195,16 @@ func (c *configuredScope) sweep() {
 // remaining.go, recovery.go). Every atomic field is read on the hot path
 // without a lock. It is declared here, beside the bucket that embeds it.
 type feedback struct {
-	learned    atomic.Pointer[learnedLimit] // a limit the provider published; nil if none
-	believed   atomic.Int64                 // UnixNano until which learned holds unless published again
-	told       atomic.Pointer[toldPace]     // what a live remaining count allows; nil if none
-	recov      atomic.Pointer[recovery]     // the climb back after a cut; nil at the full pace
-	recovered  atomic.Bool                  // a climb has just ended, not yet reported
-	admitted   atomic.Int64                 // calls admitted, to tell which 429s are news
-	spent      atomic.Int64                 // units admitted, to tell what was sent since a response
-	cooldown   atomic.Int64                 // UnixNano until which nothing may be sent; 0 if none
-	debtRate   atomic.Uint64                // Float64bits of the pace the pause's debt was set at; 0 if none
-	acceptance                              // calls the provider accepted, for a cut to measure
+	learned   atomic.Pointer[learnedLimit] // a limit the provider published; nil if none
+	believed  atomic.Int64                 // UnixNano until which learned holds unless published again
+	told      atomic.Pointer[toldPace]     // what a live remaining count allows; nil if none
+	recov     atomic.Pointer[recovery]     // the climb back after a cut; nil at the full pace
+	recovered atomic.Bool                  // a climb has just ended, not yet reported
+	admitted  atomic.Int64                 // calls admitted, to tell which 429s are news
+	spent     atomic.Int64                 // units admitted, to tell what was sent since a response
+	cooldown  atomic.Int64                 // UnixNano until which nothing may be sent; 0 if none
+	debtRate  atomic.Uint64                // Float64bits of the pace the pause's debt was set at; 0 if none
+	accepted  acceptance                   // calls the provider accepted, for a cut to measure (recovery.go)
 
 	// Under the bucket's mu:
 	cutAt      int64 // the admitted count at the last cut
@@ -216,9 +216,9 @@ type feedback struct {
 // tokens: the calls waiting on it and the calls in flight.
 type bucket struct {
 	feedback
-	class   *configuredScope
+	scope   *configuredScope
 	key     string
-	holders atomic.Int32 // calls that hold this state (keyed states only)
+	holders atomic.Int32 // calls that hold this bucket (keyed buckets only)
 	waiting atomic.Int32 // len(queue), readable without the lock
 
 	inFlight   atomic.Int32
@@ -231,10 +231,10 @@ type bucket struct {
 }
 
 func newBucket(c *configuredScope, key string) *bucket {
-	return &bucket{class: c, key: key, inFlightBy: make([]atomic.Int32, len(c.shares.Load().reserve))}
+	return &bucket{scope: c, key: key, inFlightBy: make([]atomic.Int32, len(c.shares.Load().reserve))}
 }
 
-// release lets go of a state taken with configuredScope.state.
+// release lets go of a bucket taken with configuredScope.bucketFor.
 func (s *bucket) release() {
 	if s.key != "" {
 		s.holders.Add(-1)

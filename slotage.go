@@ -241,14 +241,14 @@ func (t *Transport) slotAgeAlert() time.Duration {
 // checkSlots looks for slots of s held too long, reports each once to the
 // observers, and returns how long the oldest slot has been held.
 func (t *Transport) checkSlots(s *bucket, now time.Time) (oldest time.Duration) {
-	if s.class.Concurrency == 0 {
+	if s.scope.Concurrency == 0 {
 		return 0
 	}
 	epoch, ok, overdue := s.ages.check(slotEpoch(now), t.slotAgeAlert())
 	for _, o := range overdue { // outside the lock: an observer may call Stats
 		held := now.Sub(time.Unix(o.epoch, 0)).Truncate(time.Second)
 		for range o.n {
-			t.emit(Event{Kind: EventSlotHeld, Scope: s.class.Name, Wait: held})
+			t.emit(Event{Kind: EventSlotHeld, Scope: s.scope.Name, Wait: held})
 		}
 	}
 	if !ok {
@@ -273,11 +273,11 @@ func (t *Transport) checkAllSlots(now time.Time) {
 	if now.UnixNano() < next || !t.nextSlotCheck.CompareAndSwap(next, now.Add(t.slotAgeAlert()/2).UnixNano()) {
 		return
 	}
-	for _, class := range t.scopes {
-		if class.Concurrency == 0 {
+	for _, cs := range t.scopes {
+		if cs.Concurrency == 0 {
 			continue
 		}
-		class.eachState(func(s *bucket) { t.checkSlots(s, now) })
+		cs.eachBucket(func(s *bucket) { t.checkSlots(s, now) })
 	}
 }
 

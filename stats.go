@@ -79,26 +79,26 @@ type WorkloadStats struct {
 func (t *Transport) Stats() Stats {
 	now := t.clock.Now()
 	var st Stats
-	for _, class := range t.scopes {
-		s := class.shared
+	for _, cs := range t.scopes {
+		s := cs.shared
 		rate, burst := s.pace()
 		sc := ScopeStats{
-			Name: class.Name, Unit: class.Unit,
+			Name: cs.Name, Unit: cs.Unit,
 			Rate: rate, Burst: burst, Learned: s.learned.Load() != nil, Factor: s.rateFactor(), Why: s.why(now),
 			Admitted:    s.admitted.Load(),
 			InFlightBy:  map[string]int{},
-			RetryCredit: float64(class.retryCredit.Load()) / retryUnit,
+			RetryCredit: float64(cs.retryCredit.Load()) / retryUnit,
 		}
 		if until := s.cooldown.Load(); until > now.UnixNano() {
 			sc.Cooldown = time.Duration(until - now.UnixNano())
 		}
-		class.eachState(func(b *bucket) { t.count(&sc, b, now) })
-		class.mu.Lock()
-		sc.Keys = len(class.keyed)
-		sc.Admitted += class.forgotten
-		class.mu.Unlock()
+		cs.eachBucket(func(b *bucket) { t.count(&sc, b, now) })
+		cs.mu.Lock()
+		sc.Keys = len(cs.keyed)
+		sc.Admitted += cs.forgotten
+		cs.mu.Unlock()
 		if sc.Keys == 0 {
-			sc.Tokens, sc.TokensKnown = t.tokens(class.Name, rate, burst, now)
+			sc.Tokens, sc.TokensKnown = t.tokens(cs.Name, rate, burst, now)
 		}
 		st.Scopes = append(st.Scopes, sc)
 	}
@@ -127,7 +127,7 @@ func (t *Transport) count(sc *ScopeStats, s *bucket, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.key != "" {
-		sc.Admitted += s.admitted.Load() // the shared state's is counted already
+		sc.Admitted += s.admitted.Load() // the shared bucket's is counted already
 	}
 	sc.InFlight += int(s.inFlight.Load())
 	sc.Waiting += s.queue.n

@@ -46,7 +46,7 @@ type Transport struct {
 	observers   []Observer
 
 	scopes          map[string]*configuredScope
-	defaultClass    *configuredScope
+	defaultScope    *configuredScope
 	routes          []Route
 	workloads       map[string]*workloadState
 	defaultWorkload *workloadState
@@ -204,13 +204,13 @@ func (t *Transport) addWorkloads(cfg *config) []*workloadState {
 func (t *Transport) addScopes(cfg *config, workloads []*workloadState) {
 	t.scopes = make(map[string]*configuredScope, len(cfg.scopes))
 	for _, s := range cfg.scopes {
-		class := newConfiguredScope(s, cfg.headroom, workloads, cfg.clock)
-		if err := class.validate(); err != nil {
+		cs := newConfiguredScope(s, cfg.headroom, workloads, cfg.clock)
+		if err := cs.validate(); err != nil {
 			cfg.errs = append(cfg.errs, err)
 		}
-		t.scopes[s.Name] = class
+		t.scopes[s.Name] = cs
 	}
-	t.defaultClass = t.scopes[DefaultScope]
+	t.defaultScope = t.scopes[DefaultScope]
 }
 
 // retrier returns the retrier that goes around every attempt: nil when a
@@ -227,8 +227,8 @@ func (cfg *config) retrier(scopes map[string]*configuredScope) *retrier {
 	if err := p.validate(); err != nil {
 		cfg.errs = append(cfg.errs, err)
 	}
-	for _, class := range scopes {
-		class.retryCredit.Store(int64(p.Budget.Min) * retryUnit)
+	for _, cs := range scopes {
+		cs.retryCredit.Store(int64(p.Budget.Min) * retryUnit)
 	}
 	return &retrier{RetryPolicy: p, injectKey: cfg.idempotencyKey}
 }
@@ -304,9 +304,9 @@ func (t *Transport) attempt(req *http.Request) (*http.Response, attemptInfo, err
 	if err := c.enter(req.Context()); err != nil { // steps 3 and 4
 		return nil, attemptInfo{}, closeRequestBody(req, err)
 	}
-	info := attemptInfo{sent: true, scope: t.defaultClass}
+	info := attemptInfo{sent: true, scope: t.defaultScope}
 	if len(c.charges) > 0 {
-		info.scope = c.charges[0].state.class
+		info.scope = c.charges[0].bucket.scope
 	}
 	sent := req
 	if t.retry != nil && t.retry.AttemptTimeout > 0 {

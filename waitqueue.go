@@ -209,7 +209,7 @@ func (l *line) costBefore(w *waiter) (c float64) {
 // owns reports whether workload v holds fewer of the scope's slots than it
 // reserves: its waiters are then first in line for a slot.
 func (s *bucket) owns(v int, share float64) bool {
-	sh := s.class.shares.Load()
+	sh := s.scope.shares.Load()
 	if !sh.sharesSlots || sh.reservedSlots[v] == 0 {
 		return false
 	}
