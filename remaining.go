@@ -54,8 +54,9 @@ type remainingReports struct {
 	peak      float64 // the largest count seen, for a limit that is not published
 
 	// When a fixed window refills, from the jumps in the count: the
-	// report that saw the latest one, the gap to the one before, and that
-	// gap once two in a row agree.
+	// report that saw the latest one, the gap to the one before, and the
+	// gap taken: the first seen, then one within a tenth of the one before
+	// it (a gap that spans a window with no jump seen is not taken).
 	refillAt    int64
 	refillGap   time.Duration
 	refillEvery time.Duration
