@@ -772,3 +772,29 @@ func TestRefusedCallsAreNotQuotaGivenBack(t *testing.T) {
 		}
 	})
 }
+
+// A fixed window of 100 a second that starts on the second, publishing
+// limit, remaining and reset, reached over a wire: with the limit known,
+// pacer spends it to the edge, as it does a sliding window's. Every reset
+// reads as a second away (reset and Date both whole seconds), so spread
+// over a second the pace followed what was left down, and a fifth of each
+// window went unspent: 0.80. From the first call, the first windows are
+// paced blind (trustAfter) and cost a few points.
+func TestFixedWindowOnTheSecondIsSpentToTheEdge(t *testing.T) {
+	for _, off := range []time.Duration{0, 348 * time.Millisecond, 700 * time.Millisecond} {
+		t.Run(off.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				toPresent()
+				time.Sleep(off)
+				api := &windowAPI{limit: 100, window: time.Second}
+				tr := New(&wire{next: api}, WithLimit(PerSecond(100)), WithLogger(slogTo(io.Discard)))
+				start := time.Now()
+				hammer(tr, 16, start.Add(22*time.Second))
+				a, r := api.counts("pacer", start, start.Add(20*time.Second))
+				check(t, "fixed window, 20 s from the first call", a, r, 2000, 0.94)
+				a, r = api.counts("pacer", start.Add(2*time.Second), start.Add(22*time.Second))
+				check(t, "fixed window, from 2 s to 22 s", a, r, 2000, 0.97)
+			})
+		})
+	}
+}

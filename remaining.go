@@ -53,6 +53,14 @@ type remainingReports struct {
 	known     bool    // supply has a first measurement
 	peak      float64 // the largest count seen, for a limit that is not published
 
+	// When a fixed window refills, from the jumps in the count: the
+	// report that saw the latest one, the gap to the one before, and the
+	// gap taken: the first seen, then one within a tenth of the one before
+	// it (a gap that spans a window with no jump seen is not taken).
+	refillAt    int64
+	refillGap   time.Duration
+	refillEvery time.Duration
+
 	// The window the provider does not state, from successive resets.
 	lastReset int64         // UnixNano of the latest reset seen
 	candidate time.Duration // the shortest gap between resets seen so far
@@ -183,6 +191,14 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 		switch {
 		case gain > jump:
 			move = true
+			if o.refillAt != 0 {
+				g := time.Duration(now.UnixNano() - o.refillAt)
+				if d := g - o.refillGap; d < g/10 && -d < g/10 || o.refillEvery == 0 {
+					o.refillEvery = g
+				}
+				o.refillGap = g
+			}
+			o.refillAt = now.UnixNano()
 		case dt >= supplySpan.Seconds():
 			// Averaged over several reports, at least supplyTime: one
 			// report's count is rounded to a whole call, and calls are
@@ -207,6 +223,7 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 	// out of what remains, and a negative measure is as likely the noise
 	// of calls answered out of order, which would stall the scope.
 	supply, first := 0.0, !o.known || now.UnixNano()-o.first < int64(trustAfter)
+	refill := nextRefill(now, o.refillAt, o.refillEvery)
 	if local && o.known {
 		supply = max(0, o.supply)
 	}
@@ -235,6 +252,15 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 	}
 	if horizon <= 2*time.Second && !first {
 		horizon = min(horizon, catchUpTime)
+	}
+	if refill > 0 && wholeSecondSlack(reset) > 0 {
+		// A fixed window seen to refill every so often: its reset is when
+		// it refills next, which the whole-second reset cannot say within
+		// a second. Spread over the whole second instead, the pace follows
+		// what is left down and leaves a fifth of each window unspent.
+		// The refill is seen by the first answer after it, so the estimate
+		// errs late, and spending early is safe (above).
+		horizon = min(horizon, max(refill, refillFloor))
 	}
 	rate := supply + (left-margin)/horizon.Seconds()
 	if left < margin {
@@ -321,6 +347,28 @@ const supplyTime = 300 * time.Millisecond
 // that order, not thousands of calls a second given back. Over a tenth of
 // a second, sixteen callers' disorder is a few calls.
 const supplySpan = 100 * time.Millisecond
+
+// refillFloor is the shortest time a scope spreads what is left over
+// when a fixed window's refill is near: the rest is spent at once, within
+// the clamp.
+const refillFloor = 20 * time.Millisecond
+
+// nextRefill is how long until a fixed window that refilled at refillAt
+// (UnixNano), and does every every, refills next; 0 when no regular
+// refill has been seen lately. A refill that is due but not yet seen is
+// taken as imminent for a quarter of a window (refillFloor): the gap
+// measured may be a little short, and a next one predicted a whole
+// window away would stall the scope until its answers brought the news.
+func nextRefill(now time.Time, refillAt int64, every time.Duration) time.Duration {
+	since := time.Duration(now.UnixNano() - refillAt)
+	switch {
+	case every <= 0 || refillAt == 0 || since < 0 || since >= every+every/4:
+		return 0
+	case since >= every:
+		return refillFloor
+	}
+	return every - since
+}
 
 // wholeSecondSlack is how late a reset given in whole seconds may be: a
 // reset written as Unix seconds, or measured against a Date header, is
