@@ -435,8 +435,7 @@ func TestBudgetThresholds(t *testing.T) {
 		store := store.NewMemory()
 		var mu sync.Mutex
 		var alerts []string
-		thresholds := &thresholdLog{}
-		observe := ObserverFunc(thresholds.observe)
+		thresholds := &recorder{}
 		notify := func(a Alert) {
 			if a.Percent > 0 {
 				mu.Lock()
@@ -446,7 +445,7 @@ func TestBudgetThresholds(t *testing.T) {
 		}
 		b := Budget{Limit: 10, Per: time.Hour}
 		newTr := func() *Transport {
-			tr := New(&stubAPI{clock: clock.System}, WithStore(store), WithObserver(observe), WithAlerts(time.Minute, notify),
+			tr := New(&stubAPI{clock: clock.System}, WithStore(store), WithObserver(thresholds), WithAlerts(time.Minute, notify),
 				WithWorkload("nightly", Workload{Budget: b}))
 			mustNotErr(t, tr.Err())
 			return tr
@@ -458,7 +457,7 @@ func TestBudgetThresholds(t *testing.T) {
 				get(tr, nightly, "http://api.test/")
 			}
 			synctest.Wait()
-			return thresholds.take()
+			return thresholds.thresholds()
 		}
 		want := func(got []string, want ...string) {
 			t.Helper()
@@ -483,29 +482,6 @@ func TestBudgetThresholds(t *testing.T) {
 		time.Sleep(time.Hour) // a new period
 		want(took(other, 5), "nightly 50%")
 	})
-}
-
-// thresholdLog records the budget thresholds observers are told of.
-type thresholdLog struct {
-	mu     sync.Mutex
-	events []string
-}
-
-func (l *thresholdLog) observe(e Event) {
-	if e.Kind == EventBudgetThreshold {
-		l.mu.Lock()
-		l.events = append(l.events, fmt.Sprintf("%s %d%%", e.Workload, e.Percent))
-		l.mu.Unlock()
-	}
-}
-
-// take returns the thresholds told since the last take.
-func (l *thresholdLog) take() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	got := l.events
-	l.events = nil
-	return got
 }
 
 // A budget in a unit the Meter does not count keeps what the call stated,

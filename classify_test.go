@@ -3,6 +3,7 @@ package pacer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -102,6 +103,34 @@ func (r *recorder) Observe(e Event) {
 	r.mu.Lock()
 	r.events = append(r.events, e)
 	r.mu.Unlock()
+}
+
+// of returns the events of kind heard so far.
+func (r *recorder) of(kind EventKind) []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Event
+	for _, e := range r.events {
+		if e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// thresholds returns the budget thresholds heard since it was last called,
+// as "workload percent%", and forgets every event heard until now.
+func (r *recorder) thresholds() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.events {
+		if e.Kind == EventBudgetThreshold {
+			out = append(out, fmt.Sprintf("%s %d%%", e.Workload, e.Percent))
+		}
+	}
+	r.events = nil
+	return out
 }
 
 func (r *recorder) kinds() map[EventKind]int {

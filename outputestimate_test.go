@@ -179,8 +179,8 @@ func TestOutputEstimateOvershootBound(t *testing.T) {
 	// The thresholds are told as the spend crosses them, reservations
 	// counted: the third call takes the spend past 50 %; the fourth is
 	// refused, which is 100 %.
-	thresholds := &thresholdLog{}
-	tr2 := newMetered(t, llm, clock, Budget{Limit: 1e6, Per: time.Hour, Unit: "tokens"}, roomy, WithObserver(ObserverFunc(thresholds.observe)),
+	thresholds := &recorder{}
+	tr2 := newMetered(t, llm, clock, Budget{Limit: 1e6, Per: time.Hour, Unit: "tokens"}, roomy, WithObserver(thresholds),
 		WithWorkload("small", Workload{Budget: Budget{Limit: 1150, Per: time.Hour, Unit: "tokens"}}))
 	llm.mu.Lock()
 	llm.reply.output = 20
@@ -200,7 +200,7 @@ func TestOutputEstimateOvershootBound(t *testing.T) {
 	if spent := 1150 - budgetLevel(tr2, "small", clock.Now()); calls != 3 || spent != 900 || !errors.As(err, &be) {
 		t.Errorf("one at a time: %d calls spent %v of 1150, then %v; want 3 calls, 900 (a fourth's worst case does not fit the 250 left, its estimate would), then a *BudgetError", calls, spent, err)
 	}
-	if got := strings.Join(thresholds.take(), ", "); got != "small 50%, small 100%" {
+	if got := strings.Join(thresholds.thresholds(), ", "); got != "small 50%, small 100%" {
 		t.Errorf("threshold events %q, want the 50 %% one, then the 100 %% one at the refusal", got)
 	}
 }

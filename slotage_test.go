@@ -4,33 +4,12 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
 )
-
-// heldSlots is an Observer that keeps the EventSlotHeld it hears.
-type heldSlots struct {
-	mu   sync.Mutex
-	list []Event
-}
-
-func (h *heldSlots) Observe(e Event) {
-	if e.Kind == EventSlotHeld {
-		h.mu.Lock()
-		h.list = append(h.list, e)
-		h.mu.Unlock()
-	}
-}
-
-func (h *heldSlots) count() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.list)
-}
 
 // A body never closed holds its slot for ever: that is the caller's to fix,
 // as with net/http, but pacer makes it visible. Stats shows the age of the
@@ -39,7 +18,7 @@ func (h *heldSlots) count() int {
 // full, and from any admission at most every half of the age.
 func TestASlotHeldTooLongIsReportedOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		held := &heldSlots{}
+		held := &recorder{}
 		tr := New(&stubAPI{clock: clock.System}, WithConcurrency(2), WithoutRetry(), WithObserver(held))
 		leaked := roundTrip(t, tr) // never closed
 		time.Sleep(5 * time.Minute)
@@ -47,16 +26,16 @@ func TestASlotHeldTooLongIsReportedOnce(t *testing.T) {
 		if d := tr.Stats().Scopes[0]; d.OldestSlot != 5*time.Minute || d.InFlight != 1 {
 			t.Errorf("after 5 minutes: oldest slot %v with %d in flight, want 5m0s and 1", d.OldestSlot, d.InFlight)
 		}
-		if held.count() != 0 {
-			t.Fatalf("%d slots reported held too long after 5 minutes", held.count())
+		if len(held.of(EventSlotHeld)) != 0 {
+			t.Fatalf("%d slots reported held too long after 5 minutes", len(held.of(EventSlotHeld)))
 		}
 		time.Sleep(5*time.Minute + time.Second)
 		if d := tr.Stats().Scopes[0]; d.OldestSlot != 10*time.Minute+time.Second {
 			t.Errorf("oldest slot %v, want 10m1s", d.OldestSlot)
 		}
 		tr.Stats()
-		if held.count() != 1 || held.list[0].Scope != DefaultScope || held.list[0].Wait < defaultSlotAgeAlert {
-			t.Fatalf("events %+v, want one for the default scope, held 10 minutes or more", held.list)
+		if len(held.of(EventSlotHeld)) != 1 || held.of(EventSlotHeld)[0].Scope != DefaultScope || held.of(EventSlotHeld)[0].Wait < defaultSlotAgeAlert {
+			t.Fatalf("events %+v, want one for the default scope, held 10 minutes or more", held.of(EventSlotHeld))
 		}
 
 		// A second leak is heard by a call that finds the scope full.
@@ -67,13 +46,13 @@ func TestASlotHeldTooLongIsReportedOnce(t *testing.T) {
 		if err := get(tr, ctx, "http://api.test/"); !errors.Is(err, ErrThrottled) {
 			t.Fatalf("a third call with two slots held: err = %v, want throttled", err)
 		}
-		if held.count() != 2 {
-			t.Errorf("%d events after the second slot was held too long, want 2", held.count())
+		if len(held.of(EventSlotHeld)) != 2 {
+			t.Errorf("%d events after the second slot was held too long, want 2", len(held.of(EventSlotHeld)))
 		}
 		leaked.Body.Close()
 		leaked2.Body.Close()
-		if d := tr.Stats().Scopes[0]; d.OldestSlot != 0 || held.count() != 2 {
-			t.Errorf("after both were closed: oldest slot %v, %d events; want none and still 2", d.OldestSlot, held.count())
+		if d := tr.Stats().Scopes[0]; d.OldestSlot != 0 || len(held.of(EventSlotHeld)) != 2 {
+			t.Errorf("after both were closed: oldest slot %v, %d events; want none and still 2", d.OldestSlot, len(held.of(EventSlotHeld)))
 		}
 	})
 }
@@ -83,7 +62,7 @@ func TestASlotHeldTooLongIsReportedOnce(t *testing.T) {
 // load a call.
 func TestASlotHeldTooLongIsHeardWithoutStats(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		held := &heldSlots{}
+		held := &recorder{}
 		tr := New(&stubAPI{clock: clock.System}, WithConcurrency(100), WithSlotAgeAlert(time.Minute), WithObserver(held),
 			WithScope(Scope{Name: "per-user", Concurrency: 5}),
 			WithRoute(func(req *http.Request, c []Charge) []Charge {
@@ -98,8 +77,8 @@ func TestASlotHeldTooLongIsHeardWithoutStats(t *testing.T) {
 			mustNotErr(t, get(tr, context.Background(), "http://api.test/?user=bob"))
 		}
 		// Held for 4 minutes: reported once on each scope, the keyed one too.
-		if held.count() != 2 {
-			t.Errorf("events %+v, want one for each of the two scopes", held.list)
+		if len(held.of(EventSlotHeld)) != 2 {
+			t.Errorf("events %+v, want one for each of the two scopes", held.of(EventSlotHeld))
 		}
 		leaked.Body.Close()
 	})
