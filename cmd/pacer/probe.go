@@ -16,6 +16,7 @@ import (
 
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/internal/fakeclock"
 	"github.com/pacer-go/pacer/ratelimitheader"
 )
 
@@ -199,12 +200,13 @@ func printUnderstanding(w io.Writer, resp *http.Response, now time.Time, headroo
 // quota, and says what each scope learned: pacer's own logic, not a copy.
 // The Transport's clock stands still at now, the instant the headers were
 // read at, so a pause is printed as the response set it, not less the
-// moments the replay took.
+// moments the replay took. The replay's one call is admitted at once (its
+// scopes are new), so no timer of that clock has to fire.
 func paceLines(resp *http.Response, quotas []ratelimitheader.Quota, now time.Time, headroom float64) []string {
 	if len(quotas) == 0 {
 		return []string{"pacer would pace at: the limit you configure (the response publishes none)"}
 	}
-	opts := []pacer.Option{pacer.WithoutRetry(), pacer.WithHeadroom(headroom), clock.With[pacer.Option](stoppedClock{now})}
+	opts := []pacer.Option{pacer.WithoutRetry(), pacer.WithHeadroom(headroom), clock.With[pacer.Option](fakeclock.New(now).AsClock())}
 	var scopes []string
 	byScope := map[string]ratelimitheader.Quota{}
 	for i, q := range quotas {
@@ -254,13 +256,6 @@ func paceLines(resp *http.Response, quotas []ratelimitheader.Quota, now time.Tim
 	}
 	return lines
 }
-
-// stoppedClock is a clock whose time stands still. The replay's one call is
-// admitted at once (its scopes are new), so no timer it makes has to fire.
-type stoppedClock struct{ now time.Time }
-
-func (c stoppedClock) Now() time.Time                     { return c.now }
-func (stoppedClock) NewTimer(d time.Duration) clock.Timer { return clock.System.NewTimer(d) }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
 

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // Clock is a fake clock. The zero value is not usable; call New.
@@ -113,3 +115,11 @@ func (t *Timer) disarm() bool {
 	}
 	return true
 }
+
+// AsClock returns c as the clock.Clock a Transport takes (clock.With), its
+// timers as clock.Timers.
+func (c *Clock) AsClock() clock.Clock { return asClock{c} }
+
+type asClock struct{ *Clock }
+
+func (a asClock) NewTimer(d time.Duration) clock.Timer { return a.Clock.NewTimer(d) }
