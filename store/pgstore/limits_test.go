@@ -73,3 +73,23 @@ func TestPublishedLimits(t *testing.T) {
 	}
 	p.Exec(ctx, "DROP TABLE "+s.Table()+"_limits")
 }
+
+// A store that cannot be reached fails to publish and to read, with an
+// error that says which, and panics on neither.
+func TestPublishedLimitsOnAClosedPool(t *testing.T) {
+	ctx := context.Background()
+	p := pool(t, 2)
+	s := newStore(t, p)
+	t.Cleanup(func() {
+		q := pool(t, 1)
+		q.Exec(ctx, "DROP TABLE IF EXISTS "+s.Table()+"_limits")
+		q.Exec(ctx, "DROP SEQUENCE IF EXISTS "+s.Table()+"_limits_version")
+	})
+	p.Close()
+	if _, err := s.PublishLimit(ctx, "a", store.Limit(pacer.PerSecond(1))); err == nil || !strings.Contains(err.Error(), "pgstore: publishing a limit") {
+		t.Errorf("publishing on a closed pool: %v, want pgstore's error", err)
+	}
+	if _, err := s.PublishedLimits(ctx); err == nil || !strings.Contains(err.Error(), "pgstore: reading the published limits") {
+		t.Errorf("reading on a closed pool: %v, want pgstore's error", err)
+	}
+}
