@@ -227,6 +227,10 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 	if local && o.known {
 		supply = max(0, o.supply)
 	}
+	// Nobody else is seen spending on the key: over the span measured, the
+	// count fell no faster than the scope spent, within the noise of calls
+	// counted out of order (neighbourNoise).
+	alone := local && o.known && o.supply > -neighbourNoise*s.blindRate()
 	s.mu.Unlock()
 
 	margin := 1.0
@@ -271,7 +275,19 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 		// scope (pauseForNoneLeft) anyway.
 		rate = max(supply+(left-margin)/min(horizon, deficitTime).Seconds(), s.blindRate()/2)
 	}
-	if blind := s.blindRate(); left >= margin && left-margin >= (blind-supply)*max(reset, horizon).Seconds() {
+	// How long what is left must last at the blind pace for the report to
+	// leave that pace alone: until the reset — or, while what the
+	// provider gives back is unmeasured, until the soonest a whole-second
+	// reset may be, if the blind pace is within the published limit and
+	// nobody else is seen spending on the key. A reset stated as a second
+	// away may be a moment away, and what is left spread over the whole
+	// second slowed the pace at each report by what had been spent since:
+	// the first two seconds of a sliding window lost a fifth of their calls.
+	lasts := max(reset, horizon)
+	if first && alone && s.blindWithin(limit) {
+		lasts = max(0, reset-wholeSecondSlack(reset))
+	}
+	if blind := s.blindRate(); left >= margin && left-margin >= (blind-supply)*lasts.Seconds() {
 		// What is left lasts until the reset at the blind pace: the
 		// report may raise the pace toward the edge, not lower it below
 		// the blind one.
@@ -298,6 +314,19 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 	edge = edge && !first
 	old := s.told.Swap(&toldPace{rate: rate, until: now.Add(hold).UnixNano(), edge: edge})
 	return rate, old == nil || old.until <= now.UnixNano()
+}
+
+// blindWithin reports whether the scope's blind pace is within limit, the
+// count the provider publishes (-1 if none): the pace is the published
+// limit's, or a configured limit that counts no more per window. A
+// configured limit counts in its own window, which the provider's count
+// does not state; a count that matches is taken as the same limit.
+func (s *bucket) blindWithin(limit int64) bool {
+	if s.learned.Load() != nil {
+		return true
+	}
+	cfg := s.scope.configured.Load()
+	return cfg.rate > 0 && limit >= int64(cfg.limit.Count)
 }
 
 // floorRate is the least pace a report or a cut leaves a scope: one call
@@ -327,6 +356,12 @@ func edgeBurst(countsRequests bool, count, burst float64) float64 {
 // before that measure may slow it below its blind pace: at least one
 // window of a sliding-window counter, which adds nothing back in its first.
 const trustAfter = 1500 * time.Millisecond
+
+// neighbourNoise is the share of the blind pace by which the remaining
+// count may fall faster than the scope spends before another client is
+// taken to spend on the key: calls counted in another order than they were
+// admitted in move the count by a call or two over the span measured.
+const neighbourNoise = 0.05
 
 // catchUpTime is how soon a scope spends what remains beyond its margin
 // when the reset is a second or two away.
