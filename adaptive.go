@@ -288,7 +288,7 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 				}
 				// A brief Retry-After on a scope paced at a measured
 				// capacity pauses only this call (recovery.go's cut).
-				_, cut, pauses := ch.bucket.cut(ch.admittedAt, now, retryAfter, t.maxWait)
+				_, cut, pauses := ch.bucket.cut(ch.admittedAt, now, retryAfter, t.maxWait, !local)
 				if cut {
 					c.paceChanged(ch.bucket, "the provider refused a call")
 				}

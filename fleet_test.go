@@ -109,15 +109,27 @@ func (r fleetResult) log(t *testing.T, what string, ceiling float64) {
 	}
 }
 
-// A fleet sharing one bucket, told twice the server's limit, behind a
-// limiter that answers bare 429s (nginx's limit_req).
-func TestFleetBaseline(t *testing.T) {
-	for _, n := range []int{1, 2, 3, 4} {
-		synctest.Test(t, func(t *testing.T) {
-			toPresent()
-			api := &limitedAPI{limit: 50, burst: 10, mode: "bare-429"}
-			r := runFleet(t, api, n, 8, 100, 0, 5*time.Second, 120*time.Second)
-			r.log(t, strings.Repeat("I", n), 50*115)
-		})
-	}
+// A fleet of four sharing one bucket, told twice the server's limit,
+// behind a limiter that answers bare 429s (nginx's limit_req): each
+// process sends about a quarter of what the server accepts, so the calls
+// it saw accepted measured a quarter of the capacity. Each cut four times
+// too deep, down to 0.3 a second, and carried that pace into the shared
+// bucket in its demands, which slowed the whole fleet: 0.85 of the
+// ceiling over two minutes. A cut measures the share of its calls the
+// server accepted, at the bucket's pace.
+func TestFleetCutMeasuresTheServersCapacity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		api := &limitedAPI{limit: 50, burst: 10, mode: "bare-429"}
+		r := runFleet(t, api, 4, 8, 100, 0, 5*time.Second, 120*time.Second)
+		r.log(t, "4 processes", 50*115)
+		if got := float64(r.steady) / (50 * 115); got < 0.95 {
+			t.Errorf("the fleet had %.3f of the ceiling after warm-up, want at least 0.95", got)
+		}
+		for i, m := range r.members {
+			if m.lowest < 25 {
+				t.Errorf("process %d cut its pace to %.2f a second, want at least half the server's 50", i, m.lowest)
+			}
+		}
+	})
 }

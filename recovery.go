@@ -110,14 +110,16 @@ const (
 )
 
 type acceptancePoint struct {
-	at int64 // UnixNano
-	n  int64 // accepted calls then
+	at      int64 // UnixNano
+	n       int64 // accepted calls then
+	refused int64 // refused calls then
 }
 
 type acceptance struct {
-	ok     atomic.Int64 // calls the provider accepted
-	points [acceptancePoints]acceptancePoint
-	next   int
+	ok      atomic.Int64 // calls the provider accepted
+	refused int64        // calls the provider refused, that a cut answered; under the bucket's mu
+	points  [acceptancePoints]acceptancePoint
+	next    int
 }
 
 // succeeded counts a call the provider accepted.
@@ -125,7 +127,7 @@ func (s *bucket) succeeded() {
 	if n := s.accepted.ok.Add(1); n%acceptanceStep == 0 {
 		now := s.scope.clock.Now().UnixNano()
 		s.mu.Lock()
-		s.accepted.points[s.accepted.next%acceptancePoints] = acceptancePoint{now, n}
+		s.accepted.points[s.accepted.next%acceptancePoints] = acceptancePoint{now, n, s.accepted.refused}
 		s.accepted.next++
 		s.mu.Unlock()
 	}
@@ -135,6 +137,29 @@ func (s *bucket) succeeded() {
 // about the last window before now, and false when the scope has less than
 // half a window of history. Under s.mu.
 func (s *bucket) acceptedRate(now time.Time, window time.Duration) (float64, bool) {
+	p, span, ok := s.measuredFrom(now, window)
+	if !ok {
+		return 0, false
+	}
+	return float64(s.accepted.ok.Load()-p.n) / span.Seconds(), true
+}
+
+// acceptedShare returns the share of the scope's answered calls the
+// provider accepted over about the last window before now, and false when
+// the scope has less than half a window of history. Under s.mu.
+func (s *bucket) acceptedShare(now time.Time, window time.Duration) (float64, bool) {
+	p, _, ok := s.measuredFrom(now, window)
+	if !ok {
+		return 0, false
+	}
+	accepted := float64(s.accepted.ok.Load() - p.n)
+	return accepted / (accepted + float64(s.accepted.refused-p.refused)), true
+}
+
+// measuredFrom returns the point a measure over about the last window
+// before now starts from, and its span; false when the scope has less than
+// half a window of history. Under s.mu.
+func (s *bucket) measuredFrom(now time.Time, window time.Duration) (acceptancePoint, time.Duration, bool) {
 	from := now.UnixNano() - int64(window)
 	var newestOld, oldest acceptancePoint
 	for i := range min(s.accepted.next, acceptancePoints) {
@@ -151,13 +176,13 @@ func (s *bucket) acceptedRate(now time.Time, window time.Duration) (float64, boo
 		best = oldest
 	}
 	if best.at == 0 {
-		return 0, false
+		return best, 0, false
 	}
 	span := time.Duration(now.UnixNano() - best.at)
 	if span < window/2 || span <= 0 {
-		return 0, false
+		return best, 0, false
 	}
-	return float64(s.accepted.ok.Load()-best.n) / span.Seconds(), true
+	return best, span, true
 }
 
 // measuringWindow is the window a rejection measures the accepted rate
@@ -183,11 +208,20 @@ func measuringWindow(base float64) time.Duration {
 // capacity: this cut's measurement, or for old news, the last cut's. Then
 // only the call it answers waits it out (a retry never goes sooner), and
 // the other callers go on at the measured pace from an empty bucket.
-func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.Duration) (float64, bool, bool) {
+//
+// shared says the scope's bucket is shared with other processes (a shared
+// store): what this process saw accepted is then only its part of what the
+// server accepted, about 1/N of it in a fleet of N, and as a capacity it
+// would cut the pace N times too deep — and the cut pace, carried by this
+// process's demands, would slow the whole fleet's bucket. So a shared
+// scope measures the share of its answered calls the server accepted over
+// the window, times the pace the fleet sent them at: the bucket's.
+func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.Duration, shared bool) (float64, bool, bool) {
 	base, burst := s.basePace(now)
 	window := measuringWindow(base)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.accepted.refused++
 	if admittedAt <= s.cutAt || now.UnixNano() < s.quietUntil {
 		// A call sent before the cut was answered by it; one sent after,
 		// within the window, says the measure was too high: that pauses.
@@ -207,7 +241,15 @@ func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.D
 		// within the maximum wait.
 		floor = max(floor, min(1, s.floorRate(maxWait)/base))
 	}
-	accepted, measured := s.acceptedRate(now, window)
+	var accepted float64
+	var measured bool
+	if shared {
+		var share float64
+		share, measured = s.acceptedShare(now, window)
+		accepted = cur * base * share
+	} else {
+		accepted, measured = s.acceptedRate(now, window)
+	}
 	measured = measured && base > 0
 	costly := retryAfter > 0 && (!measured || retryAfter > briefRetryAfter)
 	var wmax, f0 float64
