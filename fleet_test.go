@@ -114,7 +114,7 @@ func (r fleetResult) log(t *testing.T, what string, ceiling float64) {
 // process sends about a quarter of what the server accepts, so the calls
 // it saw accepted measured a quarter of the capacity. Each cut four times
 // too deep, down to 0.3 a second, and carried that pace into the shared
-// bucket in its demands, which slowed the whole fleet: 0.85 of the
+// bucket in its demands, which slowed the whole fleet: 0.85–0.93 of the
 // ceiling over two minutes. A cut measures the share of its calls the
 // server accepted, at the bucket's pace.
 func TestFleetCutMeasuresTheServersCapacity(t *testing.T) {
