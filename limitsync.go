@@ -45,6 +45,24 @@ type limitSync struct {
 	next     atomic.Int64     // Unix nanoseconds of the next read
 	mu       sync.Mutex       // held by the one call that reads
 	versions map[string]int64 // by scope, the version applied
+
+	// By scope, the version of the pace record applied or published here;
+	// under paceMu, which is never held across a round trip, so that a
+	// refused call publishing its cut does not wait for a read.
+	paceMu sync.Mutex
+	paces  map[string]int64
+}
+
+// newPace reports whether version is a pace record of scope this
+// Transport has neither applied nor published, and takes note of it.
+func (ls *limitSync) newPace(scope string, version int64) bool {
+	ls.paceMu.Lock()
+	defer ls.paceMu.Unlock()
+	if version <= ls.paces[scope] {
+		return false
+	}
+	ls.paces[scope] = version
+	return true
 }
 
 // syncLimits reads the published limits if interval has passed since the
@@ -70,14 +88,63 @@ func (t *Transport) syncLimits(ctx context.Context) {
 	}
 	for scope, p := range published {
 		cs := t.scopes[scope]
-		if cs == nil || p.Version <= ls.versions[scope] {
+		if cs == nil {
 			continue
 		}
-		ls.versions[scope] = p.Version
-		if l := Limit(p.Limit); cs.configured.Load().limit != l && l.validate() == nil {
-			t.applyLimit(cs, l, OriginStore)
+		if p.Version > ls.versions[scope] {
+			ls.versions[scope] = p.Version
+			if l := Limit(p.Limit); cs.configured.Load().limit != l && l.validate() == nil {
+				t.applyLimit(cs, l, OriginStore)
+			}
+		}
+		if p.PaceVersion > 0 && ls.newPace(scope, p.PaceVersion) {
+			t.applyPace(cs, p.Pace)
 		}
 	}
+}
+
+// applyPace applies a pace record another instance published: a cut,
+// which the scope's bucket climbs back from as that instance does (see
+// bucket.adopt). A record this version cannot read is logged and left.
+func (t *Transport) applyPace(cs *configuredScope, rec string) {
+	r, ok := parseRecord(rec)
+	if !ok {
+		t.log.Warn("pacer: a pace record in the shared store that this version of pacer cannot read; left alone", "scope", cs.Name, "record", rec)
+		return
+	}
+	s := cs.shared
+	if !s.adopt(r, t.clock.Now(), t.maxWait) {
+		return
+	}
+	if len(t.observers) > 0 {
+		rate, _ := s.pace()
+		t.emit(Event{Kind: EventPaceChanged, Scope: cs.Name, Rate: rate, Origin: OriginStore,
+			Why: "another instance of the fleet was refused a call: its cut, read from the store"})
+	}
+}
+
+// publishCut publishes the cut a refusal just made on s, when the Transport
+// syncs limits, so that every instance sharing the store climbs back on
+// the same curve instead of being refused in turn: one store round trip,
+// bounded by the store timeout, on the refused call's path. A failure is
+// reported (EventStoreFailure) and the call goes on. Only a scope's
+// shared bucket is published: a keyed bucket's cut stays this process's.
+func (c *call) publishCut(s *bucket) {
+	t := c.t
+	ls := t.limitSync
+	r := s.recov.Load()
+	if ls == nil || s.key != "" || r == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ls.timeout)
+	defer cancel()
+	v, err := ls.store.PublishPace(ctx, s.scope.Name, r.record())
+	if err != nil {
+		t.emit(Event{Kind: EventStoreFailure, Scope: s.scope.Name, Workload: c.workload.name,
+			Err: fmt.Errorf("pacer: publishing scope %q's cut to the fleet: %w", s.scope.Name, err)})
+		return
+	}
+	ls.newPace(s.scope.Name, v)
 }
 
 // publishLimit publishes l for the fleet, when the Transport syncs limits.

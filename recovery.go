@@ -1,7 +1,11 @@
 package pacer
 
 import (
+	"errors"
+	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -55,13 +59,14 @@ type recovery struct {
 	c    float64 // per second cubed
 	k    float64 // seconds until the curve is back at wmax
 	full int64   // UnixNano when the curve reaches 1
+	over time.Duration
 	// measured says wmax is what the server was measured to accept, not a
 	// guess from too little history.
 	measured bool
 }
 
 func newRecovery(now time.Time, wmax, f0 float64, over time.Duration) *recovery {
-	r := &recovery{at: now.UnixNano(), wmax: wmax, f0: f0}
+	r := &recovery{at: now.UnixNano(), wmax: wmax, f0: f0, over: over}
 	s := over.Seconds()
 	r.c = 1 / (s * s * s)
 	r.k = math.Cbrt((wmax - f0) / r.c)
@@ -279,4 +284,73 @@ func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.D
 	s.recov.Store(r)
 	s.recovered.Store(false)
 	return f0, true, costly
+}
+
+// record returns r as a pace record for a LimitStore (store.CheckPaceRecord):
+// what another instance of the fleet needs to climb the same curve.
+func (r *recovery) record() string {
+	measured := 0
+	if r.measured {
+		measured = 1
+	}
+	return fmt.Sprintf("cut1 %d %s %s %d %d", r.at, strconv.FormatFloat(r.wmax, 'g', -1, 64),
+		strconv.FormatFloat(r.f0, 'g', -1, 64), int64(r.over), measured)
+}
+
+// maxRecordedRecovery bounds the climb a pace record may ask for: a record
+// written by a later version, or by something else, never holds a scope
+// down for longer.
+const maxRecordedRecovery = 10 * costlyRecovery
+
+// parseRecord reads a pace record that record wrote; false for any other.
+func parseRecord(rec string) (*recovery, bool) {
+	f := strings.Fields(rec)
+	if len(f) != 6 || f[0] != "cut1" {
+		return nil, false
+	}
+	at, err1 := strconv.ParseInt(f[1], 10, 64)
+	wmax, err2 := strconv.ParseFloat(f[2], 64)
+	f0, err3 := strconv.ParseFloat(f[3], 64)
+	over, err4 := strconv.ParseInt(f[4], 10, 64)
+	if err := errors.Join(err1, err2, err3, err4); err != nil || at <= 0 || (f[5] != "0" && f[5] != "1") {
+		return nil, false
+	}
+	if !(f0 >= minFactor && f0 <= wmax && wmax <= 1) || over <= 0 || time.Duration(over) > maxRecordedRecovery {
+		return nil, false
+	}
+	r := newRecovery(time.Unix(0, at), wmax, f0, time.Duration(over))
+	r.measured = f[5] == "1"
+	return r, true
+}
+
+// adopt makes r, a cut another instance of the fleet took and published,
+// this bucket's climb back, so that the fleet climbs back together, and
+// reports whether it did: not when r is over, nor over a cut taken here
+// since that is as deep or deeper now. The calls this process admitted
+// before it were sent at the pace it answers: their refusals are old news,
+// as after a cut of its own.
+func (s *bucket) adopt(r *recovery, now time.Time, maxWait time.Duration) bool {
+	n := now.UnixNano()
+	if n >= r.full {
+		return false
+	}
+	base, burst := s.basePace(now)
+	if base > 0 && burst > 0 {
+		// The floor this instance keeps (its maximum wait may differ).
+		if floor := min(1, s.floorRate(maxWait)/base); r.f0 < floor {
+			measured := r.measured
+			r = newRecovery(time.Unix(0, r.at), max(r.wmax, floor), floor, r.over)
+			r.measured = measured
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old := s.recov.Load(); old != nil && old.at >= r.at && old.factor(n) <= r.factor(n) {
+		return false
+	}
+	s.cutAt = s.admitted.Load()
+	s.quietUntil = max(s.quietUntil, now.Add(measuringWindow(base)).UnixNano())
+	s.recov.Store(r)
+	s.recovered.Store(false)
+	return true
 }
