@@ -1,6 +1,7 @@
 package pacer
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -29,6 +30,8 @@ type member struct {
 	synced int     // pace changes it read from the store
 	lowest float64 // the lowest pace a change left it at
 	events []Event // every pace change
+	times  []string
+	start  time.Time
 }
 
 func (m *member) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -57,6 +60,10 @@ func (m *member) Observe(e Event) {
 		m.lowest = e.Rate
 	}
 	m.events = append(m.events, e)
+	if m.start.IsZero() {
+		m.start = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	}
+	m.times = append(m.times, fmt.Sprintf("%v %s %.1f %q", time.Since(m.start), e.Origin, e.Rate, e.Why))
 }
 
 // fleetResult is what a fleet did behind one server.
@@ -75,7 +82,7 @@ func runFleet(t *testing.T, api *limitedAPI, n, callers int, told int, every tim
 	res := fleetResult{}
 	var trs []*Transport
 	for range n {
-		m := &member{next: api}
+		m := &member{next: &wire{next: api}}
 		opts := []Option{WithLimit(PerSecond(told)), WithoutRetry(), WithStore(shared), WithObserver(m)}
 		if every > 0 {
 			opts = append(opts, WithLimitSync(every))

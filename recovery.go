@@ -115,9 +115,10 @@ const (
 )
 
 type acceptancePoint struct {
-	at      int64 // UnixNano
-	n       int64 // accepted calls then
-	refused int64 // refused calls then
+	at      int64   // UnixNano
+	n       int64   // accepted calls then
+	refused int64   // refused calls then
+	pace    float64 // the scope's pace then, in units a second
 }
 
 type acceptance struct {
@@ -131,8 +132,9 @@ type acceptance struct {
 func (s *bucket) succeeded() {
 	if n := s.accepted.ok.Add(1); n%acceptanceStep == 0 {
 		now := s.scope.clock.Now().UnixNano()
+		pace, _ := s.pace()
 		s.mu.Lock()
-		s.accepted.points[s.accepted.next%acceptancePoints] = acceptancePoint{now, n, s.accepted.refused}
+		s.accepted.points[s.accepted.next%acceptancePoints] = acceptancePoint{now, n, s.accepted.refused, pace}
 		s.accepted.next++
 		s.mu.Unlock()
 	}
@@ -149,16 +151,45 @@ func (s *bucket) acceptedRate(now time.Time, window time.Duration) (float64, boo
 	return float64(s.accepted.ok.Load()-p.n) / span.Seconds(), true
 }
 
-// acceptedShare returns the share of the scope's answered calls the
-// provider accepted over about the last window before now, and false when
-// the scope has less than half a window of history. Under s.mu.
-func (s *bucket) acceptedShare(now time.Time, window time.Duration) (float64, bool) {
-	p, _, ok := s.measuredFrom(now, window)
-	if !ok {
-		return 0, false
+// minShareSample is the fewest answered calls a shared scope measures the
+// share the server accepted on: on fewer, one refusal among a process's
+// few calls in a window (its fleet took the rest) read as a share of
+// nothing, and cut the whole fleet to the floor.
+const minShareSample = 16
+
+// sharedCapacity returns what the server was measured to accept, in units
+// a second, for a scope whose bucket other processes share: the share of
+// this process's answered calls it accepted since about a window before
+// now (further back, if that holds fewer than minShareSample calls), times
+// the pace they were sent at, on average over that span — not the pace
+// now, which a cut since may have lowered already. false when the scope
+// has too little history. Under s.mu.
+func (s *bucket) sharedCapacity(now time.Time, window time.Duration) (float64, bool) {
+	a := &s.accepted
+	from := now.UnixNano() - int64(window)
+	ok, refused := a.ok.Load(), a.refused
+	count := min(a.next, acceptancePoints)
+	// Walk back from the newest point, adding up the pace over time.
+	var paced float64 // units the pace allowed from the point to now
+	end := now.UnixNano()
+	for i := 1; i <= count; i++ {
+		p := a.points[(a.next-i)%acceptancePoints]
+		if p.at > end {
+			continue // recorded out of order by a concurrent success
+		}
+		paced += p.pace * float64(end-p.at) / 1e9
+		end = p.at
+		answered := float64(ok - p.n + refused - p.refused)
+		if p.at > from || answered < minShareSample {
+			continue
+		}
+		span := float64(now.UnixNano()-p.at) / 1e9
+		// A refusal more and an acceptance more: a share from few calls
+		// leans to 1/2, not to 0 or 1.
+		share := (float64(ok-p.n) + 1) / (answered + 2)
+		return share * paced / span, true
 	}
-	accepted := float64(s.accepted.ok.Load() - p.n)
-	return accepted / (accepted + float64(s.accepted.refused-p.refused)), true
+	return 0, false
 }
 
 // measuredFrom returns the point a measure over about the last window
@@ -220,7 +251,8 @@ func measuringWindow(base float64) time.Duration {
 // would cut the pace N times too deep — and the cut pace, carried by this
 // process's demands, would slow the whole fleet's bucket. So a shared
 // scope measures the share of its answered calls the server accepted over
-// the window, times the pace the fleet sent them at: the bucket's.
+// the window, times the pace the fleet sent them at: the bucket's
+// (sharedCapacity).
 func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.Duration, shared bool) (float64, bool, bool) {
 	base, burst := s.basePace(now)
 	window := measuringWindow(base)
@@ -249,9 +281,7 @@ func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.D
 	var accepted float64
 	var measured bool
 	if shared {
-		var share float64
-		share, measured = s.acceptedShare(now, window)
-		accepted = cur * base * share
+		accepted, measured = s.sharedCapacity(now, window)
 	} else {
 		accepted, measured = s.acceptedRate(now, window)
 	}
@@ -327,8 +357,7 @@ func parseRecord(rec string) (*recovery, bool) {
 // this bucket's climb back, so that the fleet climbs back together, and
 // reports whether it did: not when r is over, nor over a cut taken here
 // since that is as deep or deeper now. The calls this process admitted
-// before it were sent at the pace it answers: their refusals are old news,
-// as after a cut of its own.
+// before it were sent at the pace it answers: their refusals are old news.
 func (s *bucket) adopt(r *recovery, now time.Time, maxWait time.Duration) bool {
 	n := now.UnixNano()
 	if n >= r.full {
@@ -348,8 +377,10 @@ func (s *bucket) adopt(r *recovery, now time.Time, maxWait time.Duration) bool {
 	if old := s.recov.Load(); old != nil && old.at >= r.at && old.factor(n) <= r.factor(n) {
 		return false
 	}
+	// Not quiet for a window, as after a cut of its own: a refusal of a
+	// call sent at the adopted pace says the other instance's measure was
+	// too high, and this one's own measure may tell better.
 	s.cutAt = s.admitted.Load()
-	s.quietUntil = max(s.quietUntil, now.Add(measuringWindow(base)).UnixNano())
 	s.recov.Store(r)
 	s.recovered.Store(false)
 	return true
