@@ -1,7 +1,9 @@
 package pacer
 
 import (
-	"fmt"
+	"context"
+	"errors"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -30,8 +32,6 @@ type member struct {
 	synced int     // pace changes it read from the store
 	lowest float64 // the lowest pace a change left it at
 	events []Event // every pace change
-	times  []string
-	start  time.Time
 }
 
 func (m *member) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -60,10 +60,6 @@ func (m *member) Observe(e Event) {
 		m.lowest = e.Rate
 	}
 	m.events = append(m.events, e)
-	if m.start.IsZero() {
-		m.start = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	}
-	m.times = append(m.times, fmt.Sprintf("%v %s %.1f %q", time.Since(m.start), e.Origin, e.Rate, e.Why))
 }
 
 // fleetResult is what a fleet did behind one server.
@@ -137,6 +133,224 @@ func TestFleetCutMeasuresTheServersCapacity(t *testing.T) {
 			if m.lowest < 25 {
 				t.Errorf("process %d cut its pace to %.2f a second, want at least half the server's 50", i, m.lowest)
 			}
+		}
+	})
+}
+
+// Three processes sharing one bucket with limit sync, told twice the
+// server's limit, behind bare 429s: a cut one takes is published, and the
+// others apply it at their next sync and climb back on the same curve, so
+// the fleet draws about the 429s one process alone draws (9 in two
+// minutes), not one process's each: without the publishing, 23 to 31.
+func TestFleetLearnsARefusalOnce(t *testing.T) {
+	var alone fleetResult
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		alone = runFleet(t, &limitedAPI{limit: 50, burst: 10, mode: "bare-429"}, 1, 8, 100, time.Second, 5*time.Second, 120*time.Second)
+		alone.log(t, "one process", 50*115)
+	})
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		r := runFleet(t, &limitedAPI{limit: 50, burst: 10, mode: "bare-429"}, 3, 8, 100, time.Second, 5*time.Second, 120*time.Second)
+		r.log(t, "3 processes", 50*115)
+		if bound := alone.rejected + 8; r.rejected > bound {
+			t.Errorf("the fleet drew %d 429s, one process alone %d: want at most %d", r.rejected, alone.rejected, bound)
+		}
+		if got := float64(r.steady) / (50 * 115); got < 0.95 {
+			t.Errorf("the fleet had %.3f of the ceiling after warm-up, want at least 0.95", got)
+		}
+		for i, m := range r.members {
+			if m.synced == 0 {
+				t.Errorf("process %d applied no cut from the store", i)
+			}
+		}
+	})
+}
+
+// A cut read from the store is applied once, with its curve, and says it
+// came from the store; a process that reads it again applies nothing.
+func TestACutFromTheStoreIsAppliedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		shared := fleetStore{store.NewMemory()}
+		a, b := &member{next: &scriptedAPI{steps: []scripted{{status: http.StatusTooManyRequests}}}}, &member{next: &scriptedAPI{}}
+		ta := New(a, WithLimit(PerSecond(100)), WithoutRetry(), WithStore(shared), WithLimitSync(time.Second), WithObserver(a))
+		tb := New(b, WithLimit(PerSecond(100)), WithoutRetry(), WithStore(shared), WithLimitSync(time.Second), WithObserver(b))
+		get(tb, context.Background(), "http://api.test/") // b reads now, and next in a second
+		get(ta, context.Background(), "http://api.test/") // refused: a cuts
+		time.Sleep(time.Second)
+		get(tb, context.Background(), "http://api.test/")
+		fa, fb := ta.Stats().Scopes[0].Factor, tb.Stats().Scopes[0].Factor
+		if fa >= 1 || fb != fa {
+			t.Errorf("after a sync: factor %v here, %v at the process refused; want the same cut", fb, fa)
+		}
+		time.Sleep(time.Second)
+		get(tb, context.Background(), "http://api.test/")
+		get(ta, context.Background(), "http://api.test/")
+		for who, m := range map[string]*member{"the process refused": a, "the other": b} {
+			m.mu.Lock()
+			var fromStore []Event
+			for _, e := range m.events {
+				if e.Origin == OriginStore {
+					fromStore = append(fromStore, e)
+				}
+			}
+			m.mu.Unlock()
+			if want := map[string]int{"the process refused": 0, "the other": 1}[who]; len(fromStore) != want {
+				t.Errorf("%s: %d pace changes from the store (%+v), want %d", who, len(fromStore), fromStore, want)
+			}
+			for _, e := range fromStore {
+				if e.Scope != DefaultScope || e.Rate <= 0 || e.Rate >= 90 || e.Why == "" {
+					t.Errorf("%s: %+v, want the default scope's pace after the cut, and why", who, e)
+				}
+			}
+		}
+	})
+}
+
+// A cut from the store never lands over a deeper one taken here since; it
+// lands over a shallower one, or an older one, and not once it is over.
+func TestACutFromTheStoreKeepsADeeperOneTakenSince(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		tr := New(nil, WithLimit(PerSecond(100)))
+		s := tr.defaultScope.shared
+		at := time.Now()
+		later := func(d time.Duration) time.Time { return at.Add(d) }
+		local := newRecovery(later(time.Second), 0.5, 0.45, cheapRecovery)
+		for _, tt := range []struct {
+			what   string
+			remote *recovery
+			want   bool
+		}{
+			{"older and shallower", newRecovery(later(500*time.Millisecond), 0.9, 0.85, cheapRecovery), false},
+			{"older and deeper", newRecovery(later(500*time.Millisecond), 0.3, 0.25, cheapRecovery), true},
+			{"newer and shallower", newRecovery(later(2*time.Second), 0.9, 0.85, cheapRecovery), true},
+			{"over", newRecovery(later(-time.Hour), 0.3, 0.25, cheapRecovery), false},
+		} {
+			s.recov.Store(local)
+			got := s.adopt(tt.remote, later(3*time.Second), DefaultMaxWait)
+			if got != tt.want || (s.recov.Load() == tt.remote) != tt.want {
+				t.Errorf("%s: adopted %v, want %v", tt.what, got, tt.want)
+			}
+		}
+	})
+}
+
+// A pace record goes through the store as it is, and nothing else reads
+// as one.
+func TestPaceRecordsRoundTrip(t *testing.T) {
+	r := newRecovery(time.Unix(1764547200, 123456789), 0.5123456789, 0.48671, costlyRecovery)
+	r.measured = true
+	rec := r.record()
+	if err := store.CheckPaceRecord(rec); err != nil {
+		t.Fatalf("record %q: %v", rec, err)
+	}
+	back, ok := parseRecord(rec)
+	if !ok || *back != *r {
+		t.Errorf("record %q reads back as %+v, want %+v", rec, back, r)
+	}
+	for _, bad := range []string{"", "cut1", "cut2 1 0.5 0.4 1000000000 1", "cut1 1 0.5 0.6 1000000000 1", "cut1 1 NaN 0.4 1000000000 1",
+		"cut1 1 0.5 0.4 -1 1", "cut1 1 0.5 0.4 1000000000 2", "cut1 0 0.5 0.4 1000000000 1", "cut1 1 1.5 0.4 1000000000 0",
+		"cut1 1 0.5 0 1000000000 0", "cut1 1 0.5 0.4 999999999999999 0"} {
+		if r, ok := parseRecord(bad); ok {
+			t.Errorf("%q reads as %+v", bad, r)
+		}
+	}
+}
+
+// failingPaces is a shared store whose pace records cannot be published.
+type failingPaces struct{ fleetStore }
+
+func (failingPaces) PublishPace(context.Context, string, string) (int64, error) {
+	return 0, errors.New("the store is down")
+}
+
+// A cut that cannot be published is reported, and the refused call
+// returns as it would without limit sync.
+func TestACutThatCannotBePublishedIsReported(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		var failures []Event
+		tr := New(&scriptedAPI{steps: []scripted{{status: http.StatusTooManyRequests}}}, WithLimit(PerSecond(100)), WithoutRetry(),
+			WithStore(failingPaces{fleetStore{store.NewMemory()}}), WithLimitSync(time.Second),
+			WithObserver(ObserverFunc(func(e Event) {
+				if e.Kind == EventStoreFailure {
+					failures = append(failures, e)
+				}
+			})))
+		req, _ := http.NewRequest(http.MethodGet, "http://api.test/", nil)
+		resp, err := tr.RoundTrip(req)
+		if err != nil || resp.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("the refused call: %v, %v; want its 429", resp, err)
+		}
+		resp.Body.Close()
+		if len(failures) != 1 || failures[0].Scope != DefaultScope || !strings.Contains(failures[0].Err.Error(), "the store is down") {
+			t.Errorf("store failures %+v, want the publishing's", failures)
+		}
+		if f := tr.Stats().Scopes[0].Factor; f >= 1 {
+			t.Errorf("factor %v, want the cut kept here", f)
+		}
+	})
+}
+
+// A shared scope measures the server's capacity at the pace its calls were
+// sent at, not at the pace now: a cut since (its own, or one read from the
+// store) must not be taken again on top of the share it measured. Half of
+// its calls over the last two seconds, sent at 50 a second, were refused:
+// 25 a second, though the scope paces at 25 since.
+func TestASharedCutMeasuresAtThePaceTheCallsWereSentAt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		tr := New(nil, WithLimit(PerSecond(100)))
+		s := tr.defaultScope.shared
+		start := time.Now()
+		// A point every 8 accepted calls, 8 refused between each: 16
+		// answered calls each 320 ms at 50 a second.
+		for i := range 8 {
+			s.accepted.points[i] = acceptancePoint{at: start.Add(time.Duration(i) * 320 * time.Millisecond).UnixNano(), n: int64(8 * i), refused: int64(8 * i), pace: 50}
+		}
+		s.accepted.next = 8
+		s.accepted.ok.Store(64)
+		s.accepted.refused = 64
+		now := start.Add(8 * 320 * time.Millisecond)
+		s.mu.Lock()
+		got, ok := s.sharedCapacity(now, time.Second)
+		s.mu.Unlock()
+		if !ok || math.Abs(got-25) > 2 {
+			t.Errorf("measured %.1f a second (%v), want about 25", got, ok)
+		}
+		// The last window held one refusal and nothing else: too few to
+		// measure on, so the measure reaches further back.
+		s.accepted.refused++
+		s.mu.Lock()
+		got, ok = s.sharedCapacity(now.Add(2*time.Second), time.Second)
+		s.mu.Unlock()
+		if !ok || got < 10 {
+			t.Errorf("one refusal alone in the window measured %.1f a second (%v), want the share from the calls before it", got, ok)
+		}
+	})
+}
+
+// A cut read from the store is not a quiet window: a refusal of a call
+// sent at its pace cuts again here (and is published), where a refusal
+// answered by a cut of this process's own within its window does not.
+func TestARefusalAfterAnAdoptedCutCuts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		tr := New(nil, WithLimit(PerSecond(100)))
+		s := tr.defaultScope.shared
+		now := time.Now()
+		if !s.adopt(newRecovery(now, 0.8, 0.76, cheapRecovery), now, DefaultMaxWait) {
+			t.Fatal("a cut from the store was not adopted")
+		}
+		admitted := s.admitted.Add(1) // a call sent at the adopted pace
+		if _, cut, _ := s.cut(admitted, now.Add(100*time.Millisecond), 0, DefaultMaxWait, true); !cut {
+			t.Error("a refusal after an adopted cut did not cut")
+		}
+		admitted = s.admitted.Add(1)
+		if _, cut, _ := s.cut(admitted, now.Add(200*time.Millisecond), 0, DefaultMaxWait, true); cut {
+			t.Error("a refusal within the window of this process's own cut cut again")
 		}
 	})
 }

@@ -22,6 +22,57 @@ func TestLimitSync(t *testing.T) {
 	storetest.LimitSync(t, s)
 }
 
+// A cut one instance takes on a refusal reaches the others at their next
+// sync, once, and the store keeps pace records as given.
+func TestCutSync(t *testing.T) {
+	p := pool(t, 8)
+	s := newStore(t, p, pgstore.WithCallerClock())
+	t.Cleanup(func() {
+		p.Exec(context.Background(), "DROP TABLE "+s.Table()+"_limits")
+		p.Exec(context.Background(), "DROP SEQUENCE "+s.Table()+"_limits_version")
+	})
+	storetest.PaceRecords(t, s)
+	storetest.CutSync(t, s)
+}
+
+// A limits table migrated before pace records has no columns for them:
+// reading and publishing say to run Migrate, which adds them and keeps
+// the limits published.
+func TestMigrateAddsThePaceColumns(t *testing.T) {
+	ctx := context.Background()
+	p := pool(t, 8)
+	s := newStore(t, p)
+	t.Cleanup(func() {
+		p.Exec(ctx, "DROP TABLE IF EXISTS "+s.Table()+"_limits")
+		p.Exec(ctx, "DROP SEQUENCE IF EXISTS "+s.Table()+"_limits_version")
+	})
+	v, err := s.PublishLimit(ctx, "a", store.Limit(pacer.PerSecond(10)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Exec(ctx, "ALTER TABLE "+s.Table()+"_limits DROP COLUMN pace, DROP COLUMN pace_version"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PublishedLimits(ctx); err == nil || !strings.Contains(err.Error(), "run Migrate") {
+		t.Errorf("reading without the pace columns: %v, want an error that says to run Migrate", err)
+	}
+	if _, err := s.PublishPace(ctx, "a", "a record"); err == nil || !strings.Contains(err.Error(), "run Migrate") {
+		t.Errorf("publishing without the pace columns: %v, want an error that says to run Migrate", err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pv, err := s.PublishPace(ctx, "a", "a record")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.PublishedLimits(ctx)
+	want := store.PublishedLimit{Limit: store.Limit(pacer.PerSecond(10)), Version: v, Pace: "a record", PaceVersion: pv}
+	if err != nil || got["a"] != want {
+		t.Errorf("after Migrate: %+v, %v; want %+v", got["a"], err, want)
+	}
+}
+
 // Each publication gets a larger version, a scope keeps only its newest
 // limit, and a store whose limits table is missing says to run Migrate.
 func TestPublishedLimits(t *testing.T) {
