@@ -11,7 +11,8 @@ import (
 )
 
 // OriginStore is the Origin of an EventLimitChanged that another instance
-// made, read from the shared store (WithLimitSync).
+// made, or of an EventPaceChanged that applies a cut another instance took,
+// read from the shared store (WithLimitSync).
 const OriginStore = "store"
 
 // WithLimitSync makes SetLimit a change for the whole fleet: it publishes
@@ -27,6 +28,20 @@ const OriginStore = "store"
 // one that fails to be read is reported (EventStoreFailure) and read again
 // at the next interval. Limits given to New are each instance's own until
 // a SetLimit publishes one.
+//
+// The same sync carries what a refusal teaches, so that a fleet learns it
+// once, not once per instance: a cut of a scope's pace (a 429 that teaches
+// nothing else) is published in the store, on the refused call's path
+// (one round trip, bounded as above; a failure is reported as an
+// EventStoreFailure and the call returns as it would have), and every
+// other instance applies it at its next read: the same cut and the same
+// climb back, its start time included, so the fleet climbs back together.
+// A cut is applied once, and never over a deeper one the instance took
+// since; each is an EventPaceChanged whose Origin is OriginStore. Only a
+// scope's shared bucket is published; a keyed bucket's cut (Charge.Key)
+// stays its instance's. Without WithLimitSync, each instance of a fleet
+// learns a refusal on its own, and the others are refused in turn before
+// they do.
 func WithLimitSync(interval time.Duration) Option {
 	return func(c *config) {
 		if interval <= 0 {

@@ -13,7 +13,7 @@ import (
 // publishes, and the pace records its Transport publishes when the
 // provider refuses a call (a cut, and the climb back from it), so that the
 // fleet learns a refusal once. Memory, store/redisstore and store/pgstore
-// implement it; storetest.LimitStore checks an implementation.
+// implement it; storetest.LimitSync, PaceRecords and CutSync check one.
 type LimitStore interface {
 	// PublishLimit records l as the scope's limit and returns its version,
 	// larger than any the store returned before.
