@@ -34,6 +34,28 @@ func (c *stepClock) advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// newFleet returns four Transports sharing s (a store.LimitStore) that
+// sync limits every interval, on one clock that stands still until the
+// test moves it, each with scope at 1000 a second, failing fast; observe
+// hears instance i's events.
+func newFleet(t *testing.T, s store.Store, scope string, interval time.Duration, observe func(i int, e pacer.Event)) ([]*pacer.Transport, *stepClock) {
+	t.Helper()
+	if _, ok := s.(store.LimitStore); !ok {
+		t.Fatalf("%T is not a store.LimitStore", s)
+	}
+	clk := &stepClock{now: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
+	fleet := make([]*pacer.Transport, 4)
+	for i := range fleet {
+		fleet[i] = pacer.New(nil, pacer.WithStore(s), clock.With[pacer.Option](clk), pacer.WithLimitSync(interval),
+			pacer.WithScope(pacer.Scope{Name: scope, Limit: pacer.PerSecond(1000), FailFast: true}),
+			pacer.WithObserver(pacer.ObserverFunc(func(e pacer.Event) { observe(i, e) })))
+		if err := fleet[i].Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fleet, clk
+}
+
 // LimitSync checks that a limit set on one instance of a fleet of four
 // sharing s (a store.LimitStore) reaches every other within the sync
 // interval, and not from nowhere: before the interval passes, an instance
@@ -41,29 +63,17 @@ func (c *stepClock) advance(d time.Duration) {
 // "fleet-<t.Name()>", so that runs against one server do not meet.
 func LimitSync(t *testing.T, s store.Store) {
 	t.Helper()
-	if _, ok := s.(store.LimitStore); !ok {
-		t.Fatalf("%T is not a store.LimitStore", s)
-	}
 	const interval = 5 * time.Second
 	scope := "fleet-" + t.Name()
-	clk := &stepClock{now: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
 	var mu sync.Mutex
 	seen := make(map[int]pacer.Event)
-	fleet := make([]*pacer.Transport, 4)
-	for i := range fleet {
-		fleet[i] = pacer.New(nil, pacer.WithStore(s), clock.With[pacer.Option](clk), pacer.WithLimitSync(interval),
-			pacer.WithScope(pacer.Scope{Name: scope, Limit: pacer.PerSecond(1000), FailFast: true}),
-			pacer.WithObserver(pacer.ObserverFunc(func(e pacer.Event) {
-				if e.Kind == pacer.EventLimitChanged {
-					mu.Lock()
-					seen[i] = e
-					mu.Unlock()
-				}
-			})))
-		if err := fleet[i].Err(); err != nil {
-			t.Fatal(err)
+	fleet, clk := newFleet(t, s, scope, interval, func(i int, e pacer.Event) {
+		if e.Kind == pacer.EventLimitChanged {
+			mu.Lock()
+			seen[i] = e
+			mu.Unlock()
 		}
-	}
+	})
 	ctx := context.Background()
 	call := func(tr *pacer.Transport) {
 		t.Helper()
@@ -111,29 +121,17 @@ func LimitSync(t *testing.T, s store.Store) {
 // they did. The scope used is "cut-<t.Name()>".
 func CutSync(t *testing.T, s store.Store) {
 	t.Helper()
-	if _, ok := s.(store.LimitStore); !ok {
-		t.Fatalf("%T is not a store.LimitStore", s)
-	}
 	const interval = 5 * time.Second
 	scope := "cut-" + t.Name()
-	clk := &stepClock{now: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
 	var mu sync.Mutex
 	fromStore := make(map[int][]pacer.Event)
-	fleet := make([]*pacer.Transport, 4)
-	for i := range fleet {
-		fleet[i] = pacer.New(nil, pacer.WithStore(s), clock.With[pacer.Option](clk), pacer.WithLimitSync(interval),
-			pacer.WithScope(pacer.Scope{Name: scope, Limit: pacer.PerSecond(1000), FailFast: true}),
-			pacer.WithObserver(pacer.ObserverFunc(func(e pacer.Event) {
-				if e.Kind == pacer.EventPaceChanged && e.Origin == pacer.OriginStore {
-					mu.Lock()
-					fromStore[i] = append(fromStore[i], e)
-					mu.Unlock()
-				}
-			})))
-		if err := fleet[i].Err(); err != nil {
-			t.Fatal(err)
+	fleet, clk := newFleet(t, s, scope, interval, func(i int, e pacer.Event) {
+		if e.Kind == pacer.EventPaceChanged && e.Origin == pacer.OriginStore {
+			mu.Lock()
+			fromStore[i] = append(fromStore[i], e)
+			mu.Unlock()
 		}
-	}
+	})
 	ctx := context.Background()
 	// A call syncs before it is admitted, so one the emptied bucket
 	// refuses has synced too.

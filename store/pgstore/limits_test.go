@@ -11,26 +11,27 @@ import (
 	"github.com/pacer-go/pacer/storetest"
 )
 
-// A fleet of four on Postgres sees a SetLimit within the sync interval.
-func TestLimitSync(t *testing.T) {
+// limitsStore returns a store on the caller's clock whose limits table and
+// sequence go with the test.
+func limitsStore(t *testing.T) *pgstore.Store {
 	p := pool(t, 8)
 	s := newStore(t, p, pgstore.WithCallerClock())
 	t.Cleanup(func() {
 		p.Exec(context.Background(), "DROP TABLE "+s.Table()+"_limits")
 		p.Exec(context.Background(), "DROP SEQUENCE "+s.Table()+"_limits_version")
 	})
-	storetest.LimitSync(t, s)
+	return s
+}
+
+// A fleet of four on Postgres sees a SetLimit within the sync interval.
+func TestLimitSync(t *testing.T) {
+	storetest.LimitSync(t, limitsStore(t))
 }
 
 // A cut one instance takes on a refusal reaches the others at their next
 // sync, once, and the store keeps pace records as given.
 func TestCutSync(t *testing.T) {
-	p := pool(t, 8)
-	s := newStore(t, p, pgstore.WithCallerClock())
-	t.Cleanup(func() {
-		p.Exec(context.Background(), "DROP TABLE "+s.Table()+"_limits")
-		p.Exec(context.Background(), "DROP SEQUENCE "+s.Table()+"_limits_version")
-	})
+	s := limitsStore(t)
 	storetest.PaceRecords(t, s)
 	storetest.CutSync(t, s)
 }
