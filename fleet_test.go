@@ -357,3 +357,53 @@ func TestARefusalAfterAnAdoptedCutCuts(t *testing.T) {
 		}
 	})
 }
+
+// downStore is a shared store that answers nothing, and counts the pace
+// records it is asked to publish.
+type downStore struct {
+	fleetStore
+	published atomic.Int32
+}
+
+func (*downStore) Take(context.Context, time.Time, []store.Demand) (store.Decision, error) {
+	return store.Decision{}, errors.New("the store is down")
+}
+
+func (s *downStore) PublishPace(context.Context, string, string) (int64, error) {
+	s.published.Add(1)
+	return 0, errors.New("the store is down")
+}
+
+// While the store is known to be down, a refused call does not wait on it
+// to publish its cut: the failure is reported at once.
+func TestACutIsNotPublishedToAStoreKnownToBeDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		s := &downStore{fleetStore: fleetStore{store.NewMemory()}}
+		var mu sync.Mutex
+		var failures []error
+		tr := New(&scriptedAPI{steps: []scripted{{status: http.StatusTooManyRequests}}}, WithLimit(PerSecond(100)), WithoutRetry(),
+			WithStore(s), WithLimitSync(time.Second), WithObserver(ObserverFunc(func(e Event) {
+				if e.Kind == EventStoreFailure {
+					mu.Lock()
+					failures = append(failures, e.Err)
+					mu.Unlock()
+				}
+			})))
+		start := time.Now()
+		if err := get(tr, context.Background(), "http://api.test/"); err != nil {
+			t.Fatal(err) // the local fallback admits it; the provider refuses it
+		}
+		if took := time.Since(start); took > 0 {
+			t.Errorf("the refused call took %v, want no wait on the store", took)
+		}
+		if n := s.published.Load(); n != 0 {
+			t.Errorf("%d pace records sent to a store known to be down, want none", n)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(failures) == 0 || !strings.Contains(failures[len(failures)-1].Error(), "publishing scope") {
+			t.Errorf("store failures %v, want the publishing's last", failures)
+		}
+	})
+}

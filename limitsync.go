@@ -141,8 +141,9 @@ func (t *Transport) applyPace(cs *configuredScope, rec string) {
 // publishCut publishes the cut a refusal just made on s, when the Transport
 // syncs limits, so that every instance sharing the store climbs back on
 // the same curve instead of being refused in turn: one store round trip,
-// bounded by the store timeout, on the refused call's path. A failure is
-// reported (EventStoreFailure) and the call goes on. Only a scope's
+// bounded by the store timeout, on the refused call's path, and none while
+// the store is known to be down. A failure is reported (EventStoreFailure)
+// and the call goes on. Only a scope's
 // shared bucket is published: a keyed bucket's cut stays this process's.
 func (c *call) publishCut(s *bucket) {
 	t := c.t
@@ -151,9 +152,21 @@ func (c *call) publishCut(s *bucket) {
 	if ls == nil || s.key != "" || r == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), ls.timeout)
-	defer cancel()
-	v, err := ls.store.PublishPace(ctx, s.scope.Name, r.record())
+	rec := r.record()
+	var v int64
+	publish := func(ctx context.Context) (err error) {
+		v, err = ls.store.PublishPace(ctx, s.scope.Name, rec)
+		return err
+	}
+	var err error
+	if g := t.guard(); g == nil { // the in-memory store: no round trip
+		err = publish(context.Background())
+	} else if g.isDown() {
+		err = g.unavailable() // not one more wait on a store known to be down
+	} else {
+		// Bounded even for a store that ignores its context.
+		err = g.bounded(context.Background(), publish)
+	}
 	if err != nil {
 		t.emit(Event{Kind: EventStoreFailure, Scope: s.scope.Name, Workload: c.workload.name,
 			Err: fmt.Errorf("pacer: publishing scope %q's cut to the fleet: %w", s.scope.Name, err)})
