@@ -117,8 +117,8 @@ func (r fleetResult) log(t *testing.T, what string, ceiling float64) {
 // process sends about a quarter of what the server accepts, so the calls
 // it saw accepted measured a quarter of the capacity. Each cut four times
 // too deep, down to 0.3 a second, and carried that pace into the shared
-// bucket in its demands, which slowed the whole fleet: 0.85–0.93 of the
-// ceiling over two minutes. A cut measures the share of its calls the
+// bucket in its demands, which slowed the whole fleet: 0.80 to 0.98 of the
+// ceiling over two minutes (0.94 typical). A cut measures the share of its calls the
 // server accepted, at the bucket's pace.
 func TestFleetCutMeasuresTheServersCapacity(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -141,7 +141,7 @@ func TestFleetCutMeasuresTheServersCapacity(t *testing.T) {
 // server's limit, behind bare 429s: a cut one takes is published, and the
 // others apply it at their next sync and climb back on the same curve, so
 // the fleet draws about the 429s one process alone draws (9 in two
-// minutes; the fleet 11 to 19), not one process's each: without the
+// minutes; the fleet 10 to 19), not one process's each: without the
 // publishing, 28 to 33.
 func TestFleetLearnsARefusalOnce(t *testing.T) {
 	var alone fleetResult
