@@ -288,12 +288,14 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 				}
 				// A brief Retry-After on a scope paced at a measured
 				// capacity pauses only this call (recovery.go's cut).
-				_, cut, pauses := ch.bucket.cut(ch.admittedAt, now, retryAfter, t.maxWait)
-				if cut {
-					c.paceChanged(ch.bucket, "the provider refused a call")
-				}
+				_, cut, pauses := ch.bucket.cut(ch.admittedAt, now, retryAfter, t.maxWait, !local)
 				pause = pause && pauses
 				c.clamp(ctx, now, i, 0) // the provider has nothing left
+				if cut {
+					c.paceChanged(ch.bucket, "the provider refused a call")
+					// After the clamp, which stops the fleet at once.
+					c.publishCut(ch.bucket)
+				}
 			}
 			if pause {
 				c.coolDown(ch.bucket, now, wait)

@@ -57,7 +57,8 @@
 // then by their tenant's fair-queuing tag (tenant.go), then by arrival;
 // Workload.MaxWaiting bounds the waiting (boundedqueue.go). SetLimit and
 // SetWorkload change limits and shares at runtime (livelimit.go), and
-// WithLimitSync carries a SetLimit to the fleet (limitsync.go).
+// WithLimitSync carries a SetLimit, and a cut a refusal makes, to the fleet
+// (limitsync.go).
 //
 // # Time
 //
@@ -84,5 +85,8 @@
 // open, fail closed, or pace locally at 1/N of the limit, the default with
 // N = 1); WithStoreTimeout bounds each call. WithLease and
 // WithAdaptiveLease trade a bounded overshoot (k units per instance) for
-// fewer round trips; BENCHMARKS.md has the figures.
+// fewer round trips; BENCHMARKS.md has the figures. A refusal that cuts a
+// shared scope's pace is measured as the share of the instance's calls
+// the provider accepted, and with WithLimitSync the whole fleet climbs back
+// from it together; without it, each instance learns it on its own.
 package pacer

@@ -11,7 +11,8 @@ import (
 )
 
 // OriginStore is the Origin of an EventLimitChanged that another instance
-// made, read from the shared store (WithLimitSync).
+// made, or of an EventPaceChanged that applies a cut another instance took,
+// read from the shared store (WithLimitSync).
 const OriginStore = "store"
 
 // WithLimitSync makes SetLimit a change for the whole fleet: it publishes
@@ -27,6 +28,20 @@ const OriginStore = "store"
 // one that fails to be read is reported (EventStoreFailure) and read again
 // at the next interval. Limits given to New are each instance's own until
 // a SetLimit publishes one.
+//
+// The same sync carries what a refusal teaches, so that a fleet learns it
+// once, not once per instance: a cut of a scope's pace (a 429 that teaches
+// nothing else) is published in the store, on the refused call's path
+// (one round trip, bounded as above; a failure is reported as an
+// EventStoreFailure and the call returns as it would have), and every
+// other instance applies it at its next read: the same cut and the same
+// climb back, its start time included, so the fleet climbs back together.
+// A cut is applied once, and never over a deeper one the instance took
+// since; each is an EventPaceChanged whose Origin is OriginStore. Only a
+// scope's shared bucket is published; a keyed bucket's cut (Charge.Key)
+// stays its instance's. Without WithLimitSync, each instance of a fleet
+// learns a refusal on its own, and the others are refused in turn before
+// they do.
 func WithLimitSync(interval time.Duration) Option {
 	return func(c *config) {
 		if interval <= 0 {
@@ -45,6 +60,24 @@ type limitSync struct {
 	next     atomic.Int64     // Unix nanoseconds of the next read
 	mu       sync.Mutex       // held by the one call that reads
 	versions map[string]int64 // by scope, the version applied
+
+	// By scope, the version of the pace record applied or published here;
+	// under paceMu, which is never held across a round trip, so that a
+	// refused call publishing its cut does not wait for a read.
+	paceMu sync.Mutex
+	paces  map[string]int64
+}
+
+// newPace reports whether version is a pace record of scope this
+// Transport has neither applied nor published, and takes note of it.
+func (ls *limitSync) newPace(scope string, version int64) bool {
+	ls.paceMu.Lock()
+	defer ls.paceMu.Unlock()
+	if version <= ls.paces[scope] {
+		return false
+	}
+	ls.paces[scope] = version
+	return true
 }
 
 // syncLimits reads the published limits if interval has passed since the
@@ -70,14 +103,76 @@ func (t *Transport) syncLimits(ctx context.Context) {
 	}
 	for scope, p := range published {
 		cs := t.scopes[scope]
-		if cs == nil || p.Version <= ls.versions[scope] {
+		if cs == nil {
 			continue
 		}
-		ls.versions[scope] = p.Version
-		if l := Limit(p.Limit); cs.configured.Load().limit != l && l.validate() == nil {
-			t.applyLimit(cs, l, OriginStore)
+		if p.Version > ls.versions[scope] {
+			ls.versions[scope] = p.Version
+			if l := Limit(p.Limit); cs.configured.Load().limit != l && l.validate() == nil {
+				t.applyLimit(cs, l, OriginStore)
+			}
+		}
+		if p.PaceVersion > 0 && ls.newPace(scope, p.PaceVersion) {
+			t.applyPace(cs, p.Pace)
 		}
 	}
+}
+
+// applyPace applies a pace record another instance published: a cut,
+// which the scope's bucket climbs back from as that instance does (see
+// bucket.adopt). A record this version cannot read is logged and left.
+func (t *Transport) applyPace(cs *configuredScope, rec string) {
+	r, ok := parseRecord(rec)
+	if !ok {
+		t.log.Warn("pacer: a pace record in the shared store that this version of pacer cannot read; left alone", "scope", cs.Name, "record", rec)
+		return
+	}
+	s := cs.shared
+	if !s.adopt(r, t.clock.Now(), t.maxWait) {
+		return
+	}
+	if len(t.observers) > 0 {
+		rate, _ := s.pace()
+		t.emit(Event{Kind: EventPaceChanged, Scope: cs.Name, Rate: rate, Origin: OriginStore,
+			Why: "another instance of the fleet was refused a call: its cut, read from the store"})
+	}
+}
+
+// publishCut publishes the cut a refusal just made on s, when the Transport
+// syncs limits, so that every instance sharing the store climbs back on
+// the same curve instead of being refused in turn: one store round trip,
+// bounded by the store timeout, on the refused call's path, and none while
+// the store is known to be down. A failure is reported (EventStoreFailure)
+// and the call goes on. Only a scope's
+// shared bucket is published: a keyed bucket's cut stays this process's.
+func (c *call) publishCut(s *bucket) {
+	t := c.t
+	ls := t.limitSync
+	r := s.recov.Load()
+	if ls == nil || s.key != "" || r == nil {
+		return
+	}
+	rec := r.record()
+	var v int64
+	publish := func(ctx context.Context) (err error) {
+		v, err = ls.store.PublishPace(ctx, s.scope.Name, rec)
+		return err
+	}
+	var err error
+	if g := t.guard(); g == nil { // the in-memory store: no round trip
+		err = publish(context.Background())
+	} else if g.isDown() {
+		err = g.unavailable() // not one more wait on a store known to be down
+	} else {
+		// Bounded even for a store that ignores its context.
+		err = g.bounded(context.Background(), publish)
+	}
+	if err != nil {
+		t.emit(Event{Kind: EventStoreFailure, Scope: s.scope.Name, Workload: c.workload.name,
+			Err: fmt.Errorf("pacer: publishing scope %q's cut to the fleet: %w", s.scope.Name, err)})
+		return
+	}
+	ls.newPace(s.scope.Name, v)
 }
 
 // publishLimit publishes l for the fleet, when the Transport syncs limits.

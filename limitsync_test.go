@@ -16,6 +16,16 @@ func TestLimitSyncMemoryStore(t *testing.T) {
 	storetest.LimitSync(t, store.NewMemory())
 }
 
+// A cut one instance takes on a refusal reaches the others at their next
+// sync, once (store/redisstore and store/pgstore run the same checks).
+func TestCutSyncMemoryStore(t *testing.T) {
+	storetest.CutSync(t, store.NewMemory())
+}
+
+func TestPaceRecordsMemoryStore(t *testing.T) {
+	storetest.PaceRecords(t, store.NewMemory())
+}
+
 func TestLimitSyncNeedsALimitStore(t *testing.T) {
 	err := pacer.New(nil, pacer.WithStore(storeOnly{store.NewMemory()}), pacer.WithLimitSync(time.Second)).Err()
 	if err == nil || !strings.Contains(err.Error(), "LimitStore") {

@@ -23,7 +23,8 @@ type Event struct {
 	Err      error         // EventThrottled, EventStoreFailure: what happened
 	// EventLimitChanged: the scope's new Limit, the one it replaced, and
 	// who changed it (OriginSetLimit); EventWorkloadChanged: who changed
-	// the workload (OriginSetWorkload).
+	// the workload (OriginSetWorkload); EventPaceChanged: OriginStore for
+	// a cut another instance took, "" for this one's.
 	Limit, Previous Limit
 	Origin          string
 	Percent         int     // EventBudgetThreshold: the share of the budget crossed, 50, 80 or 100

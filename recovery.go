@@ -1,7 +1,11 @@
 package pacer
 
 import (
+	"errors"
+	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -55,13 +59,14 @@ type recovery struct {
 	c    float64 // per second cubed
 	k    float64 // seconds until the curve is back at wmax
 	full int64   // UnixNano when the curve reaches 1
+	over time.Duration
 	// measured says wmax is what the server was measured to accept, not a
 	// guess from too little history.
 	measured bool
 }
 
 func newRecovery(now time.Time, wmax, f0 float64, over time.Duration) *recovery {
-	r := &recovery{at: now.UnixNano(), wmax: wmax, f0: f0}
+	r := &recovery{at: now.UnixNano(), wmax: wmax, f0: f0, over: over}
 	s := over.Seconds()
 	r.c = 1 / (s * s * s)
 	r.k = math.Cbrt((wmax - f0) / r.c)
@@ -110,22 +115,26 @@ const (
 )
 
 type acceptancePoint struct {
-	at int64 // UnixNano
-	n  int64 // accepted calls then
+	at      int64   // UnixNano
+	n       int64   // accepted calls then
+	refused int64   // refused calls then
+	pace    float64 // the scope's pace then, in units a second
 }
 
 type acceptance struct {
-	ok     atomic.Int64 // calls the provider accepted
-	points [acceptancePoints]acceptancePoint
-	next   int
+	ok      atomic.Int64 // calls the provider accepted
+	refused int64        // calls the provider refused, that a cut answered; under the bucket's mu
+	points  [acceptancePoints]acceptancePoint
+	next    int
 }
 
 // succeeded counts a call the provider accepted.
 func (s *bucket) succeeded() {
 	if n := s.accepted.ok.Add(1); n%acceptanceStep == 0 {
 		now := s.scope.clock.Now().UnixNano()
+		pace, _ := s.pace()
 		s.mu.Lock()
-		s.accepted.points[s.accepted.next%acceptancePoints] = acceptancePoint{now, n}
+		s.accepted.points[s.accepted.next%acceptancePoints] = acceptancePoint{now, n, s.accepted.refused, pace}
 		s.accepted.next++
 		s.mu.Unlock()
 	}
@@ -135,6 +144,55 @@ func (s *bucket) succeeded() {
 // about the last window before now, and false when the scope has less than
 // half a window of history. Under s.mu.
 func (s *bucket) acceptedRate(now time.Time, window time.Duration) (float64, bool) {
+	p, span, ok := s.measuredFrom(now, window)
+	if !ok {
+		return 0, false
+	}
+	return float64(s.accepted.ok.Load()-p.n) / span.Seconds(), true
+}
+
+// minShareSample is the fewest answered calls a shared scope measures the
+// share the server accepted on: on fewer, one refusal among a process's
+// few calls in a window (its fleet took the rest) read as a share of
+// nothing, and cut the whole fleet to the floor.
+const minShareSample = 16
+
+// sharedCapacity returns what the server was measured to accept, in units
+// a second, for a scope whose bucket other processes share: the share of
+// this process's answered calls it accepted since about a window before
+// now (further back, if that holds fewer than minShareSample calls), times
+// the pace they were sent at, on average over that span — not the pace
+// now, which a cut since may have lowered already. false when the scope
+// has too little history. Under s.mu.
+func (s *bucket) sharedCapacity(now time.Time, window time.Duration) (float64, bool) {
+	a := &s.accepted
+	from := now.UnixNano() - int64(window)
+	ok, refused := a.ok.Load(), a.refused
+	count := min(a.next, acceptancePoints)
+	// Walk back from the newest point, adding up the pace over time.
+	var paced float64 // units the pace allowed from the point to now
+	end := now.UnixNano()
+	for i := 1; i <= count; i++ {
+		p := a.points[(a.next-i)%acceptancePoints]
+		if p.at > end {
+			continue // recorded out of order by a concurrent success
+		}
+		paced += p.pace * float64(end-p.at) / 1e9
+		end = p.at
+		answered := float64(ok - p.n + refused - p.refused)
+		if p.at > from || answered < minShareSample {
+			continue
+		}
+		span := float64(now.UnixNano()-p.at) / 1e9
+		return float64(ok-p.n) / answered * paced / span, true
+	}
+	return 0, false
+}
+
+// measuredFrom returns the point a measure over about the last window
+// before now starts from, and its span; false when the scope has less than
+// half a window of history. Under s.mu.
+func (s *bucket) measuredFrom(now time.Time, window time.Duration) (acceptancePoint, time.Duration, bool) {
 	from := now.UnixNano() - int64(window)
 	var newestOld, oldest acceptancePoint
 	for i := range min(s.accepted.next, acceptancePoints) {
@@ -151,13 +209,13 @@ func (s *bucket) acceptedRate(now time.Time, window time.Duration) (float64, boo
 		best = oldest
 	}
 	if best.at == 0 {
-		return 0, false
+		return best, 0, false
 	}
 	span := time.Duration(now.UnixNano() - best.at)
 	if span < window/2 || span <= 0 {
-		return 0, false
+		return best, 0, false
 	}
-	return float64(s.accepted.ok.Load()-best.n) / span.Seconds(), true
+	return best, span, true
 }
 
 // measuringWindow is the window a rejection measures the accepted rate
@@ -183,11 +241,21 @@ func measuringWindow(base float64) time.Duration {
 // capacity: this cut's measurement, or for old news, the last cut's. Then
 // only the call it answers waits it out (a retry never goes sooner), and
 // the other callers go on at the measured pace from an empty bucket.
-func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.Duration) (float64, bool, bool) {
+//
+// shared says the scope's bucket is shared with other processes (a shared
+// store): what this process saw accepted is then only its part of what the
+// server accepted, about 1/N of it in a fleet of N, and as a capacity it
+// would cut the pace N times too deep — and the cut pace, carried by this
+// process's demands, would slow the whole fleet's bucket. So a shared
+// scope measures the share of its answered calls the server accepted over
+// the window, times the pace the fleet sent them at: the bucket's
+// (sharedCapacity).
+func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.Duration, shared bool) (float64, bool, bool) {
 	base, burst := s.basePace(now)
 	window := measuringWindow(base)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.accepted.refused++
 	if admittedAt <= s.cutAt || now.UnixNano() < s.quietUntil {
 		// A call sent before the cut was answered by it; one sent after,
 		// within the window, says the measure was too high: that pauses.
@@ -207,7 +275,13 @@ func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.D
 		// within the maximum wait.
 		floor = max(floor, min(1, s.floorRate(maxWait)/base))
 	}
-	accepted, measured := s.acceptedRate(now, window)
+	var accepted float64
+	var measured bool
+	if shared {
+		accepted, measured = s.sharedCapacity(now, window)
+	} else {
+		accepted, measured = s.acceptedRate(now, window)
+	}
 	measured = measured && base > 0
 	costly := retryAfter > 0 && (!measured || retryAfter > briefRetryAfter)
 	var wmax, f0 float64
@@ -237,4 +311,74 @@ func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.D
 	s.recov.Store(r)
 	s.recovered.Store(false)
 	return f0, true, costly
+}
+
+// record returns r as a pace record for a LimitStore (store.CheckPaceRecord):
+// what another instance of the fleet needs to climb the same curve.
+func (r *recovery) record() string {
+	measured := 0
+	if r.measured {
+		measured = 1
+	}
+	return fmt.Sprintf("cut1 %d %s %s %d %d", r.at, strconv.FormatFloat(r.wmax, 'g', -1, 64),
+		strconv.FormatFloat(r.f0, 'g', -1, 64), int64(r.over), measured)
+}
+
+// maxRecordedRecovery bounds the climb a pace record may ask for: a record
+// written by a later version, or by something else, never holds a scope
+// down for longer.
+const maxRecordedRecovery = 10 * costlyRecovery
+
+// parseRecord reads a pace record that record wrote; false for any other.
+func parseRecord(rec string) (*recovery, bool) {
+	f := strings.Fields(rec)
+	if len(f) != 6 || f[0] != "cut1" {
+		return nil, false
+	}
+	at, err1 := strconv.ParseInt(f[1], 10, 64)
+	wmax, err2 := strconv.ParseFloat(f[2], 64)
+	f0, err3 := strconv.ParseFloat(f[3], 64)
+	over, err4 := strconv.ParseInt(f[4], 10, 64)
+	if err := errors.Join(err1, err2, err3, err4); err != nil || at <= 0 || (f[5] != "0" && f[5] != "1") {
+		return nil, false
+	}
+	if !(f0 >= minFactor && f0 <= wmax && wmax <= 1) || over <= 0 || time.Duration(over) > maxRecordedRecovery {
+		return nil, false
+	}
+	r := newRecovery(time.Unix(0, at), wmax, f0, time.Duration(over))
+	r.measured = f[5] == "1"
+	return r, true
+}
+
+// adopt makes r, a cut another instance of the fleet took and published,
+// this bucket's climb back, so that the fleet climbs back together, and
+// reports whether it did: not when r is over, nor over a cut taken here
+// since that is as deep or deeper now. The calls this process admitted
+// before it were sent at the pace it answers: their refusals are old news.
+func (s *bucket) adopt(r *recovery, now time.Time, maxWait time.Duration) bool {
+	n := now.UnixNano()
+	if n >= r.full {
+		return false
+	}
+	base, burst := s.basePace(now)
+	if base > 0 && burst > 0 {
+		// The floor this instance keeps (its maximum wait may differ).
+		if floor := min(1, s.floorRate(maxWait)/base); r.f0 < floor {
+			measured := r.measured
+			r = newRecovery(time.Unix(0, r.at), max(r.wmax, floor), floor, r.over)
+			r.measured = measured
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old := s.recov.Load(); old != nil && old.at >= r.at && old.factor(n) <= r.factor(n) {
+		return false
+	}
+	// Not quiet for a window, as after a cut of its own: a refusal of a
+	// call sent at the adopted pace says the other instance's measure was
+	// too high, and this one's own measure may tell better.
+	s.cutAt = s.admitted.Load()
+	s.recov.Store(r)
+	s.recovered.Store(false)
+	return true
 }

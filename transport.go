@@ -153,9 +153,9 @@ func (t *Transport) useStore(cfg *config) {
 	}
 	if cfg.limitSync > 0 {
 		if ls, ok := s.(store.LimitStore); ok {
-			t.limitSync = &limitSync{store: ls, interval: cfg.limitSync, timeout: cfg.storeTimeout, versions: make(map[string]int64)}
+			t.limitSync = &limitSync{store: ls, interval: cfg.limitSync, timeout: cfg.storeTimeout, versions: make(map[string]int64), paces: make(map[string]int64)}
 		} else {
-			cfg.errs = append(cfg.errs, fmt.Errorf("WithLimitSync: the store (%T) keeps no limits; use one that implements LimitStore (store.Memory, store/redisstore)", s))
+			cfg.errs = append(cfg.errs, fmt.Errorf("WithLimitSync: the store (%T) keeps no limits; use one that implements LimitStore (store.Memory, store/redisstore, store/pgstore)", s))
 		}
 	}
 	if _, ok := s.(*store.Memory); !ok {

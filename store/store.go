@@ -28,6 +28,18 @@
 // matching ErrInvalidDemand; any other error is a failure of the store,
 // handled as pacer.WithStoreFailure says. storetest.Run checks a store
 // against the whole contract; store/redisstore and store/pgstore pass it.
+//
+// # What a fleet learns
+//
+// A store may also keep, beside the buckets, what the fleet learns about
+// its scopes (LimitStore, for pacer.WithLimitSync): each scope's published
+// limit, and its pace record — a cut a refusal made, and the climb back
+// from it, that one instance publishes so that the others apply it instead
+// of being refused in turn. Each is kept under a version from one
+// sequence, and a store reads them all in one round trip. A pace record
+// is pacer's own, short printable ASCII (CheckPaceRecord): a store keeps
+// it as given, and need not understand it. storetest.PaceRecords and
+// storetest.CutSync check a LimitStore.
 package store
 
 import (

@@ -17,7 +17,11 @@ var _ store.LimitStore = (*Store)(nil)
 // row a scope, created by Migrate. Each publication takes its version from
 // the sequence "<table>_limits_version": nextval never hands out a number
 // twice, even to transactions that roll back, so a version is larger than
-// any the store returned before without a lock on the table.
+// any the store returned before without a lock on the table. A scope's
+// pace record (PublishPace) lives in its row too, under a version from the
+// same sequence; a row with a pace record and no limit has version 0. A
+// table created before pace records gains their columns when Migrate runs
+// again.
 const migrateLimitsSQL = `CREATE SEQUENCE IF NOT EXISTS @table_limits_version;
 CREATE TABLE IF NOT EXISTS @table_limits (
 	scope   text   PRIMARY KEY,
@@ -25,7 +29,10 @@ CREATE TABLE IF NOT EXISTS @table_limits (
 	per_ns  bigint NOT NULL,
 	burst   bigint NOT NULL,
 	version bigint NOT NULL
-)`
+);
+ALTER TABLE @table_limits
+	ADD COLUMN IF NOT EXISTS pace         text,
+	ADD COLUMN IF NOT EXISTS pace_version bigint NOT NULL DEFAULT 0`
 
 const publishSQL = `INSERT INTO @table_limits (scope, count, per_ns, burst, version)
 VALUES ($1, $2, $3, $4, nextval('@table_limits_version'))
@@ -33,7 +40,13 @@ ON CONFLICT (scope) DO UPDATE
    SET count = excluded.count, per_ns = excluded.per_ns, burst = excluded.burst, version = excluded.version
 RETURNING version`
 
-const publishedSQL = `SELECT scope, count, per_ns, burst, version FROM @table_limits`
+const publishPaceSQL = `INSERT INTO @table_limits (scope, count, per_ns, burst, version, pace, pace_version)
+VALUES ($1, 0, 0, 0, 0, $2, nextval('@table_limits_version'))
+ON CONFLICT (scope) DO UPDATE
+   SET pace = excluded.pace, pace_version = excluded.pace_version
+RETURNING pace_version`
+
+const publishedSQL = `SELECT scope, count, per_ns, burst, version, coalesce(pace, ''), pace_version FROM @table_limits`
 
 // PublishLimit implements store.LimitStore: l becomes scope's row in the
 // limits table, under a new version. A store migrated before it had a
@@ -50,6 +63,25 @@ func (s *Store) PublishLimit(ctx context.Context, scope string, l store.Limit) (
 	return version, nil
 }
 
+// PublishPace implements store.LimitStore: pace becomes the pace record
+// of scope's row in the limits table, under a new version; the row's
+// limit, if any, stays. A record that is not printable ASCII, or too long,
+// is refused (store.CheckPaceRecord).
+func (s *Store) PublishPace(ctx context.Context, scope string, pace string) (int64, error) {
+	if err := store.CheckPaceRecord(pace); err != nil {
+		return 0, fmt.Errorf("pgstore: publishing a pace record: %w", err)
+	}
+	if s.err != nil {
+		return 0, s.err
+	}
+	var version int64
+	err := s.pool.QueryRow(ctx, expand(publishPaceSQL, s.table), scope, pace).Scan(&version)
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: publishing a pace record: %w", s.missingLimits(err))
+	}
+	return version, nil
+}
+
 // PublishedLimits implements store.LimitStore.
 func (s *Store) PublishedLimits(ctx context.Context) (map[string]store.PublishedLimit, error) {
 	if s.err != nil {
@@ -62,12 +94,13 @@ func (s *Store) PublishedLimits(ctx context.Context) (map[string]store.Published
 	defer rows.Close()
 	out := make(map[string]store.PublishedLimit)
 	for rows.Next() {
-		var scope string
-		var count, per, burst, version int64
-		if err := rows.Scan(&scope, &count, &per, &burst, &version); err != nil {
+		var scope, pace string
+		var count, per, burst, version, paceVersion int64
+		if err := rows.Scan(&scope, &count, &per, &burst, &version, &pace, &paceVersion); err != nil {
 			return nil, fmt.Errorf("pgstore: reading the published limits: %w", err)
 		}
-		out[scope] = store.PublishedLimit{Limit: store.Limit{Count: int(count), Per: time.Duration(per), Burst: int(burst)}, Version: version}
+		out[scope] = store.PublishedLimit{Limit: store.Limit{Count: int(count), Per: time.Duration(per), Burst: int(burst)}, Version: version,
+			Pace: pace, PaceVersion: paceVersion}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("pgstore: reading the published limits: %w", s.missingLimits(err))
@@ -75,12 +108,18 @@ func (s *Store) PublishedLimits(ctx context.Context) (map[string]store.Published
 	return out, nil
 }
 
-// missingLimits says what to do when the limits table does not exist: a
-// table migrated by an earlier version of pgstore has none.
+// missingLimits says what to do when the limits table does not exist, or
+// has no pace columns: a table migrated by an earlier version of pgstore
+// has neither, or only the table.
 func (s *Store) missingLimits(err error) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
-		return fmt.Errorf("%w (run Migrate to create %s_limits)", err, s.table)
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "42P01": // undefined_table
+			return fmt.Errorf("%w (run Migrate to create %s_limits)", err, s.table)
+		case "42703": // undefined_column
+			return fmt.Errorf("%w (run Migrate to add the pace columns to %s_limits)", err, s.table)
+		}
 	}
 	return err
 }

@@ -11,15 +11,67 @@ import (
 	"github.com/pacer-go/pacer/storetest"
 )
 
-// A fleet of four on Postgres sees a SetLimit within the sync interval.
-func TestLimitSync(t *testing.T) {
+// limitsStore returns a store on the caller's clock whose limits table and
+// sequence go with the test.
+func limitsStore(t *testing.T) *pgstore.Store {
 	p := pool(t, 8)
 	s := newStore(t, p, pgstore.WithCallerClock())
 	t.Cleanup(func() {
 		p.Exec(context.Background(), "DROP TABLE "+s.Table()+"_limits")
 		p.Exec(context.Background(), "DROP SEQUENCE "+s.Table()+"_limits_version")
 	})
-	storetest.LimitSync(t, s)
+	return s
+}
+
+// A fleet of four on Postgres sees a SetLimit within the sync interval.
+func TestLimitSync(t *testing.T) {
+	storetest.LimitSync(t, limitsStore(t))
+}
+
+// A cut one instance takes on a refusal reaches the others at their next
+// sync, once, and the store keeps pace records as given.
+func TestCutSync(t *testing.T) {
+	s := limitsStore(t)
+	storetest.PaceRecords(t, s)
+	storetest.CutSync(t, s)
+}
+
+// A limits table migrated before pace records has no columns for them:
+// reading and publishing say to run Migrate, which adds them and keeps
+// the limits published.
+func TestMigrateAddsThePaceColumns(t *testing.T) {
+	ctx := context.Background()
+	p := pool(t, 8)
+	s := newStore(t, p)
+	t.Cleanup(func() {
+		p.Exec(ctx, "DROP TABLE IF EXISTS "+s.Table()+"_limits")
+		p.Exec(ctx, "DROP SEQUENCE IF EXISTS "+s.Table()+"_limits_version")
+	})
+	v, err := s.PublishLimit(ctx, "a", store.Limit(pacer.PerSecond(10)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Exec(ctx, "ALTER TABLE "+s.Table()+"_limits DROP COLUMN pace, DROP COLUMN pace_version"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PublishedLimits(ctx); err == nil || !strings.Contains(err.Error(), "run Migrate") {
+		t.Errorf("reading without the pace columns: %v, want an error that says to run Migrate", err)
+	}
+	if _, err := s.PublishPace(ctx, "a", "a record"); err == nil || !strings.Contains(err.Error(), "run Migrate") {
+		t.Errorf("publishing without the pace columns: %v, want an error that says to run Migrate", err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pv, err := s.PublishPace(ctx, "a", "a record")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.PublishedLimits(ctx)
+	want := store.PublishedLimit{Limit: store.Limit(pacer.PerSecond(10)), Version: v, Pace: "a record", PaceVersion: pv}
+	if err != nil || got["a"] != want {
+		t.Errorf("after Migrate: %+v, %v; want %+v", got["a"], err, want)
+	}
 }
 
 // Each publication gets a larger version, a scope keeps only its newest

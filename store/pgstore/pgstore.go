@@ -94,8 +94,11 @@
 // The store is a store.LimitStore: a SetLimit on a Transport built
 // WithLimitSync is published in "<table>_limits", one row a scope, under a
 // version from the sequence "<table>_limits_version", and every instance
-// reads the table at its sync interval. Migrate creates both; a table
-// migrated by an earlier version gains them when Migrate runs again.
+// reads the table at its sync interval. A cut a refusal made is published
+// in the scope's row too (the pace and pace_version columns), under a
+// version from the same sequence. Migrate creates both; a table migrated
+// by an earlier version gains what it lacks when Migrate runs again, and
+// until it does, publishing and reading say to run it.
 //
 // # Idle buckets
 //
