@@ -47,6 +47,9 @@ type ClientConfig struct {
 	// Redis, shared by every process given the same prefix.
 	RedisAddr   string
 	RedisPrefix string
+	// LimitSync, when positive with RedisAddr, makes pacer's processes
+	// share what they learn through the store (pacer.WithLimitSync).
+	LimitSync time.Duration
 
 	// MaxWait is the longest a limiter may make a call wait: the run's
 	// length, so that waiting, never refusing, is what limiters do.
@@ -120,7 +123,8 @@ func (w *Wire) CloseIdle() { w.next.(*http.Transport).CloseIdleConnections() }
 //   - pacer: pacer.WithLimit(pacer.PerSecond(cfg.Rate)) at the default
 //     headroom (0.9), unless cfg.Headroom or cfg.PacerBurst say otherwise, or
 //     pacer.WithConcurrency(cfg.Conn); the Redis store when cfg.RedisAddr is
-//     set; everything else default.
+//     set, and pacer.WithLimitSync(cfg.LimitSync) with it when that is set;
+//     everything else default.
 func NewClient(name string, cfg ClientConfig, base http.RoundTripper) (*http.Client, func(), error) {
 	none := func() {}
 	switch name {
@@ -161,6 +165,9 @@ func NewClient(name string, cfg ClientConfig, base http.RoundTripper) (*http.Cli
 		if cfg.RedisAddr != "" {
 			rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, PoolSize: 16})
 			opts = append(opts, pacer.WithStore(redisstore.New(rdb, redisstore.WithPrefix(cfg.RedisPrefix))))
+			if cfg.LimitSync > 0 {
+				opts = append(opts, pacer.WithLimitSync(cfg.LimitSync))
+			}
 			release = func() { rdb.Close() }
 		}
 		tr := pacer.New(base, opts...)

@@ -20,9 +20,12 @@ type Options struct {
 	Server     Server
 	Duration   time.Duration // of each client × scenario
 	Goroutines int           // the workload's callers, in all processes together
-	RedisAddr  string        // for pacer in scenario 3; required there
-	Headroom   float64       // pacer's headroom; 0: its default
-	PacerBurst int           // the Burst of pacer's Limit; 0: its default
+	RedisAddr  string        // for pacer in scenarios 3 and 13; required there
+	// LimitSync is how often pacer's processes sharing Redis read what the
+	// fleet learned (pacer.WithLimitSync); 0: they do not share it.
+	LimitSync  time.Duration
+	Headroom   float64 // pacer's headroom; 0: its default
+	PacerBurst int     // the Burst of pacer's Limit; 0: its default
 }
 
 // A Result is one client in one scenario.
@@ -251,6 +254,7 @@ func runProcesses(o Options, procs int, spec childSpec) (Counts, error) {
 		var b [8]byte
 		rand.Read(b[:])
 		spec.Config.RedisAddr, spec.Config.RedisPrefix = o.RedisAddr, "pacer-bench:"+hex.EncodeToString(b[:])+":"
+		spec.Config.LimitSync = o.LimitSync
 	}
 	exe, err := os.Executable()
 	if err != nil {

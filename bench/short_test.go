@@ -9,7 +9,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	MaybeChild() // scenario 3's processes are this test binary, again
+	MaybeChild() // the processes of scenarios 3 and 13 are this test binary, again
 	os.Exit(m.Run())
 }
 
@@ -39,6 +39,7 @@ func TestShortRun(t *testing.T) {
 		Duration:   500 * time.Millisecond,
 		Goroutines: 16,
 		RedisAddr:  os.Getenv("PACER_REDIS_ADDR"),
+		LimitSync:  time.Second,
 	}
 	type run struct {
 		scenario int
