@@ -11,6 +11,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacer-go/pacer/store"
 )
 
 // windowAPI is a server-side limiter in virtual time, as go-chi/httprate
@@ -818,6 +820,12 @@ func againstHTTPRate(t *testing.T, off time.Duration, rate int, neighbourRate fl
 		hammer(tr, 16, start.Add(d))
 		a, r = api.counts("pacer", start, start.Add(d))
 		na, nr = api.counts("neighbour", start, start.Add(d))
+		var per []int
+		for i := range 20 {
+			_, x := api.counts("neighbour", start.Add(time.Duration(i)*time.Second), start.Add(time.Duration(i+1)*time.Second))
+			per = append(per, x)
+		}
+		t.Logf("neighbour 429s by second %v", per)
 	})
 	return a, r, na, nr
 }
@@ -865,4 +873,61 @@ func TestToldTwiceTheFirstWindowsAreNotSpentAtTheBlindPace(t *testing.T) {
 			check(t, "told 2×, 20 s from the first call", a, r, 2000, 0.95)
 		})
 	}
+}
+
+// againstHTTPRateAsAFleet is againstHTTPRate for n processes sharing one
+// store (a fleetStore), callers goroutines each, every Transport
+// configured at rate a second, beside an unpaced neighbour at
+// neighbourRate a second (none if 0). It returns what the server did with
+// the fleet's calls and the neighbour's, from the first second on and
+// from the second after.
+func againstHTTPRateAsAFleet(t *testing.T, n, callers, rate int, neighbourRate float64, d time.Duration) (a, r, na, nr, laterNA, laterNR int) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		api := &windowAPI{limit: 100, window: time.Second, sliding: true, retryAfter: true}
+		shared := fleetStore{store.NewMemory()}
+		var trs []*Transport
+		for range n {
+			trs = append(trs, New(&wire{next: api}, WithLimit(PerSecond(rate)), WithStore(shared), WithLogger(slogTo(io.Discard))))
+		}
+		start := time.Now()
+		if neighbourRate > 0 {
+			go neighbour(api, neighbourRate, start.Add(d))
+		}
+		var wg sync.WaitGroup
+		for _, tr := range trs {
+			wg.Go(func() { hammer(tr, callers, start.Add(d)) })
+		}
+		wg.Wait()
+		a, r = api.counts("pacer", start, start.Add(d))
+		na, nr = api.counts("neighbour", start, start.Add(d))
+		laterNA, laterNR = api.counts("neighbour", start.Add(time.Second), start.Add(d))
+	})
+	return a, r, na, nr, laterNA, laterNR
+}
+
+// A fleet of four sharing one bucket, with the limit known, behind a
+// sliding window that publishes what remains: each report's reset is a
+// second away in whole seconds, and the fleet's other processes spend on
+// the key as a neighbour would, so what the provider gives back cannot be
+// measured. Spread over the reset, what was left set the fleet's pace at
+// half the limit (0.495 here; 0.56–0.57 in pacerbench). The fleet now keeps
+// its blind pace while the count leaves room for it until the soonest the
+// reset may be; the clamp of the shared bucket to what remains, and the
+// margin, keep it within the count.
+func TestFleetWithRemainingCountsKeepsItsBlindPace(t *testing.T) {
+	a, r, _, _, _, _ := againstHTTPRateAsAFleet(t, 4, 4, 100, 0, 20*time.Second)
+	check(t, "4 processes, limit known, 20 s", a, r, 2000, 0.88)
+}
+
+// Beside an unpaced neighbour at 40 %, such a fleet takes what is left
+// (0.49 of it before), and from the second window on the neighbour keeps
+// its share. In the first window it does not: the fleet's own processes
+// spend on the key as the neighbour does, so nothing tells the neighbour
+// apart until the window turns, and the neighbour's last calls in it are
+// refused (12–14 of 40): the price of spending a fleet's first window.
+func TestFleetLeavesAnUnpacedNeighbourItsShareAfterTheFirstWindow(t *testing.T) {
+	a, r, _, _, na, nr := againstHTTPRateAsAFleet(t, 4, 4, 100, 40, 20*time.Second)
+	check(t, "the fleet", a, r, 60*20, 0.90)
+	check(t, "the neighbour, from the second window on", na, nr, 40*19, 0.98)
 }

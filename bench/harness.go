@@ -20,7 +20,7 @@ type Options struct {
 	Server     Server
 	Duration   time.Duration // of each client × scenario
 	Goroutines int           // the workload's callers, in all processes together
-	RedisAddr  string        // for pacer in scenarios 3 and 13; required there
+	RedisAddr  string        // for pacer in scenarios 3, 13 and 14; required there
 	// LimitSync is how often pacer's processes sharing Redis read what the
 	// fleet learned (pacer.WithLimitSync); 0: they do not share it.
 	LimitSync  time.Duration
@@ -128,7 +128,11 @@ func runGo(o Options, sc Scenario, client string) (Result, error) {
 	if sc.Neighbour > 0 {
 		go func() { done <- neighbour(spec.URL, sc.Neighbour, spec.Start, o.Duration) }()
 	}
-	res.Counts, err = spec.run()
+	if sc.Procs > 1 {
+		res.Counts, err = runProcesses(o, sc.Procs, spec)
+	} else {
+		res.Counts, err = spec.run()
+	}
 	if err != nil {
 		return Result{}, err
 	}

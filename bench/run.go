@@ -31,8 +31,9 @@ type Scenario struct {
 
 // Scenarios are the situations of the benchmark: five against nginx at the
 // run's rate, then issue 14's, against go-chi/httprate at 100 a second and
-// nginx at 100 r/s, 20 s each (the incident's two minutes), the last a
-// fleet of four processes that must learn the server's limit together.
+// nginx at 100 r/s, 20 s each (the incident's two minutes), the last two
+// fleets of four processes sharing one bucket in Redis: one that must
+// learn nginx's limit together, one behind httprate's remaining counts.
 var Scenarios = []Scenario{
 	{ID: 1, Name: "limit known", Path: PathLimit, Scale: 1, Procs: 1},
 	{ID: 2, Name: "configured at 2× the limit", Path: PathLimit, Scale: 2, Procs: 1},
@@ -47,6 +48,7 @@ var Scenarios = []Scenario{
 	{ID: 11, Name: "nginx 100 r/s: told 2×, Retry-After", Path: PathLimitRetryAfter, Scale: 2, Procs: 1, Nginx: &nginx100, Duration: 20 * time.Second},
 	{ID: 12, Name: "httprate: 1 min of bare 429s, then healthy", Path: PathLimit, Scale: 1, Procs: 1, Go: &httprateIncident, Duration: 2 * time.Minute},
 	{ID: 13, Name: "nginx 100 r/s: 4 processes, each told 2×, bare 429", Path: PathLimit, Scale: 2, Procs: 4, Nginx: &nginx100, Duration: 20 * time.Second},
+	{ID: 14, Name: "httprate: 4 processes share the limit", Path: PathLimit, Scale: 1, Procs: 4, Go: &httprate100, Duration: 20 * time.Second},
 }
 
 var (

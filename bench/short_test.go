@@ -9,7 +9,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	MaybeChild() // the processes of scenarios 3 and 13 are this test binary, again
+	MaybeChild() // the processes of scenarios 3, 13 and 14 are this test binary, again
 	os.Exit(m.Run())
 }
 
