@@ -122,7 +122,7 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 			c.t.checkAllSlots(now)
 		}
 		if !c.prepaid { // a reservation counted its call when it took the tokens
-			c.countAdmitted()
+			c.countAdmitted(d.Taken)
 		}
 		return blocked{}, nil
 	}
@@ -149,11 +149,23 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 
 // countAdmitted counts the call as admitted, and its cost as spent, on
 // every scope: what learn measures a response's remaining count against.
-func (c *call) countAdmitted() {
+// taken is what the store says the fleet has taken from the first
+// demand's bucket (store.Decision.Taken), or 0: the fleet's spending that
+// the scope's own spent is in a bucket of its own.
+func (c *call) countAdmitted(taken float64) {
 	for i := range c.charges {
 		ch := &c.charges[i]
 		ch.admittedAt = ch.bucket.admitted.Add(1)
 		ch.spentAt = ch.bucket.spent.Add(int64(ch.cost))
+		ch.takenAt = ch.bucket.taken.Load()
+	}
+	if taken > 0 && len(c.owners) > 0 {
+		ch := &c.charges[c.owners[0]]
+		ch.takenAt = int64(taken)
+		// The latest, not the largest: a store that forgot the bucket
+		// (full, idle) starts its total again, and the calls answered out
+		// of order that this may step back over are a few units.
+		ch.bucket.taken.Store(ch.takenAt)
 	}
 }
 

@@ -51,6 +51,7 @@ type charge struct {
 	cost       float64
 	admittedAt int64 // the scope's admitted count when this call was admitted
 	spentAt    int64 // the scope's spent units, this call's included, then
+	takenAt    int64 // the fleet's, in a store that says (feedback.taken); else 0
 	slotEpoch  int64 // when the call took its slot (slotage.go)
 }
 

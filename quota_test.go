@@ -756,7 +756,7 @@ func TestRefusedCallsAreNotQuotaGivenBack(t *testing.T) {
 		tr := New(http.DefaultTransport, WithLimit(PerSecond(200)))
 		s := tr.defaultScope.shared
 		report := func(refused int64) {
-			s.reportRemaining(time.Now(), 0, time.Second, 100, s.spent.Add(1), refused, true, DefaultMaxWait)
+			s.reportRemaining(time.Now(), 0, time.Second, 100, s.spent.Add(1), refused, true, false, DefaultMaxWait)
 		}
 		report(0) // the last call that was accepted
 		for range 200 {
@@ -902,6 +902,14 @@ func againstHTTPRateAsAFleet(t *testing.T, n, callers, rate int, neighbourRate f
 		a, r = api.counts("pacer", start, start.Add(d))
 		na, nr = api.counts("neighbour", start, start.Add(d))
 		laterNA, laterNR = api.counts("neighbour", start.Add(time.Second), start.Add(d))
+		var fleet, neighbour []int
+		for i := range int(d / time.Second) {
+			from, to := start.Add(time.Duration(i)*time.Second), start.Add(time.Duration(i+1)*time.Second)
+			x, _ := api.counts("pacer", from, to)
+			_, y := api.counts("neighbour", from, to)
+			fleet, neighbour = append(fleet, x), append(neighbour, y)
+		}
+		t.Logf("by second: the fleet's calls accepted %v, the neighbour's 429s %v", fleet, neighbour)
 	})
 	return a, r, na, nr, laterNA, laterNR
 }

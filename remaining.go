@@ -50,6 +50,7 @@ type remainingReports struct {
 	interval  float64 // seconds between reports, averaged
 	first     int64   // UnixNano of the first report
 	latest    int64   // the spent units of the latest report taken
+	fleet     bool    // spent units are the fleet's (store.Decision.Taken), not the scope's own
 	known     bool    // supply has a first measurement
 	peak      float64 // the largest count seen, for a limit that is not published
 
@@ -151,11 +152,16 @@ func (s *bucket) pace() (rate, burst float64) {
 // left. limit is the published limit, or -1. refused is the cost of the
 // call if the provider refused it (a 429 that says what remains), which it
 // did not spend: else 0. local says the scope's
-// bucket is this process's alone; in a shared store the other processes'
-// calls would count as a neighbour's, so only the spread applies, never
-// at the edge. It returns the new pace, and whether remaining-driven
-// pacing has just begun.
-func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Duration, limit int64, spentAt, refused int64, local bool, maxWait time.Duration) (float64, bool) {
+// bucket is this process's alone. In a shared store, fleet says that
+// spentAt is what the whole fleet had taken from the shared bucket when the
+// call was admitted (store.Decision.Taken): what the fleet spent between
+// two reports is then known, as one process knows its own, and the fleet
+// measures what the provider gives back net of what real neighbours take,
+// as a local scope does. Without it the other processes' calls would count
+// as a neighbour's, so only the spread applies, never at the edge. It
+// returns the new pace, and whether remaining-driven pacing has just
+// begun.
+func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Duration, limit int64, spentAt, refused int64, local, fleet bool, maxWait time.Duration) (float64, bool) {
 	if reset < 0 || remaining < 0 {
 		return 0, false
 	}
@@ -163,6 +169,17 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 	o := &s.reports
 	r := float64(remaining)
 	o.peak = max(o.peak, r)
+	if fleet != o.fleet || fleet && float64(o.latest-spentAt) > 2*max(o.peak, float64(limit), 1) {
+		// The marks changed their unit (the fleet's total from the
+		// scope's own spent, as when a store stops counting), or the
+		// store forgot the bucket, full, and started its total again:
+		// measure afresh from this report. A step back of a few calls is
+		// only the order in which calls were admitted and answered.
+		o.fleet, o.at, o.latest = fleet, 0, 0
+	}
+	// A fleet that knows what it spent measures what comes back as one
+	// process does.
+	local = local || fleet
 	// A refusal counts even in an answer overtaken by a later one: the
 	// baseline took every call admitted before it as counted.
 	o.refused += refused
@@ -237,7 +254,7 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 	if limit > 0 {
 		margin = max(0.25, remainingMargin*float64(limit))
 	}
-	left := r - float64(s.spent.Load()-spentAt)
+	left := r - float64(s.sinceMark(spentAt, fleet))
 	// Spread over the reset as stated: a whole-second reset may be up to a
 	// second later, but spending what is left a little early is safe (the
 	// clamp keeps the bucket within it), and spreading it over the longer
@@ -320,6 +337,17 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 	edge = edge && !first
 	old := s.told.Swap(&toldPace{rate: rate, until: now.Add(hold).UnixNano(), edge: edge})
 	return rate, old == nil || old.until <= now.UnixNano()
+}
+
+// sinceMark is what was spent since mark, a call's spent units at its
+// admission: the scope's own, or, when fleet is set, what the whole fleet
+// took from the shared bucket as the latest take said, which may be a few
+// calls behind a call answered out of order: never below nothing.
+func (s *bucket) sinceMark(mark int64, fleet bool) int64 {
+	if fleet {
+		return max(0, s.taken.Load()-mark)
+	}
+	return s.spent.Load() - mark
 }
 
 // blindWithin reports whether the scope's blind pace is within limit, the

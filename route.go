@@ -91,7 +91,7 @@ func (c *call) addCharge(cs *configuredScope, ch Charge, vals *callValues) {
 	if e.key != ch.Key {
 		e.key = ch.Key
 	}
-	e.cost, e.admittedAt, e.spentAt = cost, 0, 0
+	e.cost, e.admittedAt, e.spentAt, e.takenAt = cost, 0, 0, 0
 	c.needsSlots = c.needsSlots || cs.Concurrency > 0
 }
 
