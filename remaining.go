@@ -205,6 +205,16 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 		// A gain of a large part of the limit at once is a fixed window
 		// refilled at its reset, not a rate: spreading takes care of it.
 		jump := max(3, 0.2*math.Max(float64(limit), o.peak))
+		if fleet {
+			// A process of a fleet may hear a report only every second
+			// or two, when the others win the shared bucket's tokens: what
+			// came back over that span, at up to the blind pace, is
+			// supply, not a refill. Unmeasured, its pace stayed where an
+			// early report left it, and each of its takes refilled the
+			// shared bucket at that pace (a fleet of four beside a
+			// neighbour took 0.86 of what was left).
+			jump += dt * s.blindRate()
+		}
 		switch {
 		case gain > jump:
 			move = true
