@@ -307,6 +307,9 @@ func (s *Store) Take(ctx context.Context, now time.Time, demands []store.Demand)
 		if !d.OK {
 			d.Blocked = i
 		}
+		if i != 0 {
+			d.Taken = 0 // the total is the first demand's, which cost nothing
+		}
 		return d, err
 	}
 	reply, err := s.run(ctx, "take", now, demands, nil, "")
@@ -317,10 +320,16 @@ func (s *Store) Take(ctx context.Context, now time.Time, demands []store.Demand)
 }
 
 // decision reads the reply of a take or a peek of n demands (see take.lua):
-// {1} or {1, time} granted, {0, blocked, wait} denied.
+// {1}, {1, time} or {1, time, total in millionths} granted, {0, blocked,
+// wait} denied. A reply without the total (a take whose first demand costs
+// nothing, or a script of an earlier version) reports none.
 func decision(reply []int64, n int) (store.Decision, error) {
-	if len(reply) >= 1 && len(reply) <= 2 && reply[0] == 1 {
-		return store.Decision{OK: true}, nil
+	if len(reply) >= 1 && len(reply) <= 3 && reply[0] == 1 {
+		d := store.Decision{OK: true}
+		if len(reply) == 3 && reply[2] > 0 {
+			d.Taken = float64(reply[2]) / 1e6
+		}
+		return d, nil
 	}
 	if len(reply) != 3 || reply[0] != 0 || reply[1] < 0 || reply[1] >= int64(n) || reply[2] < -1 {
 		return store.Decision{}, fmt.Errorf("redisstore: unexpected reply %v", reply)
@@ -335,7 +344,7 @@ func decision(reply []int64, n int) (store.Decision, error) {
 // tookOf returns the server's time of a granted take, as the undo of that
 // take sends it back; "" if the reply carries none.
 func tookOf(reply []int64) string {
-	if len(reply) != 2 || reply[0] != 1 {
+	if len(reply) < 2 || len(reply) > 3 || reply[0] != 1 {
 		return ""
 	}
 	return strconv.FormatInt(reply[1], 10)
