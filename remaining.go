@@ -310,12 +310,14 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 	// away may be a moment away, and what is left spread over the whole
 	// second slowed the pace at each report by what had been spent since:
 	// the first two seconds of a sliding window lost a fifth of their calls.
-	// A scope in a shared store never measures what comes back (the
-	// fleet's other processes spend as a neighbour would), and spreading
-	// held a fleet at half the limit for good: it keeps its blind pace the
-	// same way, the shared bucket clamped to what remains. Its first window
-	// can leave an unpaced neighbour short, which nothing tells apart from
-	// the fleet until the window turns.
+	// A scope in a shared store whose takes do not say what the fleet took
+	// (store.Decision.Taken) never measures what comes back (the fleet's
+	// other processes spend as a neighbour would), and spreading held a
+	// fleet at half the limit for good: it keeps its blind pace the same
+	// way, the shared bucket clamped to what remains. Its first window can
+	// leave an unpaced neighbour short, which nothing tells apart from the
+	// fleet until the window turns. One whose takes say it measures as a
+	// local scope does (local is set above).
 	lasts := max(reset, horizon)
 	if first && (alone || !local) && s.blindWithin(limit) {
 		lasts = max(0, reset-wholeSecondSlack(reset))
