@@ -184,7 +184,7 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 	if quiet && status < 400 {
 		// Most responses say nothing about limits: keep them cheap.
 		for i := range c.charges {
-			s := c.charges[i].bucket // not a copy of the charge: it is seven words
+			s := c.charges[i].bucket // not a copy of the charge: it is eight words
 			s.succeeded()
 			if s.recovered.Load() {
 				c.reportRecovered(s)

@@ -88,7 +88,7 @@ func (c *call) emitRefusal(err error) {
 func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 	now := c.t.clock.Now()
 	for i := range c.charges {
-		// By index, not by copy: a charge is seven words. The check before
+		// By index, not by copy: a charge is eight words. The check before
 		// the call spares it when no scope was paused.
 		if s := c.charges[i].bucket; s.cooldown.Load() != 0 {
 			if wait, ok := c.cooledDown(s, now); !ok {

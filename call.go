@@ -104,7 +104,7 @@ func (c *call) holdsResources() bool {
 // finish releases everything the call holds and returns it to the pool.
 func (c *call) finish() {
 	for i := range c.charges {
-		ch := &c.charges[i] // not a copy: a charge is seven words
+		ch := &c.charges[i] // not a copy: a charge is eight words
 		if c.holdsSlots {
 			ch.bucket.releaseSlot(c.workload.index, ch.slotEpoch, nil)
 		}
