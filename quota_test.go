@@ -882,10 +882,15 @@ func TestToldTwiceTheFirstWindowsAreNotSpentAtTheBlindPace(t *testing.T) {
 // the fleet's calls and the neighbour's, from the first second on and
 // from the second after.
 func againstHTTPRateAsAFleet(t *testing.T, n, callers, rate int, neighbourRate float64, d time.Duration) (a, r, na, nr, laterNA, laterNR int) {
+	return againstHTTPRateAsAFleetOn(t, fleetStore{store.NewMemory()}, n, callers, rate, neighbourRate, d)
+}
+
+// againstHTTPRateAsAFleetOn is againstHTTPRateAsAFleet with the fleet
+// sharing the store given.
+func againstHTTPRateAsAFleetOn(t *testing.T, shared store.Store, n, callers, rate int, neighbourRate float64, d time.Duration) (a, r, na, nr, laterNA, laterNR int) {
 	synctest.Test(t, func(t *testing.T) {
 		toPresent()
 		api := &windowAPI{limit: 100, window: time.Second, sliding: true, retryAfter: true}
-		shared := fleetStore{store.NewMemory()}
 		var trs []*Transport
 		for range n {
 			trs = append(trs, New(&wire{next: api}, WithLimit(PerSecond(rate)), WithStore(shared), WithLogger(slogTo(io.Discard))))
@@ -942,4 +947,82 @@ func TestFleetLeavesAnUnpacedNeighbourItsShare(t *testing.T) {
 	a, r, na, nr, _, _ := againstHTTPRateAsAFleet(t, 4, 4, 100, 40, 20*time.Second)
 	check(t, "the fleet", a, r, 60*20, 0.90)
 	check(t, "the neighbour, from the first window on", na, nr, 40*20, 0.99)
+}
+
+// uncountedStore is a shared store whose takes do not say what the fleet
+// took (store.Decision.Taken): one of an earlier version, or a lease.
+type uncountedStore struct{ fleetStore }
+
+func (u uncountedStore) Take(ctx context.Context, now time.Time, ds []store.Demand) (store.Decision, error) {
+	d, err := u.fleetStore.Take(ctx, now, ds)
+	d.Taken = 0
+	return d, err
+}
+
+// Behind a store that does not say what the fleet took, a fleet cannot
+// tell its own processes from a neighbour: it keeps its blind pace, the
+// shared bucket clamped to what remains, as before the total (spread over
+// the reset, what was left had set its pace at half the limit, 0.495). In
+// its first window it leaves an unpaced neighbour short (12–14 of its 40
+// refused), and from the second on, the neighbour keeps its share.
+func TestFleetWithoutTheTotalKeepsItsBlindPace(t *testing.T) {
+	a, r, _, _, _, _ := againstHTTPRateAsAFleetOn(t, uncountedStore{fleetStore{store.NewMemory()}}, 4, 4, 100, 0, 20*time.Second)
+	check(t, "4 processes, limit known, 20 s", a, r, 2000, 0.88)
+	a, r, _, _, na, nr := againstHTTPRateAsAFleetOn(t, uncountedStore{fleetStore{store.NewMemory()}}, 4, 4, 100, 40, 20*time.Second)
+	check(t, "beside a neighbour", a, r, 60*20, 0.90)
+	check(t, "the neighbour, from the second window on", na, nr, 40*19, 0.98)
+}
+
+// A shared store that forgets a full bucket starts its total again at
+// zero. A scope that took the lower totals that follow for answers
+// overtaken by later ones ignored every report until the total grew past
+// the last it had seen; it measures afresh instead.
+func TestAFleetTotalThatStartsAgainIsMeasuredAfresh(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(http.DefaultTransport, WithLimit(PerSecond(100)), WithStore(fleetStore{store.NewMemory()}))
+		s := tr.defaultScope.shared
+		var total int64 = 5000
+		for range 20 {
+			time.Sleep(10 * time.Millisecond)
+			total++
+			s.reportRemaining(time.Now(), 50, time.Second, 100, total, 0, false, true, DefaultMaxWait)
+		}
+		time.Sleep(time.Second)
+		total = 1 // the bucket was forgotten, and started again
+		if rate, _ := s.reportRemaining(time.Now(), 50, time.Second, 100, total, 0, false, true, DefaultMaxWait); rate == 0 {
+			t.Fatal("a report after the total started again was taken for old news")
+		}
+		s.mu.Lock()
+		latest := s.reports.latest
+		s.mu.Unlock()
+		if latest != total {
+			t.Errorf("the latest total taken is %d, want the new one, %d", latest, total)
+		}
+	})
+}
+
+// The marks a scope measures from change unit when its store starts to say
+// what the fleet took (the first takes, a store that stops counting): the
+// fleet's total against the scope's own spent would read as thousands of
+// calls given back, or, below a refill's jump, as a supply that is not
+// there. The scope measures afresh from the first report in the new unit.
+func TestMarksThatChangeUnitAreMeasuredAfresh(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(http.DefaultTransport, WithLimit(PerSecond(100)), WithStore(fleetStore{store.NewMemory()}))
+		s := tr.defaultScope.shared
+		for range 5 { // the scope's own spent, no total
+			time.Sleep(50 * time.Millisecond)
+			s.reportRemaining(time.Now(), 50, time.Second, 100, s.spent.Add(1), 0, false, false, DefaultMaxWait)
+		}
+		time.Sleep(200 * time.Millisecond)
+		// What the fleet took, less than a refill's jump beyond the scope's
+		// own spent: as a gain, 25 calls in 0.2 s.
+		s.reportRemaining(time.Now(), 50, time.Second, 100, s.spent.Load()+25, 0, false, true, DefaultMaxWait)
+		s.mu.Lock()
+		known, supply := s.reports.known, s.reports.supply
+		s.mu.Unlock()
+		if known {
+			t.Errorf("the first report in the fleet's total measured a supply of %.0f a second from marks in the scope's own spent", supply)
+		}
+	})
 }
