@@ -27,8 +27,12 @@
 //
 // # Keys
 //
-// A bucket is a hash of two fields, t (tokens) and s (its stamp, in
-// microseconds). Its name is
+// A bucket is a hash of three fields, t (tokens), s (its stamp, in
+// microseconds) and n (the units taken from it, ever, by a take or a
+// positive adjustment: the running total a granted take reports,
+// store.Decision.Taken, in the reply as millionths of a unit). A refund, an
+// undo, a clamp and a negative adjustment leave n alone; a key that
+// expires or is deleted full takes its n with it. Its name is
 //
 //	<prefix>:<len(scope)>:<scope>:<key>
 //
@@ -123,6 +127,13 @@
 // what a new one's fast path wrote, and the fast path reads a key's TTL
 // (PTTL) rather than trusting what an older version set, so instances of
 // both versions on the same keys decide as one version would.
+//
+// A version before the running total neither writes n nor clears it (HSET
+// leaves the fields it is not given), and a key it wrote has none, which
+// this version reads as 0. While both run, the total counts the new
+// instances' takes only, so they read the old ones' as a neighbour's and
+// leave them room: the fleet paces as it did before the total, or
+// slower, until the last old instance stops (TestMixedVersions).
 //
 // # Timeouts
 //
