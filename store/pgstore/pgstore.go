@@ -292,7 +292,7 @@ var takeSQL = `WITH up AS (
 	 WHERE @level >= $6::float8 + $7::float8
 	RETURNING taken
 )
-SELECT EXISTS (SELECT FROM up), cur.tokens, cur.refilled_at, @now, (SELECT taken FROM up)
+SELECT EXISTS (SELECT FROM up), cur.tokens, cur.refilled_at, @now, coalesce((SELECT taken FROM up), 0)
 FROM (SELECT) AS one LEFT JOIN @table AS cur ON cur.scope = $1 AND cur.key = $2`
 
 // A refund is a plain UPDATE: a bucket not stored is full, so it gets
@@ -327,7 +327,7 @@ func uncounted(sql string) string {
 		",\n\t       taken = b.taken + $6::float8", "",
 		",\n\t       taken = b.taken + greatest(0, $6::float8)", "",
 		"RETURNING taken", "RETURNING 1",
-		", (SELECT taken FROM up)", ", NULL::float8",
+		", coalesce((SELECT taken FROM up), 0)", ", 0::float8",
 	).Replace(sql)
 }
 
@@ -501,19 +501,13 @@ type takeResult struct {
 	tokens  *float64   // the bucket in the statement's snapshot; nil if not stored
 	stamp   *time.Time // its refilled_at
 	now     time.Time  // the statement's now
-	taken   *float64   // the bucket's total after a granted take; nil without one
+	// taken is the bucket's total after a granted take; 0 without one. A
+	// float8, not a pointer to one, which scanning would allocate.
+	taken float64
 }
 
 func (r *takeResult) scan(row pgx.Row) error {
 	return row.Scan(&r.granted, &r.tokens, &r.stamp, &r.now, &r.taken)
-}
-
-// total is the running total a granted take reports: 0 without one.
-func (r *takeResult) total() float64 {
-	if r.taken == nil {
-		return 0
-	}
-	return *r.taken
 }
 
 func (s *Store) takeOne(ctx context.Context, now time.Time, demands []store.Demand, i int) (store.Decision, error) {
@@ -523,7 +517,7 @@ func (s *Store) takeOne(ctx context.Context, now time.Time, demands []store.Dema
 		return store.Decision{}, failed("take", err)
 	}
 	if r.granted {
-		return store.Decision{OK: true, Taken: r.total()}, nil
+		return store.Decision{OK: true, Taken: r.taken}, nil
 	}
 	return store.Decision{Blocked: i, Wait: r.wait(d)}, nil
 }
@@ -559,7 +553,7 @@ func (s *Store) takeMany(ctx context.Context, now time.Time, demands []store.Dem
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	dec = store.Decision{OK: true, Taken: results[live[0]].total()}
+	dec = store.Decision{OK: true, Taken: results[live[0]].taken}
 	if err == nil {
 		for _, i := range live {
 			if !results[i].granted {
