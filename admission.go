@@ -149,9 +149,11 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 
 // countAdmitted counts the call as admitted, and its cost as spent, on
 // every scope: what learn measures a response's remaining count against.
-// taken is what the store says the fleet has taken from the first
-// demand's bucket (store.Decision.Taken), or 0: the fleet's spending that
-// the scope's own spent is in a bucket of its own.
+// taken is what the store says the whole fleet has taken from the first
+// demand's bucket (store.Decision.Taken), or 0 if it does not say: the
+// fleet's spent, as the scope's own is its spent. A charge whose take did
+// not say (another scope of the call, a reservation) keeps the latest
+// total its scope saw: a few calls behind, and in the same unit.
 func (c *call) countAdmitted(taken float64) {
 	for i := range c.charges {
 		ch := &c.charges[i]
