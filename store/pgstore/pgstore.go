@@ -19,7 +19,9 @@
 // ever, by a take or a positive adjustment, which a granted take returns
 // (store.Decision.Taken): a refund, a clamp and a negative adjustment leave
 // it, and a row Sweep deletes starts again at zero. A table created by an
-// earlier version gains the column when Migrate runs again; until then the
+// earlier version gains the column when Migrate runs again (a constant
+// default: PostgreSQL 11 and later add it without rewriting the table, under
+// a brief exclusive lock); until then the
 // store takes as before and reports no total (it says so once, with
 // slog), and a fleet behind it paces as it did before the total. Nothing that changes is indexed and every page
 // keeps room to spare, so an update is HOT: a new row version on the same
