@@ -15,18 +15,20 @@
 //	PRIMARY KEY (scope, key), fillfactor 80
 //
 // Only the bucket's own state is stored: its shape (rate, burst, window)
-// travels with every demand. taken is the units taken from the bucket,
-// ever, by a take or a positive adjustment, which a granted take returns
-// (store.Decision.Taken): a refund, a clamp and a negative adjustment leave
-// it, and a row Sweep deletes starts again at zero. A table created by an
-// earlier version gains the column when Migrate runs again (a constant
-// default: PostgreSQL 11 and later add it without rewriting the table, under
-// a brief exclusive lock); until then the
-// store takes as before and reports no total (it says so once, with
-// slog), and a fleet behind it paces as it did before the total. Nothing that changes is indexed and every page
+// travels with every demand. Nothing that changes is indexed and every page
 // keeps room to spare, so an update is HOT: a new row version on the same
 // page, no index write. A row is a fraction of a page, so a hot bucket costs
 // little vacuum.
+//
+// taken is the units taken from the bucket, ever, by a take or a positive
+// adjustment, which a granted take returns (store.Decision.Taken): a
+// refund, a clamp and a negative adjustment leave it, and a row Sweep
+// deletes starts again at zero. A table created by an earlier version
+// gains the column when Migrate runs again (a constant default: PostgreSQL
+// 11 and later add it without rewriting the table, under a brief exclusive
+// lock). Until then the store takes as before and reports no total, saying
+// so once with slog, and a fleet behind it paces as it did before the
+// total.
 //
 // # Names
 //
