@@ -184,7 +184,7 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 	if quiet && status < 400 {
 		// Most responses say nothing about limits: keep them cheap.
 		for i := range c.charges {
-			s := c.charges[i].bucket // not a copy of the charge: it is seven words
+			s := c.charges[i].bucket // not a copy of the charge: it is eight words
 			s.succeeded()
 			if s.recovered.Load() {
 				c.reportRecovered(s)
@@ -241,15 +241,19 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 			continue
 		}
 		// What was admitted since this call may not be in the provider's
-		// count yet: take it off, in the scope's own units.
-		spentAt := c.charges[i].spentAt
-		left := float64(q.Remaining) - float64(s.spent.Load()-spentAt)
+		// count yet: take it off, in the scope's own units — the whole
+		// fleet's, in a shared store that counts what it took.
+		mark, fleet := c.charges[i].spentAt, !local && c.charges[i].takenAt > 0
+		if fleet {
+			mark = c.charges[i].takenAt
+		}
+		left := float64(q.Remaining) - float64(s.sinceMark(mark, fleet))
 		if q.HasReset {
 			var refused int64
 			if status == http.StatusTooManyRequests {
 				refused = int64(c.charges[i].cost)
 			}
-			if _, began := s.reportRemaining(now, q.Remaining, q.Reset, q.Limit, spentAt, refused, local, t.maxWait); began {
+			if _, began := s.reportRemaining(now, q.Remaining, q.Reset, q.Limit, mark, refused, local, fleet, t.maxWait); began {
 				c.paceChanged(s, "the provider reports what remains until its reset")
 			}
 		}

@@ -88,7 +88,7 @@ func (c *call) emitRefusal(err error) {
 func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 	now := c.t.clock.Now()
 	for i := range c.charges {
-		// By index, not by copy: a charge is seven words. The check before
+		// By index, not by copy: a charge is eight words. The check before
 		// the call spares it when no scope was paused.
 		if s := c.charges[i].bucket; s.cooldown.Load() != 0 {
 			if wait, ok := c.cooledDown(s, now); !ok {
@@ -122,7 +122,7 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 			c.t.checkAllSlots(now)
 		}
 		if !c.prepaid { // a reservation counted its call when it took the tokens
-			c.countAdmitted()
+			c.countAdmitted(d.Taken)
 		}
 		return blocked{}, nil
 	}
@@ -149,11 +149,25 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 
 // countAdmitted counts the call as admitted, and its cost as spent, on
 // every scope: what learn measures a response's remaining count against.
-func (c *call) countAdmitted() {
+// taken is what the store says the whole fleet has taken from the first
+// demand's bucket (store.Decision.Taken), or 0 if it does not say: the
+// fleet's spent, as the scope's own is its spent. A charge whose take did
+// not say (another scope of the call, a reservation) keeps the latest
+// total its scope saw: a few calls behind, and in the same unit.
+func (c *call) countAdmitted(taken float64) {
 	for i := range c.charges {
 		ch := &c.charges[i]
 		ch.admittedAt = ch.bucket.admitted.Add(1)
 		ch.spentAt = ch.bucket.spent.Add(int64(ch.cost))
+		ch.takenAt = ch.bucket.taken.Load()
+	}
+	if taken > 0 && len(c.owners) > 0 {
+		ch := &c.charges[c.owners[0]]
+		ch.takenAt = int64(taken)
+		// The latest, not the largest: a store that forgot the bucket
+		// (full, idle) starts its total again, and the calls answered out
+		// of order that this may step back over are a few units.
+		ch.bucket.taken.Store(ch.takenAt)
 	}
 }
 

@@ -51,6 +51,7 @@ type charge struct {
 	cost       float64
 	admittedAt int64 // the scope's admitted count when this call was admitted
 	spentAt    int64 // the scope's spent units, this call's included, then
+	takenAt    int64 // the fleet's, in a store that says (feedback.taken); else 0
 	slotEpoch  int64 // when the call took its slot (slotage.go)
 }
 
@@ -103,7 +104,7 @@ func (c *call) holdsResources() bool {
 // finish releases everything the call holds and returns it to the pool.
 func (c *call) finish() {
 	for i := range c.charges {
-		ch := &c.charges[i] // not a copy: a charge is seven words
+		ch := &c.charges[i] // not a copy: a charge is eight words
 		if c.holdsSlots {
 			ch.bucket.releaseSlot(c.workload.index, ch.slotEpoch, nil)
 		}

@@ -98,7 +98,18 @@ func keyOf(d *store.Demand) leaseKey { return leaseKey{d.Scope, d.Key, d.Floor} 
 
 // Take implements Store: from the local leases if they hold every demand's
 // cost, else from the store, with a new lease on top where there is room.
+//
+// It reports no running total (store.Decision.Taken): the store's counts
+// what the fleet leased, not what it spent, and a call spent from a lease
+// asks nothing of it. A fleet that leases paces by remaining counts as one
+// whose store keeps no total.
 func (l *leaseStore) Take(ctx context.Context, now time.Time, demands []store.Demand) (store.Decision, error) {
+	dec, err := l.take(ctx, now, demands)
+	dec.Taken = 0
+	return dec, err
+}
+
+func (l *leaseStore) take(ctx context.Context, now time.Time, demands []store.Demand) (store.Decision, error) {
 	for i := range demands {
 		if demands[i].Window > 0 && demands[i].Cost > 0 {
 			return l.store.Take(ctx, now, demands)

@@ -243,3 +243,17 @@ func TestLeasedTokensNeedNoStore(t *testing.T) {
 		t.Fatalf("a leased request allocates %v times, one paced in memory %v", l, m)
 	}
 }
+
+// A lease store reports no running total of what the fleet took
+// (store.Decision.Taken): its store counts what was leased, not what was
+// spent, and a take from a lease asks nothing of it. A Transport that
+// leases paces by remaining counts as one whose store keeps none.
+func TestLeaseReportsNoFleetTotal(t *testing.T) {
+	s := pacer.NewLeaseStore(store.NewMemory(), pacer.LeaseConfig{Size: 4})
+	d := store.Demand{Scope: "api", Rate: 1, Burst: 100, Cost: 1}
+	for i := range 10 {
+		if dec := mustTake(t, s, t0, d); !dec.OK || dec.Taken != 0 {
+			t.Fatalf("take %d: %+v, want granted with no total", i, dec)
+		}
+	}
+}

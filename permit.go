@@ -232,7 +232,7 @@ func (t *Transport) Reserve(ctx context.Context, charges ...Charge) (*Reservatio
 		}
 	}
 	c.prepaid = true
-	c.countAdmitted()
+	c.countAdmitted(0)
 	return &Reservation{t: t, c: c, at: now.Add(delay)}, nil
 }
 

@@ -50,6 +50,7 @@ type remainingReports struct {
 	interval  float64 // seconds between reports, averaged
 	first     int64   // UnixNano of the first report
 	latest    int64   // the spent units of the latest report taken
+	fleet     bool    // spent units are the fleet's (store.Decision.Taken), not the scope's own
 	known     bool    // supply has a first measurement
 	peak      float64 // the largest count seen, for a limit that is not published
 
@@ -151,11 +152,16 @@ func (s *bucket) pace() (rate, burst float64) {
 // left. limit is the published limit, or -1. refused is the cost of the
 // call if the provider refused it (a 429 that says what remains), which it
 // did not spend: else 0. local says the scope's
-// bucket is this process's alone; in a shared store the other processes'
-// calls would count as a neighbour's, so only the spread applies, never
-// at the edge. It returns the new pace, and whether remaining-driven
-// pacing has just begun.
-func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Duration, limit int64, spentAt, refused int64, local bool, maxWait time.Duration) (float64, bool) {
+// bucket is this process's alone. In a shared store, fleet says that
+// spentAt is what the whole fleet had taken from the shared bucket when the
+// call was admitted (store.Decision.Taken): what the fleet spent between
+// two reports is then known, as one process knows its own, and the fleet
+// measures what the provider gives back net of what real neighbours take,
+// as a local scope does. Without it the other processes' calls would count
+// as a neighbour's, so only the spread applies, never at the edge. It
+// returns the new pace, and whether remaining-driven pacing has just
+// begun.
+func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Duration, limit int64, spentAt, refused int64, local, fleet bool, maxWait time.Duration) (float64, bool) {
 	if reset < 0 || remaining < 0 {
 		return 0, false
 	}
@@ -163,6 +169,17 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 	o := &s.reports
 	r := float64(remaining)
 	o.peak = max(o.peak, r)
+	if fleet != o.fleet || fleet && float64(o.latest-spentAt) > 2*max(o.peak, float64(limit), 1) {
+		// The marks changed their unit (the fleet's total from the
+		// scope's own spent, as when a store stops counting), or the
+		// store forgot the bucket, full, and started its total again:
+		// measure afresh from this report. A step back of a few calls is
+		// only the order in which calls were admitted and answered.
+		o.fleet, o.at, o.latest = fleet, 0, 0
+	}
+	// A fleet that knows what it spent measures what comes back as one
+	// process does.
+	local = local || fleet
 	// A refusal counts even in an answer overtaken by a later one: the
 	// baseline took every call admitted before it as counted.
 	o.refused += refused
@@ -188,6 +205,16 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 		// A gain of a large part of the limit at once is a fixed window
 		// refilled at its reset, not a rate: spreading takes care of it.
 		jump := max(3, 0.2*math.Max(float64(limit), o.peak))
+		if fleet {
+			// A process of a fleet may hear a report only every second
+			// or two, when the others win the shared bucket's tokens: what
+			// came back over that span, at up to the blind pace, is
+			// supply, not a refill. Unmeasured, its pace stayed where an
+			// early report left it, and each of its takes refilled the
+			// shared bucket at that pace (a fleet of four beside a
+			// neighbour took 0.86 of what was left).
+			jump += dt * s.blindRate()
+		}
 		switch {
 		case gain > jump:
 			move = true
@@ -237,7 +264,7 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 	if limit > 0 {
 		margin = max(0.25, remainingMargin*float64(limit))
 	}
-	left := r - float64(s.spent.Load()-spentAt)
+	left := r - float64(s.sinceMark(spentAt, fleet))
 	// Spread over the reset as stated: a whole-second reset may be up to a
 	// second later, but spending what is left a little early is safe (the
 	// clamp keeps the bucket within it), and spreading it over the longer
@@ -283,12 +310,14 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 	// away may be a moment away, and what is left spread over the whole
 	// second slowed the pace at each report by what had been spent since:
 	// the first two seconds of a sliding window lost a fifth of their calls.
-	// A scope in a shared store never measures what comes back (the
-	// fleet's other processes spend as a neighbour would), and spreading
-	// held a fleet at half the limit for good: it keeps its blind pace the
-	// same way, the shared bucket clamped to what remains. Its first window
-	// can leave an unpaced neighbour short, which nothing tells apart from
-	// the fleet until the window turns.
+	// A scope in a shared store whose takes do not say what the fleet took
+	// (store.Decision.Taken) never measures what comes back (the fleet's
+	// other processes spend as a neighbour would), and spreading held a
+	// fleet at half the limit for good: it keeps its blind pace the same
+	// way, the shared bucket clamped to what remains. Its first window can
+	// leave an unpaced neighbour short, which nothing tells apart from the
+	// fleet until the window turns. One whose takes say it measures as a
+	// local scope does (local is set above).
 	lasts := max(reset, horizon)
 	if first && (alone || !local) && s.blindWithin(limit) {
 		lasts = max(0, reset-wholeSecondSlack(reset))
@@ -320,6 +349,17 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 	edge = edge && !first
 	old := s.told.Swap(&toldPace{rate: rate, until: now.Add(hold).UnixNano(), edge: edge})
 	return rate, old == nil || old.until <= now.UnixNano()
+}
+
+// sinceMark is what was spent since mark, a call's spent units at its
+// admission: the scope's own, or, when fleet is set, what the whole fleet
+// took from the shared bucket as the latest take said, which may be a few
+// calls behind a call answered out of order: never below nothing.
+func (s *bucket) sinceMark(mark int64, fleet bool) int64 {
+	if fleet {
+		return max(0, s.taken.Load()-mark)
+	}
+	return s.spent.Load() - mark
 }
 
 // blindWithin reports whether the scope's blind pace is within limit, the

@@ -91,7 +91,7 @@ func (c *call) addCharge(cs *configuredScope, ch Charge, vals *callValues) {
 	if e.key != ch.Key {
 		e.key = ch.Key
 	}
-	e.cost, e.admittedAt, e.spentAt = cost, 0, 0
+	e.cost, e.admittedAt, e.spentAt, e.takenAt = cost, 0, 0, 0
 	c.needsSlots = c.needsSlots || cs.Concurrency > 0
 }
 
@@ -102,7 +102,7 @@ func (c *call) setDemands() {
 	c.demands, c.owners = c.demands[:0], c.owners[:0]
 	w := c.workload.index
 	for i := range c.charges {
-		ch := &c.charges[i] // not a copy: a charge is seven words
+		ch := &c.charges[i] // not a copy: a charge is eight words
 		// pace's common case, inlined; pace itself for the rest.
 		rate, burst, steady := ch.bucket.steadyPace()
 		if !steady {

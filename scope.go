@@ -202,6 +202,7 @@ type feedback struct {
 	recovered atomic.Bool                  // a climb has just ended, not yet reported
 	admitted  atomic.Int64                 // calls admitted, to tell which 429s are news
 	spent     atomic.Int64                 // units admitted, to tell what was sent since a response
+	taken     atomic.Int64                 // the fleet's units taken from a shared bucket, as a take last said (store.Decision.Taken); 0 if none
 	cooldown  atomic.Int64                 // UnixNano until which nothing may be sent; 0 if none
 	debtRate  atomic.Uint64                // Float64bits of the pace the pause's debt was set at; 0 if none
 	accepted  acceptance                   // calls the provider accepted, for a cut to measure (recovery.go)

@@ -416,7 +416,12 @@ func (g *guardedStore) Take(ctx context.Context, now time.Time, demands []store.
 	if g.policy.mode == failOpen {
 		return store.Decision{OK: true}, nil
 	}
-	return g.local.Take(ctx, now, g.share(demands))
+	d, err = g.local.Take(ctx, now, g.share(demands))
+	// The local bucket's total is not the fleet's: a scope that mixed the
+	// two would read the step between them as spending, or as quota given
+	// back. Without one, it paces as if its store kept none.
+	d.Taken = 0
+	return d, err
 }
 
 // takeRemote asks the remote store, and reports whether it failed.

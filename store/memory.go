@@ -36,6 +36,7 @@ type memBucket struct {
 	// The shape last seen, to tell when the bucket can be forgotten.
 	rate, burst float64
 	window      time.Duration
+	taken       float64 // units taken, ever (Decision.Taken)
 }
 
 // NewMemory returns an empty in-memory store.
@@ -71,8 +72,9 @@ func (m *Memory) Take(_ context.Context, now time.Time, demands []Demand) (Decis
 	}
 	if d.Cost > 0 {
 		b.tokens -= d.Cost
+		b.taken += d.Cost
 	}
-	return Decision{OK: true}, nil
+	return Decision{OK: true, Taken: b.taken}, nil
 }
 
 // takeAll takes every demand or none. The caller holds m.mu.
@@ -97,7 +99,11 @@ func (m *Memory) takeAll(at time.Duration, demands []Demand) Decision {
 	for i, b := range found {
 		if demands[i].Cost > 0 {
 			b.tokens -= demands[i].Cost
+			b.taken += demands[i].Cost
 		}
+	}
+	if len(found) > 0 {
+		decision.Taken = found[0].taken
 	}
 	return decision
 }
@@ -125,7 +131,9 @@ func (m *Memory) Adjust(_ context.Context, now time.Time, demands []Demand) erro
 	at := m.since(now)
 	for i := range demands {
 		if d := &demands[i]; d.Cost != 0 {
-			m.bucket(d, at).adjust(d)
+			b := m.bucket(d, at)
+			b.adjust(d)
+			b.taken += max(0, d.Cost)
 		}
 	}
 	return nil

@@ -29,6 +29,26 @@
 // handled as pacer.WithStoreFailure says. storetest.Run checks a store
 // against the whole contract; store/redisstore and store/pgstore pass it.
 //
+// # What a fleet spends
+//
+// A store may report, with each granted Take, the running total of units
+// taken from the first demand's bucket (Decision.Taken), so that a fleet
+// pacing by a provider's remaining count knows what all of it spent
+// between two counts, as one process knows its own. The total counts what
+// Take and a positive Adjust take. Refund and a negative Adjust give
+// tokens back but do not lower it, and Clamp leaves it alone: a total that
+// could fall would make the spending between two reports negative, and
+// make an answer look overtaken by a later one. A unit given back is then
+// read as one the provider gave back, an error as small as the refunds
+// are few (a call admitted, then not sent). The total grows only while
+// the store holds the bucket: a store that forgets a full bucket (as
+// every store here does) forgets its total with it, and the bucket starts
+// again at zero, which a Transport, once the fall is clear, takes as the
+// start of a new measure. A
+// store that keeps no total reports zero, and a fleet behind it cannot
+// tell its own calls from a neighbour's. storetest.Run checks the total
+// (storetest.WithoutTotal for a store that keeps none).
+//
 // # What a fleet learns
 //
 // A store may also keep, beside the buckets, what the fleet learns about
@@ -136,6 +156,14 @@ type Decision struct {
 	// saturates it the same way, and none reports it as Never.
 	Blocked int
 	Wait    time.Duration
+	// Taken, when OK, is the running total of units taken from the bucket
+	// of the first demand, this take's included: what the whole fleet
+	// sharing the bucket has spent from it. A Transport in a shared store
+	// measures what a provider gives back from it (see "What a fleet
+	// spends"). Zero says the store keeps no total, or the first demand
+	// cost nothing; a granted take of a positive cost from a store that
+	// keeps one never reports zero.
+	Taken float64
 }
 
 // Never is the wait of a demand that no amount of waiting will grant.

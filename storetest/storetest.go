@@ -34,6 +34,15 @@ type Option func(*config)
 type config struct {
 	held        func(t *testing.T, s store.Store, d store.Demand, took, now time.Time) bool
 	concurrency int
+	noTotal     bool
+}
+
+// WithoutTotal says the store keeps no running total of what is taken
+// (store.Decision.Taken): the total case checks that it reports none,
+// rather than the total. A fleet behind such a store cannot tell its own
+// spending from a neighbour's.
+func WithoutTotal() Option {
+	return func(c *config) { c.noTotal = true }
 }
 
 // WithEviction enables the eviction case. held reports whether s still holds
@@ -79,7 +88,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"Clamp", testClamp},
 		{"OddKeys", testOddKeys},
 		{"AbsurdWaits", testAbsurdWaits},
-		{"ConcurrentTakersNeverOverGranted", func(t *testing.T, h *harness) { testConcurrent(t, h, cfg.concurrency) }},
+		{"ConcurrentTakersNeverOverGranted", func(t *testing.T, h *harness) { testConcurrent(t, h, cfg.concurrency, !cfg.noTotal) }},
+		{"TakenTotal", func(t *testing.T, h *harness) { testTaken(t, h, !cfg.noTotal) }},
 		{"Eviction", func(t *testing.T, h *harness) { testEviction(t, h, cfg.held) }},
 	}
 	for _, c := range cases {
@@ -461,7 +471,7 @@ func testClamp(t *testing.T, h *harness) {
 	}
 }
 
-func testConcurrent(t *testing.T, h *harness, workers int) {
+func testConcurrent(t *testing.T, h *harness, workers int, totals bool) {
 	const burst, perWorker = 100, 10
 	a, b := bucket(t, 1, burst), bucket(t, 1, 2*burst)
 	single, pair := a, []store.Demand{b, a}
@@ -470,6 +480,10 @@ func testConcurrent(t *testing.T, h *harness, workers int) {
 	// Every taker uses the same now, so nothing refills: exactly the burst
 	// is granted, however the takes interleave.
 	var singles, pairs atomic.Int64
+	// Each granted take of the single bucket reports the total it left:
+	// 1 to the burst, each once, however the takes interleave.
+	var seenMu sync.Mutex
+	seen := map[float64]int{}
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	for w := range workers {
@@ -482,6 +496,9 @@ func testConcurrent(t *testing.T, h *harness, workers int) {
 				}
 				if d.OK {
 					singles.Add(1)
+					seenMu.Lock()
+					seen[d.Taken]++
+					seenMu.Unlock()
 				}
 				if w%2 == 0 {
 					d, err = h.s.Take(h.ctx, at(0), pair)
@@ -509,6 +526,73 @@ func testConcurrent(t *testing.T, h *harness, workers int) {
 	if got := pairs.Load(); got != wantPairs {
 		t.Errorf("concurrent two-bucket takes were granted %d, want exactly %d", got, wantPairs)
 	}
+	if !totals {
+		return
+	}
+	for n := 1; n <= int(singles.Load()); n++ {
+		if seen[float64(n)] != 1 {
+			t.Errorf("concurrent takes reported a total of %d units taken %d times, want once each from 1 to %d (all reported: %v)", n, seen[float64(n)], singles.Load(), seen)
+			return
+		}
+	}
+}
+
+// testTaken checks the running total a granted take reports
+// (store.Decision.Taken): what was taken from the first demand's bucket,
+// ever, the take included; a refund, a clamp and a negative adjustment do
+// not lower it, a positive adjustment raises it. A store without a total
+// (WithoutTotal) reports zero.
+func testTaken(t *testing.T, h *harness, totals bool) {
+	d, e := bucket(t, 1, 10), bucket(t, 1, 10)
+	e.Key = "other"
+	total := func(now time.Time, want float64, ds ...store.Demand) {
+		t.Helper()
+		dec := h.take(now, ds...)
+		if !dec.OK {
+			t.Fatalf("take of %v at %v refused", ds, now)
+		}
+		if !totals {
+			want = 0
+		}
+		if dec.Taken != want {
+			t.Fatalf("a take of %v units reported a total of %v taken, want %v", ds[0].Cost, dec.Taken, want)
+		}
+	}
+	d.Cost = 2
+	total(at(0), 2, d)
+	d.Cost = 3
+	total(at(0), 5, d)
+	// Given back: the bucket holds it again, the total stays.
+	if err := h.s.Refund(h.ctx, at(0), []store.Demand{d}); err != nil {
+		t.Fatalf("Refund: %v", err)
+	}
+	d.Cost = 1
+	total(at(0), 6, d)
+	// The first demand's bucket is the one reported.
+	total(at(0), 1, e, d)
+	total(at(0), 8, d, e)
+	// A bucket lowered by a clamp keeps its total, and grows it once it refills.
+	if err := h.s.Clamp(h.ctx, at(0), d, 0); err != nil {
+		t.Fatalf("Clamp: %v", err)
+	}
+	total(at(1000), 9, d)
+	// A settlement that charges more adds to it; one that gives back does not lower it.
+	d.Cost = 2
+	h.adjust(at(1000), d)
+	d.Cost = -4
+	h.adjust(at(1000), d)
+	d.Cost = 1
+	total(at(1000), 12, d)
+	// A refused take leaves it.
+	d.Cost = 20
+	if dec := h.take(at(1000), d); dec.OK {
+		t.Fatalf("a take of 20 from a bucket of 10 granted")
+	}
+	d.Cost = 1
+	total(at(1000), 13, d)
+	// Fractional costs add up exactly enough to be read back.
+	d.Cost = 0.5
+	total(at(2000), 13.5, d)
 }
 
 func testEviction(t *testing.T, h *harness, held func(t *testing.T, s store.Store, d store.Demand, took, now time.Time) bool) {

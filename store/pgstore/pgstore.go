@@ -10,7 +10,8 @@
 //
 // Buckets live in a narrow table of their own, created by Migrate:
 //
-//	scope text, key text, tokens float8, refilled_at timestamptz, expires_at timestamptz
+//	scope text, key text, tokens float8, refilled_at timestamptz, expires_at timestamptz,
+//	taken float8
 //	PRIMARY KEY (scope, key), fillfactor 80
 //
 // Only the bucket's own state is stored: its shape (rate, burst, window)
@@ -18,6 +19,16 @@
 // keeps room to spare, so an update is HOT: a new row version on the same
 // page, no index write. A row is a fraction of a page, so a hot bucket costs
 // little vacuum.
+//
+// taken is the units taken from the bucket, ever, by a take or a positive
+// adjustment, which a granted take returns (store.Decision.Taken): a
+// refund, a clamp and a negative adjustment leave it, and a row Sweep
+// deletes starts again at zero. A table created by an earlier version
+// gains the column when Migrate runs again (a constant default: PostgreSQL
+// 11 and later add it without rewriting the table, under a brief exclusive
+// lock). Until then the store takes as before and reports no total, saying
+// so once with slog, and a fleet behind it paces as it did before the
+// total.
 //
 // # Names
 //
@@ -115,10 +126,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -140,6 +154,11 @@ type Store struct {
 	err         error // a configuration error, returned by every call
 
 	takeSQL, refundSQL, adjustSQL, clampSQL, sweepSQL string
+	// The take and the adjustment for a table without the taken column,
+	// which an earlier version created: used once one is found.
+	takeUncountedSQL, adjustUncountedSQL string
+	uncounted                            atomic.Bool
+	warnUncounted                        sync.Once
 }
 
 var _ store.ContextStore = (*Store)(nil)
@@ -182,6 +201,8 @@ func New(pool *pgxpool.Pool, opts ...Option) *Store {
 		return s
 	}
 	s.takeSQL = expand(takeSQL, s.table)
+	s.takeUncountedSQL = expand(uncounted(takeSQL), s.table)
+	s.adjustUncountedSQL = strings.ReplaceAll(expand(uncounted(adjustSQL), s.table), "$8", "$7")
 	// Refund and clamp have no floor: their now is $7.
 	s.refundSQL = strings.ReplaceAll(expand(refundSQL, s.table), "$8", "$7")
 	s.adjustSQL = strings.ReplaceAll(expand(adjustSQL, s.table), "$8", "$7")
@@ -203,6 +224,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if _, err := s.pool.Exec(ctx, expand(migrateSQL, s.table)); err != nil {
 		return fmt.Errorf("pgstore: creating table %s: %w", s.table, err)
 	}
+	s.uncounted.Store(false)
 	if _, err := s.pool.Exec(ctx, expand(migrateLimitsSQL, s.table)); err != nil {
 		return fmt.Errorf("pgstore: creating table %s_limits: %w", s.table, err)
 	}
@@ -216,7 +238,8 @@ const migrateSQL = `CREATE TABLE IF NOT EXISTS @table (
 	refilled_at timestamptz      NOT NULL,
 	expires_at  timestamptz      NOT NULL,
 	PRIMARY KEY (scope, key)
-) WITH (fillfactor = 80)`
+) WITH (fillfactor = 80);
+ALTER TABLE @table ADD COLUMN IF NOT EXISTS taken double precision NOT NULL DEFAULT 0`
 
 // The statements' parameters: $1 scope, $2 key, $3 rate, $4 burst,
 // $5 window in microseconds, $6 cost (for a clamp: the level), $7 floor,
@@ -262,17 +285,18 @@ func expand(sql, table string) string {
 }
 
 var takeSQL = `WITH up AS (
-	INSERT INTO @table AS b (scope, key, tokens, refilled_at, expires_at)
-	SELECT $1, $2, $4::float8 - $6::float8, @now, ` + expiry("$4::float8 - $6::float8", "@now", "@now") + `
+	INSERT INTO @table AS b (scope, key, tokens, refilled_at, expires_at, taken)
+	SELECT $1, $2, $4::float8 - $6::float8, @now, ` + expiry("$4::float8 - $6::float8", "@now", "@now") + `, $6::float8
 	WHERE $6::float8 + $7::float8 <= $4::float8
 	ON CONFLICT (scope, key) DO UPDATE
 	   SET tokens = @level - $6::float8,
 	       refilled_at = @stamp,
-	       expires_at = ` + expiry("@level - $6::float8", "@stamp", "excluded.refilled_at") + `
+	       expires_at = ` + expiry("@level - $6::float8", "@stamp", "excluded.refilled_at") + `,
+	       taken = b.taken + $6::float8
 	 WHERE @level >= $6::float8 + $7::float8
-	RETURNING 1
+	RETURNING taken
 )
-SELECT EXISTS (SELECT FROM up), cur.tokens, cur.refilled_at, @now
+SELECT EXISTS (SELECT FROM up), cur.tokens, cur.refilled_at, @now, coalesce((SELECT taken FROM up), 0)
 FROM (SELECT) AS one LEFT JOIN @table AS cur ON cur.scope = $1 AND cur.key = $2`
 
 // A refund is a plain UPDATE: a bucket not stored is full, so it gets
@@ -288,12 +312,28 @@ var refundSQL = `UPDATE @table AS b
 // bucket holds, so it may fall below zero, or given back when negative, up
 // to the burst. A bucket not stored is full: it is created, since a charge
 // must be owed even by a bucket nobody has taken from since it refilled.
-var adjustSQL = `INSERT INTO @table AS b (scope, key, tokens, refilled_at, expires_at)
-	VALUES ($1, $2, least($4::float8, $4::float8 - $6::float8), @now, ` + expiry("least($4::float8, $4::float8 - $6::float8)", "@now", "@now") + `)
+var adjustSQL = `INSERT INTO @table AS b (scope, key, tokens, refilled_at, expires_at, taken)
+	VALUES ($1, $2, least($4::float8, $4::float8 - $6::float8), @now, ` + expiry("least($4::float8, $4::float8 - $6::float8)", "@now", "@now") + `, greatest(0, $6::float8))
 	ON CONFLICT (scope, key) DO UPDATE
 	   SET tokens = least($4::float8, @level - $6::float8),
 	       refilled_at = @stamp,
-	       expires_at = ` + expiry("least($4::float8, @level - $6::float8)", "@stamp", "excluded.refilled_at")
+	       expires_at = ` + expiry("least($4::float8, @level - $6::float8)", "@stamp", "excluded.refilled_at") + `,
+	       taken = b.taken + greatest(0, $6::float8)`
+
+// uncounted returns a take or an adjustment that leaves the taken column
+// alone, for a table created before it (and returns no total): the
+// statement an earlier version ran.
+func uncounted(sql string) string {
+	return strings.NewReplacer(
+		", taken)", ")",
+		", $6::float8\n", "\n",
+		", greatest(0, $6::float8))", ")",
+		",\n\t       taken = b.taken + $6::float8", "",
+		",\n\t       taken = b.taken + greatest(0, $6::float8)", "",
+		"RETURNING taken", "RETURNING 1",
+		", coalesce((SELECT taken FROM up), 0)", ", 0::float8",
+	).Replace(sql)
+}
 
 var clampSQL = `INSERT INTO @table AS b (scope, key, tokens, refilled_at, expires_at)
 	VALUES ($1, $2, least($4::float8, $6::float8), @now, ` + expiry("least($4::float8, $6::float8)", "@now", "@now") + `)
@@ -411,11 +451,52 @@ func (s *Store) Take(ctx context.Context, now time.Time, demands []store.Demand)
 		} else {
 			dec, err = s.takeMany(ctx, now, demands, live)
 		}
+		if err != nil && s.countsNoMore(err) {
+			continue // the same take, on a table without the column
+		}
 		if err != nil || dec.OK || dec.Wait > 0 {
+			if live[0] != 0 {
+				dec.Taken = 0 // the total is the first demand's, which cost nothing
+			}
 			return dec, err
 		}
 	}
 	return store.Decision{Blocked: live[0], Wait: time.Millisecond}, nil
+}
+
+// countsNoMore reports whether err says the table has no taken column (a
+// table an earlier version created, not migrated since), and if so turns
+// the store to the statements that leave it alone, saying so once. A
+// statement that failed so changed nothing.
+func (s *Store) countsNoMore(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "42703" || !strings.Contains(pgErr.Message, "taken") {
+		return false
+	}
+	if s.uncounted.CompareAndSwap(false, true) {
+		s.warnUncounted.Do(func() {
+			slog.Warn("pgstore: the table has no taken column, so takes report no running total and a fleet "+
+				"pacing by a provider's remaining count cannot tell its own calls from a neighbour's; run Migrate to add it",
+				"table", s.table)
+		})
+	}
+	return true
+}
+
+// takeStatement and adjustStatement are the take and the adjustment for
+// the table as it is (see countsNoMore).
+func (s *Store) takeStatement() string {
+	if s.uncounted.Load() {
+		return s.takeUncountedSQL
+	}
+	return s.takeSQL
+}
+
+func (s *Store) adjustStatement() string {
+	if s.uncounted.Load() {
+		return s.adjustUncountedSQL
+	}
+	return s.adjustSQL
 }
 
 // takeResult is what the take statement returns about one demand.
@@ -424,20 +505,23 @@ type takeResult struct {
 	tokens  *float64   // the bucket in the statement's snapshot; nil if not stored
 	stamp   *time.Time // its refilled_at
 	now     time.Time  // the statement's now
+	// taken is the bucket's total after a granted take; 0 without one. A
+	// float8, not a pointer to one, which scanning would allocate.
+	taken float64
 }
 
 func (r *takeResult) scan(row pgx.Row) error {
-	return row.Scan(&r.granted, &r.tokens, &r.stamp, &r.now)
+	return row.Scan(&r.granted, &r.tokens, &r.stamp, &r.now, &r.taken)
 }
 
 func (s *Store) takeOne(ctx context.Context, now time.Time, demands []store.Demand, i int) (store.Decision, error) {
 	var r takeResult
 	d := &demands[i]
-	if err := r.scan(s.pool.QueryRow(ctx, s.takeSQL, s.args(d, now)...)); err != nil {
+	if err := r.scan(s.pool.QueryRow(ctx, s.takeStatement(), s.args(d, now)...)); err != nil {
 		return store.Decision{}, failed("take", err)
 	}
 	if r.granted {
-		return store.Decision{OK: true}, nil
+		return store.Decision{OK: true, Taken: r.taken}, nil
 	}
 	return store.Decision{Blocked: i, Wait: r.wait(d)}, nil
 }
@@ -460,7 +544,7 @@ func (s *Store) takeMany(ctx context.Context, now time.Time, demands []store.Dem
 	batch := &pgx.Batch{}
 	batch.Queue("BEGIN")
 	for _, i := range order {
-		batch.Queue(s.takeSQL, s.args(&demands[i], now)...)
+		batch.Queue(s.takeStatement(), s.args(&demands[i], now)...)
 	}
 	results := make([]takeResult, len(demands))
 	br := conn.SendBatch(ctx, batch)
@@ -473,7 +557,7 @@ func (s *Store) takeMany(ctx context.Context, now time.Time, demands []store.Dem
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	dec = store.Decision{OK: true}
+	dec = store.Decision{OK: true, Taken: results[live[0]].taken}
 	if err == nil {
 		for _, i := range live {
 			if !results[i].granted {
@@ -576,19 +660,25 @@ func (s *Store) Adjust(ctx context.Context, now time.Time, demands []store.Deman
 	if err := validate(demands...); err != nil {
 		return fmt.Errorf("pgstore: adjust: %w", err)
 	}
-	batch := &pgx.Batch{}
-	for i := range demands {
-		if d := &demands[i]; d.Cost != 0 {
-			batch.Queue(s.adjustSQL, s.argsNoFloor(d, d.Cost, now)...)
+	for attempt := 0; ; attempt++ {
+		batch := &pgx.Batch{}
+		for i := range demands {
+			if d := &demands[i]; d.Cost != 0 {
+				batch.Queue(s.adjustStatement(), s.argsNoFloor(d, d.Cost, now)...)
+			}
 		}
-	}
-	if batch.Len() == 0 {
+		if batch.Len() == 0 {
+			return nil
+		}
+		err := s.pool.SendBatch(ctx, batch).Close()
+		if err != nil && attempt == 0 && s.countsNoMore(err) {
+			continue // nothing was applied: the batch is one transaction
+		}
+		if err != nil {
+			return failed("adjust", err)
+		}
 		return nil
 	}
-	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
-		return failed("adjust", err)
-	}
-	return nil
 }
 
 // Clamp implements store.Store.

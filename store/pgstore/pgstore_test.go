@@ -1,9 +1,11 @@
 package pgstore_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -126,5 +128,59 @@ func TestInvalidTable(t *testing.T) {
 	}
 	if _, err := s.Take(context.Background(), time.Now(), []store.Demand{{Scope: "x", Burst: 1, Cost: 1}}); err == nil {
 		t.Fatal("Take on a store with an invalid table name did not fail")
+	}
+}
+
+// A table an earlier version created has no taken column: the store takes
+// and settles as before, reports no running total (so that a fleet behind
+// it paces as it did), and says once to run Migrate, which adds the
+// column; the totals start from there.
+func TestATableWithoutTheTakenColumn(t *testing.T) {
+	ctx := context.Background()
+	p := pool(t, 8)
+	table := newStore(t, p).Table()
+	if _, err := p.Exec(ctx, "ALTER TABLE "+table+" DROP COLUMN taken"); err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logged, nil)))
+	t.Cleanup(func() { slog.SetDefault(old) })
+
+	s := pgstore.New(p, pgstore.WithTable(table), pgstore.WithCallerClock())
+	now := storetest.Start
+	d := store.Demand{Scope: storetest.Scope(t), Rate: 1, Burst: 10, Cost: 2}
+	e := d
+	e.Key = "other"
+	for i := range 3 {
+		dec, err := s.Take(ctx, now, []store.Demand{d})
+		if err != nil || !dec.OK || dec.Taken != 0 {
+			t.Fatalf("take %d without the column: %+v, %v; want granted with no total", i, dec, err)
+		}
+	}
+	if dec, err := s.Take(ctx, now, []store.Demand{d, e}); err != nil || !dec.OK || dec.Taken != 0 {
+		t.Fatalf("a take of two buckets without the column: %+v, %v; want granted with no total", dec, err)
+	}
+	// A fresh store finds out from a settlement as well.
+	s2 := pgstore.New(p, pgstore.WithTable(table), pgstore.WithCallerClock())
+	d.Cost = 1
+	if err := s2.Adjust(ctx, now, []store.Demand{d}); err != nil {
+		t.Fatalf("adjust without the column: %v", err)
+	}
+	// 10 - 4×2 - 1: one unit left.
+	if dec, err := s2.Take(ctx, now, []store.Demand{d}); err != nil || !dec.OK {
+		t.Fatalf("the last unit: %+v, %v; want granted", dec, err)
+	}
+	if dec, err := s2.Take(ctx, now, []store.Demand{d}); err != nil || dec.OK {
+		t.Fatalf("beyond the bucket: %+v, %v; want refused", dec, err)
+	}
+	if n := strings.Count(logged.String(), "no taken column"); n != 2 {
+		t.Errorf("each store said %d times in all that the column is missing, want once each:\n%s", n, logged.String())
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if dec, err := s.Take(ctx, now.Add(3*time.Second), []store.Demand{d}); err != nil || !dec.OK || dec.Taken != 1 {
+		t.Fatalf("after Migrate: %+v, %v; want granted with a total of 1", dec, err)
 	}
 }

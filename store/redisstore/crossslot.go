@@ -18,6 +18,7 @@ import (
 // is the one a single script would have made.
 func (s *Store) takeEach(ctx context.Context, now time.Time, demands []store.Demand) (store.Decision, error) {
 	took := make([]string, len(demands)) // the server's time of each granted take
+	var taken float64                    // the first demand's total, from its take, the last
 	for i := len(demands) - 1; i >= 0; i-- {
 		if demands[i].Cost <= 0 {
 			continue
@@ -39,8 +40,11 @@ func (s *Store) takeEach(ctx context.Context, now time.Time, demands []store.Dem
 		if !d.OK {
 			return s.denied(ctx, now, demands, took, i, d.Wait), nil
 		}
+		if i == 0 {
+			taken = d.Taken
+		}
 	}
-	return store.Decision{OK: true}, nil
+	return store.Decision{OK: true, Taken: taken}, nil
 }
 
 // denied gives back what takeEach took before demand blocked was denied,

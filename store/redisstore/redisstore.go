@@ -27,8 +27,12 @@
 //
 // # Keys
 //
-// A bucket is a hash of two fields, t (tokens) and s (its stamp, in
-// microseconds). Its name is
+// A bucket is a hash of three fields, t (tokens), s (its stamp, in
+// microseconds) and n (the units taken from it, ever, by a take or a
+// positive adjustment: the running total a granted take reports,
+// store.Decision.Taken, in the reply as millionths of a unit). A refund, an
+// undo, a clamp and a negative adjustment leave n alone; a key that
+// expires or is deleted full takes its n with it. Its name is
 //
 //	<prefix>:<len(scope)>:<scope>:<key>
 //
@@ -123,6 +127,13 @@
 // what a new one's fast path wrote, and the fast path reads a key's TTL
 // (PTTL) rather than trusting what an older version set, so instances of
 // both versions on the same keys decide as one version would.
+//
+// A version before the running total neither writes n nor clears it (HSET
+// leaves the fields it is not given), and a key it wrote has none, which
+// this version reads as 0. While both run, the total counts the new
+// instances' takes only, so they read the old ones' as a neighbour's and
+// leave them room: the fleet paces as it did before the total, or
+// slower, until the last old instance stops (TestMixedVersions).
 //
 // # Timeouts
 //
@@ -307,6 +318,9 @@ func (s *Store) Take(ctx context.Context, now time.Time, demands []store.Demand)
 		if !d.OK {
 			d.Blocked = i
 		}
+		if i != 0 {
+			d.Taken = 0 // the total is the first demand's, which cost nothing
+		}
 		return d, err
 	}
 	reply, err := s.run(ctx, "take", now, demands, nil, "")
@@ -317,10 +331,16 @@ func (s *Store) Take(ctx context.Context, now time.Time, demands []store.Demand)
 }
 
 // decision reads the reply of a take or a peek of n demands (see take.lua):
-// {1} or {1, time} granted, {0, blocked, wait} denied.
+// {1}, {1, time} or {1, time, total in millionths} granted, {0, blocked,
+// wait} denied. A reply without the total (a take whose first demand costs
+// nothing, or a script of an earlier version) reports none.
 func decision(reply []int64, n int) (store.Decision, error) {
-	if len(reply) >= 1 && len(reply) <= 2 && reply[0] == 1 {
-		return store.Decision{OK: true}, nil
+	if len(reply) >= 1 && len(reply) <= 3 && reply[0] == 1 {
+		d := store.Decision{OK: true}
+		if len(reply) == 3 && reply[2] > 0 {
+			d.Taken = float64(reply[2]) / 1e6
+		}
+		return d, nil
 	}
 	if len(reply) != 3 || reply[0] != 0 || reply[1] < 0 || reply[1] >= int64(n) || reply[2] < -1 {
 		return store.Decision{}, fmt.Errorf("redisstore: unexpected reply %v", reply)
@@ -335,7 +355,7 @@ func decision(reply []int64, n int) (store.Decision, error) {
 // tookOf returns the server's time of a granted take, as the undo of that
 // take sends it back; "" if the reply carries none.
 func tookOf(reply []int64) string {
-	if len(reply) != 2 || reply[0] != 1 {
+	if len(reply) < 2 || len(reply) > 3 || reply[0] != 1 {
 		return ""
 	}
 	return strconv.FormatInt(reply[1], 10)

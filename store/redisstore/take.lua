@@ -2,7 +2,10 @@
 -- each is one round trip and atomic across all the buckets it touches.
 --
 -- KEYS[i]  the hash of demand i: t = tokens, s = stamp (microseconds; the
---          last refill, or the start of the current window)
+--          last refill, or the start of the current window), n = units taken
+--          from it ever, by take and by a positive adjust (store.Decision.
+--          Taken): a refund, an undo, a clamp and a negative adjust leave it,
+--          and a key written by an earlier version, without it, starts at 0
 -- ARGV[1]  "take", "peek", "refund", "undo", "adjust" or "clamp"
 -- ARGV[2]  now in microseconds, or "" to use the server's TIME
 -- ARGV[3+5(i-1)...]  demand i: rate (units/s), burst, window (µs), cost, floor
@@ -24,7 +27,9 @@
 -- Replies are arrays of integers (Redis truncates a Lua number to an
 -- integer, and every number replied is one: times in µs, a wait rounded up
 -- to ns), which the client reads without parsing or allocating strings:
--- take  -> {1, now in µs} granted, or {0, blocked (0-based), wait in ns or -1 for never}
+-- take  -> {1, now in µs, n of the first demand in millionths of a unit}
+--          granted ({1, now} if the first demand costs nothing), or
+--          {0, blocked (0-based), wait in ns or -1 for never}
 -- peek  -> as take, without the now
 -- other -> {1}
 --
@@ -52,6 +57,12 @@ local function ttl_of(ms)
   return math.min(MAX_TTL, math.max(1000, math.ceil(ms or 86400000)))
 end
 
+-- A total as the reply carries it: in millionths of a unit, rounded, since
+-- Redis truncates a Lua number to an integer.
+local function units(n)
+  return math.floor(n * 1000000 + 0.5)
+end
+
 -- The fast path: a take of one bucket, which is most calls. It is the take
 -- below, for n = 1, written straight (the tables and closures that let the
 -- general path take any number of buckets cost about a fifth of the
@@ -76,8 +87,8 @@ if mode == 'take' and #KEYS == 1 then
   if not (cost > 0) then
     return {1, now}
   end
-  local v = redis.call('HMGET', key, 't', 's')
-  local tok, st = tonumber(v[1]), tonumber(v[2])
+  local v = redis.call('HMGET', key, 't', 's', 'n')
+  local tok, st, taken = tonumber(v[1]), tonumber(v[2]), tonumber(v[3]) or 0
   local held = tok ~= nil and st ~= nil
   if not held then
     tok, st = burst, now
@@ -113,31 +124,32 @@ if mode == 'take' and #KEYS == 1 then
     end
   end
   tok = tok - cost
+  taken = taken + cost
   local ms -- until full again
   if window > 0 then
     ms = (st + window - now) / 1000
   elseif tok >= burst then
     redis.call('DEL', key)
-    return {1, now}
+    return {1, now, units(taken)}
   elseif rate > 0 then
     ms = (burst - tok) / rate * 1000
   end
   if st == now and clock then
     -- now as TIME wrote it: formatting a number of 16 digits ('%.17g') costs
     -- Redis more than joining two strings.
-    redis.call('HSET', key, 't', tok, 's', clock[1] .. string.sub('00000' .. clock[2], -6))
+    redis.call('HSET', key, 't', tok, 's', clock[1] .. string.sub('00000' .. clock[2], -6), 'n', taken)
   else
-    redis.call('HSET', key, 't', tok, 's', st)
+    redis.call('HSET', key, 't', tok, 's', st, 'n', taken)
   end
   if not (server and held and ms and redis.call('PTTL', key) >= ms + MARGIN) then
     redis.call('PEXPIRE', key, ttl_of(ms))
   end
-  return {1, now}
+  return {1, now, units(taken)}
 end
 
 local n = #KEYS
 local rate, burst, window, cost, floor = {}, {}, {}, {}, {}
-local tokens, stamp = {}, {}
+local tokens, stamp, taken = {}, {}, {}
 
 for i = 1, n do
   local a = 3 + 5 * (i - 1)
@@ -147,8 +159,9 @@ end
 
 -- level brings bucket i up to now; a bucket never seen starts full.
 local function level(i)
-  local v = redis.call('HMGET', KEYS[i], 't', 's')
+  local v = redis.call('HMGET', KEYS[i], 't', 's', 'n')
   local tok, st = tonumber(v[1]), tonumber(v[2])
+  taken[i] = tonumber(v[3]) or 0
   if tok == nil or st == nil then
     tok, st = burst[i], now
   end
@@ -167,8 +180,9 @@ local function level(i)
 end
 
 -- save writes bucket i back, to expire when it would be full again: a full
--- bucket is the same as no bucket, so idle buckets disappear.
-local function save(i)
+-- bucket is the same as no bucket, so idle buckets disappear, and their
+-- totals with them. counted says the total grew, and is written too.
+local function save(i, counted)
   local tok, st = tokens[i], stamp[i]
   local ms -- until full again
   if window[i] > 0 then
@@ -181,7 +195,11 @@ local function save(i)
   end
   -- redis.call writes a number as '%.17g' would, which reads back the same
   -- double, without making a Lua string of it first.
-  redis.call('HSET', KEYS[i], 't', tok, 's', st)
+  if counted then
+    redis.call('HSET', KEYS[i], 't', tok, 's', st, 'n', taken[i])
+  else
+    redis.call('HSET', KEYS[i], 't', tok, 's', st)
+  end
   redis.call('PEXPIRE', KEYS[i], ttl_of(ms))
 end
 
@@ -221,8 +239,12 @@ if mode == 'take' or mode == 'peek' then
   for i = 1, n do
     if cost[i] > 0 then
       tokens[i] = tokens[i] - cost[i]
-      save(i)
+      taken[i] = taken[i] + cost[i]
+      save(i, true)
     end
+  end
+  if cost[1] > 0 then
+    return {1, now, units(taken[1])}
   end
   return {1, now}
 elseif mode == 'refund' or mode == 'undo' then
@@ -242,7 +264,10 @@ elseif mode == 'adjust' then
     if cost[i] ~= 0 then
       level(i)
       tokens[i] = math.min(tokens[i] - cost[i], burst[i])
-      save(i)
+      if cost[i] > 0 then
+        taken[i] = taken[i] + cost[i]
+      end
+      save(i, cost[i] > 0)
     end
   end
   return {1}
