@@ -88,5 +88,10 @@
 // fewer round trips; BENCHMARKS.md has the figures. A refusal that cuts a
 // shared scope's pace is measured as the share of the instance's calls
 // the provider accepted, and with WithLimitSync the whole fleet climbs back
-// from it together; without it, each instance learns it on its own.
+// from it together; without it, each instance learns it on its own. A
+// provider's remaining count is measured against what the whole fleet took
+// from the shared bucket, which the store reports with each take
+// (store.Decision.Taken), so a fleet paces at the edge of the provider's
+// limit as one process does; a lease takes in batches and reports no such
+// total, and a fleet on one keeps its blind pace behind a remaining count.
 package pacer
