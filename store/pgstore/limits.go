@@ -48,6 +48,10 @@ RETURNING pace_version`
 
 const publishedSQL = `SELECT scope, count, per_ns, burst, version, coalesce(pace, ''), pace_version FROM @table_limits`
 
+// publishedUnpacedSQL reads a limits table migrated before pace records:
+// its limits, and no pace record.
+const publishedUnpacedSQL = `SELECT scope, count, per_ns, burst, version, '', 0::bigint FROM @table_limits`
+
 // PublishLimit implements store.LimitStore: l becomes scope's row in the
 // limits table, under a new version. A store migrated before it had a
 // limits table says to run Migrate again.
@@ -82,14 +86,30 @@ func (s *Store) PublishPace(ctx context.Context, scope string, pace string) (int
 	return version, nil
 }
 
-// PublishedLimits implements store.LimitStore.
+// PublishedLimits implements store.LimitStore. A limits table migrated
+// before pace records still gives its limits, with no pace record (a
+// fleet's cut then stays each instance's; PublishPace says to run
+// Migrate).
 func (s *Store) PublishedLimits(ctx context.Context) (map[string]store.PublishedLimit, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
-	rows, err := s.pool.Query(ctx, expand(publishedSQL, s.table))
+	out, err := s.published(ctx, publishedSQL)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42703" { // undefined_column: not migrated since
+		out, err = s.published(ctx, publishedUnpacedSQL)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: reading the published limits: %w", s.missingLimits(err))
+	}
+	return out, nil
+}
+
+// published reads the limits table with query.
+func (s *Store) published(ctx context.Context, query string) (map[string]store.PublishedLimit, error) {
+	rows, err := s.pool.Query(ctx, expand(query, s.table))
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	out := make(map[string]store.PublishedLimit)
@@ -97,15 +117,12 @@ func (s *Store) PublishedLimits(ctx context.Context) (map[string]store.Published
 		var scope, pace string
 		var count, per, burst, version, paceVersion int64
 		if err := rows.Scan(&scope, &count, &per, &burst, &version, &pace, &paceVersion); err != nil {
-			return nil, fmt.Errorf("pgstore: reading the published limits: %w", err)
+			return nil, err
 		}
 		out[scope] = store.PublishedLimit{Limit: store.Limit{Count: int(count), Per: time.Duration(per), Burst: int(burst)}, Version: version,
 			Pace: pace, PaceVersion: paceVersion}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("pgstore: reading the published limits: %w", s.missingLimits(err))
-	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // missingLimits says what to do when the limits table does not exist, or

@@ -108,8 +108,10 @@
 // reads the table at its sync interval. A cut a refusal made is published
 // in the scope's row too (the pace and pace_version columns), under a
 // version from the same sequence. Migrate creates both; a table migrated
-// by an earlier version gains what it lacks when Migrate runs again, and
-// until it does, publishing and reading say to run it.
+// by an earlier version gains what it lacks when Migrate runs again; until
+// it does, its limits are still read and synced, but a cut is not
+// published (publishing says to run Migrate), so each instance learns a
+// refusal on its own.
 //
 // # Idle buckets
 //
