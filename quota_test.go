@@ -1026,3 +1026,30 @@ func TestMarksThatChangeUnitAreMeasuredAfresh(t *testing.T) {
 		}
 	})
 }
+
+// In an outage of bare 429s nothing is accepted, so each cut finds no
+// capacity and leaves the scope at its floor. From the least factor the
+// climb took about 7 s to send a call (a 100/s scope), so a provider that
+// healed waited that long for the first call that would find it healthy:
+// 244 of 1,000 calls in the 10 s after a minute's outage (pacerbench
+// scenario 12 the same). The scope now probes about once a second, where
+// that is a small part of its pace: 788, for 35 more 429s in the minute.
+func TestAnOutageIsProbedAboutOnceASecond(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		start := time.Now()
+		api := &windowAPI{limit: 100, window: time.Second, sliding: true, retryAfter: true, offset: 348 * time.Millisecond,
+			down: func(now time.Time) bool { return now.Sub(start) < time.Minute }}
+		tr := New(&wire{next: api}, WithLimit(PerSecond(100)), WithMaxWait(2*time.Minute), WithLogger(slogTo(io.Discard)))
+		hammer(tr, 16, start.Add(70*time.Second))
+		_, during := api.counts("pacer", start, start.Add(time.Minute))
+		after, r := api.counts("pacer", start.Add(time.Minute), start.Add(70*time.Second))
+		t.Logf("%d 429s in the minute's outage; %d accepted and %d refused in the 10 s after it", during, after, r)
+		if after < 700 {
+			t.Errorf("%d accepted in the 10 s after the outage, want at least 700 of 1,000", after)
+		}
+		if during > 4*60 {
+			t.Errorf("%d 429s in a minute's outage, want about a probe a second", during)
+		}
+	})
+}

@@ -40,6 +40,12 @@ const (
 	cheapRecovery  = 40 * time.Second
 	costlyRecovery = 120 * time.Second
 
+	// A scope that refusals have cut to its floor still sends a call
+	// about every probeEvery, if that is at most probeShare of its pace: a
+	// bare 429 costs one call.
+	probeEvery = time.Second
+	probeShare = 0.05
+
 	// briefRetryAfter is the longest Retry-After that, on a rejection
 	// whose cut measured the server's capacity, pauses only the call it
 	// answers, not the scope: a second is a per-second limiter's stock
@@ -274,6 +280,12 @@ func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.D
 		// However low the pace is cut, the scope always probes again
 		// within the maximum wait.
 		floor = max(floor, min(1, s.floorRate(maxWait)/base))
+		// And, where that is a small part of its pace, about once every
+		// probeEvery: in an outage nothing is accepted, each cut finds no
+		// capacity, and from the least factor the climb takes seconds to
+		// send its first call — which was how long a healed provider
+		// waited after the outage (7 s of a 100/s scope's).
+		floor = max(floor, min(probeShare, s.floorRate(probeEvery)/base))
 	}
 	var accepted float64
 	var measured bool

@@ -375,15 +375,16 @@ func (s *bucket) blindWithin(limit int64) bool {
 	return cfg.rate > 0 && limit >= int64(cfg.limit.Count)
 }
 
-// floorRate is the least pace a report or a cut leaves a scope: one call
-// per maximum wait (for a scope counted in another unit, a full bucket per
-// maximum wait), so that no response stops a scope for longer.
-func (s *bucket) floorRate(maxWait time.Duration) float64 {
+// floorRate is the pace of one call every every (for a scope counted in
+// another unit, a full bucket). Every the maximum wait, it is the least
+// pace a report or a cut leaves a scope, so that no response stops a scope
+// for longer.
+func (s *bucket) floorRate(every time.Duration) float64 {
 	units := 1.0
 	if !s.scope.countsRequests {
 		_, units = s.basePace(s.scope.clock.Now())
 	}
-	return units / maxWait.Seconds()
+	return units / every.Seconds()
 }
 
 // edgeBurst is the burst a scope counted in requests keeps while it aims at
