@@ -154,12 +154,21 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 // fleet's spent, as the scope's own is its spent. A charge whose take did
 // not say (another scope of the call, a reservation) keeps the latest
 // total its scope saw: a few calls behind, and in the same unit.
+//
+// The in-memory store's buckets are this process's own, whose spent is
+// the fleet's: its totals are not kept, sparing every call a write to a
+// word all callers share.
 func (c *call) countAdmitted(taken float64) {
 	for i := range c.charges {
 		ch := &c.charges[i]
 		ch.admittedAt = ch.bucket.admitted.Add(1)
 		ch.spentAt = ch.bucket.spent.Add(int64(ch.cost))
-		ch.takenAt = ch.bucket.taken.Load()
+	}
+	if _, local := c.t.store.(*store.Memory); local {
+		return
+	}
+	for i := range c.charges {
+		c.charges[i].takenAt = c.charges[i].bucket.taken.Load()
 	}
 	if taken > 0 && len(c.owners) > 0 {
 		ch := &c.charges[c.owners[0]]
