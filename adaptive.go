@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/ratelimitheader"
-	"github.com/pacer-go/pacer/store"
 )
 
 // DefaultMaxWait is the longest pause a provider's header can impose unless
@@ -207,7 +206,7 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 	if !quiet {
 		quotas = ratelimitheader.ParseQuotas(resp.Header, now)
 	}
-	_, local := t.store.(*store.Memory)
+	local := t.ownsBuckets()
 	for _, q := range quotas {
 		i := c.chargeFor(q)
 		if i < 0 {

@@ -164,7 +164,7 @@ func (c *call) countAdmitted(taken float64) {
 		ch.admittedAt = ch.bucket.admitted.Add(1)
 		ch.spentAt = ch.bucket.spent.Add(int64(ch.cost))
 	}
-	if _, local := c.t.store.(*store.Memory); local {
+	if c.t.ownsBuckets() {
 		return
 	}
 	for i := range c.charges {

@@ -220,16 +220,16 @@ func TestACutFromTheStoreKeepsADeeperOneTakenSince(t *testing.T) {
 		s := tr.defaultScope.shared
 		at := time.Now()
 		later := func(d time.Duration) time.Time { return at.Add(d) }
-		local := newRecovery(later(time.Second), 0.5, 0.45, cheapRecovery)
+		local := newRecovery(later(time.Second), 0.5, 0.45, cheapRecovery, false)
 		for _, tt := range []struct {
 			what   string
 			remote *recovery
 			want   bool
 		}{
-			{"older and shallower", newRecovery(later(500*time.Millisecond), 0.9, 0.85, cheapRecovery), false},
-			{"older and deeper", newRecovery(later(500*time.Millisecond), 0.3, 0.25, cheapRecovery), true},
-			{"newer and shallower", newRecovery(later(2*time.Second), 0.9, 0.85, cheapRecovery), true},
-			{"over", newRecovery(later(-time.Hour), 0.3, 0.25, cheapRecovery), false},
+			{"older and shallower", newRecovery(later(500*time.Millisecond), 0.9, 0.85, cheapRecovery, false), false},
+			{"older and deeper", newRecovery(later(500*time.Millisecond), 0.3, 0.25, cheapRecovery, false), true},
+			{"newer and shallower", newRecovery(later(2*time.Second), 0.9, 0.85, cheapRecovery, false), true},
+			{"over", newRecovery(later(-time.Hour), 0.3, 0.25, cheapRecovery, false), false},
 		} {
 			s.recov.Store(local)
 			got := s.adopt(tt.remote, later(3*time.Second), DefaultMaxWait)
@@ -243,8 +243,7 @@ func TestACutFromTheStoreKeepsADeeperOneTakenSince(t *testing.T) {
 // A pace record goes through the store as it is, and nothing else reads
 // as one.
 func TestPaceRecordsRoundTrip(t *testing.T) {
-	r := newRecovery(time.Unix(1764547200, 123456789), 0.5123456789, 0.48671, costlyRecovery)
-	r.measured = true
+	r := newRecovery(time.Unix(1764547200, 123456789), 0.5123456789, 0.48671, costlyRecovery, true)
 	rec := r.record()
 	if err := store.CheckPaceRecord(rec); err != nil {
 		t.Fatalf("record %q: %v", rec, err)
@@ -344,7 +343,7 @@ func TestARefusalAfterAnAdoptedCutCuts(t *testing.T) {
 		tr := New(nil, WithLimit(PerSecond(100)))
 		s := tr.defaultScope.shared
 		now := time.Now()
-		if !s.adopt(newRecovery(now, 0.8, 0.76, cheapRecovery), now, DefaultMaxWait) {
+		if !s.adopt(newRecovery(now, 0.8, 0.76, cheapRecovery, false), now, DefaultMaxWait) {
 			t.Fatal("a cut from the store was not adopted")
 		}
 		admitted := s.admitted.Add(1) // a call sent at the adopted pace

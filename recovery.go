@@ -71,8 +71,8 @@ type recovery struct {
 	measured bool
 }
 
-func newRecovery(now time.Time, wmax, f0 float64, over time.Duration) *recovery {
-	r := &recovery{at: now.UnixNano(), wmax: wmax, f0: f0, over: over}
+func newRecovery(now time.Time, wmax, f0 float64, over time.Duration, measured bool) *recovery {
+	r := &recovery{at: now.UnixNano(), wmax: wmax, f0: f0, over: over, measured: measured}
 	s := over.Seconds()
 	r.c = 1 / (s * s * s)
 	r.k = math.Cbrt((wmax - f0) / r.c)
@@ -318,8 +318,7 @@ func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.D
 	if costly {
 		over = costlyRecovery
 	}
-	r := newRecovery(now, wmax, f0, over)
-	r.measured = measured
+	r := newRecovery(now, wmax, f0, over, measured)
 	s.recov.Store(r)
 	s.recovered.Store(false)
 	return f0, true, costly
@@ -357,9 +356,7 @@ func parseRecord(rec string) (*recovery, bool) {
 	if !(f0 >= minFactor && f0 <= wmax && wmax <= 1) || over <= 0 || time.Duration(over) > maxRecordedRecovery {
 		return nil, false
 	}
-	r := newRecovery(time.Unix(0, at), wmax, f0, time.Duration(over))
-	r.measured = f[5] == "1"
-	return r, true
+	return newRecovery(time.Unix(0, at), wmax, f0, time.Duration(over), f[5] == "1"), true
 }
 
 // adopt makes r, a cut another instance of the fleet took and published,
@@ -376,9 +373,7 @@ func (s *bucket) adopt(r *recovery, now time.Time, maxWait time.Duration) bool {
 	if base > 0 && burst > 0 {
 		// The floor this instance keeps (its maximum wait may differ).
 		if floor := min(1, s.floorRate(maxWait)/base); r.f0 < floor {
-			measured := r.measured
-			r = newRecovery(time.Unix(0, r.at), max(r.wmax, floor), floor, r.over)
-			r.measured = measured
+			r = newRecovery(time.Unix(0, r.at), max(r.wmax, floor), floor, r.over, r.measured)
 		}
 	}
 	s.mu.Lock()

@@ -169,6 +169,14 @@ func (t *Transport) useStore(cfg *config) {
 	t.store = s
 }
 
+// ownsBuckets reports whether the Transport's buckets are this process's
+// alone (the in-memory store): what it spent is all that was spent from
+// them. Behind a shared store, the fleet's other processes spend too.
+func (t *Transport) ownsBuckets() bool {
+	_, ok := t.store.(*store.Memory)
+	return ok
+}
+
 // addWorkloads validates the configured workloads, DefaultWorkload among
 // them, and returns them in their index order.
 func (t *Transport) addWorkloads(cfg *config) []*workloadState {
