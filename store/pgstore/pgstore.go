@@ -203,13 +203,12 @@ func New(pool *pgxpool.Pool, opts ...Option) *Store {
 		return s
 	}
 	s.takeSQL = expand(takeSQL, s.table)
-	s.takeUncountedSQL = expand(uncounted(takeSQL), s.table)
-	s.adjustUncountedSQL = strings.ReplaceAll(expand(uncounted(adjustSQL), s.table), "$8", "$7")
 	// Refund and clamp have no floor: their now is $7.
 	s.refundSQL = strings.ReplaceAll(expand(refundSQL, s.table), "$8", "$7")
 	s.adjustSQL = strings.ReplaceAll(expand(adjustSQL, s.table), "$8", "$7")
 	s.clampSQL = strings.ReplaceAll(expand(clampSQL, s.table), "$8", "$7")
 	s.sweepSQL = expand(sweepSQL, s.table)
+	s.takeUncountedSQL, s.adjustUncountedSQL = uncounted(s.takeSQL), uncounted(s.adjustSQL)
 	return s
 }
 
