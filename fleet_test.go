@@ -334,6 +334,27 @@ func TestASharedCutMeasuresAtThePaceTheCallsWereSentAt(t *testing.T) {
 	})
 }
 
+// A pace record stamped a year ahead — a host whose clock is wrong, or a
+// key written by something else — is taken as a cut made now: its climb
+// starts now, and the scope is back at its full pace within the climb,
+// not held at the record's deepest pace until the year has passed.
+func TestACutFromTheFutureClimbsBackFromNow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		tr := New(nil, WithLimit(PerSecond(100)))
+		s := tr.defaultScope.shared
+		now := time.Now()
+		if !s.adopt(newRecovery(now.AddDate(1, 0, 0), 0.5, 0.25, cheapRecovery, true), now, DefaultMaxWait) {
+			t.Fatal("a cut from the store was not adopted")
+		}
+		// As long as the same cut made now takes to climb back.
+		time.Sleep(time.Until(time.Unix(0, newRecovery(now, 0.5, 0.25, cheapRecovery, true).full)))
+		if f := s.rateFactor(); f != 1 {
+			t.Errorf("factor %v a whole climb after adopting a cut stamped a year ahead, want 1", f)
+		}
+	})
+}
+
 // A cut read from the store is not a quiet window: a refusal of a call
 // sent at its pace cuts again here (and is published), where a refusal
 // answered by a cut of this process's own within its window does not.

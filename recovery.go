@@ -369,12 +369,20 @@ func (s *bucket) adopt(r *recovery, now time.Time, maxWait time.Duration) bool {
 	if n >= r.full {
 		return false
 	}
+	at, f0, wmax := min(r.at, n), r.f0, r.wmax
 	base, burst := s.basePace(now)
 	if base > 0 && burst > 0 {
 		// The floor this instance keeps (its maximum wait may differ).
-		if floor := min(1, s.floorRate(maxWait)/base); r.f0 < floor {
-			r = newRecovery(time.Unix(0, r.at), max(r.wmax, floor), floor, r.over, r.measured)
+		if floor := min(1, s.floorRate(maxWait)/base); f0 < floor {
+			f0, wmax = floor, max(wmax, floor)
 		}
+	}
+	if at != r.at || f0 != r.f0 {
+		// A cut stamped after now (a clock ahead of this one, or a record
+		// written by something else) is taken as made now: its climb would
+		// otherwise not start until then, and hold the scope at its
+		// deepest for as long.
+		r = newRecovery(time.Unix(0, at), wmax, f0, r.over, r.measured)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
