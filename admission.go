@@ -20,6 +20,11 @@ type blocked struct {
 	bucket *bucket // nil when the call was admitted
 	reason ThrottleReason
 	wait   time.Duration // until admission might succeed; 0 when unknown
+	// recheck, when positive, is how long until the head of the queue
+	// should try again though nothing wakes it: a cap that a cut lowered
+	// climbs back by time (slotsRiseIn). Unlike wait it bounds the wait
+	// from above, so no deadline is judged by it.
+	recheck time.Duration
 }
 
 func (b blocked) error(cause error) error {
@@ -105,7 +110,7 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 				c.releaseSlots(i)
 				// A full scope may be full of slots never given back.
 				c.t.checkSlotsSometimes(ch.bucket, now)
-				return blocked{bucket: ch.bucket, reason: ReasonConcurrency}, nil
+				return blocked{bucket: ch.bucket, reason: ReasonConcurrency, recheck: ch.bucket.slotsRiseIn(c.workload.index, now)}, nil
 			}
 		}
 		c.holdsSlots = true
@@ -276,7 +281,7 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 		}
 		// The wait b told of is over, or a wake says to look again: what
 		// is left of it is known only from the next try.
-		b.wait = 0
+		b.wait, b.recheck = 0, 0
 		tried, woken = false, true
 	}
 }
@@ -311,16 +316,20 @@ func (c *call) newWaitTimers() *waitTimers {
 
 // until sleeps until w is woken (a slot was released, it reached the head,
 // or it was shed from its workload's full queue), until the wait b says the
-// store asked for has passed (for the head of its queue only), or until the
-// call must stop waiting: its context ended, or its ContextWithMaxWait
-// passed.
+// store asked for, or b's recheck, has passed (for the head of its queue
+// only), or until the call must stop waiting: its context ended, or its
+// ContextWithMaxWait passed.
 func (t *waitTimers) until(ctx context.Context, w *waiter, b blocked, head bool) error {
 	var fire, expire <-chan time.Time
-	if b.wait > 0 && head {
+	d := b.wait
+	if d <= 0 {
+		d = b.recheck
+	}
+	if d > 0 && head {
 		if t.tokens == nil {
-			t.tokens = t.clock.NewTimer(b.wait)
+			t.tokens = t.clock.NewTimer(d)
 		} else {
-			t.tokens.Reset(b.wait)
+			t.tokens.Reset(d)
 		}
 		fire = t.tokens.C()
 	}
