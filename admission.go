@@ -48,7 +48,7 @@ func (c *call) admit(ctx context.Context) error {
 		// none waiting, the common case, servesBefore's own first check is
 		// made here, without the call or the workload's priority.
 		if s := c.charges[i].bucket; s.waiting.Load() != 0 && s.servesBefore(c.workload.index, s.scope.shares.Load().reserve[c.workload.index]) {
-			return c.wait(ctx, blocked{bucket: s, reason: ReasonRate})
+			return c.wait(ctx, blocked{bucket: s, reason: s.queueReason(c.t.clock.Now())})
 		}
 	}
 	b, err := c.tryAdmit(ctx)
@@ -60,6 +60,26 @@ func (c *call) admit(ctx context.Context) error {
 		return nil
 	}
 	return c.wait(ctx, b)
+}
+
+// queueReason says what holds back the calls waiting on s, for a call
+// that must queue behind them: a pause the provider asked for, every slot
+// of the cap in flight (or a scope that paces nothing but its cap), else
+// the rate.
+func (s *bucket) queueReason(now time.Time) ThrottleReason {
+	if s.cooldown.Load() > now.UnixNano() {
+		return ReasonCooldown
+	}
+	if c := s.scope; c.Concurrency > 0 {
+		limit := c.Concurrency
+		if s.recov.Load() != nil {
+			limit, _ = s.slots()
+		}
+		if rate, _ := s.pace(); rate == 0 || int(s.inFlight.Load()) >= limit {
+			return ReasonConcurrency
+		}
+	}
+	return ReasonRate
 }
 
 // emitAdmitted tells observers the call was admitted. Without observers it

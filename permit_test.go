@@ -173,8 +173,10 @@ func TestTryAcquireDoesNotQueue(t *testing.T) {
 		done := make(chan *Permit)
 		go func() { done <- mustAcquire(t, tr, context.Background()) }()
 		synctest.Wait()
-		if _, err := tr.TryAcquire(context.Background()); !errors.Is(err, ErrThrottled) {
-			t.Fatalf("err = %v, want ErrThrottled", err)
+		// What holds the queue is the cap, not a rate the scope has not got:
+		// the reason says so whether or not a call waits.
+		if _, err := tr.TryAcquire(context.Background()); asThrottled(t, err).Reason != ReasonConcurrency {
+			t.Errorf("with a call waiting: err = %v, want a concurrency refusal", err)
 		}
 		holder.Done(Accepted())
 		(<-done).Done(Accepted())
@@ -449,4 +451,42 @@ func TestALoweredCapAdmitsItsWaitersByTime(t *testing.T) {
 		}
 		time.Sleep(10 * time.Minute) // the holders finish
 	})
+}
+
+// A call refused because calls wait ahead of it names what holds them: the
+// cap, the rate or the provider's pause, as it would with none waiting.
+func TestAQueuedRefusalNamesWhatHoldsTheQueue(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		opts []Option
+		hold func(*testing.T, *Transport) *Permit // leaves the next call waiting
+		want ThrottleReason
+	}{
+		{"rate", []Option{WithLimit(Limit{Count: 1, Per: time.Second, Burst: 1})}, func(t *testing.T, tr *Transport) *Permit {
+			mustAcquire(t, tr, context.Background()).Done(Accepted())
+			return nil
+		}, ReasonRate},
+		{"cap of a paced scope", []Option{WithLimit(PerSecond(100)), WithConcurrency(1)}, func(t *testing.T, tr *Transport) *Permit {
+			return mustAcquire(t, tr, context.Background())
+		}, ReasonConcurrency},
+		{"pause", []Option{WithLimit(PerSecond(100))}, func(t *testing.T, tr *Transport) *Permit {
+			mustAcquire(t, tr, context.Background()).Done(Rejected(time.Second))
+			return nil
+		}, ReasonCooldown},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tr := New(nil, tt.opts...)
+				holder := tt.hold(t, tr)
+				done := make(chan *Permit)
+				go func() { done <- mustAcquire(t, tr, context.Background()) }()
+				synctest.Wait()
+				if _, err := tr.TryAcquire(context.Background()); asThrottled(t, err).Reason != tt.want {
+					t.Errorf("with a call waiting: err = %v, want reason %q", err, tt.want)
+				}
+				holder.Done(Accepted())
+				(<-done).Done(Accepted())
+			})
+		})
+	}
 }
