@@ -307,7 +307,7 @@ func TestTierLimits(t *testing.T) {
 		}
 	}
 	err := pacer.New(nil, openai.Preset(openai.Tier1, openai.WithModel("gpt-4o", openai.ModelLimits{RPM: -1}))).Err()
-	if err == nil || !strings.Contains(err.Error(), "openai/gpt-4o/requests") {
+	if err == nil || !strings.Contains(err.Error(), `openai.WithModel("gpt-4o", {RPM:-1`) {
 		t.Errorf("a negative RPM: %v", err)
 	}
 }
