@@ -172,6 +172,12 @@ func (s *bucket) learnLimit(q ratelimitheader.Quota, headroom float64, maxWait t
 //
 // Every pause a header asks for is clamped to the Transport's maximum wait.
 func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) {
+	c.learnFrom(ctx, resp, verdict, true)
+}
+
+// learnFrom is learn; cuts false makes a 429 a pause only, never a cut: a
+// permit's Rejected(d > 0), a caller's own Retry-After (permit.go).
+func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict Verdict, cuts bool) {
 	status := resp.StatusCode
 	if verdict.Quota != "" {
 		return // a spent quota is no reason to slow down the scope
@@ -284,7 +290,7 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) 
 				continue
 			}
 			pause := paused
-			if status == http.StatusTooManyRequests && !taught {
+			if status == http.StatusTooManyRequests && !taught && cuts {
 				var retryAfter time.Duration
 				if paused {
 					retryAfter = max(wait, 1) // "Retry-After: 0" still asks for a pause

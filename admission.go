@@ -20,6 +20,11 @@ type blocked struct {
 	bucket *bucket // nil when the call was admitted
 	reason ThrottleReason
 	wait   time.Duration // until admission might succeed; 0 when unknown
+	// recheck, when positive, is how long until the head of the queue
+	// should try again though nothing wakes it: a cap that a cut lowered
+	// climbs back by time (slotsRiseIn). Unlike wait it bounds the wait
+	// from above, so no deadline is judged by it.
+	recheck time.Duration
 }
 
 func (b blocked) error(cause error) error {
@@ -43,7 +48,7 @@ func (c *call) admit(ctx context.Context) error {
 		// none waiting, the common case, servesBefore's own first check is
 		// made here, without the call or the workload's priority.
 		if s := c.charges[i].bucket; s.waiting.Load() != 0 && s.servesBefore(c.workload.index, s.scope.shares.Load().reserve[c.workload.index]) {
-			return c.wait(ctx, blocked{bucket: s, reason: ReasonRate})
+			return c.wait(ctx, blocked{bucket: s, reason: s.queueReason(c.t.clock.Now())})
 		}
 	}
 	b, err := c.tryAdmit(ctx)
@@ -55,6 +60,26 @@ func (c *call) admit(ctx context.Context) error {
 		return nil
 	}
 	return c.wait(ctx, b)
+}
+
+// queueReason says what holds back the calls waiting on s, for a call
+// that must queue behind them: a pause the provider asked for, every slot
+// of the cap in flight (or a scope that paces nothing but its cap), else
+// the rate.
+func (s *bucket) queueReason(now time.Time) ThrottleReason {
+	if s.cooldown.Load() > now.UnixNano() {
+		return ReasonCooldown
+	}
+	if c := s.scope; c.Concurrency > 0 {
+		limit := c.Concurrency
+		if s.recov.Load() != nil {
+			limit, _ = s.slots()
+		}
+		if rate, _ := s.pace(); rate == 0 || int(s.inFlight.Load()) >= limit {
+			return ReasonConcurrency
+		}
+	}
+	return ReasonRate
 }
 
 // emitAdmitted tells observers the call was admitted. Without observers it
@@ -105,7 +130,7 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 				c.releaseSlots(i)
 				// A full scope may be full of slots never given back.
 				c.t.checkSlotsSometimes(ch.bucket, now)
-				return blocked{bucket: ch.bucket, reason: ReasonConcurrency}, nil
+				return blocked{bucket: ch.bucket, reason: ReasonConcurrency, recheck: ch.bucket.slotsRiseIn(c.workload.index, now)}, nil
 			}
 		}
 		c.holdsSlots = true
@@ -276,7 +301,7 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 		}
 		// The wait b told of is over, or a wake says to look again: what
 		// is left of it is known only from the next try.
-		b.wait = 0
+		b.wait, b.recheck = 0, 0
 		tried, woken = false, true
 	}
 }
@@ -311,16 +336,20 @@ func (c *call) newWaitTimers() *waitTimers {
 
 // until sleeps until w is woken (a slot was released, it reached the head,
 // or it was shed from its workload's full queue), until the wait b says the
-// store asked for has passed (for the head of its queue only), or until the
-// call must stop waiting: its context ended, or its ContextWithMaxWait
-// passed.
+// store asked for, or b's recheck, has passed (for the head of its queue
+// only), or until the call must stop waiting: its context ended, or its
+// ContextWithMaxWait passed.
 func (t *waitTimers) until(ctx context.Context, w *waiter, b blocked, head bool) error {
 	var fire, expire <-chan time.Time
-	if b.wait > 0 && head {
+	d := b.wait
+	if d <= 0 {
+		d = b.recheck
+	}
+	if d > 0 && head {
 		if t.tokens == nil {
-			t.tokens = t.clock.NewTimer(b.wait)
+			t.tokens = t.clock.NewTimer(d)
 		} else {
-			t.tokens.Reset(b.wait)
+			t.tokens.Reset(d)
 		}
 		fire = t.tokens.C()
 	}

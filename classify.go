@@ -210,7 +210,7 @@ type QuotaError struct {
 }
 
 func (e *QuotaError) Error() string {
-	return fmt.Sprintf("pacer: the provider refused the call with status %d: %s; waiting will not help", e.Status, e.Message)
+	return fmt.Sprintf("pacer: the provider refused the call with status %d for a spent quota, which waiting will not restore: %s", e.Status, e.Message)
 }
 
 // Is reports whether target is ErrBudgetExhausted.

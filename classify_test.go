@@ -39,6 +39,17 @@ func TestSpentQuotaIsAClearErrorAndNotRetried(t *testing.T) {
 	if api.calls != 1 {
 		t.Errorf("attempted %d times, want once", api.calls)
 	}
+	// The attempt got an answer: the RetryError says which, as its doc
+	// says, and reads as one sentence, its cause's words first.
+	var re *RetryError
+	if !errors.As(err, &re) || re.LastStatus != 429 || re.Attempts != 1 {
+		t.Fatalf("err = %#v, want a RetryError of 1 attempt, last status 429", err)
+	}
+	want := "pacer: the provider refused the call with status 429 for a spent quota, which waiting will not restore: " +
+		"the account's quota is spent (insufficient_quota); 1 attempt sent, no other: a spent quota does not come back on a retry"
+	if msg := err.Error(); msg != want {
+		t.Errorf("err = %q\nwant  %q", msg, want)
+	}
 	// It did not pause or slow the scope: the next call goes at once.
 	if f := tr.scopes[DefaultScope].shared.rateFactor(); f != 1 {
 		t.Errorf("a spent quota cut the rate to %v", f)

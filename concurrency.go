@@ -4,6 +4,7 @@ import (
 	"io"
 	"math"
 	"sync/atomic"
+	"time"
 )
 
 // acquireSlot takes one of the scope's concurrency slots for workload w, if
@@ -107,6 +108,40 @@ func (s *bucket) slots() (limit int, share float64) {
 	}
 	share = s.rateFactor()
 	return scaled(c.Concurrency, share), share
+}
+
+// slotsRiseIn returns how long from now until the cap of a scope that a
+// cut lowered (slots) lets workload w take one slot more: the cap, or w's
+// Max share of it, climbs back by time, and nothing else would wake a call
+// that waits for it while the calls in flight hold their slots. 0 when the
+// cap is not lowered: only a released slot admits a call then.
+func (s *bucket) slotsRiseIn(w int, now time.Time) time.Duration {
+	r := s.recov.Load()
+	c := s.scope
+	if r == nil || c.Concurrency == 0 {
+		return 0
+	}
+	if rate, _ := c.configuredPace(); rate > 0 {
+		return 0 // a scope with a rate keeps its whole cap (slots)
+	}
+	n := now.UnixNano()
+	share := s.factorOf(r, n)
+	if share >= 1 {
+		return 0
+	}
+	next := nextSlotShare(c.Concurrency, share)
+	if m := c.shares.Load().maxSlots[w]; m > 0 {
+		next = min(next, nextSlotShare(m, share))
+	}
+	// A millisecond at least, and a hair past the share, so that the wait
+	// does not end a rounding short of the slot.
+	return max(time.Duration(r.reaches(next+1e-9)-n), time.Millisecond)
+}
+
+// nextSlotShare returns the share of n slots at which scaled gives one slot
+// more than at share.
+func nextSlotShare(n int, share float64) float64 {
+	return float64(scaled(n, share)+1) / float64(n)
 }
 
 // scaled returns share of n slots, rounded down, and at least one.

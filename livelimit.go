@@ -170,6 +170,13 @@ func (t *Transport) SetWorkload(name string, w Workload) error {
 	}
 	for _, cs := range t.scopes {
 		cs.shares.Store(cs.newShares(list))
+		// A raised Max or a changed reserve may admit a waiting call now,
+		// with no slot released: wake each queue's head to look again.
+		cs.eachBucket(func(s *bucket) {
+			if s.waiting.Load() > 0 {
+				s.headOf().signal()
+			}
+		})
 	}
 	ws.waiting.set(w.MaxWaiting, w.WhenFull)
 	t.current[ws.index] = w

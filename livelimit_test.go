@@ -174,3 +174,27 @@ func TestSetWorkloadBadInput(t *testing.T) {
 		t.Errorf("a refused SetWorkload changed b's reserve to %v", r)
 	}
 }
+
+// A Max raised at runtime admits the calls it held back at once: nothing
+// else would wake them while the calls in flight keep their slots.
+func TestARaisedMaxAdmitsItsWaiters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(nil, WithConcurrency(4), WithWorkload("batch", Workload{Max: 0.25}))
+		batch := ContextWithWorkload(context.Background(), "batch")
+		holder := mustAcquire(t, tr, batch)
+		start := time.Now()
+		admitted := make(chan time.Duration)
+		go func() {
+			p := mustAcquire(t, tr, batch)
+			admitted <- time.Since(start)
+			p.Done(Accepted())
+		}()
+		synctest.Wait()
+		mustNotErr(t, tr.SetWorkload("batch", Workload{Max: 1}))
+		go func() { time.Sleep(time.Hour); holder.Done(Accepted()) }()
+		if d := <-admitted; d != 0 {
+			t.Errorf("the waiter was admitted %v after Max was raised, want at once", d)
+		}
+		time.Sleep(time.Hour)
+	})
+}

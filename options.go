@@ -103,8 +103,22 @@ func WithHeadroom(f float64) Option {
 // came out empty. A negative n is a configuration error.
 func WithConcurrency(n int) Option {
 	return func(c *config) {
+		if n < 0 {
+			// Said in the option's words, not as the scope's field.
+			c.errs = append(c.errs, fmt.Errorf("WithConcurrency(%d): the cap on calls in flight must be at least 0 (0 means no cap)", n))
+			return
+		}
 		c.scope(DefaultScope).Concurrency = n
 		c.concurrencyZero = n == 0
+	}
+}
+
+// ReportError adds err, a bad argument to an option of a package beside the
+// root (a provider preset), to the configuration's errors:
+// internal/optionerr.Report's hook.
+func (c *config) ReportError(err error) {
+	if err != nil {
+		c.errs = append(c.errs, err)
 	}
 }
 
@@ -223,7 +237,7 @@ func (c *config) warnings() []string {
 		// over a longer period, a burst above the count lets one period
 		// carry more than the count, which no window-counting provider
 		// allows.
-		if l := s.Limit; l.Burst > l.Count && l.Per > time.Second {
+		if l := s.Limit; l.Count > 0 && l.Burst > l.Count && l.Per > time.Second { // a Count below 1 is an error
 			rate, burst := l.shape(c.headroom)
 			out = append(out, fmt.Sprintf("scope %q: Limit %v has Burst %d above Count %d: in one period of %v pacer may send %v at once and %v more as the bucket refills, above the %d the provider publishes; "+
 				"keep Burst at most Count unless the provider keeps a bucket of %d", s.Name, l, l.Burst, l.Count, l.Per, burst, math.Floor(rate*l.Per.Seconds()), l.Count, l.Burst))

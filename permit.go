@@ -120,10 +120,22 @@ const (
 func Accepted() Outcome { return Outcome{kind: outcomeAccepted} }
 
 // Rejected is the outcome of a call the provider refused for its limits
-// (gRPC's RESOURCE_EXHAUSTED, a 429 under another name), as a 429 response
-// teaches: with retryAfter > 0, it pauses the permit's scopes for that
-// long, for every caller, as Retry-After does, capped by WithMaxWait; with
-// none, it empties their buckets and cuts their rate (AIMD), as a bare 429.
+// (gRPC's RESOURCE_EXHAUSTED, a 429 under another name).
+//
+// With retryAfter > 0 it is a pause, and only a pause: the permit's scopes
+// stop for that long, for every caller, as for a Retry-After (capped by
+// WithMaxWait), and then go on at the pace and the cap they had. The
+// provider said how long to wait, not that it can take less, so neither
+// the rate nor the cap on calls in flight is cut. (An HTTP 429 with
+// Retry-After is read as both: see the README.)
+//
+// With retryAfter 0 it is a bare refusal, as a bare 429: it empties the
+// scopes' buckets and cuts their rate, or the cap on calls in flight of a
+// scope that has no rate, and the cut climbs back by time — within about a
+// minute, however many refusals came first, whether or not calls succeed
+// meanwhile; calls waiting under a lowered cap are admitted as it climbs,
+// without waiting for a slot to be released. Stats shows a lowered cap
+// (ConcurrencyNow) and why.
 func Rejected(retryAfter time.Duration) Outcome {
 	return Outcome{kind: outcomeRejected, retryAfter: max(retryAfter, 0)}
 }
@@ -172,7 +184,7 @@ func (p *Permit) Done(o Outcome) {
 		c.learn(p.ctx, &resp, Verdict{})
 	case outcomeRejected:
 		resp := rejectedResponse
-		c.learn(p.ctx, &resp, Verdict{Wait: o.retryAfter})
+		c.learnFrom(p.ctx, &resp, Verdict{Wait: o.retryAfter}, o.retryAfter == 0)
 	}
 	c.finish()
 }

@@ -89,6 +89,20 @@ func (r *recovery) factor(now int64) float64 {
 	return min(1, max(r.f0, r.wmax+r.c*t*t*t))
 }
 
+// reaches returns when r's factor first reaches x, as UnixNano: the cut's
+// own time if it is there from the start, r.full at the latest.
+func (r *recovery) reaches(x float64) int64 {
+	switch {
+	case x >= 1:
+		return r.full
+	case x <= r.f0:
+		return r.at
+	}
+	// wmax + c·(t−k)³ = x  ⇔  t = k + ∛((x−wmax)/c)
+	t := r.k + math.Cbrt((x-r.wmax)/r.c)
+	return min(r.full, r.at+int64(t*1e9))
+}
+
 // rateFactor returns the share of the scope's pace in use now: below 1
 // while the scope recovers from a cut.
 func (s *bucket) rateFactor() float64 {

@@ -529,6 +529,9 @@ func (s *bucket) windowHint(wait time.Duration) time.Duration {
 // why says what sets the scope's pace now, for Stats.
 func (s *bucket) why(now time.Time) string {
 	if r := s.recov.Load(); r != nil && now.UnixNano() < r.full {
+		if rate, _ := s.scope.configuredPace(); rate == 0 && s.scope.Concurrency > 0 {
+			return "a refusal lowered the cap on calls in flight; it climbs back by time"
+		}
 		return "recovering from a refusal"
 	}
 	if tp := s.told.Load(); tp != nil && now.UnixNano() < tp.until {

@@ -181,7 +181,9 @@ func WithIdempotencyKey() Option {
 
 // A RetryError says how a call that pacer may have retried ended without a
 // response to hand back: the attempts sent, the last status seen (0 if no
-// attempt got a response), and why no further attempt was made. It wraps the
+// attempt got a response; a spent quota's status counts, though pacer
+// returns a *QuotaError in place of its response), and why no further
+// attempt was made. It wraps the
 // last attempt's error or, when pacer did not send an attempt it had decided
 // to make, the reason: a *BudgetError, a *ThrottledError, the context's
 // error. A call that ends on a response returns that response and a nil
@@ -193,19 +195,34 @@ type RetryError struct {
 	Err        error
 }
 
+// Error says what happened first — the cause, in its own words — then how
+// many attempts were sent and why no other was: one sentence, not a chain
+// of prefixes.
 func (e *RetryError) Error() string {
-	msg := fmt.Sprintf("pacer: %d attempt", e.Attempts)
-	if e.Attempts != 1 {
-		msg += "s"
-	}
-	if e.LastStatus != 0 {
-		msg += fmt.Sprintf(", last status %d", e.LastStatus)
-	}
-	msg += "; " + e.Why
+	var b strings.Builder
+	b.WriteString("pacer: ")
 	if e.Err != nil {
-		msg += ": " + e.Err.Error()
+		b.WriteString(strings.TrimSuffix(strings.TrimPrefix(e.Err.Error(), "pacer: "), "."))
+		b.WriteString("; ")
 	}
-	return msg
+	if e.Attempts == 1 {
+		b.WriteString("1 attempt sent")
+	} else {
+		fmt.Fprintf(&b, "%d attempts sent", e.Attempts)
+	}
+	var quota *QuotaError
+	if e.LastStatus != 0 && !errors.As(e.Err, &quota) { // a QuotaError says its status
+		if e.Attempts == 1 {
+			fmt.Fprintf(&b, ", answered %d", e.LastStatus)
+		} else {
+			fmt.Fprintf(&b, ", the last answered %d", e.LastStatus)
+		}
+	}
+	if e.Why != "" {
+		b.WriteString(", no other: ")
+		b.WriteString(e.Why)
+	}
+	return b.String()
 }
 
 func (e *RetryError) Unwrap() error { return e.Err }
@@ -275,8 +292,10 @@ func (r *retrier) roundTrip(t *Transport, req *http.Request) (*http.Response, er
 func (r *retrier) retry(c *retryCall) (*http.Response, error) {
 	t, ctx := c.t, c.send.Context()
 	for {
-		if c.resp != nil {
-			c.lastStatus = c.resp.StatusCode
+		if c.info.status != 0 {
+			// Also when pacer replaced the response by an error (a spent
+			// quota's *QuotaError): the attempt got an answer.
+			c.lastStatus = c.info.status
 		}
 		body, why := r.next(c)
 		if why != "" {
@@ -477,7 +496,10 @@ func (p RetryPolicy) Retryable(req *http.Request, resp *http.Response, err error
 // worth another attempt.
 func (p RetryPolicy) whyNotRetry(req *http.Request, resp *http.Response, err error, attempts int, verdict Verdict) string {
 	if err != nil {
+		var quota *QuotaError
 		switch {
+		case !p.RetryableError(err) && errors.As(err, &quota):
+			return "a spent quota does not come back on a retry"
 		case !p.RetryableError(err):
 			return "the error is not one a retry can mend"
 		case attempts >= p.MaxAttempts:

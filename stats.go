@@ -27,8 +27,19 @@ type ScopeStats struct {
 	Factor  float64 // the share of the rate a cut left (of the slots, for a scope without a rate), 1 when not cut
 	// Why says what sets Rate: the configured limit, the provider's
 	// published one, what it reports remains, or a climb back after a
-	// refusal; "" for a scope that paces nothing.
+	// refusal — for a scope without a rate, a refusal that lowered its
+	// cap; "" for a scope that paces nothing.
 	Why string
+	// Concurrency is the scope's configured cap on calls in flight (0: no
+	// cap), and ConcurrencyNow the cap in force now on its shared bucket:
+	// lower while a scope without a rate climbs back from a refusal that
+	// cut its cap (Factor says how far, Why says so, RecoveredIn how long
+	// until the whole cap is back). Calls waiting for a slot are admitted as
+	// it climbs.
+	Concurrency, ConcurrencyNow int
+	// RecoveredIn is how long until a scope cut by a refusal is back at its
+	// full pace, or its full cap; 0 when it is not cut.
+	RecoveredIn time.Duration
 
 	// Tokens is what the scope's bucket holds now, when TokensKnown: the
 	// store is in this process's memory, the scope is paced by rate, and it
@@ -92,6 +103,7 @@ func (t *Transport) Stats() Stats {
 		if until := s.cooldown.Load(); until > now.UnixNano() {
 			sc.Cooldown = time.Duration(until - now.UnixNano())
 		}
+		s.describeCut(&sc, now)
 		cs.eachBucket(func(b *bucket) { t.count(&sc, b, now) })
 		cs.mu.Lock()
 		sc.Keys = len(cs.keyed)
@@ -108,6 +120,20 @@ func (t *Transport) Stats() Stats {
 	}
 	slices.SortFunc(st.Workloads, func(a, b WorkloadStats) int { return strings.Compare(a.Name, b.Name) })
 	return st
+}
+
+// describeCut sets sc's caps on calls in flight, and how long until a cut
+// of s is over.
+func (s *bucket) describeCut(sc *ScopeStats, now time.Time) {
+	sc.Concurrency, sc.ConcurrencyNow = s.scope.Concurrency, s.scope.Concurrency
+	r := s.recov.Load()
+	if r == nil || now.UnixNano() >= r.full {
+		return
+	}
+	sc.RecoveredIn = time.Duration(r.full - now.UnixNano())
+	if sc.Concurrency > 0 {
+		sc.ConcurrencyNow, _ = s.slots()
+	}
 }
 
 // tokens returns the level of a scope's shared bucket, when the store can

@@ -347,6 +347,16 @@ func TestConfigurationErrorsAreClear(t *testing.T) {
 	if New(nil, WithLimit(PerSecond(1))).Err() != nil {
 		t.Error("a valid configuration reported an error")
 	}
+	// An option's bad argument is said in the option's words, and an
+	// invalid count draws no warning about its burst on top.
+	var log strings.Builder
+	err = New(nil, WithConcurrency(-1), WithLimit(Limit{Count: -5, Per: time.Minute}), WithLogger(slogTo(&log))).Err()
+	if want := "WithConcurrency(-1): the cap on calls in flight must be at least 0 (0 means no cap)"; err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), `scope "default": Concurrency`) {
+		t.Errorf("Err() = %v, want it to say %q, once", err, want)
+	}
+	if strings.Contains(log.String(), "Burst") {
+		t.Errorf("an invalid Count drew a warning about its burst: %s", log.String())
+	}
 }
 
 func TestUndeclaredScopeIsAClearError(t *testing.T) {

@@ -2,6 +2,8 @@ package anthropic
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/providers/internal/presetopt"
 	"github.com/pacer-go/pacer/providers/internal/reqbody"
 )
 
@@ -71,7 +74,8 @@ func WithOutputEstimate(n int) Option {
 // WithDefault sets the limits of every model class not given its own.
 func WithDefault(l ModelLimits) Option { return func(s *Limits) { s.Default = l } }
 
-// WithConcurrency caps the calls in flight per model class at n.
+// WithConcurrency caps the calls in flight per model class at n; 0 sets no
+// cap. A negative n is a configuration error.
 func WithConcurrency(n int) Option { return func(s *Limits) { s.Concurrency = n } }
 
 // Preset returns the options that pace calls to the Claude API at the
@@ -84,24 +88,57 @@ func WithConcurrency(n int) Option { return func(s *Limits) { s.Concurrency = n 
 // for the organization in anthropic-ratelimit-*-limit replace them from the
 // first response on, higher or lower. Figures set WithModel or WithDefault
 // are not.
+//
+// An unknown tier is a configuration error: it has no figures to pace by.
 func Preset(tier Tier, opts ...Option) pacer.Option {
-	return presetLimits(tier.Limits(), true, opts)
+	var errs presetopt.Errors
+	if _, ok := tierTables[tier]; !ok {
+		errs.Add(fmt.Sprintf("anthropic.Preset(%d)", int(tier)), fmt.Errorf("no such tier; use anthropic.Evaluation, Start, Build or Scale"))
+	}
+	return presetLimits(tier.Limits(), true, opts, errs)
 }
 
 // PresetLimits is Preset with figures of your own, such as those of your
 // Console's Limits page. They are paced as given, and a published limit
-// only ever lowers them.
+// only ever lowers them. A negative figure is a configuration error.
 func PresetLimits(l Limits, opts ...Option) pacer.Option {
-	return presetLimits(l, false, opts)
+	var errs presetopt.Errors
+	l = l.clone()
+	for class, m := range l.Models {
+		if errs.Add(fmt.Sprintf("anthropic.PresetLimits: Limits.Models[%q]", class), m.check()) {
+			delete(l.Models, class)
+		}
+	}
+	if errs.Add("anthropic.PresetLimits: Limits.Default", l.Default.check()) {
+		l.Default = ModelLimits{}
+	}
+	if l.Concurrency < 0 {
+		errs.Add("anthropic.PresetLimits", concurrencyError(fmt.Sprintf("Limits.Concurrency %d", l.Concurrency)))
+		l.Concurrency = 0
+	}
+	return presetLimits(l, false, opts, errs)
 }
 
-func presetLimits(l Limits, tierFigures bool, opts []Option) pacer.Option {
+func presetLimits(l Limits, tierFigures bool, opts []Option, errs presetopt.Errors) pacer.Option {
 	l = l.clone()
 	apply(&l, opts)
 	// What opts set is the caller's own; under Preset, the rest is the
-	// tier's. Running them on an empty Limits tells the two apart.
+	// tier's. Running them on an empty Limits tells the two apart, and
+	// what is wrong with them is said in the words of the option given.
 	given := Limits{Models: map[string]ModelLimits{}, Default: notGiven}
 	apply(&given, opts)
+	for class, m := range given.Models {
+		if errs.Add(fmt.Sprintf("anthropic.WithModel(%q, %+v)", class, m), m.check()) {
+			delete(l.Models, class)
+		}
+	}
+	if given.Default != notGiven && errs.Add(fmt.Sprintf("anthropic.WithDefault(%+v)", given.Default), given.Default.check()) {
+		l.Default = ModelLimits{}
+	}
+	if given.Concurrency < 0 {
+		errs.Add(fmt.Sprintf("anthropic.WithConcurrency(%d)", given.Concurrency), concurrencyError("the cap on calls in flight"))
+		l.Concurrency = 0
+	}
 	own := map[string]bool{}
 	var o []pacer.Option
 	for class, m := range l.Models {
@@ -115,11 +152,22 @@ func presetLimits(l Limits, tierFigures bool, opts []Option) pacer.Option {
 		estimate = DefaultOutputEstimate
 	}
 	o = append(o, pacer.WithRoute(router{own, estimate}.route), pacer.WithClassifier(classify), meter())
-	return pacer.Options(o...)
+	return pacer.Options(append(o, errs.Options()...)...)
 }
 
-// notGiven marks a Default that no option set.
-var notGiven = ModelLimits{RPM: -1, ITPM: -1, OTPM: -1}
+// notGiven marks a Default that no option set: no caller's figure.
+var notGiven = ModelLimits{RPM: math.MinInt, ITPM: math.MinInt, OTPM: math.MinInt}
+
+// check returns what is wrong with m, nil if nothing.
+func (m ModelLimits) check() error {
+	return presetopt.Negative(presetopt.Field{Name: "RPM", N: m.RPM}, presetopt.Field{Name: "ITPM", N: m.ITPM},
+		presetopt.Field{Name: "OTPM", N: m.OTPM})
+}
+
+// concurrencyError is what is wrong with a negative cap, said as what.
+func concurrencyError(what string) error {
+	return fmt.Errorf("%s must be at least 0 (0 means no cap)", what)
+}
 
 func apply(l *Limits, opts []Option) {
 	for _, opt := range opts {

@@ -20,11 +20,13 @@
 package github
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/providers/internal/presetopt"
 	"github.com/pacer-go/pacer/providers/internal/reqbody"
 )
 
@@ -165,7 +167,8 @@ func PrimaryLimit(auth Auth) pacer.Limit {
 }
 
 // Preset returns the options for calling GitHub with auth. Options given
-// to pacer.New after it override what it sets.
+// to pacer.New after it override what it sets. An auth other than the
+// Auth constants is a configuration error.
 //
 // Under Installation the core and GraphQL scopes start at the minimum an
 // installation has, 5,000 an hour, and are provisional
@@ -210,6 +213,11 @@ func Preset(auth Auth) pacer.Option {
 		pacer.WithScope(pacer.Scope{Name: ScopeContentHour, Limit: pacer.PerHour(contentCreatedPerHour), Policy: secondary}),
 		pacer.WithRoute(Route),
 		pacer.WithClassifier(Classify),
+	}
+	if auth < Token || auth > Installation {
+		var errs presetopt.Errors
+		errs.Add(fmt.Sprintf("github.Preset(%d)", int(auth)), fmt.Errorf("no such Auth; use github.Token, EnterpriseCloudApp, Unauthenticated or Installation"))
+		preset = append(preset, errs.Options()...)
 	}
 	return pacer.Options(preset...)
 }

@@ -64,7 +64,7 @@ func classify(resp *http.Response, body []byte) pacer.Verdict {
 				reason += " (" + code + ")"
 			}
 			if msg := strings.TrimSpace(e.Error.Message); msg != "" {
-				reason += ": " + msg
+				reason += ` (OpenAI's words: "` + msg + `")`
 			}
 			return pacer.Verdict{Quota: reason}
 		}

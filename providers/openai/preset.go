@@ -2,6 +2,7 @@ package openai
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/providers/internal/presetopt"
 	"github.com/pacer-go/pacer/providers/internal/reqbody"
 )
 
@@ -78,36 +80,90 @@ type settings struct {
 	tierFigures  bool
 	given        map[string]bool // models set WithModel
 	givenDefault bool            // Default set WithDefault
+	errs         presetopt.Errors
 }
 
 // WithModel sets one model's limits, as the organization's limits page
 // shows them. name is the model without a snapshot date.
 func WithModel(name string, l ModelLimits) Option {
-	return func(s *settings) { s.limits.Models[name], s.given[name] = l, true }
+	return func(s *settings) {
+		if !s.errs.Add(fmt.Sprintf("openai.WithModel(%q, %+v)", name, l), l.check()) {
+			s.limits.Models[name], s.given[name] = l, true
+		}
+	}
 }
 
 // WithDefault sets the limits of every model the table does not list, as
 // the organization's limits page shows them. They are paced as given, and
 // a published limit only ever lowers them.
 func WithDefault(l ModelLimits) Option {
-	return func(s *settings) { s.limits.Default, s.givenDefault = l, true }
+	return func(s *settings) {
+		if !s.errs.Add(fmt.Sprintf("openai.WithDefault(%+v)", l), l.check()) {
+			s.limits.Default, s.givenDefault = l, true
+		}
+	}
 }
 
-// WithConcurrency caps the calls in flight per model at n.
+// WithConcurrency caps the calls in flight per model at n; 0 sets no cap.
+// A negative n is a configuration error.
 func WithConcurrency(n int) Option {
-	return func(s *settings) { s.limits.Concurrency = n }
+	return func(s *settings) {
+		if !s.errs.Add(fmt.Sprintf("openai.WithConcurrency(%d)", n), atLeast(int64(n), 0, "the cap on calls in flight", " (0 means no cap)")) {
+			s.limits.Concurrency = n
+		}
+	}
 }
 
 // WithDefaultOutputTokens sets the output reserved for a request that sets
-// no maximum. The default is DefaultOutputTokens.
+// no maximum. The default is DefaultOutputTokens; a negative n is a
+// configuration error.
 func WithDefaultOutputTokens(n int64) Option {
-	return func(s *settings) { s.defaultOutputTokens = max(n, 0) }
+	return func(s *settings) {
+		if !s.errs.Add(fmt.Sprintf("openai.WithDefaultOutputTokens(%d)", n), atLeast(n, 0, "the output reserved", "")) {
+			s.defaultOutputTokens = n
+		}
+	}
 }
 
 // WithDefaultRequestTokens sets the charge of a request whose body the
-// estimate cannot read. The default is DefaultRequestTokens.
+// estimate cannot read. The default is DefaultRequestTokens; n below 1 is
+// a configuration error.
 func WithDefaultRequestTokens(n int64) Option {
-	return func(s *settings) { s.defaultRequestTokens = max(n, 1) }
+	return func(s *settings) {
+		if !s.errs.Add(fmt.Sprintf("openai.WithDefaultRequestTokens(%d)", n), atLeast(n, 1, "a request's charge", "")) {
+			s.defaultRequestTokens = n
+		}
+	}
+}
+
+// atLeast returns what is wrong with n, what, below least; nil if nothing.
+func atLeast(n, least int64, what, note string) error {
+	if n >= least {
+		return nil
+	}
+	return fmt.Errorf("%s must be at least %d%s", what, least, note)
+}
+
+// check returns what is wrong with m, nil if nothing.
+func (m ModelLimits) check() error {
+	return presetopt.Negative(presetopt.Field{Name: "RPM", N: m.RPM}, presetopt.Field{Name: "TPM", N: m.TPM},
+		presetopt.Field{Name: "RPD", N: m.RPD}, presetopt.Field{Name: "TPD", N: m.TPD})
+}
+
+// check records what is wrong with l, given to PresetLimits, and leaves
+// out what is, so that only the caller's words report it.
+func (s *settings) check(l *Limits) {
+	for name, m := range l.Models {
+		if s.errs.Add(fmt.Sprintf("openai.PresetLimits: Limits.Models[%q]", name), m.check()) {
+			delete(l.Models, name)
+		}
+	}
+	if s.errs.Add("openai.PresetLimits: Limits.Default", l.Default.check()) {
+		l.Default = ModelLimits{}
+	}
+	if s.errs.Add("openai.PresetLimits", atLeast(int64(l.Concurrency), 0, fmt.Sprintf("Limits.Concurrency %d", l.Concurrency), " (0 means no cap)")) {
+		l.Concurrency = 0
+	}
 }
 
 // Preset returns the options that pace calls to the OpenAI API at the
@@ -121,13 +177,22 @@ func WithDefaultRequestTokens(n int64) Option {
 // each model in x-ratelimit-limit-requests and x-ratelimit-limit-tokens,
 // which are the organization's, replace them from the first response on,
 // higher or lower. Figures set WithModel or WithDefault are not.
+//
+// An unknown tier is a configuration error: it has no figures to pace by.
 func Preset(tier Tier, opts ...Option) pacer.Option {
-	return presetLimits(tier.Limits(), true, opts)
+	o := presetLimits(tier.Limits(), true, opts)
+	if _, ok := tierModels[tier]; !ok {
+		var errs presetopt.Errors
+		errs.Add(fmt.Sprintf("openai.Preset(%d)", int(tier)), fmt.Errorf("no such tier; use openai.Tier1 to openai.Tier5"))
+		return pacer.Options(append([]pacer.Option{o}, errs.Options()...)...)
+	}
+	return o
 }
 
 // PresetLimits is Preset with figures of your own, such as those of your
 // organization's limits page. They are paced as given, Default included,
-// and a published limit only ever lowers them.
+// and a published limit only ever lowers them. A negative figure is a
+// configuration error.
 func PresetLimits(l Limits, opts ...Option) pacer.Option {
 	return presetLimits(l, false, opts)
 }
@@ -135,6 +200,7 @@ func PresetLimits(l Limits, opts ...Option) pacer.Option {
 func presetLimits(l Limits, tierFigures bool, opts []Option) pacer.Option {
 	s := &settings{limits: l.clone(), defaultOutputTokens: DefaultOutputTokens,
 		defaultRequestTokens: DefaultRequestTokens, tierFigures: tierFigures, given: map[string]bool{}}
+	s.check(&s.limits)
 	for _, opt := range opts {
 		if opt != nil {
 			opt(s)
@@ -155,7 +221,7 @@ func presetLimits(l Limits, tierFigures bool, opts []Option) pacer.Option {
 	}
 	r := &router{settings: s, models: models, daily: daily}
 	o = append(o, pacer.WithRoute(r.route), pacer.WithClassifier(classify), r.meter())
-	return pacer.Options(o...)
+	return pacer.Options(append(o, s.errs.Options()...)...)
 }
 
 // The daily scopes' suffixes: "openai/gpt-4o-mini/requests-per-day".

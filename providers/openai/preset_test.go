@@ -307,7 +307,7 @@ func TestTierLimits(t *testing.T) {
 		}
 	}
 	err := pacer.New(nil, openai.Preset(openai.Tier1, openai.WithModel("gpt-4o", openai.ModelLimits{RPM: -1}))).Err()
-	if err == nil || !strings.Contains(err.Error(), "openai/gpt-4o/requests") {
+	if err == nil || !strings.Contains(err.Error(), `openai.WithModel("gpt-4o", {RPM:-1`) {
 		t.Errorf("a negative RPM: %v", err)
 	}
 }
@@ -387,4 +387,26 @@ func TestPresetFollowsThePublishedLimits(t *testing.T) {
 			})
 		})
 	}
+}
+
+// OpenAI's insufficient_quota 429 is an answer: the *pacer.RetryError says
+// its status, and its message is one sentence with OpenAI's words in it.
+func TestInsufficientQuotaSaysItsStatus(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fake := newFakeOpenAI(120, 20_000)
+		fake.script = func(int, *http.Request) *http.Response {
+			return fakeResponse(429, http.Header{}, `{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`)
+		}
+		c := pacer.New(fake, openai.PresetLimits(small)).Client()
+		r := realisticRequests()[0]
+		_, err := post(t, c, r.path, r.body)
+		var re *pacer.RetryError
+		if !errors.As(err, &re) || re.LastStatus != 429 || re.Attempts != 1 {
+			t.Fatalf("err = %v, want a RetryError of 1 attempt, last status 429", err)
+		}
+		msg := re.Error()
+		if strings.Count(msg, "pacer:") != 1 || !strings.Contains(msg, "status 429") || !strings.Contains(msg, "please check your plan and billing details") {
+			t.Errorf("err = %q, want one sentence naming the status and OpenAI's words", msg)
+		}
+	})
 }

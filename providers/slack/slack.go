@@ -19,9 +19,11 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/providers/internal/presetopt"
 	"github.com/pacer-go/pacer/providers/internal/reqbody"
 )
 
@@ -109,7 +111,8 @@ func MethodTiers() map[string]Tier {
 
 // Preset returns the options for calling the Slack Web API. Options given
 // to pacer.New after it override what it sets. tiers gives methods' tiers;
-// nil means MethodTiers(), and a method it does not list is in DefaultTier.
+// nil means MethodTiers(), and a method it does not list is in DefaultTier;
+// a tier other than Tier1 to Tier4 is a configuration error.
 //
 // Each call to https://slack.com/api/<method> is charged to its tier's
 // scope, keyed by method; chat.postMessage instead to ScopePostMessage,
@@ -129,7 +132,13 @@ func Preset(tiers map[string]Tier) pacer.Option {
 		pacer.WithRoute(func(req *http.Request, charges []pacer.Charge) []pacer.Charge {
 			return route(tiers, req, charges)
 		}))
-	return pacer.Options(preset...)
+	var errs presetopt.Errors
+	for _, method := range slices.Sorted(maps.Keys(tiers)) {
+		if t := tiers[method]; t.Limit().IsZero() {
+			errs.Add("slack.Preset", fmt.Errorf("method %q has tier %d; use slack.Tier1 to slack.Tier4", method, int(t)))
+		}
+	}
+	return pacer.Options(append(preset, errs.Options()...)...)
 }
 
 // route charges a Web API call to its method's bucket, in place of the

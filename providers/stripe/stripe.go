@@ -18,11 +18,13 @@
 package stripe
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/providers/figures"
+	"github.com/pacer-go/pacer/providers/internal/presetopt"
 )
 
 // Mode is a Stripe account's mode; live mode and sandboxes have separate
@@ -108,7 +110,8 @@ func Limits(m Mode) (global, endpoint pacer.Limit) {
 }
 
 // Preset returns the options for calling Stripe in mode m. Options given
-// to pacer.New after it override what it sets.
+// to pacer.New after it override what it sets. A mode other than Live and
+// Test is a configuration error.
 //
 // It declares the scopes above and routes every request to ScopeGlobal and
 // to ScopeEndpoint keyed by its endpoint (see EndpointKey); calls under
@@ -137,6 +140,11 @@ func Preset(m Mode) pacer.Option {
 		pacer.WithScope(pacer.Scope{Name: ScopeSearch, Limit: pacer.PerSecond(searchReadsPerSecond)}),
 		pacer.WithRoute(Route),
 		pacer.WithIdempotencyKey(),
+	}
+	if m != Live && m != Test {
+		var errs presetopt.Errors
+		errs.Add(fmt.Sprintf("stripe.Preset(%d)", int(m)), fmt.Errorf("no such Mode; use stripe.Live or stripe.Test"))
+		preset = append(preset, errs.Options()...)
 	}
 	return pacer.Options(preset...)
 }

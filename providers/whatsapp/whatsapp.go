@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/providers/internal/presetopt"
 	"github.com/pacer-go/pacer/providers/internal/reqbody"
 )
 
@@ -104,7 +105,8 @@ func PairLimit() pacer.Limit { return pacer.Limit{Count: 1, Per: pairInterval} }
 
 // Preset returns the options for sending through the Cloud API from
 // numbers of throughput level t. Options given to pacer.New after it
-// override what it sets.
+// override what it sets. A level other than Standard, High and Coexistence
+// is a configuration error.
 //
 // A POST to /{version}/{phone-number-id}/messages is charged to
 // ScopeThroughput keyed by the phone number ID from the path, and to
@@ -121,6 +123,11 @@ func Preset(t Throughput) pacer.Option {
 		pacer.WithScope(pacer.Scope{Name: ScopePair, Limit: PairLimit()}),
 		pacer.WithRoute(Route),
 		pacer.WithClassifier(Classify),
+	}
+	if t < Standard || t > Coexistence {
+		var errs presetopt.Errors
+		errs.Add(fmt.Sprintf("whatsapp.Preset(%d)", int(t)), fmt.Errorf("no such Throughput; use whatsapp.Standard, High or Coexistence"))
+		preset = append(preset, errs.Options()...)
 	}
 	return pacer.Options(preset...)
 }

@@ -66,3 +66,36 @@ func rate(t *testing.T, tr *pacer.Transport, scope string) float64 {
 	t.Fatalf("no scope %s in %v", scope, tr.Stats().Scopes)
 	return 0
 }
+
+// A bad argument to a preset, or to one of its options, is a configuration
+// error said in the words the caller wrote — the option and its argument —
+// once, not as the scopes the preset would have declared with it, and never
+// passed over in silence (an unknown tier has no figures: no cap at all).
+func TestEveryPresetNamesTheBadOptionGiven(t *testing.T) {
+	for _, tc := range []struct {
+		preset pacer.Option
+		want   string
+	}{
+		{openai.Preset(openai.Tier1, openai.WithConcurrency(-1)), "openai.WithConcurrency(-1): the cap on calls in flight must be at least 0 (0 means no cap)"},
+		{openai.Preset(openai.Tier1, openai.WithModel("gpt-x", openai.ModelLimits{RPM: -5, TPM: 100})), `openai.WithModel("gpt-x", {RPM:-5 TPM:100 RPD:0 TPD:0}): RPM -5 must not be negative (0 means no limit)`},
+		{openai.Preset(openai.Tier1, openai.WithDefault(openai.ModelLimits{RPM: 5, TPM: -5})), "openai.WithDefault({RPM:5 TPM:-5 RPD:0 TPD:0}): TPM -5 must not be negative (0 means no limit)"},
+		{openai.Preset(openai.Tier1, openai.WithDefaultOutputTokens(-1)), "openai.WithDefaultOutputTokens(-1): the output reserved must be at least 0"},
+		{openai.Preset(openai.Tier1, openai.WithDefaultRequestTokens(0)), "openai.WithDefaultRequestTokens(0): a request's charge must be at least 1"},
+		{openai.Preset(openai.Tier(99)), "openai.Preset(99): no such tier; use openai.Tier1 to openai.Tier5"},
+		{openai.PresetLimits(openai.Limits{Default: openai.ModelLimits{RPM: -1}, Concurrency: -2}), "openai.PresetLimits: Limits.Default: RPM -1 must not be negative (0 means no limit)\nopenai.PresetLimits: Limits.Concurrency -2 must be at least 0 (0 means no cap)"},
+		{anthropic.Preset(anthropic.Start, anthropic.WithConcurrency(-1)), "anthropic.WithConcurrency(-1): the cap on calls in flight must be at least 0 (0 means no cap)"},
+		{anthropic.Preset(anthropic.Start, anthropic.WithModel("claude-opus-4", anthropic.ModelLimits{RPM: -3})), `anthropic.WithModel("claude-opus-4", {RPM:-3 ITPM:0 OTPM:0}): RPM -3 must not be negative (0 means no limit)`},
+		{anthropic.Preset(anthropic.Start, anthropic.WithDefault(anthropic.ModelLimits{RPM: 3, ITPM: -3, OTPM: -1})), "anthropic.WithDefault({RPM:3 ITPM:-3 OTPM:-1}): ITPM -3 and OTPM -1 must not be negative (0 means no limit)"},
+		{anthropic.Preset(anthropic.Tier(99)), "anthropic.Preset(99): no such tier; use anthropic.Evaluation, Start, Build or Scale"},
+		{anthropic.PresetLimits(anthropic.Limits{Concurrency: -1}), "anthropic.PresetLimits: Limits.Concurrency -1 must be at least 0 (0 means no cap)"},
+		{github.Preset(github.Auth(99)), "github.Preset(99): no such Auth; use github.Token, EnterpriseCloudApp, Unauthenticated or Installation"},
+		{slack.Preset(map[string]slack.Tier{"chat.postMessage": slack.Tier(9)}), `slack.Preset: method "chat.postMessage" has tier 9; use slack.Tier1 to slack.Tier4`},
+		{stripe.Preset(stripe.Mode(99)), "stripe.Preset(99): no such Mode; use stripe.Live or stripe.Test"},
+		{whatsapp.Preset(whatsapp.Throughput(-1)), "whatsapp.Preset(-1): no such Throughput; use whatsapp.Standard, High or Coexistence"},
+	} {
+		err := pacer.New(nil, tc.preset).Err()
+		if want := "pacer: invalid configuration: " + tc.want; err == nil || err.Error() != want {
+			t.Errorf("err = %v\nwant  %s", err, want)
+		}
+	}
+}
