@@ -47,8 +47,18 @@ import (
 //     that could not be made) settles at zero: OpenAI and Anthropic bill
 //     nothing for those.
 //   - A call whose body is closed before the provider reported its usage
-//     (an early close, a stream cut short, a body pacer cannot read) settles
-//     at its estimate: what was reserved stays spent.
+//     (an early close, a stream cut short, a body pacer cannot read)
+//     settles at its estimate: what was reserved stays spent. A body
+//     pacer cannot read is one the Meter's Usage gives no reader for — for
+//     the presets, a Content-Type other than JSON or an event stream, or a
+//     Content-Encoding such as gzip (which Go's transport decodes before
+//     pacer reads when it asked for it itself; a base transport with
+//     DisableCompression, or a request with its own Accept-Encoding, is
+//     answered compressed) — or no body at all (nil, http.NoBody, a HEAD
+//     or a 204); so is a call whose connection failed once it was sent.
+//     Every call settles once: when its body is closed or read to its end,
+//     or at once when nothing holds it; Reserved (WorkloadStats) counts
+//     only calls in flight.
 //   - A call reserves its input and, of output, the 99th percentile of what
 //     the model's last calls produced (at most its max_tokens), once 50 of
 //     them have settled; before that, its worst case: its max_tokens, or
@@ -546,13 +556,11 @@ func (c *call) settle(u usage.Usage, final, rejected bool) {
 	if !c.metered.on {
 		return
 	}
-	c.metered.on = false
 	if !final {
-		if c.budgetSpent && c.workload.settles {
-			c.settleAtEstimate()
-		}
+		c.settleAtEstimate()
 		return
 	}
+	c.metered.on = false
 	m := c.t.meter
 	now := c.t.clock.Now()
 	if rejected || !m.KeepScopeCharges {
@@ -617,11 +625,15 @@ func (c *call) adjustCharges(actual func(*charge) (float64, bool)) {
 	c.t.adjust(c.t.clock.Now(), adj)
 }
 
-// settleAtEstimate counts the budget's reservation as spent: the store has
-// it so already.
+// settleAtEstimate settles the call on what it reserved: its scopes keep
+// their charges, and its budget counts the reservation as spent, as the
+// store has it already.
 func (c *call) settleAtEstimate() {
-	r := c.budget[0].Cost
-	c.workload.meter.settle(c.metered.periodStart, r, r, true)
+	c.metered.on = false
+	if c.budgetSpent && c.workload.settles {
+		r := c.budget[0].Cost
+		c.workload.meter.settle(c.metered.periodStart, r, r, true)
+	}
 }
 
 // adjust settles token demands on the store: in memory at once, on a shared
