@@ -47,8 +47,26 @@ import (
 //     that could not be made) settles at zero: OpenAI and Anthropic bill
 //     nothing for those.
 //   - A call whose body is closed before the provider reported its usage
-//     (an early close, a stream cut short, a body pacer cannot read) settles
-//     at its estimate: what was reserved stays spent.
+//     (an early close, a stream cut short, a body pacer cannot read)
+//     settles at its estimate: what was reserved stays spent. A body
+//     pacer cannot read is one the Meter's Usage gives no reader for — for
+//     the presets, a Content-Type other than JSON or an event stream, or a
+//     Content-Encoding such as gzip (which Go's transport decodes before
+//     pacer reads when it asked for it itself; a base transport with
+//     DisableCompression, or a request with its own Accept-Encoding, is
+//     answered compressed) — or no body at all (nil, http.NoBody, a HEAD
+//     or a 204); so is a call whose connection failed once it was sent.
+//     Every call settles once: when its body is closed or read to its end,
+//     or at once when nothing holds it; Reserved (WorkloadStats) counts
+//     only calls in flight.
+//   - A usage, however large, is charged to the budget in full: the
+//     provider may have billed it. A bucket is charged at most one burst
+//     beyond what the call took, and at most what it refills in MaxWait
+//     (boundSettlement), so no count keeps a scope from sending beyond
+//     MaxWait. A usage beyond what the call could cost (more output than
+//     both its worst case and 2^20 tokens, or more input than both twice
+//     its estimate and 2^22 tokens) is also an EventImplausibleUsage and a
+//     log line naming the call.
 //   - A call reserves its input and, of output, the 99th percentile of what
 //     the model's last calls produced (at most its max_tokens), once 50 of
 //     them have settled; before that, its worst case: its max_tokens, or
@@ -546,13 +564,11 @@ func (c *call) settle(u usage.Usage, final, rejected bool) {
 	if !c.metered.on {
 		return
 	}
-	c.metered.on = false
 	if !final {
-		if c.budgetSpent && c.workload.settles {
-			c.settleAtEstimate()
-		}
+		c.settleAtEstimate()
 		return
 	}
+	c.metered.on = false
 	m := c.t.meter
 	now := c.t.clock.Now()
 	if rejected || !m.KeepScopeCharges {
@@ -589,8 +605,9 @@ func (c *call) settle(u usage.Usage, final, rejected bool) {
 
 // adjustCharges settles each of the call's charges whose real cost actual
 // tells: the difference from what was charged is given back, or taken even
-// if the bucket must owe; in memory at once, on a shared store in the
-// background (adjust).
+// if the bucket must owe, within boundSettlement; in memory at once, on a
+// shared store in the background (adjust). Every settlement of a bucket —
+// a response's usage, a permit's Settle — comes through here.
 func (c *call) adjustCharges(actual func(*charge) (float64, bool)) {
 	var buf [8]store.Demand
 	adj := buf[:0]
@@ -604,24 +621,52 @@ func (c *call) adjustCharges(actual func(*charge) (float64, bool)) {
 		if delta == 0 {
 			continue
 		}
-		ch.bucket.spent.Add(int64(delta))
-		ch.cost = n
+		charged := delta // what the scope's own bucket is charged
+		first := true
 		for j, o := range c.owners {
 			if o == i {
 				d := c.demands[j]
-				d.Cost, d.Floor = delta, 0
+				d.Cost, d.Floor = boundSettlement(&d, delta, c.t.maxWait), 0
+				if first {
+					charged, first = d.Cost, false
+				}
 				adj = append(adj, d)
 			}
 		}
+		ch.bucket.spent.Add(int64(charged))
+		ch.cost += charged
 	}
 	c.t.adjust(c.t.clock.Now(), adj)
 }
 
-// settleAtEstimate counts the budget's reservation as spent: the store has
-// it so already.
+// boundSettlement is what a settlement of cost more than a call took at
+// admission charges d's bucket: all of it, up to one burst and to what the
+// bucket refills in maxWait. However large a count a body, a header or a
+// caller reports, the settlement then leaves the bucket owing at most that
+// (it held at least nothing once the call was admitted), which it repays
+// within MaxWait: one burst alone would not do, a per-day scope's burst
+// takes hours to refill. The price: an overrun larger than that is charged
+// only that far, even where the bucket had room for it, and the bucket
+// may then believe it holds more than the provider counts, until the
+// provider's remaining count clamps it. What a call gives back is not
+// bounded. Only buckets are bounded: a budget is billing, charged in full
+// (settle). Every settlement of a bucket goes through it (adjustCharges).
+func boundSettlement(d *store.Demand, cost float64, maxWait time.Duration) float64 {
+	if cost <= 0 {
+		return cost
+	}
+	return max(0, min(cost, d.Burst, d.Rate*maxWait.Seconds()))
+}
+
+// settleAtEstimate settles the call on what it reserved: its scopes keep
+// their charges, and its budget counts the reservation as spent, as the
+// store has it already.
 func (c *call) settleAtEstimate() {
-	r := c.budget[0].Cost
-	c.workload.meter.settle(c.metered.periodStart, r, r, true)
+	c.metered.on = false
+	if c.budgetSpent && c.workload.settles {
+		r := c.budget[0].Cost
+		c.workload.meter.settle(c.metered.periodStart, r, r, true)
+	}
 }
 
 // adjust settles token demands on the store: in memory at once, on a shared
@@ -756,6 +801,7 @@ func (m *budgetMeter) read(w *workloadState, now time.Time) (spent, reserved flo
 type meteredBody struct {
 	io.ReadCloser
 	call *call
+	req  *http.Request // for a report of an implausible usage
 	done atomic.Bool
 	// mu serializes the reader, which is not safe for concurrent use,
 	// between a Read and a Close from another goroutine.
@@ -787,12 +833,57 @@ func (b *meteredBody) release() {
 		b.mu.Lock()
 		u, final := b.r.End()
 		b.mu.Unlock()
-		if final && b.call.metered.on {
-			b.call.t.meter.outputs.observe(b.call.metered.model, u.Output)
+		if c := b.call; final && c.metered.on {
+			if c.metered.implausible(u) {
+				c.reportImplausible(b.req, u)
+			} else {
+				c.t.meter.outputs.observe(c.metered.model, u.Output)
+			}
 		}
 		b.call.settle(u, final, false)
 		b.call.finish()
 	}
+}
+
+// The ceilings of a plausible usage: pacer's own rule, not a provider's
+// figure, set far above what one call to a model produces or reads, so
+// that a count beyond them is an error of the provider's (or of a proxy's)
+// and never a long answer.
+const (
+	plausibleOutput = 1 << 20 // 1,048,576 tokens
+	plausibleInput  = 1 << 22 // 4,194,304 tokens
+)
+
+// implausible reports whether u is more than the call could have cost:
+// more output than both its worst case (its max_tokens, where it sets one)
+// and plausibleOutput, or more input than both twice its estimate and
+// plausibleInput. Such a count is still charged to budgets in full (the
+// provider may have billed it) and to buckets within boundSettlement, as
+// every count is; it is also an EventImplausibleUsage and a log line, so
+// that a budget it exhausts is explained.
+func (m *callMeter) implausible(u usage.Usage) bool {
+	return u.Output > max(m.worst.Output, plausibleOutput) ||
+		u.InputTotal() > max(2*m.worst.InputTotal(), plausibleInput)
+}
+
+// reportImplausible tells observers and the log of a usage implausible for
+// the call, naming the call by its method, host and path alone: a query or
+// userinfo may hold a credential.
+func (c *call) reportImplausible(req *http.Request, u usage.Usage) {
+	var host, path string
+	if req.URL != nil {
+		host, path = req.URL.Host, req.URL.Path
+	}
+	scope := ""
+	if len(c.charges) > 0 {
+		scope = c.charges[0].bucket.scope.Name
+	}
+	err := fmt.Errorf("%s %s%s (model %q) reported usage of %d input and %d output tokens, beyond what the call could cost "+
+		"(estimated %d input, at most %d output): charged in full to the workload's budget, to each rate limit's bucket at most what it refills in MaxWait",
+		req.Method, host, path, c.metered.model, u.InputTotal(), u.Output, c.metered.worst.InputTotal(), c.metered.worst.Output)
+	c.t.emit(Event{Kind: EventImplausibleUsage, Scope: scope, Workload: c.workload.name, Err: err})
+	c.t.log.Warn("pacer: implausible usage", "method", req.Method, "host", host, "path", path, "model", c.metered.model,
+		"workload", c.workload.name, "input_tokens", u.InputTotal(), "output_tokens", u.Output, "err", err)
 }
 
 // usageReader returns the reader of a metered call's response, or nil.

@@ -101,8 +101,14 @@ func (c *call) holdsResources() bool {
 	return false
 }
 
-// finish releases everything the call holds and returns it to the pool.
+// finish releases everything the call holds and returns it to the pool. A
+// metered call not settled by then — its body was not one pacer reads, it
+// had none, or the base RoundTripper failed after sending it — settles at
+// its estimate here: every call settles exactly once (budget.go).
 func (c *call) finish() {
+	if c.metered.on {
+		c.settleAtEstimate()
+	}
 	for i := range c.charges {
 		ch := &c.charges[i] // not a copy: a charge is eight words
 		if c.holdsSlots {

@@ -381,7 +381,7 @@ func (c *call) send(req *http.Request) (resp *http.Response, verdict Verdict, st
 		r = c.usageReader(req, resp)
 	}
 	if r != nil {
-		resp.Body = &meteredBody{ReadCloser: resp.Body, call: c, r: r}
+		resp.Body = &meteredBody{ReadCloser: resp.Body, call: c, req: req, r: r}
 		handedOver = true
 	} else if resp.Body != nil && (c.holdsResources() || c.cancel != nil) {
 		resp.Body = wrapBody(resp.Body, c)

@@ -26,9 +26,11 @@
 //
 // A Selector that returns nil — the request is not a POST to an endpoint it
 // knows, the status is not 2xx, the Content-Type is neither
-// application/json nor text/event-stream, or the body is compressed —
-// allocates nothing, so a response that is not an LLM's costs nothing but
-// that look at its headers.
+// application/json nor text/event-stream, or the body is compressed (a
+// Content-Encoding other than identity: Go's transport decodes the gzip
+// it asks for itself, and this reader does not decode) — allocates
+// nothing, so a response that is not an LLM's costs nothing but that look
+// at its headers. Its caller settles such a call on its own estimate.
 //
 // Counts are taken only from whole documents: a JSON body read to its
 // closing brace, or an event of a stream whose data is a whole JSON document

@@ -96,8 +96,12 @@ func succeeded(req *http.Request, resp *http.Response) bool {
 // newReader returns a reader for resp's body if its Content-Type is JSON
 // or an event stream, and its body is not compressed — Go's transport
 // decompresses the bodies it asked to be compressed, and removes the
-// Content-Encoding header; a body the caller asked to be compressed is
-// passed as it is, and pacer cannot read it.
+// Content-Encoding header; a body the caller asked to be compressed (its
+// own Accept-Encoding, a transport with DisableCompression) is passed as
+// it is, and not read: compress/gzip pulls its input, so decoding the
+// bytes as they pass to the caller would take a goroutine per body, or
+// hold the body back, and a Reader neither buffers nor delays. The caller
+// of a Selector that returns nil settles the call on its estimate.
 func newReader(resp *http.Response, t *tree, result func(*values, bool) (Usage, bool)) Reader {
 	if e := resp.Header.Get("Content-Encoding"); e != "" && !strings.EqualFold(e, "identity") {
 		return nil
