@@ -75,7 +75,9 @@ import (
 // overrides them), in integer micro-dollars, so a fleet's sum is exact. A
 // call to a model without a price is refused with an error matching
 // ErrNoPrice, never counted as free; a call the Meter does not estimate (a
-// request that bills no tokens, such as a list of models) costs nothing.
+// request that bills no tokens, such as a list of models) costs what its
+// context states in UnitUSD (ContextWithCost, in micro-dollars), else
+// nothing. A Permit is never metered: see Permit for what it is charged.
 type Budget struct {
 	// Limit is what may be spent in a period, in Unit: for UnitUSD, dollars.
 	Limit int64
@@ -166,6 +168,12 @@ type Meter struct {
 	// calls produce (see Budget) — or false for a request it does not
 	// meter. It must not consume req.Body (read req.GetBody), and should
 	// not allocate for a request it does not meter.
+	//
+	// The Transport calls it only with a request it is about to send:
+	// never for a Permit, which has none and charges what its caller
+	// states (see Permit). An Estimate must still be safe for a nil
+	// request, and return false for it, as the presets' do: code of
+	// yours may call it directly.
 	Estimate func(req *http.Request) (CallEstimate, bool)
 	// Usage returns the reader of a response's usage (see usage.Selector).
 	Usage usage.Selector
@@ -327,16 +335,40 @@ type callMeter struct {
 }
 
 // plan reads what the call reserves of its budget, and of the Meter's
-// estimate; it finishes the call if the budget cannot count it.
+// estimate; it finishes the call if the budget cannot count it. A permit
+// (req nil) is never metered: it charges what its caller states, and one
+// on a workload whose budget counts tokens or money must state its cost
+// in the budget's unit (see Permit).
 func (c *call) plan(req *http.Request, vals *callValues) (*call, error) {
-	if m := c.t.meter; m != nil && m.Estimate != nil {
+	if m := c.t.meter; m != nil && m.Estimate != nil && req != nil {
 		if err := c.meterFor(req, m); err != nil {
 			c.finish()
 			return nil, err
 		}
 	}
-	c.budgetFor(vals)
+	stated := c.budgetFor(vals)
+	if req == nil && c.workload.budget.Burst > 0 && c.workload.Budget.unit() != UnitRequests {
+		if !stated {
+			c.finish()
+			return nil, unstatedPermitCost(c.workload)
+		}
+		// At least one unit, so that a spent budget refuses the permit
+		// even when it states a cost of zero, to be settled on its Done.
+		c.budget[0].Cost = max(c.budget[0].Cost, 1)
+	}
 	return c, nil
+}
+
+// unstatedPermitCost is the error of a permit that states no cost in the
+// unit of its workload's budget, which nothing else can price.
+func unstatedPermitCost(w *workloadState) error {
+	unit := w.Budget.unit()
+	how := fmt.Sprintf("a Charge on a scope counted in %q, or ContextWithCost(ctx, %q, n)", unit, unit)
+	if unit == UnitUSD {
+		how = fmt.Sprintf("ContextWithCost(ctx, pacer.UnitUSD, n) in micro-dollars (%d to a dollar)", int64(prices.MicrosPerUnit))
+	}
+	return fmt.Errorf("pacer: workload %q has a budget in %s, and a permit runs no Meter: state the permit's estimated cost with %s "+
+		"(0 if unknown), then report what it cost with Done(Accepted().Settle(%q, n))", w.name, unit, how, unit)
 }
 
 // meterFor estimates a call the Meter meters.
@@ -363,12 +395,13 @@ func (c *call) meterFor(req *http.Request, m *Meter) error {
 	return nil
 }
 
-// budgetFor sets out what the call spends of its workload's budget.
-func (c *call) budgetFor(vals *callValues) {
+// budgetFor sets out what the call spends of its workload's budget. It
+// reports false for a permit whose cost nothing states (see budgetCost).
+func (c *call) budgetFor(vals *callValues) bool {
 	w := c.workload
 	b := &w.budget
 	if b.Burst <= 0 {
-		return
+		return true
 	}
 	d := &c.budget[0]
 	key, window := b.Key, b.Window
@@ -377,44 +410,51 @@ func (c *call) budgetFor(vals *callValues) {
 		key, window = p.key, p.end.Sub(p.start)
 	}
 	setNames(d, b.Scope, key)
-	cost, headroom := c.budgetCost(vals)
+	cost, headroom, stated := c.budgetCost(vals)
 	// The Floor is the call's headroom: see takeBudget.
 	d.Rate, d.Burst, d.Window, d.Cost, d.Floor = b.Rate, b.Burst, window, cost, headroom
+	return stated
 }
 
 // budgetCost is what the call reserves of its workload's budget, and its
-// headroom: how much more its worst case may cost. It is the cost the
-// context states in the budget's unit, else one request; for a budget in
-// money, the metered call's estimated cost; else the Meter's estimate in
+// headroom: how much more its worst case may cost. For a budget in money,
+// it is the metered call's estimated cost, else what the context states
+// in UnitUSD (micro-dollars); for any other, the cost the context states
+// in the budget's unit, else one request; else the Meter's estimate in
 // that unit, or the largest charge in that unit.
-func (c *call) budgetCost(vals *callValues) (cost, headroom float64) {
+//
+// stated is false when nothing gave the call a cost in a unit other than
+// requests: a request then costs nothing (one the Meter does not meter, a
+// list of models), but a permit, which no Meter estimates, cannot be
+// admitted (plan).
+func (c *call) budgetCost(vals *callValues) (cost, headroom float64, stated bool) {
 	unit := c.workload.Budget.unit()
-	if unit == UnitUSD {
-		if c.metered.on && c.metered.priced {
+	if unit == UnitUSD && c.metered.on {
+		if c.metered.priced {
 			p := &c.metered.price
 			r := p.Cost(c.metered.est)
-			return float64(r), float64(max(p.Cost(c.metered.worst)-r, 0))
+			return float64(r), float64(max(p.Cost(c.metered.worst)-r, 0)), true
 		}
-		return 0, 0
+		return 0, 0, true
 	}
 	if n, ok := vals.cost(unit); ok {
-		return float64(max(n, 0)), 0
+		return float64(max(n, 0)), 0, true
 	}
 	if unit == UnitRequests {
-		return 1, 0
+		return 1, 0, true
 	}
 	if c.metered.on {
 		if n, ok := c.t.meter.tokens(unit, c.metered.est); ok {
 			w, _ := c.t.meter.tokens(unit, c.metered.worst)
-			return float64(n), float64(max(w-n, 0))
+			return float64(n), float64(max(w-n, 0)), true
 		}
 	}
 	for _, ch := range c.charges {
 		if ch.bucket.scope.Unit == unit {
-			cost = max(cost, ch.cost)
+			cost, stated = max(cost, ch.cost), true
 		}
 	}
-	return cost, 0
+	return cost, 0, stated
 }
 
 // spendBudget takes the call's cost from its workload's budget, or fails
@@ -578,8 +618,15 @@ func (c *call) settle(u usage.Usage, final, rejected bool) {
 		}
 		actual = float64(n)
 	}
+	c.settleBudget(now, actual, true)
+}
+
+// settleBudget replaces what the call reserved of its workload's budget by
+// actual, in full: a budget is billing, and is never clipped. settles is
+// how the reservation was counted (budgetMeter.spend).
+func (c *call) settleBudget(now time.Time, actual float64, settles bool) {
 	reserved := c.budget[0].Cost
-	c.workload.meter.settle(c.metered.periodStart, reserved, actual, true)
+	c.workload.meter.settle(c.metered.periodStart, reserved, actual, settles)
 	if delta := actual - reserved; delta != 0 {
 		d := c.budget[0]
 		d.Cost, d.Floor = delta, 0
@@ -589,32 +636,79 @@ func (c *call) settle(u usage.Usage, final, rejected bool) {
 
 // adjustCharges settles each of the call's charges whose real cost actual
 // tells: the difference from what was charged is given back, or taken even
-// if the bucket must owe; in memory at once, on a shared store in the
-// background (adjust).
-func (c *call) adjustCharges(actual func(*charge) (float64, bool)) {
+// if the bucket must owe, as far as boundDebt lets it; in memory at once,
+// on a shared store in the background (adjust). It returns the first scope
+// on which the cost was bounded, or "".
+func (c *call) adjustCharges(actual func(*charge) (float64, bool)) (bounded string) {
 	var buf [8]store.Demand
 	adj := buf[:0]
+	now := c.t.clock.Now()
 	for i := range c.charges {
 		ch := &c.charges[i]
 		n, ok := actual(ch)
 		if !ok {
 			continue
 		}
-		delta := n - ch.cost
-		if delta == 0 {
-			continue
+		if !(n >= 0) {
+			n = 0 // below zero, or not a number: the call cost nothing
 		}
-		ch.bucket.spent.Add(int64(delta))
-		ch.cost = n
+		// The scope's own bucket bounds the charge; a workload's share of
+		// it (its Max), a smaller bucket, may bound its own demand more.
+		delta, own := min(n-ch.cost, 0), true
 		for j, o := range c.owners {
-			if o == i {
-				d := c.demands[j]
-				d.Cost, d.Floor = delta, 0
+			if o != i {
+				continue
+			}
+			d := c.demands[j]
+			cost, cut := c.t.boundDebt(&d, n-ch.cost, now)
+			if own {
+				delta, own = cost, false
+				if cut && bounded == "" {
+					bounded = ch.bucket.scope.Name
+				}
+			}
+			if cost != 0 {
+				d.Cost, d.Floor = cost, 0
 				adj = append(adj, d)
 			}
 		}
+		if delta != 0 {
+			ch.bucket.spent.Add(int64(delta))
+			ch.cost += delta
+		}
 	}
-	c.t.adjust(c.t.clock.Now(), adj)
+	c.t.adjust(now, adj)
+	return bounded
+}
+
+// boundDebt bounds delta, what a count reported after the call — by a
+// permit's Settle or a provider's usage — adds to what demand d took of
+// its bucket, before it touches the bucket: it returns what to add
+// (negative to give back), and whether delta was cut. However absurd the
+// count, the bucket may owe at most maxDebt, so the scope sends again
+// within WithMaxWait: the addition is at most what the bucket holds now,
+// when the Transport can read it (its own in-memory store; a shared
+// store's level would cost a round trip, and counts as empty), plus
+// maxDebt. A budget is billing, and is settled in full elsewhere.
+func (t *Transport) boundDebt(d *store.Demand, delta float64, now time.Time) (float64, bool) {
+	if delta <= 0 {
+		return delta, false
+	}
+	limit := maxDebt(d.Rate, d.Burst, t.maxWait)
+	if m, ok := t.store.(*store.Memory); ok {
+		limit += max(0, m.Level(*d, now))
+	}
+	if delta > limit {
+		return limit, true
+	}
+	return delta, false
+}
+
+// maxDebt is the most a bucket of this pace may owe for a count reported
+// after the fact: one burst, and no more than it refills in maxWait (a
+// per-day scope's burst takes hours to).
+func maxDebt(rate, burst float64, maxWait time.Duration) float64 {
+	return max(0, min(burst, rate*maxWait.Seconds()))
 }
 
 // settleAtEstimate counts the budget's reservation as spent: the store has
