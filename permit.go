@@ -257,9 +257,11 @@ const (
 // returns a Reservation saying when the call may go. Tokens not yet there
 // are taken in advance: the bucket owes them, and later calls wait for
 // them to be repaid, so a reservation goes before calls that wait in the
-// queue, as with x/time/rate. A bucket owes at most one burst: beyond
-// that, or for a call larger than the bucket, or past a workload's budget,
-// Reserve fails as Acquire would and holds nothing. The workload's budget
+// queue, as with x/time/rate. A bucket owes at most one burst, and no
+// more than it refills in WithMaxWait, so that reservations never stop
+// other calls for longer: beyond that, or for a call larger than the
+// bucket, or past a workload's budget, Reserve fails as Acquire would and
+// holds nothing. The workload's budget
 // is spent now; concurrency slots are taken by Wait. A scope paused by the
 // provider (Retry-After) delays the reservation until the pause ends.
 func (t *Transport) Reserve(ctx context.Context, charges ...Charge) (*Reservation, error) {
@@ -303,7 +305,7 @@ func (c *call) takeAhead(ctx context.Context, now time.Time) (time.Duration, err
 		delay := d.Wait
 		owing := slices.Clone(c.demands)
 		for i := range owing {
-			owing[i].Floor = -owing[i].Burst
+			owing[i].Floor = -maxDebt(owing[i].Rate, owing[i].Burst, c.t.maxWait)
 		}
 		if d, err = c.t.store.Take(ctx, now, owing); err == nil && d.OK {
 			return delay, nil
@@ -317,7 +319,7 @@ func (c *call) takeAhead(ctx context.Context, now time.Time) (time.Duration, err
 	if d.Wait == store.Never {
 		return 0, c.cannotWait(ctx, b)
 	}
-	return 0, b.error(fmt.Errorf("the bucket already owes a whole burst to earlier reservations"))
+	return 0, b.error(fmt.Errorf("the bucket already owes what it may to earlier reservations: one burst, or what it refills in %v", c.t.maxWait))
 }
 
 // OK reports whether the reservation is still held: neither waited for nor

@@ -434,3 +434,27 @@ func TestPermitSettleChargesBudgetInFull(t *testing.T) {
 		}
 	})
 }
+
+// On a scope whose burst takes longer than WithMaxWait to refill (a
+// per-day limit), reservations owe no more than it refills in MaxWait: a
+// reservation never stops other calls for longer.
+func TestReservationDebtWithinMaxWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// 1 token a second, burst 3,600: a minute refills 60.
+		tpd := Scope{Name: "tpd", Unit: "tokens", Limit: Limit{Count: 86400, Per: 24 * time.Hour, Burst: 3600}}
+		tr := New(nil, WithScope(tpd), WithHeadroom(1), WithMaxWait(time.Minute))
+		bg := context.Background()
+		r, err := tr.Reserve(bg, Charge{Scope: "tpd", Cost: 3600})
+		mustNotErr(t, err)
+		defer r.Cancel()
+		owed, err := tr.Reserve(bg, Charge{Scope: "tpd", Cost: 60})
+		mustNotErr(t, err)
+		defer owed.Cancel()
+		if d := owed.Delay(); d != time.Minute {
+			t.Fatalf("a reservation owing 60: delay %v, want 1m", d)
+		}
+		if more, err := tr.Reserve(bg, Charge{Scope: "tpd", Cost: 1}); !errors.Is(err, ErrThrottled) {
+			t.Errorf("a reservation owing beyond a minute's refill: delay %v, err = %v; want ErrThrottled", more.Delay(), err)
+		}
+	})
+}
