@@ -636,79 +636,57 @@ func (c *call) settleBudget(now time.Time, actual float64, settles bool) {
 
 // adjustCharges settles each of the call's charges whose real cost actual
 // tells: the difference from what was charged is given back, or taken even
-// if the bucket must owe, as far as boundDebt lets it; in memory at once,
-// on a shared store in the background (adjust). It returns the first scope
-// on which the cost was bounded, or "".
-func (c *call) adjustCharges(actual func(*charge) (float64, bool)) (bounded string) {
+// if the bucket must owe, within boundSettlement; in memory at once, on a
+// shared store in the background (adjust). Every settlement of a bucket —
+// a response's usage, a permit's Settle — comes through here.
+func (c *call) adjustCharges(actual func(*charge) (float64, bool)) {
 	var buf [8]store.Demand
 	adj := buf[:0]
-	now := c.t.clock.Now()
 	for i := range c.charges {
 		ch := &c.charges[i]
 		n, ok := actual(ch)
 		if !ok {
 			continue
 		}
-		if !(n >= 0) {
-			n = 0 // below zero, or not a number: the call cost nothing
+		delta := n - ch.cost
+		if delta == 0 {
+			continue
 		}
-		// The scope's own bucket bounds the charge; a workload's share of
-		// it (its Max), a smaller bucket, may bound its own demand more.
-		delta, own := min(n-ch.cost, 0), true
+		charged := delta // what the scope's own bucket is charged
+		first := true
 		for j, o := range c.owners {
-			if o != i {
-				continue
-			}
-			d := c.demands[j]
-			cost, cut := c.t.boundDebt(&d, n-ch.cost, now)
-			if own {
-				delta, own = cost, false
-				if cut && bounded == "" {
-					bounded = ch.bucket.scope.Name
+			if o == i {
+				d := c.demands[j]
+				d.Cost, d.Floor = boundSettlement(&d, delta, c.t.maxWait), 0
+				if first {
+					charged, first = d.Cost, false
 				}
-			}
-			if cost != 0 {
-				d.Cost, d.Floor = cost, 0
 				adj = append(adj, d)
 			}
 		}
-		if delta != 0 {
-			ch.bucket.spent.Add(int64(delta))
-			ch.cost += delta
-		}
+		ch.bucket.spent.Add(int64(charged))
+		ch.cost += charged
 	}
-	c.t.adjust(now, adj)
-	return bounded
+	c.t.adjust(c.t.clock.Now(), adj)
 }
 
-// boundDebt bounds delta, what a count reported after the call — by a
-// permit's Settle or a provider's usage — adds to what demand d took of
-// its bucket, before it touches the bucket: it returns what to add
-// (negative to give back), and whether delta was cut. However absurd the
-// count, the bucket may owe at most maxDebt, so the scope sends again
-// within WithMaxWait: the addition is at most what the bucket holds now,
-// when the Transport can read it (its own in-memory store; a shared
-// store's level would cost a round trip, and counts as empty), plus
-// maxDebt. A budget is billing, and is settled in full elsewhere.
-func (t *Transport) boundDebt(d *store.Demand, delta float64, now time.Time) (float64, bool) {
-	if delta <= 0 {
-		return delta, false
+// boundSettlement is what a settlement of cost more than a call took at
+// admission charges d's bucket: all of it, up to one burst and to what the
+// bucket refills in maxWait. However large a count a body, a header or a
+// caller reports, the settlement then leaves the bucket owing at most that
+// (it held at least nothing once the call was admitted), which it repays
+// within MaxWait: one burst alone would not do, a per-day scope's burst
+// takes hours to refill. The price: an overrun larger than that is charged
+// only that far, even where the bucket had room for it, and the bucket
+// may then believe it holds more than the provider counts, until the
+// provider's remaining count clamps it. What a call gives back is not
+// bounded. Only buckets are bounded: a budget is billing, charged in full
+// (settle). Every settlement of a bucket goes through it (adjustCharges).
+func boundSettlement(d *store.Demand, cost float64, maxWait time.Duration) float64 {
+	if cost <= 0 {
+		return cost
 	}
-	limit := maxDebt(d.Rate, d.Burst, t.maxWait)
-	if m, ok := t.store.(*store.Memory); ok {
-		limit += max(0, m.Level(*d, now))
-	}
-	if delta > limit {
-		return limit, true
-	}
-	return delta, false
-}
-
-// maxDebt is the most a bucket of this pace may owe for a count reported
-// after the fact: one burst, and no more than it refills in maxWait (a
-// per-day scope's burst takes hours to).
-func maxDebt(rate, burst float64, maxWait time.Duration) float64 {
-	return max(0, min(burst, rate*maxWait.Seconds()))
+	return max(0, min(cost, d.Burst, d.Rate*maxWait.Seconds()))
 }
 
 // settleAtEstimate counts the budget's reservation as spent: the store has

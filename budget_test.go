@@ -160,8 +160,10 @@ func budgetLevel(tr *Transport, name string, now time.Time) float64 {
 func newMetered(t *testing.T, llm *fakeLLM, clock clock.Clock, b Budget, opts ...Option) *Transport {
 	t.Helper()
 	opts = append([]Option{withClock(clock), WithMeter(testMeter()), WithRoute(tokensRoute),
-		// A rate too slow to refill within a test: levels show what was settled.
-		WithScope(Scope{Name: "tokens", Unit: "tokens", Limit: Limit{Count: 10_000, Per: 1e6 * time.Hour, Burst: 10_000}}),
+		// Levels are read at the time of the settlement, so they show what
+		// was settled. The rate refills in MaxWait more than any test's
+		// overrun, which a settlement then charges in full (boundSettlement).
+		WithScope(Scope{Name: "tokens", Unit: "tokens", Limit: Limit{Count: 10_000, Per: time.Hour, Burst: 10_000}}),
 		WithHeadroom(1), WithWorkload("backfill", Workload{Budget: b})}, opts...)
 	tr := New(llm, opts...)
 	if err := tr.Err(); err != nil {

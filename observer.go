@@ -20,7 +20,7 @@ type Event struct {
 	Wait     time.Duration // EventWaited: how long; EventCooldownStarted: how long the pause is
 	Status   int           // EventRejected: the provider's status
 	Attempt  int           // EventRetried: the attempt about to be made, 2 or more
-	Err      error         // EventThrottled, EventStoreFailure, EventImplausibleCount: what happened
+	Err      error         // EventThrottled, EventStoreFailure, EventImplausibleUsage: what happened
 	// EventLimitChanged: the scope's new Limit, the one it replaced, and
 	// who changed it (OriginSetLimit); EventWorkloadChanged: who changed
 	// the workload (OriginSetWorkload); EventPaceChanged: OriginStore for
@@ -51,11 +51,11 @@ const (
 	EventWorkloadChanged                    // a workload's Reserve, Max or queue bound was changed at runtime (SetWorkload)
 	EventBudgetThreshold                    // a workload's budget crossed 50, 80 or 100 % (Percent), once per period for the fleet
 	EventPaceChanged                        // what the provider said changed a scope's pace (Rate, Why)
-	EventImplausibleCount                   // a cost reported after a call (Outcome.Settle) beyond what it could cost: charged to the budget in full, bounded on Scope; Err says what
+	EventImplausibleUsage                   // a response reported more usage than its call could cost (Err says what, and of which call)
 )
 
 var eventNames = [...]string{"admitted", "waited", "throttled", "rejected", "cooldown_started", "cooldown_ended", "retried", "budget_exhausted", "store_failure",
-	"body_not_replayable", "slot_held", "limit_changed", "workload_changed", "budget_threshold", "pace_changed", "implausible_count"}
+	"body_not_replayable", "slot_held", "limit_changed", "workload_changed", "budget_threshold", "pace_changed", "implausible_usage"}
 
 // String returns the kind's name in snake case, fit for a metric label.
 func (k EventKind) String() string {

@@ -163,7 +163,7 @@ func Dropped() Outcome { return Outcome{kind: outcomeDropped} }
 // actual cost in full, beyond its Limit if need be (later calls are then
 // refused until its period ends). A cost beyond what a scope may owe, or
 // beyond the budget's whole Limit, is taken as implausible: the Transport
-// also emits EventImplausibleCount and logs a warning naming the permit's
+// also emits EventImplausibleUsage and logs a warning naming the permit's
 // workload and scope, so that a budget that runs out on it is explained.
 func (o Outcome) Settle(unit string, actual int64) Outcome {
 	o.unit, o.cost, o.settles = unit, max(actual, 0), true
@@ -204,12 +204,14 @@ func (p *Permit) Done(o Outcome) {
 
 // settleReported settles a permit's call on the cost its caller reported
 // in unit (see Outcome.Settle): each bucket counted in unit is brought to
-// actual, as far as boundDebt lets it, as a metered response's usage is
+// actual, within boundSettlement, as a metered response's usage is
 // (budget.go); the workload's budget, if it counts unit, in full. A cost
-// bounded on a scope, or beyond the budget's Limit, is reported.
+// bounded on a scope, or beyond the budget's Limit, is reported as an
+// implausible usage.
 func (c *call) settleReported(unit string, n int64) {
 	actual := float64(n)
-	bounded := c.adjustCharges(func(ch *charge) (float64, bool) { return actual, ch.bucket.scope.Unit == unit })
+	bounded := c.boundedOn(unit, actual)
+	c.adjustCharges(func(ch *charge) (float64, bool) { return actual, ch.bucket.scope.Unit == unit })
 	w := c.workload
 	billed, overBudget := c.budgetSpent && w.Budget.unit() == unit, false
 	if billed {
@@ -233,8 +235,20 @@ func (c *call) settleReported(unit string, n int64) {
 	if billed {
 		err = fmt.Errorf("%w; the budget is charged the cost in full", err)
 	}
-	c.t.emit(Event{Kind: EventImplausibleCount, Scope: bounded, Workload: w.name, Err: err})
+	c.t.emit(Event{Kind: EventImplausibleUsage, Scope: bounded, Workload: w.name, Err: err})
 	c.t.log.Warn("pacer: "+err.Error(), "workload", w.name, "scope", bounded, "unit", unit, "cost", n)
+}
+
+// boundedOn returns the first scope counted in unit whose bucket cannot
+// take a settlement at actual in full (boundSettlement), or "".
+func (c *call) boundedOn(unit string, actual float64) string {
+	for j, i := range c.owners {
+		ch := &c.charges[i]
+		if over := actual - ch.cost; ch.bucket.scope.Unit == unit && boundSettlement(&c.demands[j], over, c.t.maxWait) < over {
+			return ch.bucket.scope.Name
+		}
+	}
+	return ""
 }
 
 // A Reservation holds a call's tokens, taken ahead of time as
@@ -305,7 +319,8 @@ func (c *call) takeAhead(ctx context.Context, now time.Time) (time.Duration, err
 		delay := d.Wait
 		owing := slices.Clone(c.demands)
 		for i := range owing {
-			owing[i].Floor = -maxDebt(owing[i].Rate, owing[i].Burst, c.t.maxWait)
+			// What a settlement may leave owing (boundSettlement).
+			owing[i].Floor = -boundSettlement(&owing[i], owing[i].Burst, c.t.maxWait)
 		}
 		if d, err = c.t.store.Take(ctx, now, owing); err == nil && d.OK {
 			return delay, nil
