@@ -93,7 +93,9 @@ import (
 // overrides them), in integer micro-dollars, so a fleet's sum is exact. A
 // call to a model without a price is refused with an error matching
 // ErrNoPrice, never counted as free; a call the Meter does not estimate (a
-// request that bills no tokens, such as a list of models) costs nothing.
+// request that bills no tokens, such as a list of models) costs what its
+// context states in UnitUSD (ContextWithCost, in micro-dollars), else
+// nothing. A Permit is never metered: see Permit for what it is charged.
 type Budget struct {
 	// Limit is what may be spent in a period, in Unit: for UnitUSD, dollars.
 	Limit int64
@@ -184,6 +186,12 @@ type Meter struct {
 	// calls produce (see Budget) — or false for a request it does not
 	// meter. It must not consume req.Body (read req.GetBody), and should
 	// not allocate for a request it does not meter.
+	//
+	// The Transport calls it only with a request it is about to send:
+	// never for a Permit, which has none and charges what its caller
+	// states (see Permit). An Estimate must still be safe for a nil
+	// request, and return false for it, as the presets' do: code of
+	// yours may call it directly.
 	Estimate func(req *http.Request) (CallEstimate, bool)
 	// Usage returns the reader of a response's usage (see usage.Selector).
 	Usage usage.Selector
@@ -345,16 +353,40 @@ type callMeter struct {
 }
 
 // plan reads what the call reserves of its budget, and of the Meter's
-// estimate; it finishes the call if the budget cannot count it.
+// estimate; it finishes the call if the budget cannot count it. A permit
+// (req nil) is never metered: it charges what its caller states, and one
+// on a workload whose budget counts tokens or money must state its cost
+// in the budget's unit (see Permit).
 func (c *call) plan(req *http.Request, vals *callValues) (*call, error) {
-	if m := c.t.meter; m != nil && m.Estimate != nil {
+	if m := c.t.meter; m != nil && m.Estimate != nil && req != nil {
 		if err := c.meterFor(req, m); err != nil {
 			c.finish()
 			return nil, err
 		}
 	}
-	c.budgetFor(vals)
+	stated := c.budgetFor(vals)
+	if req == nil && c.workload.budget.Burst > 0 && c.workload.Budget.unit() != UnitRequests {
+		if !stated {
+			c.finish()
+			return nil, unstatedPermitCost(c.workload)
+		}
+		// At least one unit, so that a spent budget refuses the permit
+		// even when it states a cost of zero, to be settled on its Done.
+		c.budget[0].Cost = max(c.budget[0].Cost, 1)
+	}
 	return c, nil
+}
+
+// unstatedPermitCost is the error of a permit that states no cost in the
+// unit of its workload's budget, which nothing else can price.
+func unstatedPermitCost(w *workloadState) error {
+	unit := w.Budget.unit()
+	how := fmt.Sprintf("a Charge on a scope counted in %q, or ContextWithCost(ctx, %q, n)", unit, unit)
+	if unit == UnitUSD {
+		how = fmt.Sprintf("ContextWithCost(ctx, pacer.UnitUSD, n) in micro-dollars (%d to a dollar)", int64(prices.MicrosPerUnit))
+	}
+	return fmt.Errorf("pacer: workload %q has a budget in %s, and a permit runs no Meter: state the permit's estimated cost with %s "+
+		"(0 if unknown), then report what it cost with Done(Accepted().Settle(%q, n))", w.name, unit, how, unit)
 }
 
 // meterFor estimates a call the Meter meters.
@@ -381,12 +413,13 @@ func (c *call) meterFor(req *http.Request, m *Meter) error {
 	return nil
 }
 
-// budgetFor sets out what the call spends of its workload's budget.
-func (c *call) budgetFor(vals *callValues) {
+// budgetFor sets out what the call spends of its workload's budget. It
+// reports false for a permit whose cost nothing states (see budgetCost).
+func (c *call) budgetFor(vals *callValues) bool {
 	w := c.workload
 	b := &w.budget
 	if b.Burst <= 0 {
-		return
+		return true
 	}
 	d := &c.budget[0]
 	key, window := b.Key, b.Window
@@ -395,44 +428,51 @@ func (c *call) budgetFor(vals *callValues) {
 		key, window = p.key, p.end.Sub(p.start)
 	}
 	setNames(d, b.Scope, key)
-	cost, headroom := c.budgetCost(vals)
+	cost, headroom, stated := c.budgetCost(vals)
 	// The Floor is the call's headroom: see takeBudget.
 	d.Rate, d.Burst, d.Window, d.Cost, d.Floor = b.Rate, b.Burst, window, cost, headroom
+	return stated
 }
 
 // budgetCost is what the call reserves of its workload's budget, and its
-// headroom: how much more its worst case may cost. It is the cost the
-// context states in the budget's unit, else one request; for a budget in
-// money, the metered call's estimated cost; else the Meter's estimate in
+// headroom: how much more its worst case may cost. For a budget in money,
+// it is the metered call's estimated cost, else what the context states
+// in UnitUSD (micro-dollars); for any other, the cost the context states
+// in the budget's unit, else one request; else the Meter's estimate in
 // that unit, or the largest charge in that unit.
-func (c *call) budgetCost(vals *callValues) (cost, headroom float64) {
+//
+// stated is false when nothing gave the call a cost in a unit other than
+// requests: a request then costs nothing (one the Meter does not meter, a
+// list of models), but a permit, which no Meter estimates, cannot be
+// admitted (plan).
+func (c *call) budgetCost(vals *callValues) (cost, headroom float64, stated bool) {
 	unit := c.workload.Budget.unit()
-	if unit == UnitUSD {
-		if c.metered.on && c.metered.priced {
+	if unit == UnitUSD && c.metered.on {
+		if c.metered.priced {
 			p := &c.metered.price
 			r := p.Cost(c.metered.est)
-			return float64(r), float64(max(p.Cost(c.metered.worst)-r, 0))
+			return float64(r), float64(max(p.Cost(c.metered.worst)-r, 0)), true
 		}
-		return 0, 0
+		return 0, 0, true
 	}
 	if n, ok := vals.cost(unit); ok {
-		return float64(max(n, 0)), 0
+		return float64(max(n, 0)), 0, true
 	}
 	if unit == UnitRequests {
-		return 1, 0
+		return 1, 0, true
 	}
 	if c.metered.on {
 		if n, ok := c.t.meter.tokens(unit, c.metered.est); ok {
 			w, _ := c.t.meter.tokens(unit, c.metered.worst)
-			return float64(n), float64(max(w-n, 0))
+			return float64(n), float64(max(w-n, 0)), true
 		}
 	}
 	for _, ch := range c.charges {
 		if ch.bucket.scope.Unit == unit {
-			cost = max(cost, ch.cost)
+			cost, stated = max(cost, ch.cost), true
 		}
 	}
-	return cost, 0
+	return cost, 0, stated
 }
 
 // spendBudget takes the call's cost from its workload's budget, or fails
@@ -594,8 +634,15 @@ func (c *call) settle(u usage.Usage, final, rejected bool) {
 		}
 		actual = float64(n)
 	}
+	c.settleBudget(now, actual, true)
+}
+
+// settleBudget replaces what the call reserved of its workload's budget by
+// actual, in full: a budget is billing, and is never clipped. settles is
+// how the reservation was counted (budgetMeter.spend).
+func (c *call) settleBudget(now time.Time, actual float64, settles bool) {
 	reserved := c.budget[0].Cost
-	c.workload.meter.settle(c.metered.periodStart, reserved, actual, true)
+	c.workload.meter.settle(c.metered.periodStart, reserved, actual, settles)
 	if delta := actual - reserved; delta != 0 {
 		d := c.budget[0]
 		d.Cost, d.Floor = delta, 0

@@ -24,6 +24,21 @@ import (
 // never Done holds its slots for good, as an unclosed response body does:
 // EventSlotHeld reports it (WithSlotAgeAlert) and Stats shows the slot's
 // age; pacer does not take the slot back.
+//
+// # What a permit is charged
+//
+// A permit never runs a Route or the Transport's Meter: it has no request
+// to read, so it charges what its caller states, on a Transport with a
+// preset as on any other. Its scopes are charged as its Charges say (one
+// request on DefaultScope when none is given), or at a cost stated with
+// ContextWithCost; its workload's budget, one request if it counts
+// requests. A budget in tokens or in UnitUSD is charged the cost the
+// permit states in the budget's unit — a Charge on a scope counted in it,
+// or ContextWithCost (in micro-dollars for UnitUSD) — at least one unit,
+// so that a spent budget refuses it; then what Done's Settle reports in
+// that unit replaces it, in full. A permit that states no cost in its
+// budget's unit fails at once with an error that says how to state one:
+// it is never a free pass.
 type Permit struct {
 	Scope    string  // the first scope the permit is charged to
 	Key      string  // its key within that scope
@@ -147,11 +162,21 @@ func Rejected(retryAfter time.Duration) Outcome {
 func Dropped() Outcome { return Outcome{kind: outcomeDropped} }
 
 // Settle returns the outcome with the call's actual cost in unit (output
-// tokens counted once the call is over, say): on every scope of the permit
-// counted in unit, the difference from the cost charged is given back, or
-// taken. A call that cost more than it was charged may leave the bucket
-// owing, at most one burst, which later calls wait to repay. The
-// workload's Budget is not settled: it keeps the cost charged.
+// tokens counted once the call is over, say; micro-dollars for UnitUSD). A
+// negative cost is zero.
+//
+// On every scope of the permit counted in unit, the difference from the
+// cost charged is given back, or taken. A call that cost more than it was
+// charged may leave the bucket owing, which later calls wait to repay: at
+// most one burst, and no more than the bucket refills in WithMaxWait, so
+// that no count, however large, keeps a scope from sending for longer.
+//
+// The workload's budget, if it counts unit, is billing: it is charged the
+// actual cost in full, beyond its Limit if need be (later calls are then
+// refused until its period ends). A cost beyond what a scope may owe, or
+// beyond the budget's whole Limit, is taken as implausible: the Transport
+// also emits EventImplausibleUsage and logs a warning naming the permit's
+// workload and scope, so that a budget that runs out on it is explained.
 func (o Outcome) Settle(unit string, actual int64) Outcome {
 	o.unit, o.cost, o.settles = unit, max(actual, 0), true
 	return o
@@ -172,7 +197,7 @@ func (p *Permit) Done(o Outcome) {
 	c := p.c
 	p.c = nil
 	if o.settles {
-		c.settleUnit(o.unit, float64(o.cost))
+		c.settleReported(o.unit, o.cost)
 	}
 	// The outcome goes through the very learning a response does, as the
 	// response it stands for: a status and no headers (a nil Header reads
@@ -189,11 +214,53 @@ func (p *Permit) Done(o Outcome) {
 	c.finish()
 }
 
-// settleUnit brings what the call took of each bucket counted in unit to
-// actual: the difference is given back, or charged even if the bucket must
-// owe, as a metered response's usage is (budget.go).
-func (c *call) settleUnit(unit string, actual float64) {
+// settleReported settles a permit's call on the cost its caller reported
+// in unit (see Outcome.Settle): each bucket counted in unit is brought to
+// actual, within boundSettlement, as a metered response's usage is
+// (budget.go); the workload's budget, if it counts unit, in full. A cost
+// bounded on a scope, or beyond the budget's Limit, is reported as an
+// implausible usage.
+func (c *call) settleReported(unit string, n int64) {
+	actual := float64(n)
+	bounded := c.boundedOn(unit, actual)
 	c.adjustCharges(func(ch *charge) (float64, bool) { return actual, ch.bucket.scope.Unit == unit })
+	w := c.workload
+	billed, overBudget := c.budgetSpent && w.Budget.unit() == unit, false
+	if billed {
+		c.settleBudget(c.t.clock.Now(), actual, w.settles && c.metered.on)
+		overBudget = actual > w.budget.Burst
+	}
+	if bounded == "" && !overBudget {
+		return
+	}
+	var why string
+	switch {
+	case bounded == "":
+		why = "the workload's whole budget"
+	case overBudget:
+		why = fmt.Sprintf("scope %q may owe, and more than the workload's whole budget", bounded)
+	default:
+		why = fmt.Sprintf("scope %q may owe", bounded)
+	}
+	err := fmt.Errorf("a permit of workload %q reported a cost of %d %s, more than %s: each bucket owes at most one burst, or what it refills in %v",
+		w.name, n, unit, why, c.t.maxWait)
+	if billed {
+		err = fmt.Errorf("%w; the budget is charged the cost in full", err)
+	}
+	c.t.emit(Event{Kind: EventImplausibleUsage, Scope: bounded, Workload: w.name, Err: err})
+	c.t.log.Warn("pacer: "+err.Error(), "workload", w.name, "scope", bounded, "unit", unit, "cost", n)
+}
+
+// boundedOn returns the first scope counted in unit whose bucket cannot
+// take a settlement at actual in full (boundSettlement), or "".
+func (c *call) boundedOn(unit string, actual float64) string {
+	for j, i := range c.owners {
+		ch := &c.charges[i]
+		if over := actual - ch.cost; ch.bucket.scope.Unit == unit && boundSettlement(&c.demands[j], over, c.t.maxWait) < over {
+			return ch.bucket.scope.Name
+		}
+	}
+	return ""
 }
 
 // A Reservation holds a call's tokens, taken ahead of time as
@@ -216,9 +283,11 @@ const (
 // returns a Reservation saying when the call may go. Tokens not yet there
 // are taken in advance: the bucket owes them, and later calls wait for
 // them to be repaid, so a reservation goes before calls that wait in the
-// queue, as with x/time/rate. A bucket owes at most one burst: beyond
-// that, or for a call larger than the bucket, or past a workload's budget,
-// Reserve fails as Acquire would and holds nothing. The workload's budget
+// queue, as with x/time/rate. A bucket owes at most one burst, and no
+// more than it refills in WithMaxWait, so that reservations never stop
+// other calls for longer: beyond that, or for a call larger than the
+// bucket, or past a workload's budget, Reserve fails as Acquire would and
+// holds nothing. The workload's budget
 // is spent now; concurrency slots are taken by Wait. A scope paused by the
 // provider (Retry-After) delays the reservation until the pause ends.
 func (t *Transport) Reserve(ctx context.Context, charges ...Charge) (*Reservation, error) {
@@ -262,7 +331,8 @@ func (c *call) takeAhead(ctx context.Context, now time.Time) (time.Duration, err
 		delay := d.Wait
 		owing := slices.Clone(c.demands)
 		for i := range owing {
-			owing[i].Floor = -owing[i].Burst
+			// What a settlement may leave owing (boundSettlement).
+			owing[i].Floor = -boundSettlement(&owing[i], owing[i].Burst, c.t.maxWait)
 		}
 		if d, err = c.t.store.Take(ctx, now, owing); err == nil && d.OK {
 			return delay, nil
@@ -276,7 +346,7 @@ func (c *call) takeAhead(ctx context.Context, now time.Time) (time.Duration, err
 	if d.Wait == store.Never {
 		return 0, c.cannotWait(ctx, b)
 	}
-	return 0, b.error(fmt.Errorf("the bucket already owes a whole burst to earlier reservations"))
+	return 0, b.error(fmt.Errorf("the bucket already owes what it may to earlier reservations: one burst, or what it refills in %v", c.t.maxWait))
 }
 
 // OK reports whether the reservation is still held: neither waited for nor

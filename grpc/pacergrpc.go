@@ -6,7 +6,10 @@
 // would: its workload, tenant, cost and overrides come from the call's
 // context (pacer.ContextWithWorkload and the like), and a call that cannot
 // be admitted in time fails with pacer's *ThrottledError or *BudgetError,
-// before anything is sent. When it ends:
+// before anything is sent. A call's permit runs no Meter, on a Transport
+// with a preset too: on a workload whose budget counts tokens or money, a
+// call states its cost with pacer.ContextWithCost (or a charge, see
+// WithCharges), or it is refused at once (see pacer.Permit). When it ends:
 //
 //   - OK, and any status that says nothing of limits, teaches success or
 //     nothing (see outcome);

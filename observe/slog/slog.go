@@ -9,7 +9,7 @@
 // header is ever logged.
 //
 // What goes wrong is logged at Warn (throttled, rejected, budget_exhausted,
-// store_failure, cooldown_started), retries at Info, and the routine at
+// store_failure, cooldown_started, implausible_usage), retries at Info, and the routine at
 // Debug (admitted, waited, cooldown_ended): a busy Transport at the default
 // Info level logs only what someone may need to act on. Events below the
 // logger's level cost one Enabled call. In a flood, every throttled call is
@@ -54,7 +54,8 @@ func (l *Logger) WithLevel(kind pacer.EventKind, level slog.Level) *Logger {
 // told otherwise.
 func DefaultLevel(kind pacer.EventKind) slog.Level {
 	switch kind {
-	case pacer.EventThrottled, pacer.EventRejected, pacer.EventBudgetExhausted, pacer.EventStoreFailure, pacer.EventCooldownStarted:
+	case pacer.EventThrottled, pacer.EventRejected, pacer.EventBudgetExhausted, pacer.EventStoreFailure, pacer.EventCooldownStarted,
+		pacer.EventImplausibleUsage:
 		return slog.LevelWarn
 	case pacer.EventRetried:
 		return slog.LevelInfo

@@ -39,7 +39,7 @@ import (
 func meter() pacer.Option {
 	return pacer.WithMeter(pacer.Meter{
 		Estimate: func(req *http.Request) (pacer.CallEstimate, bool) {
-			if req.Method != http.MethodPost || req.URL == nil || !strings.HasSuffix(strings.TrimSuffix(req.URL.Path, "/"), "/messages") {
+			if req == nil || req.Method != http.MethodPost || req.URL == nil || !strings.HasSuffix(strings.TrimSuffix(req.URL.Path, "/"), "/messages") {
 				return pacer.CallEstimate{}, false
 			}
 			e := estimateRequest(req)

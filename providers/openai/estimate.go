@@ -65,8 +65,9 @@ const (
 
 // endpointOf tells which token-counted endpoint a request calls. The path
 // may have a prefix (a proxy's, or Azure's "/openai/deployments/x").
+// A nil request (one a caller passes to the Meter itself) calls none.
 func endpointOf(req *http.Request) endpoint {
-	if req.Method != http.MethodPost || req.URL == nil {
+	if req == nil || req.Method != http.MethodPost || req.URL == nil {
 		return notCharged
 	}
 	p := strings.TrimSuffix(req.URL.Path, "/")

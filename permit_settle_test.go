@@ -1,0 +1,126 @@
+package pacer
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// A cost settled far beyond the charge leaves the bucket owing at most one
+// burst, and no more than it refills in WithMaxWait (a per-day scope's
+// burst takes hours): however large the count, the scope sends again
+// soon. A negative count gives the whole charge back.
+func TestPermitSettleBoundsDebt(t *testing.T) {
+	// 6,000 tokens a minute, burst 600: 100 a second.
+	tpm := Scope{Name: "tpm", Unit: "tokens", Limit: Limit{Count: 6000, Per: time.Minute, Burst: 600}}
+	// 86,400 tokens a day, burst 3,600: 1 a second, and a minute's wait
+	// refills 60.
+	tpd := Scope{Name: "tpd", Unit: "tokens", Limit: Limit{Count: 86400, Per: 24 * time.Hour, Burst: 3600}}
+	for _, n := range []int64{100_000, 1e9, 1e15, math.MaxInt64} {
+		t.Run(strconv.FormatInt(n, 10), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tr := New(nil, WithScope(tpm), WithScope(tpd), WithHeadroom(1), WithMaxWait(time.Minute))
+				ctx := ContextWithFailFast(context.Background())
+				// The call took 100 of 600 and reports n: the bucket is charged one
+				// burst more, owes 100, and a call of 100 waits 2s.
+				mustAcquire(t, tr, ctx, Charge{Scope: "tpm", Cost: 100}).Done(Accepted().Settle("tokens", n))
+				_, err := tr.TryAcquire(ctx, Charge{Scope: "tpm", Cost: 100})
+				if te := asThrottled(t, err); te.RetryAfter != 2*time.Second {
+					t.Errorf("Settle(%d) on a burst of 600: the next call waits %v, want 2s", n, te.RetryAfter)
+				}
+				// The per-day scope, emptied, owes 60: a call of 1 waits 61s.
+				mustAcquire(t, tr, ctx, Charge{Scope: "tpd", Cost: 3600}).Done(Accepted().Settle("tokens", n))
+				_, err = tr.TryAcquire(ctx, Charge{Scope: "tpd", Cost: 1})
+				if te := asThrottled(t, err); te.RetryAfter != 61*time.Second {
+					t.Errorf("Settle(%d) on a per-day scope: the next call waits %v, want 61s", n, te.RetryAfter)
+				}
+			})
+		})
+	}
+	for _, n := range []int64{-5, math.MinInt64} {
+		t.Run(strconv.FormatInt(n, 10), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tr := New(nil, WithScope(tpm), WithHeadroom(1))
+				ctx := context.Background()
+				mustAcquire(t, tr, ctx, Charge{Scope: "tpm", Cost: 600}).Done(Accepted().Settle("tokens", n))
+				if _, err := tr.TryAcquire(ctx, Charge{Scope: "tpm", Cost: 600}); err != nil {
+					t.Errorf("Settle(%d): the charge of 600 did not come back: %v", n, err)
+				}
+			})
+		})
+	}
+}
+
+// A budget is billing: what Settle reports is charged to it in full, far
+// beyond its Limit. A count that large is an event and a warning naming
+// the permit's workload and scope, and it locks no scope: a workload
+// without the budget sends again within WithMaxWait.
+func TestPermitSettleChargesBudgetInFull(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log strings.Builder
+		var implausible []Event
+		tpm := Scope{Name: "tpm", Unit: "tokens", Limit: Limit{Count: 6000, Per: time.Minute, Burst: 600}}
+		tr := New(nil, WithScope(tpm), WithHeadroom(1), WithLogger(slogTo(&log)),
+			WithWorkload("batch", Workload{Budget: Budget{Limit: 10_000, Per: time.Hour, Unit: "tokens"}}),
+			WithObserver(ObserverFunc(func(e Event) {
+				if e.Kind == EventImplausibleUsage {
+					implausible = append(implausible, e)
+				}
+			})))
+		batch := ContextWithWorkload(context.Background(), "batch")
+		// A plausible count settles quietly, and in full.
+		mustAcquire(t, tr, batch, Charge{Scope: "tpm", Cost: 100}).Done(Accepted().Settle("tokens", 300))
+		if got := tr.Stats().Workloads[0].Spent; got != 300 {
+			t.Fatalf("spent %v, want the 300 settled", got)
+		}
+		time.Sleep(10 * time.Second) // tpm refills
+		mustAcquire(t, tr, batch, Charge{Scope: "tpm", Cost: 100}).Done(Accepted().Settle("tokens", 1e9))
+		if got := tr.Stats().Workloads[0].Spent; got != 1e9+300 {
+			t.Errorf("spent %v, want 1e9+300: a budget is charged what was reported, in full", got)
+		}
+		if len(implausible) != 1 || implausible[0].Scope != "tpm" || implausible[0].Workload != "batch" || implausible[0].Err == nil {
+			t.Errorf("implausible-count events = %+v, want one on tpm for batch", implausible)
+		}
+		if !strings.Contains(log.String(), "1000000000 tokens") || !strings.Contains(log.String(), "batch") {
+			t.Errorf("log = %q, want a warning naming the count and the workload", log.String())
+		}
+		var be *BudgetError
+		if _, err := tr.TryAcquire(batch, Charge{Scope: "tpm", Cost: 100}); !errors.As(err, &be) {
+			t.Errorf("after the budget was overspent: err = %v, want a *BudgetError", err)
+		}
+		// tpm is charged one burst more than 100 of 600: it owes 100, and a call of 100 waits 2s.
+		_, err := tr.TryAcquire(context.Background(), Charge{Scope: "tpm", Cost: 100})
+		if te := asThrottled(t, err); te.RetryAfter != 2*time.Second {
+			t.Errorf("the scope after the absurd count: wait %v, want 2s", te.RetryAfter)
+		}
+	})
+}
+
+// On a scope whose burst takes longer than WithMaxWait to refill (a
+// per-day limit), reservations owe no more than it refills in MaxWait: a
+// reservation never stops other calls for longer.
+func TestReservationDebtWithinMaxWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// 1 token a second, burst 3,600: a minute refills 60.
+		tpd := Scope{Name: "tpd", Unit: "tokens", Limit: Limit{Count: 86400, Per: 24 * time.Hour, Burst: 3600}}
+		tr := New(nil, WithScope(tpd), WithHeadroom(1), WithMaxWait(time.Minute))
+		bg := context.Background()
+		r, err := tr.Reserve(bg, Charge{Scope: "tpd", Cost: 3600})
+		mustNotErr(t, err)
+		defer r.Cancel()
+		owed, err := tr.Reserve(bg, Charge{Scope: "tpd", Cost: 60})
+		mustNotErr(t, err)
+		defer owed.Cancel()
+		if d := owed.Delay(); d != time.Minute {
+			t.Fatalf("a reservation owing 60: delay %v, want 1m", d)
+		}
+		if more, err := tr.Reserve(bg, Charge{Scope: "tpd", Cost: 1}); !errors.Is(err, ErrThrottled) {
+			t.Errorf("a reservation owing beyond a minute's refill: delay %v, err = %v; want ErrThrottled", more.Delay(), err)
+		}
+	})
+}
