@@ -57,6 +57,9 @@ type Workload struct {
 	// beyond it is refused, or makes room by shedding another, as WhenFull
 	// says; either way the call refused gets a *ThrottledError whose Reason
 	// is ReasonQueueFull. A call that is admitted at once never counts.
+	// SetWorkload may change it while calls wait, to or from zero too: it
+	// refuses or sheds none of them, and they count against the new bound
+	// whenever they began waiting.
 	MaxWaiting int
 	// WhenFull is what a full queue does: RefuseNewest (the default) or
 	// ShedLowest.
