@@ -33,10 +33,12 @@ var (
 	errShed      = errors.New("a call of higher priority took this call's place")
 )
 
-// boundedQueue counts a workload's waiting calls, across every scope, when
-// the workload bounds them, and keeps them in a heap by what is shed first:
-// lowest rank, then oldest. A workload with no bound keeps nothing here, so
-// that unbounded waiting takes no lock of the workload's.
+// boundedQueue counts a workload's waiting calls, across every scope, and
+// keeps them in a heap by what is shed first: lowest rank, then oldest.
+// Every waiting call is in the heap, whatever the bound is or was when it
+// joined, so that a live change of the bound (set) has nothing to reconcile:
+// the heap is the calls waiting, and a waiter's shedAt is its index in it
+// from join to leave. A bound of zero refuses and sheds nothing.
 type boundedQueue struct {
 	max    int
 	policy WhenFull
@@ -51,10 +53,7 @@ func (q *boundedQueue) join(w *waiter) error {
 	w.shedAt = -1
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.max == 0 {
-		return nil
-	}
-	if len(q.waiters) < q.max {
+	if q.max == 0 || len(q.waiters) < q.max {
 		heap.Push(&q.waiters, w)
 		return nil
 	}
@@ -72,7 +71,8 @@ func (q *boundedQueue) join(w *waiter) error {
 	return nil
 }
 
-// leave takes w out of the count, if it is still in it.
+// leave takes w out of the count, if it is still in it: a waiter shed is
+// out of it already.
 func (q *boundedQueue) leave(w *waiter) {
 	q.mu.Lock()
 	if w.shedAt >= 0 {
@@ -82,15 +82,11 @@ func (q *boundedQueue) leave(w *waiter) {
 }
 
 // set changes the bound and the policy; calls already waiting stay, even
-// beyond a lower bound, and only newcomers are refused or make room.
+// beyond a lower bound, and count against the new one: only newcomers are
+// refused or make room.
 func (q *boundedQueue) set(n int, policy WhenFull) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if n > 0 && q.max == 0 {
-		// Calls that began waiting unbounded are not in the heap: the
-		// bound counts from the calls that queue from now on.
-		q.waiters = q.waiters[:0]
-	}
 	q.max, q.policy = n, policy
 }
 

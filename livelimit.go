@@ -140,8 +140,9 @@ func (c *configuredScope) newShares(workloads []namedWorkload) *workloadShares {
 // SetWorkload changes a declared workload while the Transport runs: its
 // Reserve, Max, MaxWaiting and WhenFull, on every scope at once. Calls in
 // flight keep their slots and calls waiting keep their places (a waiter
-// is ranked by the Reserve it queued with); the next decisions use the new
-// figures. The Budget cannot change at runtime yet: a Workload whose
+// is ranked by the Reserve it queued with, and counts against the new
+// MaxWaiting, whatever the bound was when it began to wait); the next
+// decisions use the new figures. The Budget cannot change at runtime yet: a Workload whose
 // Budget differs from the one configured is an error, as are an
 // undeclared name, an invalid Workload, and reserves that would add up to
 // more than 1; on an error nothing changes. An EventWorkloadChanged says

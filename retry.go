@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"slices"
@@ -152,8 +153,10 @@ func (p RetryPolicy) validate() error {
 		return fmt.Errorf("WithRetry: AttemptTimeout %v must not be negative (0 means no bound)", p.AttemptTimeout)
 	case p.MaxBufferedBody < 0:
 		return fmt.Errorf("WithRetry: MaxBufferedBody %d must not be negative", p.MaxBufferedBody)
-	case p.Budget.Ratio < 0 || p.Budget.Min < 0:
-		return fmt.Errorf("WithRetry: the budget's Ratio and Min must not be negative")
+	case !(p.Budget.Ratio >= 0 && p.Budget.Ratio <= math.MaxFloat64): // NaN and ±Inf too
+		return fmt.Errorf("WithRetry: the budget's Ratio %v must be a finite number, 0 or more (0 means the default, 0.1)", p.Budget.Ratio)
+	case p.Budget.Min < 0:
+		return fmt.Errorf("WithRetry: the budget's Min %d must not be negative (0 means the default, 10)", p.Budget.Min)
 	case slices.Contains(p.Statuses, http.StatusNotImplemented):
 		return fmt.Errorf("WithRetry: 501 Not Implemented will not change on a retry; leave it out of Statuses")
 	}

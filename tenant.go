@@ -3,17 +3,23 @@ package pacer
 import (
 	"context"
 	"fmt"
+	"math/bits"
 	"net/http"
 	"sync"
 )
 
 // ContextWithTenant returns a context whose calls belong to the named
-// tenant (a customer, an API key of yours) with the given weight; a weight
-// of zero or less means 1. Within a workload, while calls of several
-// tenants wait, they are served by weighted fair queuing: each tenant gets
-// its weight's share of what the workload is given, so one tenant's flood
-// waits behind itself and not in front of the others. A tenant alone takes
-// everything. Priority (ContextWithPriority) and Reserve still come first.
+// tenant (a customer, an API key of yours) with the given weight. Weights
+// are taken within [MinTenantWeight, MaxTenantWeight], 1/1000 to 1000, a
+// ratio of a million between the lightest tenant and the heaviest: a
+// weight below the range counts as MinTenantWeight, one above it (+Inf
+// too) as MaxTenantWeight, and a weight of zero or less, or NaN, as 1.
+//
+// Within a workload, while calls of several tenants wait, they are served
+// by weighted fair queuing: each tenant gets its weight's share of what the
+// workload is given, so one tenant's flood waits behind itself and not in
+// front of the others. A tenant alone takes everything. Priority
+// (ContextWithPriority) and Reserve still come first.
 //
 // Once a workload has seen a tenant, its calls that name none share one
 // tenant, "". Tenant keys stay inside pacer's queues: no Event, metric or
@@ -28,7 +34,8 @@ func ContextWithTenant(ctx context.Context, tenant string, weight float64) conte
 // WithTenant names the tenant of a request whose context names none
 // (ContextWithTenant), and its weight: by an API key header, a path
 // segment, a query parameter. It runs once per attempt, on the request's
-// goroutine, and must not modify the request; "" means no tenant.
+// goroutine, and must not modify the request; "" means no tenant. The
+// weight is taken as ContextWithTenant says.
 func WithTenant(f func(req *http.Request) (tenant string, weight float64)) Option {
 	return func(c *config) {
 		if f == nil {
@@ -39,6 +46,26 @@ func WithTenant(f func(req *http.Request) (tenant string, weight float64)) Optio
 	}
 }
 
+// The range of tenant weights (ContextWithTenant).
+const (
+	MinTenantWeight = 1.0 / 1000
+	MaxTenantWeight = 1000.0
+)
+
+// tenantWeight returns the weight a call of weight w is served by, as
+// ContextWithTenant says.
+func tenantWeight(w float64) float64 {
+	switch {
+	case !(w > 0): // NaN too
+		return 1
+	case w < MinTenantWeight:
+		return MinTenantWeight
+	case w > MaxTenantWeight:
+		return MaxTenantWeight
+	}
+	return w
+}
+
 // fairQueue tags a workload's waiting calls for self-clocked fair queuing
 // (Golestani's SCFQ): a call's tag is its virtual finish, cost/weight after
 // the later of the workload's virtual time and its tenant's previous
@@ -47,11 +74,14 @@ func WithTenant(f func(req *http.Request) (tenant string, weight float64)) Optio
 // virtual time is forgotten: its next call starts at the virtual time
 // anyway. So what is remembered is the tenants with calls waiting, or
 // served ahead of the others, whatever the number of tenants.
+//
+// Virtual times are exact (vtime): however long the process runs, two
+// tags differ by what the calls between them cost.
 type fairQueue struct {
 	mu     sync.Mutex
-	active bool    // a call named a tenant
-	v      float64 // the virtual time; starts at 1 so that 0 means untagged
-	finish map[string]float64
+	active bool  // a call named a tenant
+	v      vtime // the virtual time; starts at 1 so that 0 means untagged
+	finish map[string]vtime
 	looks  int
 }
 
@@ -61,28 +91,65 @@ const (
 	fairSweepBatch = 64
 )
 
+// A vtime is a virtual time of fair queuing: a count of vtimeUnit, in 128
+// bits. Its sums neither round nor overflow: a float64 virtual time stops
+// telling a light call's finish from the time it starts at once it has
+// grown a few billion times larger than that call, which a long-running
+// process's traffic reaches, while a vtime adding the largest step
+// (vtimeStep) a billion times a second lasts a thousand years.
+type vtime struct{ hi, lo uint64 }
+
+// vtimeUnit is the resolution of a vtime, in units of cost at weight 1:
+// the lightest step, one unit at MaxTenantWeight, is about a thousand of
+// them, so that weights are told apart to a thousandth.
+const vtimeUnit = 1.0 / (1 << 20)
+
+// vtimeStep returns the virtual duration of a call of the cost at the
+// weight (within the range): at least one unit, and at most 2^63 units
+// (a cost of about 8.8 billion at MinTenantWeight; costs beyond it tie).
+func vtimeStep(cost, weight float64) uint64 {
+	d := max(cost, 1) / weight / vtimeUnit
+	if !(d < 1<<63) { // NaN too, from a NaN cost
+		return 1 << 63
+	}
+	return uint64(d)
+}
+
+func (a vtime) add(d uint64) vtime {
+	lo, carry := bits.Add64(a.lo, d, 0)
+	return vtime{a.hi + carry, lo}
+}
+
+func (a vtime) before(b vtime) bool { return a.hi < b.hi || a.hi == b.hi && a.lo < b.lo }
+
+func (a vtime) isZero() bool { return a == vtime{} }
+
+func laterOf(a, b vtime) vtime {
+	if a.before(b) {
+		return b
+	}
+	return a
+}
+
 // tag returns the tag of a call of the tenant, or 0 while the workload has
 // seen no tenant.
-func (f *fairQueue) tag(tenant string, weight, cost float64) float64 {
+func (f *fairQueue) tag(tenant string, weight, cost float64) vtime {
 	named := tenant != ""
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if !f.active {
 		if !named {
-			return 0
+			return vtime{}
 		}
-		f.active, f.v, f.finish = true, 1, make(map[string]float64)
+		f.active, f.v, f.finish = true, vtime{lo: 1}, make(map[string]vtime)
 	}
-	if !(weight > 0) {
-		weight = 1
-	}
-	end := max(f.v, f.finish[tenant]) + max(cost, 1)/weight
+	end := laterOf(f.v, f.finish[tenant]).add(vtimeStep(cost, tenantWeight(weight)))
 	f.finish[tenant] = end
 	if f.looks++; f.looks >= fairSweepEvery && len(f.finish) > fairSweepFloor {
 		f.looks = 0
 		looked := 0
 		for k, end := range f.finish {
-			if end <= f.v {
+			if !f.v.before(end) {
 				delete(f.finish, k)
 			}
 			if looked++; looked == fairSweepBatch {
@@ -95,11 +162,11 @@ func (f *fairQueue) tag(tenant string, weight, cost float64) float64 {
 
 // served moves the virtual time to the tag of a call admitted from the
 // queue.
-func (f *fairQueue) served(tag float64) {
-	if tag == 0 {
+func (f *fairQueue) served(tag vtime) {
+	if tag.isZero() {
 		return
 	}
 	f.mu.Lock()
-	f.v = max(f.v, tag)
+	f.v = laterOf(f.v, tag)
 	f.mu.Unlock()
 }

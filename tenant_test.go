@@ -131,28 +131,15 @@ func TestFairQueueMemoryBounded(t *testing.T) {
 // both backlogged, is served three times as often.
 func TestFairTenantsWeights(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := New(nil, WithConcurrency(1))
-		bg := context.Background()
-		holder := mustAcquire(t, tr, bg)
-		var mu sync.Mutex
-		var order []string
-		var wg sync.WaitGroup
+		var calls []tenantCall
 		for i := range 40 {
-			name, weight := "heavy", 3.0
+			c := tenantCall{"heavy", 3}
 			if i%2 == 1 {
-				name, weight = "light", 1
+				c = tenantCall{"light", 1}
 			}
-			wg.Go(func() {
-				p := mustAcquire(t, tr, ContextWithTenant(bg, name, weight))
-				mu.Lock()
-				order = append(order, name)
-				mu.Unlock()
-				p.Done(Accepted())
-			})
-			synctest.Wait()
+			calls = append(calls, c)
 		}
-		holder.Done(Accepted())
-		wg.Wait()
+		order := servedOrder(t, New(nil, WithConcurrency(1)), calls)
 		heavy := strings.Count(strings.Join(order[:20], " "), "heavy")
 		if heavy != 15 {
 			t.Errorf("of the first 20 served, %d were heavy, want 15 (3:1): %v", heavy, order[:20])

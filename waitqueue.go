@@ -8,7 +8,7 @@ type waiter struct {
 	priority float64 // the workload's Reserve: larger is served first
 	seq      uint64  // arrival order, kept when the call moves between scopes
 	rank     int     // the call's priority within its workload (ContextWithPriority)
-	tag      float64 // its virtual finish among its workload's tenants (tenant.go); 0 without tenants
+	tag      vtime   // its virtual finish among its workload's tenants (tenant.go); 0 without tenants
 	cost     float64 // what the call takes from the scope it waits on
 	wake     chan struct{}
 	shed     atomic.Bool // its workload's bounded queue dropped it (boundedqueue.go)
@@ -71,12 +71,12 @@ func (w *waiter) precedes(o *waiter) bool {
 		return w.rank > o.rank
 	}
 	if w.tag != o.tag {
-		return w.tag < o.tag
+		return w.tag.before(o.tag)
 	}
 	return w.seq < o.seq
 }
 
-func (w *waiter) ordered() bool { return w.rank != 0 || w.tag != 0 }
+func (w *waiter) ordered() bool { return w.rank != 0 || !w.tag.isZero() }
 
 func (w *waiter) subtreeCost() float64 {
 	if w == nil {

@@ -57,6 +57,9 @@ type Workload struct {
 	// beyond it is refused, or makes room by shedding another, as WhenFull
 	// says; either way the call refused gets a *ThrottledError whose Reason
 	// is ReasonQueueFull. A call that is admitted at once never counts.
+	// SetWorkload may change it while calls wait, to or from zero too: it
+	// refuses or sheds none of them, and they count against the new bound
+	// whenever they began waiting.
 	MaxWaiting int
 	// WhenFull is what a full queue does: RefuseNewest (the default) or
 	// ShedLowest.
@@ -67,10 +70,10 @@ func (w Workload) validate(name string) error {
 	switch {
 	case name == "":
 		return fmt.Errorf("WithWorkload: the name must not be empty")
-	case w.Reserve < 0 || w.Reserve > 1:
-		return fmt.Errorf("workload %q: Reserve %v must be between 0 and 1", name, w.Reserve)
-	case w.Max < 0 || w.Max > 1:
-		return fmt.Errorf("workload %q: Max %v must be between 0 and 1 (0 means no cap)", name, w.Max)
+	case !(w.Reserve >= 0 && w.Reserve <= 1): // NaN too
+		return fmt.Errorf("workload %q: Reserve %v must be a number between 0 and 1", name, w.Reserve)
+	case !(w.Max >= 0 && w.Max <= 1):
+		return fmt.Errorf("workload %q: Max %v must be a number between 0 and 1 (0 means no cap)", name, w.Max)
 	case w.Max > 0 && w.Max < w.Reserve:
 		return fmt.Errorf("workload %q: Max %v is below its Reserve %v", name, w.Max, w.Reserve)
 	case w.MaxWaiting < 0:

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"strings"
 
 	"github.com/pacer-go/pacer/usage"
@@ -84,6 +85,9 @@ func (p Price) Cost(u usage.Usage) int64 {
 // Validate reports what is wrong with p: a negative price, or a price
 // without its source.
 func (p Price) Validate() error {
+	if slices.Contains([]int64{p.Input, p.CacheRead, p.CacheWrite, p.CacheWrite1h, p.Output}, notAPrice) {
+		return fmt.Errorf("prices: %+v has a price that is not a number of dollars: USD was given NaN, an infinity or a figure beyond ±9.2 trillion dollars", p)
+	}
 	if p.Input < 0 || p.CacheRead < 0 || p.CacheWrite < 0 || p.CacheWrite1h < 0 || p.Output < 0 {
 		return fmt.Errorf("prices: %+v has a negative price", p)
 	}
@@ -143,8 +147,19 @@ func withoutDate(model string) string {
 }
 
 // USD returns dollars as micro-USD: USD(3) is 3_000_000, USD(0.3) 300_000.
-// It rounds to the nearest micro-unit.
-func USD(dollars float64) int64 { return int64(math.Round(dollars * MicrosPerUnit)) }
+// It rounds to the nearest micro-unit. A figure that is NaN, infinite, or
+// beyond what an int64 of micro-units holds returns math.MinInt64, which
+// Validate (and so pacer.WithPrices) refuses, naming it.
+func USD(dollars float64) int64 {
+	m := math.Round(dollars * MicrosPerUnit)
+	if !(m > math.MinInt64 && m < math.MaxInt64) { // NaN too
+		return notAPrice
+	}
+	return int64(m)
+}
+
+// notAPrice is what USD returns for a figure it cannot hold.
+const notAPrice = math.MinInt64
 
 // Anthropic returns the prices of Claude models on the Claude API, a copy
 // the caller may change.

@@ -110,6 +110,15 @@ func TestUSD(t *testing.T) {
 			t.Errorf("USD(%v) = %d, want %d", dollars, got, want)
 		}
 	}
+	// A figure USD cannot hold is the same on every platform (a float
+	// converted to int64 out of range is not), and Validate refuses it.
+	for _, dollars := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), 1e13, -1e13} {
+		got := USD(dollars)
+		err := Price{Input: got, Source: "s", Read: "r"}.Validate()
+		if got != math.MinInt64 || err == nil || !strings.Contains(err.Error(), "not a number of dollars") {
+			t.Errorf("USD(%v) = %d, and Validate says %v; want math.MinInt64, refused as not a number of dollars", dollars, got, err)
+		}
+	}
 }
 
 // Each OpenAI price is its row of the pricing page, as the page's Markdown
