@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,8 +19,15 @@ import (
 	"github.com/pacer-go/pacer/usage/prices"
 )
 
-// A Budget caps what a workload may spend in a period: Limit units per Per,
-// or per calendar Period.
+// A Budget caps what a workload may spend in a period: Limit units (requests
+// by default) or Spend dollars, per Per or per calendar Period:
+//
+//	Budget{Spend: pacer.Dollars(0.50), Period: period.Daily(0, 0, time.UTC)} // 50 cents a day
+//	Budget{Limit: 5000, Per: 24 * time.Hour}                                 // 5,000 requests a day
+//	Budget{Limit: 1e6, Unit: "tokens", Per: time.Hour}                       // a million tokens an hour
+//
+// Set exactly one of Limit and Spend (the zero Budget sets neither, and is
+// no cap), and one of Per and Period.
 //
 // With Per, the period starts with the first attempt after the previous one
 // ended, so a budget of 50,000 requests per 24h allows 50,000 requests, then
@@ -38,7 +46,7 @@ import (
 // # Budgets in tokens and money
 //
 // On a Transport with a Meter (WithMeter; the OpenAI and Anthropic presets
-// set one), a budget in tokens or in UnitUSD is reserved on the call's
+// set one), a budget in tokens or in money is reserved on the call's
 // estimate and settled on what the provider billed, read from the response
 // as it streams past: when the body ends (read to its end, or closed), the
 // difference is charged or given back, in the shared store too.
@@ -75,7 +83,7 @@ import (
 //     the calls in flight counted at their reservations.
 //
 // So the budget's promise, give or take what the input estimate misses by:
-// calls one at a time never spend beyond the Limit; when the budget runs
+// calls one at a time never spend beyond the Limit (or Spend); when the budget runs
 // out with calls in flight together, each of them may be billed up to its
 // worst case less its reservation beyond it. The spend in a period stays
 // within
@@ -89,27 +97,42 @@ import (
 // largest call's worst case less its reservation); before a model's output
 // is learned, a call reserves its worst case and adds nothing.
 //
-// A budget in UnitUSD counts cost at the Meter's prices (WithPrices
-// overrides them), in integer micro-dollars, so a fleet's sum is exact. A
+// A budget in money (Spend) counts cost at the Meter's prices (the presets
+// bring their provider's; WithPrices overrides them model by model), in
+// integer micro-dollars, so a fleet's sum is exact. A
 // call to a model without a price is refused with an error matching
 // ErrNoPrice, never counted as free; a call the Meter does not estimate (a
 // request that bills no tokens, such as a list of models) costs what its
-// context states in UnitUSD (ContextWithCost, in micro-dollars), else
-// nothing. A Permit is never metered: see Permit for what it is charged.
+// context states (ContextWithSpend), else nothing. A Permit is never metered: see Permit for what it is charged.
 type Budget struct {
-	// Limit is what may be spent in a period, in Unit: for UnitUSD, dollars.
+	// Limit is how many of Unit may be spent in a period.
 	Limit int64
+	// Spend, set instead of Limit, is how much money may be spent in a
+	// period: Spend: pacer.Dollars(0.50) is fifty cents. It needs a Meter
+	// to price calls (the OpenAI and Anthropic presets set one). A Spend of
+	// $100,000 or more in a period is said in the log, since it is most
+	// likely micro-dollars given as dollars (prices.Micros says those);
+	// one beyond $9,007,199,254 (2^53 micro-dollars, what every store
+	// counts exactly) is an error.
+	Spend prices.Money
 	Per   time.Duration
 	// Period, set instead of Per, is a calendar period: period.Daily,
 	// Weekly or Monthly. A period.Window is Per.
 	Period period.Period
-	// Unit is what the budget counts: "requests" (the default) counts one per
-	// attempt; UnitUSD counts cost in US dollars (see above); any other unit
-	// counts the request's cost in that unit, as stated with ContextWithCost
-	// or estimated by a route for a scope counted in it. A unit that no scope
-	// counts is spent only by calls that state a cost in it, which New says
-	// once in the log.
+	// Unit is what Limit counts: "requests" (the default) counts one per
+	// attempt; any other unit counts the request's cost in that unit, as
+	// estimated by a route for a scope counted in it, by the Meter (the
+	// presets' token units), or as stated with ContextWithCost. It must be
+	// one of those the Transport counts: UnitRequests, a unit some scope or
+	// the Meter counts, matched whatever its case; or, with Stated, one that
+	// callers state. Any other is an error in Err(), so that a typo
+	// ("token", "request") is not a budget every call passes free. Money is
+	// not a unit: set Spend.
 	Unit string
+	// Stated declares Unit as a unit that callers state the cost of, with
+	// ContextWithCost, and that no scope or Meter counts: only calls that
+	// state a cost in it spend the budget; every other call passes it free.
+	Stated bool
 	// FollowStoreFailure makes the budget follow the Transport's
 	// StoreFailure policy while its shared store is down, instead of
 	// refusing every call: FailOpen spends without the store, and
@@ -120,27 +143,80 @@ type Budget struct {
 	FollowStoreFailure bool
 }
 
-// UnitUSD is the unit of a budget in US dollars. Its Limit is in dollars;
-// its spend is counted in micro-dollars (prices.MicrosPerUnit to a dollar).
-const UnitUSD = "usd"
+// Dollars returns d US dollars as prices.Money, for Budget.Spend:
+// Dollars(0.50) is fifty cents. It keeps d to the micro-dollar, dropping
+// the digits beyond it, so a limit is never more money than was said; see
+// prices.Dollars.
+func Dollars(d float64) prices.Money { return prices.Dollars(d) }
+
+// unitUSD is what a budget in money counts, as Stats and metrics name it;
+// the store counts it in micro-dollars.
+const unitUSD = "usd"
+
+// spendKey is the unit a money cost is stated in, by ContextWithSpend and
+// Outcome.SettleSpend: no unit a caller can type, so that a plain number
+// never reaches a budget in money.
+const spendKey = "\x00money"
+
+// implausibleSpend is the Spend from which a budget is said in the log: a
+// budget that large is most likely micro-dollars given as dollars.
+var implausibleSpend = prices.Dollars(100_000)
 
 // ErrNoPrice is matched by the error of a call that a money budget refused
 // because its model has no price: give one WithPrices.
 var ErrNoPrice = errors.New("pacer: the model has no price")
 
 func (b Budget) unit() string {
-	if b.Unit == "" {
+	switch {
+	case b.money():
+		return unitUSD
+	case b.Unit == "":
 		return UnitRequests
 	}
 	return b.Unit
+}
+
+// money reports whether the budget counts money (Spend).
+func (b Budget) money() bool { return !b.Spend.IsZero() }
+
+// counts reports whether a cost stated in unit is in the budget's unit:
+// spendKey for money, else the unit whatever its case.
+func (b Budget) counts(unit string) bool {
+	if b.money() {
+		return unit == spendKey
+	}
+	return strings.EqualFold(b.unit(), unit)
+}
+
+// capped reports whether the budget caps anything: the zero Budget does not.
+func (b Budget) capped() bool { return b.Limit != 0 || b.money() }
+
+// amount is the budget's cap in the store's units (micro-dollars for money).
+func (b Budget) amount() float64 {
+	if b.money() {
+		return float64(b.Spend.Micros())
+	}
+	return float64(b.Limit)
+}
+
+// String says the budget's cap: "5 requests per 1h0m0s", "$0.50 daily at
+// 00:00 UTC".
+func (b Budget) String() string {
+	if !b.capped() {
+		return "no budget"
+	}
+	if b.money() {
+		return b.Spend.String() + " " + b.per()
+	}
+	return strconv.FormatInt(b.Limit, 10) + " " + b.unit() + " " + b.per()
 }
 
 func (b Budget) calendar() bool { return b.Period != (period.Period{}) }
 
 // scale is how many of the store's units make one of the budget's.
 func (b Budget) scale() float64 {
-	if b.Unit == UnitUSD {
-		return prices.MicrosPerUnit
+	if b.money() {
+		return prices.MicrosPerDollar
 	}
 	return 1
 }
@@ -155,6 +231,12 @@ func (b Budget) per() string {
 
 func (b Budget) validate(name string) error {
 	switch {
+	case b.Limit != 0 && b.money():
+		return fmt.Errorf("workload %q: Budget sets both Limit (%d) and Spend (%v); set Spend for money, Limit for requests or another Unit", name, b.Limit, b.Spend)
+	case b.money() && (b.Unit != "" || b.Stated):
+		return fmt.Errorf("workload %q: Budget sets Spend (%v) and a Unit: a budget in money counts dollars; leave Unit and Stated unset", name, b.Spend)
+	case b.Spend.Micros() < 0:
+		return fmt.Errorf("workload %q: Budget.Spend %v must not be negative", name, b.Spend)
 	case b.Limit < 0 || b.Per < 0:
 		return fmt.Errorf("workload %q: Budget %d per %v must not be negative", name, b.Limit, b.Per)
 	case b.calendar() && b.Per > 0:
@@ -165,13 +247,15 @@ func (b Budget) validate(name string) error {
 		if err := b.Period.Validate(); err != nil {
 			return fmt.Errorf("workload %q: Budget.Period: %w", name, err)
 		}
-		if b.Limit == 0 {
-			return fmt.Errorf("workload %q: Budget needs a Limit with its Period", name)
+		if !b.capped() {
+			return fmt.Errorf("workload %q: Budget needs a Limit (or a Spend) with its Period", name)
 		}
-	case (b.Limit > 0) != (b.Per > 0):
-		return fmt.Errorf("workload %q: Budget needs both Limit and Per (or a calendar Period)", name)
-	case b.Unit == UnitUSD && float64(b.Limit) > 1<<53/prices.MicrosPerUnit:
-		return fmt.Errorf("workload %q: Budget of %d usd is more than the store counts exactly in micro-dollars", name, b.Limit)
+	case b.capped() != (b.Per > 0):
+		return fmt.Errorf("workload %q: Budget needs both a Limit (or a Spend) and Per (or a calendar Period)", name)
+	}
+	if b.Spend.Micros() > 1<<53 {
+		return fmt.Errorf("workload %q: Budget.Spend %v is more than the store counts exactly (2^53 micro-dollars, $9,007,199,254.740992); "+
+			"for micro-dollars, say prices.Micros(n)", name, b.Spend)
 	}
 	return nil
 }
@@ -195,8 +279,8 @@ type Meter struct {
 	Estimate func(req *http.Request) (CallEstimate, bool)
 	// Usage returns the reader of a response's usage (see usage.Selector).
 	Usage usage.Selector
-	// Prices are the models' prices, for budgets in UnitUSD. WithPrices
-	// overrides them model by model.
+	// Prices are the models' prices, for budgets in money (Budget.Spend).
+	// WithPrices overrides them model by model.
 	Prices prices.Table
 	// Tokens returns how many of a call's tokens count on a scope or a
 	// budget counted in unit, or false if unit is not one of the provider's
@@ -238,8 +322,11 @@ func WithMeter(m Meter) Option {
 }
 
 // WithPrices sets the prices of models, over the Meter's (a price given here
-// wins, whatever the order of the options). Each price needs its Source and
-// the date it was Read: a price you set is as much a figure as a preset's.
+// wins, whatever the order of the options). The OpenAI and Anthropic presets
+// bring their provider's prices already (prices.OpenAI(), prices.Anthropic()):
+// give WithPrices only for a model they lack or a price you negotiated.
+// Each price needs its Source and the date it was Read: a price you set is
+// as much a figure as a preset's.
 func WithPrices(t prices.Table) Option {
 	return func(c *config) {
 		if err := t.Validate(); err != nil {
@@ -286,8 +373,8 @@ func (c *config) meterCounts(unit string) bool {
 
 // checkMeter reports a budget the Transport cannot count.
 func (t *Transport) checkMeter(w *workloadState) error {
-	if w.Budget.Unit == UnitUSD && (t.meter == nil || t.meter.Estimate == nil) {
-		return fmt.Errorf("workload %q: a Budget in %s needs a Meter to price calls; use a preset that sets one (openai.Preset, anthropic.Preset) or WithMeter", w.name, UnitUSD)
+	if w.Budget.money() && (t.meter == nil || t.meter.Estimate == nil) {
+		return fmt.Errorf("workload %q: a Budget in money (Spend %v) needs a Meter to price calls; use a preset that sets one (openai.Preset, anthropic.Preset) or WithMeter", w.name, w.Budget.Spend)
 	}
 	return nil
 }
@@ -332,8 +419,8 @@ func (w *workloadState) periodAt(now time.Time) *budgetPeriod {
 // initBudget sets up w's budget.
 func (t *Transport) initBudget(w *workloadState) error {
 	b := w.Budget
-	w.budget = store.Demand{Scope: reservedPrefix + "budget", Key: w.name, Burst: float64(b.Limit) * b.scale(), Window: b.Per}
-	w.settles = b.Limit > 0 && b.unit() != UnitRequests && t.meter != nil
+	w.budget = store.Demand{Scope: reservedPrefix + "budget", Key: w.name, Burst: b.amount(), Window: b.Per}
+	w.settles = b.capped() && b.unit() != UnitRequests && t.meter != nil
 	return t.checkMeter(w)
 }
 
@@ -381,12 +468,13 @@ func (c *call) plan(req *http.Request, vals *callValues) (*call, error) {
 // unit of its workload's budget, which nothing else can price.
 func unstatedPermitCost(w *workloadState) error {
 	unit := w.Budget.unit()
-	how := fmt.Sprintf("a Charge on a scope counted in %q, or ContextWithCost(ctx, %q, n)", unit, unit)
-	if unit == UnitUSD {
-		how = fmt.Sprintf("ContextWithCost(ctx, pacer.UnitUSD, n) in micro-dollars (%d to a dollar)", int64(prices.MicrosPerUnit))
+	if w.Budget.money() {
+		return fmt.Errorf("pacer: workload %q has a budget in money, and a permit runs no Meter: state the permit's estimated cost "+
+			"with ContextWithSpend(ctx, pacer.Dollars(x)) (0 if unknown), then report what it cost with Done(Accepted().SettleSpend(pacer.Dollars(y)))", w.name)
 	}
-	return fmt.Errorf("pacer: workload %q has a budget in %s, and a permit runs no Meter: state the permit's estimated cost with %s "+
-		"(0 if unknown), then report what it cost with Done(Accepted().Settle(%q, n))", w.name, unit, how, unit)
+	return fmt.Errorf("pacer: workload %q has a budget in %s, and a permit runs no Meter: state the permit's estimated cost with "+
+		"a Charge on a scope counted in %q, or ContextWithCost(ctx, %q, n) (0 if unknown), then report what it cost with Done(Accepted().Settle(%q, n))",
+		w.name, unit, unit, unit, unit)
 }
 
 // meterFor estimates a call the Meter meters.
@@ -399,15 +487,15 @@ func (c *call) meterFor(req *http.Request, m *Meter) error {
 	if n, ok := m.outputs.estimate(e.Model); ok && n < e.Usage.Output {
 		c.metered.est.Output = n
 	}
-	if c.workload.Budget.Unit != UnitUSD || c.workload.Budget.Limit == 0 {
+	if !c.workload.Budget.money() {
 		return nil
 	}
 	p, ok := m.Prices.Lookup(e.Model)
 	if !ok {
 		c.metered.on = false
-		return fmt.Errorf("%w: workload %q has a budget in %s, and model %q has no price in the Meter's table; "+
+		return fmt.Errorf("%w: workload %q has a budget in money, and model %q has no price in the Meter's table; "+
 			"give its price WithPrices (from the provider's pricing page) so that its calls are counted, not free",
-			ErrNoPrice, c.workload.name, UnitUSD, e.Model)
+			ErrNoPrice, c.workload.name, e.Model)
 	}
 	c.metered.price, c.metered.priced = p, true
 	return nil
@@ -437,7 +525,7 @@ func (c *call) budgetFor(vals *callValues) bool {
 // budgetCost is what the call reserves of its workload's budget, and its
 // headroom: how much more its worst case may cost. For a budget in money,
 // it is the metered call's estimated cost, else what the context states
-// in UnitUSD (micro-dollars); for any other, the cost the context states
+// with ContextWithSpend (micro-dollars); for any other, the cost the context states
 // in the budget's unit, else one request; else the Meter's estimate in
 // that unit, or the largest charge in that unit.
 //
@@ -447,13 +535,19 @@ func (c *call) budgetFor(vals *callValues) bool {
 // admitted (plan).
 func (c *call) budgetCost(vals *callValues) (cost, headroom float64, stated bool) {
 	unit := c.workload.Budget.unit()
-	if unit == UnitUSD && c.metered.on {
-		if c.metered.priced {
-			p := &c.metered.price
-			r := p.Cost(c.metered.est)
-			return float64(r), float64(max(p.Cost(c.metered.worst)-r, 0)), true
+	if c.workload.Budget.money() {
+		if c.metered.on {
+			if c.metered.priced {
+				p := &c.metered.price
+				r := p.Cost(c.metered.est).Micros()
+				return float64(r), float64(max(p.Cost(c.metered.worst).Micros()-r, 0)), true
+			}
+			return 0, 0, true
 		}
-		return 0, 0, true
+		if n, ok := vals.cost(spendKey); ok {
+			return float64(max(n, 0)), 0, true
+		}
+		return 0, 0, false
 	}
 	if n, ok := vals.cost(unit); ok {
 		return float64(max(n, 0)), 0, true
@@ -622,9 +716,9 @@ func (c *call) settle(u usage.Usage, final, rejected bool) {
 	}
 	var actual float64
 	switch unit := c.workload.Budget.unit(); {
-	case unit == UnitUSD:
+	case c.workload.Budget.money():
 		if c.metered.priced {
-			actual = float64(c.metered.price.Cost(u))
+			actual = float64(c.metered.price.Cost(u).Micros())
 		}
 	default:
 		n, ok := m.tokens(unit, u)
@@ -745,7 +839,7 @@ func (t *Transport) adjustBudget(now time.Time, d store.Demand) {
 // current period: for Per, by the rule every store applies to a fixed
 // window (a period starts with the first spend after the previous one
 // ended); for a calendar Period, the calendar's. Figures are in the store's
-// units (micro-dollars for UnitUSD).
+// units (micro-dollars for a budget in money).
 type budgetMeter struct {
 	mu       sync.Mutex
 	start    time.Time
@@ -947,12 +1041,16 @@ func (c *call) usageReader(req *http.Request, resp *http.Response) usage.Reader 
 // stats reports the workload's budget in its unit.
 func (w *workloadState) stats(now time.Time) WorkloadStats {
 	st := WorkloadStats{Name: w.name, Budget: w.Budget}
-	if w.Budget.Limit == 0 {
+	if !w.Budget.capped() {
 		return st
 	}
 	spent, reserved, end := w.meter.read(w, now)
 	scale := w.Budget.scale()
+	st.Unit, st.Limit = w.Budget.unit(), w.Budget.amount()/scale
 	st.Spent, st.Reserved = spent/scale, reserved/scale
+	if w.Budget.money() {
+		st.SpentMoney, st.ReservedMoney = prices.Micros(int64(spent)), prices.Micros(int64(reserved))
+	}
 	if !end.IsZero() {
 		st.ResetIn, st.PeriodEnd = end.Sub(now), end
 	}

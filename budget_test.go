@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -82,7 +81,7 @@ func (f *fakeLLM) RoundTrip(req *http.Request) (*http.Response, error) {
 // them.
 const estIn, estOut = 100, 200
 
-var testPrices = prices.Table{"m": {Input: prices.USD(1), Output: prices.USD(2), Source: "https://example.test/prices", Read: "2026-12-01"}}
+var testPrices = prices.Table{"m": {Input: prices.Dollars(1), Output: prices.Dollars(2), Source: "https://example.test/prices", Read: "2026-12-01"}}
 
 func testMeter() Meter {
 	return Meter{
@@ -271,14 +270,8 @@ func TestMoneyBudget(t *testing.T) {
 	// $0.002; the estimate reserves 100 in and 200 out, $0.0005.
 	llm := &fakeLLM{reply: llmReply{input: 1000, output: 500}}
 	roomy := WithScope(Scope{Name: "tokens", Unit: "tokens", Limit: Limit{Count: 1e9, Per: time.Second, Burst: 1e9}})
-	tr := newMetered(t, llm, clock, Budget{Limit: 1, Per: 24 * time.Hour, Unit: UnitUSD}, roomy)
-	calls := 0
-	var err error
-	for ; calls < 1000; calls++ {
-		if err = chatAll(t, tr, backfill); err != nil {
-			break
-		}
-	}
+	tr := newMetered(t, llm, clock, Budget{Spend: Dollars(1), Per: 24 * time.Hour}, roomy)
+	calls, err := callsUntilRefused(t, tr, backfill)
 	var be *BudgetError
 	if !errors.As(err, &be) {
 		t.Fatalf("after %d calls: %v, want a *BudgetError", calls, err)
@@ -302,8 +295,8 @@ func TestMoneyBudget(t *testing.T) {
 		t.Errorf("a call to a model without a price: %v, want ErrNoPrice saying to give one WithPrices", err)
 	}
 	// The user's price is used.
-	tr2 := newMetered(t, llm, clock, Budget{Limit: 1, Per: 24 * time.Hour, Unit: UnitUSD}, roomy,
-		WithPrices(prices.Table{"unpriced": {Input: prices.USD(1), Output: prices.USD(2), Source: "https://example.test/mine", Read: "2026-12-01"}}))
+	tr2 := newMetered(t, llm, clock, Budget{Spend: Dollars(1), Per: 24 * time.Hour}, roomy,
+		WithPrices(prices.Table{"unpriced": {Input: prices.Dollars(1), Output: prices.Dollars(2), Source: "https://example.test/mine", Read: "2026-12-01"}}))
 	resp, err := chat(t, tr2, backfill, "unpriced")
 	mustNotErr(t, err)
 	io.Copy(io.Discard, resp.Body)
@@ -314,7 +307,7 @@ func TestMoneyBudget(t *testing.T) {
 }
 
 func TestMoneyBudgetNeedsAMeter(t *testing.T) {
-	tr := New(nil, WithWorkload("backfill", Workload{Budget: Budget{Limit: 5, Per: time.Hour, Unit: UnitUSD}}))
+	tr := New(nil, WithWorkload("backfill", Workload{Budget: Budget{Spend: Dollars(5), Per: time.Hour}}))
 	if err := tr.Err(); err == nil || !strings.Contains(err.Error(), "needs a Meter") {
 		t.Errorf("a money budget without a meter: %v, want a configuration error", err)
 	}
@@ -322,7 +315,7 @@ func TestMoneyBudgetNeedsAMeter(t *testing.T) {
 	if err := tr.Err(); err == nil || !strings.Contains(err.Error(), "no Meter") {
 		t.Errorf("prices without a meter: %v, want a configuration error", err)
 	}
-	tr = New(nil, WithMeter(testMeter()), WithPrices(prices.Table{"x": {Input: 1}}))
+	tr = New(nil, WithMeter(testMeter()), WithPrices(prices.Table{"x": {Input: prices.Micros(1)}}))
 	if err := tr.Err(); err == nil || !strings.Contains(err.Error(), "Source") {
 		t.Errorf("a price without its source: %v, want a configuration error", err)
 	}
@@ -491,7 +484,7 @@ func TestBudgetThresholds(t *testing.T) {
 func TestBudgetInAnotherUnitSettlesAtItsCost(t *testing.T) {
 	clock := newFakeClock()
 	llm := &fakeLLM{reply: llmReply{input: 1, output: 1}}
-	tr := newMetered(t, llm, clock, Budget{Limit: 100, Per: time.Hour, Unit: "credits"})
+	tr := newMetered(t, llm, clock, Budget{Limit: 100, Per: time.Hour, Unit: "credits", Stated: true})
 	ctx := ContextWithCost(ContextWithWorkload(context.Background(), "backfill"), "credits", 7)
 	mustNotErr(t, chatAll(t, tr, ctx))
 	if w := tr.Stats().Workloads[0]; w.Spent != 7 || w.Reserved != 0 {
@@ -536,19 +529,5 @@ func TestUsageReadByteByByte(t *testing.T) {
 	resp.Body.Close()
 	if w := tr.Stats().Workloads[0]; w.Spent != 77 || w.Reserved != 0 {
 		t.Errorf("stats %+v, want the 77 billed", w)
-	}
-}
-
-// A budget in a unit the Meter counts is spent by every metered call: New
-// does not warn that only calls stating a cost spend it.
-func TestNoWarningForABudgetTheMeterCounts(t *testing.T) {
-	var log strings.Builder
-	for _, unit := range []string{"tokens", "credits"} {
-		log.Reset()
-		New(nil, WithMeter(testMeter()), WithLogger(slog.New(slog.NewTextHandler(&log, nil))),
-			WithWorkload("backfill", Workload{Budget: Budget{Limit: 10, Per: time.Hour, Unit: unit}}))
-		if warned := strings.Contains(log.String(), "which no scope counts"); warned != (unit == "credits") {
-			t.Errorf("a budget in %q: warned %v, want %v; the log: %s", unit, warned, unit == "credits", log.String())
-		}
 	}
 }

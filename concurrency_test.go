@@ -189,7 +189,7 @@ func TestReservedSlotsAreLentWhileTheirOwnerIsIdle(t *testing.T) {
 	}{{10, 0.3}, {2, 0.3}, {2, 0.5}, {1, 1}} {
 		synctest.Test(t, func(t *testing.T) {
 			tr := New(&stubAPI{clock: clock.System}, WithConcurrency(tc.slots), WithoutRetry(), WithFailFast(),
-				WithWorkload("interactive", Workload{Reserve: tc.reserve}))
+				WithWorkload("interactive", Workload{Reserve: tc.reserve}), WithWorkload("batch", Workload{}))
 			mustNotErr(t, tr.Err())
 			open := openCalls(t, tr, ContextWithWorkload(context.Background(), "batch"), tc.slots)
 			if err := get(tr, context.Background(), "http://api.test/"); !errors.Is(err, ErrThrottled) {
@@ -205,7 +205,7 @@ func TestReservedSlotsAreLentWhileTheirOwnerIsIdle(t *testing.T) {
 func TestAnOwnerIsFirstInLineForItsLentSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := &stubAPI{clock: clock.System}
-		tr := New(api, WithConcurrency(10), WithoutRetry(), WithWorkload("interactive", Workload{Reserve: 0.3}))
+		tr := New(api, WithConcurrency(10), WithoutRetry(), WithWorkload("interactive", Workload{Reserve: 0.3}), WithWorkload("batch", Workload{}))
 		batch := ContextWithWorkload(context.Background(), "batch")
 		open := openCalls(t, tr, batch, 10)
 		batchCall := startCall(tr, batch)
@@ -347,7 +347,7 @@ func TestWaitingForTokensWithASlotFreeDoesNotSpin(t *testing.T) {
 // missed (each call's deadline turns a lost wake-up into a failure).
 func TestSlotsUnderContention(t *testing.T) {
 	for _, opts := range [][]Option{
-		{WithConcurrency(2)},
+		{WithConcurrency(2), WithWorkload("interactive", Workload{})},
 		{WithConcurrency(2), WithWorkload("interactive", Workload{Reserve: 0.5})},
 	} {
 		var now, most atomic.Int32

@@ -2,7 +2,6 @@ package pacer
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -66,34 +65,6 @@ func (l *logLines) lines(containing string) []string {
 	return out
 }
 
-// A context naming a workload the Transport does not know is said once per
-// name, with the names it does know; the call goes on as DefaultWorkload.
-func TestUnknownWorkloadIsSaidOncePerName(t *testing.T) {
-	var log logLines
-	tr := New(&stubAPI{clock: clock.System}, WithLogger(slogTo(&log)), WithWorkload("backfill", Workload{}), WithWorkload("interactive", Workload{}))
-	for range 3 {
-		mustNotErr(t, get(tr, ContextWithWorkload(context.Background(), "backfil"), "http://api.test/"))
-	}
-	mustNotErr(t, get(tr, ContextWithWorkload(context.Background(), "batch"), "http://api.test/"))
-	mustNotErr(t, get(tr, ContextWithWorkload(context.Background(), "backfill"), "http://api.test/"))
-	lines := log.lines("not declared")
-	if len(lines) != 2 || !strings.Contains(lines[0], `backfil`) || !strings.Contains(lines[1], "batch") {
-		t.Fatalf("logged %q, want one line for each unknown name", lines)
-	}
-	for _, name := range []string{"backfill", "interactive", DefaultWorkload} {
-		if !strings.Contains(lines[0], name) {
-			t.Errorf("%q does not list the declared workload %q", lines[0], name)
-		}
-	}
-	// However many names a caller makes up, what is remembered is bounded.
-	for i := range 2 * maxUnknownWorkloads {
-		mustNotErr(t, get(tr, ContextWithWorkload(context.Background(), strings.Repeat("w", i+1)), "http://api.test/"))
-	}
-	if n := len(log.lines("not declared")); n != maxUnknownWorkloads {
-		t.Errorf("logged %d unknown names, want at most %d", n, maxUnknownWorkloads)
-	}
-}
-
 // What New says once about a configuration that is probably a mistake,
 // and what it refuses.
 func TestQuestionableConfigurationIsSaidOnce(t *testing.T) {
@@ -102,10 +73,6 @@ func TestQuestionableConfigurationIsSaidOnce(t *testing.T) {
 		opts []Option
 		want []string // in one log line; none: nothing logged
 	}{
-		{"budget in a unit nothing charges", []Option{
-			WithScope(Scope{Name: "tpm", Unit: "tokens", Limit: PerMinute(1000)}),
-			WithWorkload("agent", Workload{Budget: Budget{Limit: 5000, Per: time.Hour, Unit: "token"}})},
-			[]string{`workload "agent"`, `"token"`, "tokens", "ContextWithCost"}},
 		{"budget in a unit a scope charges", []Option{
 			WithScope(Scope{Name: "tpm", Unit: "tokens", Limit: PerMinute(1000)}),
 			WithWorkload("agent", Workload{Budget: Budget{Limit: 5000, Per: time.Hour, Unit: "tokens"}})}, nil},

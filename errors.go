@@ -84,8 +84,8 @@ type BudgetError struct {
 }
 
 func (e *BudgetError) Error() string {
-	msg := fmt.Sprintf("pacer: workload %q has spent its budget of %d %s %s; it resets in %v",
-		e.Workload, e.Budget.Limit, e.Budget.unit(), e.Budget.per(), e.ResetIn.Round(time.Second))
+	msg := fmt.Sprintf("pacer: workload %q has spent its budget of %v; it resets in %v",
+		e.Workload, e.Budget, e.ResetIn.Round(time.Second))
 	if e.Unsettled {
 		msg += ", or sooner as calls in flight settle for less than they reserved"
 	}

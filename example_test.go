@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"time"
@@ -157,4 +158,56 @@ func ExampleThrottledError() {
 	//   errors.Is ErrThrottled: true
 	//   errors.Is context.DeadlineExceeded: true
 	//   errors.Is ErrBudgetExhausted: false
+}
+
+// A budget's Unit must be one the Transport counts: a typo is an error in
+// Err(), not a budget every call passes free. Money is not a Unit: a budget
+// in dollars says Spend: pacer.Dollars(0.50), and a plain number there does
+// not compile.
+func ExampleBudget_unit() {
+	for _, unit := range []string{"request", "USD", "Requests"} {
+		transport := pacer.New(nil, pacer.WithWorkload("backfill", pacer.Workload{
+			Budget: pacer.Budget{Limit: 5, Unit: unit, Per: 24 * time.Hour},
+		}))
+		fmt.Printf("%q: %v\n", unit, transport.Err())
+	}
+	// Output:
+	// "request": pacer: invalid configuration: workload "backfill": Budget.Unit "request" is not a unit this Transport counts, so no call would spend the budget; it counts "requests"; for a unit callers state with ContextWithCost, set Budget.Stated. Did you mean "requests"?
+	// "USD": pacer: invalid configuration: workload "backfill": Budget.Unit "USD" is not a unit this Transport counts, so no call would spend the budget; it counts "requests"; for a unit callers state with ContextWithCost, set Budget.Stated. For money, set Spend: pacer.Dollars(…) instead of Limit and Unit
+	// "Requests": <nil>
+}
+
+// A context naming a workload the Transport does not declare fails at once,
+// nothing sent: a typo must not escape its workload's budget.
+func ExampleContextWithWorkload_undeclared() {
+	api := fakeAPI()
+	defer api.Close()
+
+	client := pacer.New(nil,
+		pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Limit: 5, Per: 24 * time.Hour}}),
+	).Client()
+	_, err := get(client, "backfil", api.URL)
+	fmt.Println(errors.Unwrap(err)) // the *url.Error's cause
+	// Output: pacer: the context names workload "backfil", which this Transport does not declare; nothing was sent. Declared: "backfill", "default". Declare it with WithWorkload, even as Workload{}, if the name is right, or set TakesUndeclared on the workload that should take undeclared names
+}
+
+// A Transport that must take any workload's calls, such as one that a
+// context shared with other Transports flows through, lets one workload
+// take the undeclared names; Stats counts their calls by name.
+func ExampleWorkload_takesUndeclared() {
+	api := fakeAPI()
+	defer api.Close()
+
+	transport := pacer.New(nil,
+		pacer.WithWorkload(pacer.DefaultWorkload, pacer.Workload{TakesUndeclared: true}),
+		pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Limit: 5, Per: 24 * time.Hour}}),
+		pacer.WithLogger(slog.New(slog.DiscardHandler)), // it says each undeclared name once
+	)
+	for range 3 {
+		if _, err := get(transport.Client(), "backfil", api.URL); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Println(transport.Stats().Undeclared)
+	// Output: map[backfil:3]
 }

@@ -39,10 +39,10 @@ func TestFloatInputsNaNAndInf(t *testing.T) {
 		}
 		add("WithHeadroom="+fmt.Sprint(x), WithHeadroom(x), nil, "WithHeadroom")
 		add("RetryBudget.Ratio="+fmt.Sprint(x), WithRetry(RetryPolicy{Budget: RetryBudget{Ratio: x}}), nil, "Ratio")
-		price := prices.Price{Input: prices.USD(x), Output: 1, Source: "test", Read: "2026-12-01"}
-		add("prices.USD("+fmt.Sprint(x)+")", WithPrices(prices.Table{"m": price}), nil, "not a number of dollars")
+		price := prices.Price{Input: prices.Dollars(x), Output: prices.Micros(1), Source: "test", Read: "2026-12-01"}
+		add("prices.Dollars("+fmt.Sprint(x)+")", WithPrices(prices.Table{"m": price}), nil, "not a number of dollars")
 	}
-	add("prices.USD(1e13)", WithPrices(prices.Table{"m": {Input: prices.USD(1e13), Source: "test", Read: "2026-12-01"}}), nil, "not a number of dollars")
+	add("prices.Dollars(1e13)", WithPrices(prices.Table{"m": {Input: prices.Dollars(1e13), Source: "test", Read: "2026-12-01"}}), nil, "not a number of dollars")
 	for _, r := range rows {
 		err := New(nil, r.opt).Err()
 		if err == nil || !strings.Contains(err.Error(), r.want) {

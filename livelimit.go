@@ -3,6 +3,7 @@ package pacer
 import (
 	"fmt"
 	"math"
+	"strings"
 )
 
 // configuredLimit is a scope's configured Limit and its pace after headroom.
@@ -138,7 +139,8 @@ func (c *configuredScope) newShares(workloads []namedWorkload) *workloadShares {
 }
 
 // SetWorkload changes a declared workload while the Transport runs: its
-// Reserve, Max, MaxWaiting and WhenFull, on every scope at once. Calls in
+// Reserve, Max, MaxWaiting and WhenFull, on every scope at once (not its
+// Budget or TakesUndeclared). Calls in
 // flight keep their slots and calls waiting keep their places (a waiter
 // is ranked by the Reserve it queued with, and counts against the new
 // MaxWaiting, whatever the bound was when it began to wait); the next
@@ -157,8 +159,14 @@ func (t *Transport) SetWorkload(name string, w Workload) error {
 	if err := w.validate(name); err != nil {
 		return fmt.Errorf("pacer: SetWorkload: %w", err)
 	}
+	if strings.EqualFold(w.Budget.Unit, ws.Budget.Unit) {
+		w.Budget.Unit = ws.Budget.Unit // as New matched it
+	}
 	if w.Budget != ws.Budget {
 		return fmt.Errorf("pacer: SetWorkload: workload %q: its Budget cannot change at runtime; keep %+v", name, ws.Budget)
+	}
+	if w.TakesUndeclared != ws.TakesUndeclared {
+		return fmt.Errorf("pacer: SetWorkload: workload %q: TakesUndeclared cannot change at runtime; keep %v", name, ws.TakesUndeclared)
 	}
 	list := t.workloadList()
 	list[ws.index].Workload = w

@@ -5,7 +5,6 @@ import (
 	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/usage/prices"
 
-	"cmp"
 	"fmt"
 	"log/slog"
 	"math"
@@ -224,14 +223,7 @@ func Options(opts ...Option) Option {
 // error instead.
 func (c *config) warnings() []string {
 	var out []string
-	units := map[string]bool{UnitRequests: true}
-	var unitList []string
 	for _, s := range c.scopes {
-		unit := cmp.Or(s.Unit, UnitRequests)
-		if !units[unit] {
-			units[unit] = true
-			unitList = append(unitList, strconv.Quote(unit))
-		}
 		// A per-second count with a larger bucket is how token buckets are
 		// published (Shopify's 2/s with 40 at once, Twilio's queue of ten);
 		// over a longer period, a burst above the count lets one period
@@ -243,13 +235,64 @@ func (c *config) warnings() []string {
 				"keep Burst at most Count unless the provider keeps a bucket of %d", s.Name, l, l.Burst, l.Count, l.Per, burst, math.Floor(rate*l.Per.Seconds()), l.Count, l.Burst))
 		}
 	}
-	slices.Sort(unitList)
 	for _, w := range c.workloads {
-		if unit := w.Budget.unit(); w.Budget.Limit > 0 && !units[unit] && unit != UnitUSD && !c.meterCounts(unit) {
-			out = append(out, fmt.Sprintf("workload %q: its Budget counts %q, which no scope counts (the scopes count %q%s); "+
-				"only calls whose context states a cost in %q with ContextWithCost spend it, and every other call passes it free",
-				w.name, unit, UnitRequests, strings.Join(append([]string{""}, unitList...), ", "), unit))
+		if m := w.Budget.Spend.Micros(); m >= implausibleSpend.Micros() && m <= 1<<53 { // beyond, an error says it
+			out = append(out, fmt.Sprintf("workload %q: Budget.Spend is %v %s, a figure most likely given in micro-dollars as dollars; "+
+				"for micro-dollars, say prices.Micros(n)", w.name, w.Budget.Spend, w.Budget.per()))
 		}
 	}
 	return out
+}
+
+// budgetUnit returns b's Unit as the Transport spells it, matched whatever
+// its case, or an error if the Transport counts no such unit: no call would
+// spend the budget, and a typo would be no cap at all.
+func (c *config) budgetUnit(name string, b Budget) (string, error) {
+	if !b.capped() || b.money() || b.Unit == "" {
+		return b.Unit, nil
+	}
+	known := []string{UnitRequests}
+	for _, s := range c.scopes {
+		if s.Unit != "" && !slices.Contains(known, s.Unit) {
+			known = append(known, s.Unit)
+		}
+	}
+	for _, k := range known {
+		if strings.EqualFold(k, b.Unit) {
+			return k, nil
+		}
+	}
+	for _, u := range []string{b.Unit, strings.ToLower(b.Unit)} {
+		if c.meterCounts(u) {
+			return u, nil
+		}
+	}
+	if b.Stated {
+		return b.Unit, nil
+	}
+	hint := ""
+	singular := strings.TrimSuffix(strings.ToLower(b.Unit), "s")
+	for _, k := range known {
+		if strings.TrimSuffix(strings.ToLower(k), "s") == singular {
+			hint = fmt.Sprintf(". Did you mean %q?", k)
+		}
+	}
+	if c.meterCounts(singular + "s") {
+		hint = fmt.Sprintf(". Did you mean %q?", singular+"s")
+	}
+	switch singular {
+	case unitUSD, "dollar", "$", "micro-dollar", "micro", "money", "cent":
+		hint = ". For money, set Spend: pacer.Dollars(…) instead of Limit and Unit"
+	}
+	quoted := make([]string, len(known))
+	for i, k := range known {
+		quoted[i] = strconv.Quote(k)
+	}
+	meter := ""
+	if c.meter != nil && c.meter.Tokens != nil {
+		meter = " and the Meter's token units"
+	}
+	return "", fmt.Errorf("workload %q: Budget.Unit %q is not a unit this Transport counts, so no call would spend the budget; "+
+		"it counts %s%s; for a unit callers state with ContextWithCost, set Budget.Stated%s",
+		name, b.Unit, strings.Join(quoted, ", "), meter, hint)
 }

@@ -35,7 +35,7 @@ func TestContextWithMaxWait(t *testing.T) {
 		}
 	})
 	synctest.Test(t, func(t *testing.T) {
-		tr := New(nil, WithConcurrency(1))
+		tr := New(nil, WithConcurrency(1), WithWorkload("x", Workload{}))
 		bg := context.Background()
 		holder := mustAcquire(t, tr, bg)
 		start := time.Now()

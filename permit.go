@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pacer-go/pacer/usage/prices"
 	"net/http"
 	"slices"
 	"sync/atomic"
@@ -32,9 +33,9 @@ import (
 // preset as on any other. Its scopes are charged as its Charges say (one
 // request on DefaultScope when none is given), or at a cost stated with
 // ContextWithCost; its workload's budget, one request if it counts
-// requests. A budget in tokens or in UnitUSD is charged the cost the
+// requests. A budget in tokens or in money is charged the cost the
 // permit states in the budget's unit — a Charge on a scope counted in it,
-// or ContextWithCost (in micro-dollars for UnitUSD) — at least one unit,
+// or ContextWithCost; ContextWithSpend for money — at least one unit,
 // so that a spent budget refuses it; then what Done's Settle reports in
 // that unit replaces it, in full. A permit that states no cost in its
 // budget's unit fails at once with an error that says how to state one:
@@ -162,7 +163,7 @@ func Rejected(retryAfter time.Duration) Outcome {
 func Dropped() Outcome { return Outcome{kind: outcomeDropped} }
 
 // Settle returns the outcome with the call's actual cost in unit (output
-// tokens counted once the call is over, say; micro-dollars for UnitUSD). A
+// tokens counted once the call is over, say; SettleSpend for money). A
 // negative cost is zero.
 //
 // On every scope of the permit counted in unit, the difference from the
@@ -181,6 +182,10 @@ func (o Outcome) Settle(unit string, actual int64) Outcome {
 	o.unit, o.cost, o.settles = unit, max(actual, 0), true
 	return o
 }
+
+// SettleSpend is Settle for a budget in money (Budget.Spend): the call's
+// actual cost, pacer.Dollars(0.0042) say, charged to the budget in full.
+func (o Outcome) SettleSpend(m prices.Money) Outcome { return o.Settle(spendKey, m.Micros()) }
 
 var (
 	acceptedResponse = http.Response{StatusCode: http.StatusOK}
@@ -225,7 +230,7 @@ func (c *call) settleReported(unit string, n int64) {
 	bounded := c.boundedOn(unit, actual)
 	c.adjustCharges(func(ch *charge) (float64, bool) { return actual, ch.bucket.scope.Unit == unit })
 	w := c.workload
-	billed, overBudget := c.budgetSpent && w.Budget.unit() == unit, false
+	billed, overBudget := c.budgetSpent && w.Budget.counts(unit), false
 	if billed {
 		c.settleBudget(c.t.clock.Now(), actual, w.settles && c.metered.on)
 		overBudget = actual > w.budget.Burst

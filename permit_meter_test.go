@@ -26,7 +26,7 @@ func readingMeter() pacer.Meter {
 			return pacer.CallEstimate{Model: "m", Usage: usage.Usage{Input: 10, Output: 100}}, true
 		},
 		Usage:  usage.OpenAI,
-		Prices: prices.Table{"m": {Input: 1, Output: 2, Source: "https://example.com/pricing", Read: "2026-12-01"}},
+		Prices: prices.Table{"m": {Input: prices.Micros(1), Output: prices.Micros(2), Source: "https://example.com/pricing", Read: "2026-12-01"}},
 		Tokens: func(unit string, u usage.Usage) (int64, bool) {
 			if unit == "tokens" {
 				return u.Total(), true
@@ -80,7 +80,7 @@ func TestPermitOnMeteredTransport(t *testing.T) {
 // states in micro-dollars, then what Settle reports, in full; one that
 // states nothing fails at once, saying how to state it, and nothing is held.
 func TestPermitMoneyBudget(t *testing.T) {
-	budget := pacer.WithWorkload("llm", pacer.Workload{Budget: pacer.Budget{Limit: 1, Per: time.Hour, Unit: pacer.UnitUSD}})
+	budget := pacer.WithWorkload("llm", pacer.Workload{Budget: pacer.Budget{Spend: pacer.Dollars(1), Per: time.Hour}})
 	for name, tr := range meteredTransports(budget) {
 		t.Run(name, func(t *testing.T) {
 			if err := tr.Err(); err != nil {
@@ -93,30 +93,30 @@ func TestPermitMoneyBudget(t *testing.T) {
 				func(ctx context.Context) error { _, err := tr.Reserve(ctx); return err },
 			} {
 				err := acquire(ctx)
-				if err == nil || !strings.Contains(err.Error(), "ContextWithCost(ctx, pacer.UnitUSD") {
+				if err == nil || !strings.Contains(err.Error(), "ContextWithSpend(ctx, pacer.Dollars(") {
 					t.Fatalf("a permit stating no cost on a budget in usd: err = %v, want one saying to state it", err)
 				}
 			}
-			p, err := tr.Acquire(pacer.ContextWithCost(ctx, pacer.UnitUSD, 10_000))
+			p, err := tr.Acquire(pacer.ContextWithSpend(ctx, prices.Micros(10_000)))
 			if err != nil {
 				t.Fatalf("a permit stating its cost: %v", err)
 			}
 			if got := spent(tr, "llm"); got != 0.01 {
 				t.Errorf("spent %v while in flight, want the 0.01 stated", got)
 			}
-			p.Done(pacer.Accepted().Settle(pacer.UnitUSD, 250_000))
+			p.Done(pacer.Accepted().SettleSpend(prices.Micros(250_000)))
 			if got := spent(tr, "llm"); got != 0.25 {
 				t.Errorf("spent %v after Settle, want the 0.25 settled", got)
 			}
 			// The rest of the dollar goes on a call settled beyond it; the
 			// next permit, even one stating 0, is refused.
-			p, err = tr.Acquire(pacer.ContextWithCost(ctx, pacer.UnitUSD, 0))
+			p, err = tr.Acquire(pacer.ContextWithSpend(ctx, prices.Micros(0)))
 			if err != nil {
 				t.Fatal(err)
 			}
-			p.Done(pacer.Accepted().Settle(pacer.UnitUSD, 800_000))
+			p.Done(pacer.Accepted().SettleSpend(prices.Micros(800_000)))
 			var be *pacer.BudgetError
-			if _, err := tr.TryAcquire(pacer.ContextWithCost(ctx, pacer.UnitUSD, 0)); !errors.As(err, &be) {
+			if _, err := tr.TryAcquire(pacer.ContextWithSpend(ctx, prices.Micros(0))); !errors.As(err, &be) {
 				t.Errorf("with the budget spent: err = %v, want a *BudgetError", err)
 			}
 			for _, sc := range tr.Stats().Scopes {

@@ -649,8 +649,12 @@ func newIdempotencyKey() string {
 
 // workloadName returns the name of the workload ctx belongs to.
 func workloadName(t *Transport, ctx context.Context) string {
-	if w := t.workloads[workloadFromContext(ctx)]; w != nil {
+	name := workloadFromContext(ctx)
+	if w := t.workloads[name]; w != nil {
 		return w.name
+	}
+	if name != "" && t.undeclared != nil {
+		return t.undeclared.name
 	}
 	return DefaultWorkload
 }

@@ -31,7 +31,10 @@ func (t *Transport) callFor(ctx context.Context, req *http.Request, given []Char
 		if w := t.workloads[vals.workload]; w != nil {
 			workload = w
 		} else if vals.workload != "" {
-			t.unknownWorkload(vals.workload)
+			if workload = t.unknownWorkload(vals.workload); workload == nil {
+				c.finish()
+				return nil, t.undeclaredError(vals.workload)
+			}
 		}
 	}
 	if c.workload != workload {

@@ -6,12 +6,18 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/store"
+	"github.com/pacer-go/pacer/usage/prices"
 )
 
 // Stats is a snapshot of a Transport, for health pages and debugging.
 type Stats struct {
 	Scopes    []ScopeStats    // in name order
 	Workloads []WorkloadStats // in name order
+	// Undeclared counts the calls whose context named a workload the
+	// Transport does not declare, by that name, when a workload
+	// TakesUndeclared them; nil when there were none. It holds 64 names
+	// at most: the calls of further names count under "(others)".
+	Undeclared map[string]int64
 }
 
 // ScopeStats describes one scope: its shared bucket's pace, and the calls
@@ -68,16 +74,25 @@ type ScopeStats struct {
 type WorkloadStats struct {
 	Name   string
 	Budget Budget // the configured cap; the zero Budget when there is none
+	// Unit is what the budget counts: "requests", a unit such as "tokens",
+	// or "usd" for a budget in money (Budget.Spend); "" when there is no
+	// budget. Limit, Spent and Reserved are in it: for money, in dollars
+	// (SpentMoney and ReservedMoney say them to the micro-dollar).
+	Unit  string
+	Limit float64
 	// Spent is what this process spent of the budget in the current period,
-	// in the budget's unit (dollars for UnitUSD): each attempt once it is
+	// in Unit: each attempt once it is
 	// admitted to spend (a retry as much as a first attempt), less what was
 	// given back for attempts that never reached the provider; a call
 	// settled on usage counts what it was billed. Processes sharing a store
 	// share the budget, but each counts only its own spend.
 	Spent float64
 	// Reserved is what this process's calls in flight reserved of the
-	// budget and have yet to settle on usage, in the budget's unit.
+	// budget and have yet to settle on usage, in Unit.
 	Reserved float64
+	// SpentMoney and ReservedMoney are Spent and Reserved, exact, for a
+	// budget in money; zero for any other.
+	SpentMoney, ReservedMoney prices.Money
 	// ResetIn is how long until the current period ends, and PeriodEnd when
 	// it ends; zero when no period has started or the last one is over.
 	ResetIn   time.Duration
@@ -119,6 +134,7 @@ func (t *Transport) Stats() Stats {
 		st.Workloads = append(st.Workloads, w.stats(now))
 	}
 	slices.SortFunc(st.Workloads, func(a, b WorkloadStats) int { return strings.Compare(a.Name, b.Name) })
+	st.Undeclared = t.undeclaredCounts()
 	return st
 }
 

@@ -60,7 +60,7 @@ func TestStatsCountBudgetsAndTokens(t *testing.T) {
 		st := tr.Stats()
 		want := []WorkloadStats{
 			{Name: DefaultWorkload},
-			{Name: "nightly", Budget: Budget{Limit: 5, Per: time.Hour}, Spent: 3, ResetIn: 50 * time.Minute, PeriodEnd: start.Add(time.Hour)},
+			{Name: "nightly", Budget: Budget{Limit: 5, Per: time.Hour}, Unit: UnitRequests, Limit: 5, Spent: 3, ResetIn: 50 * time.Minute, PeriodEnd: start.Add(time.Hour)},
 		}
 		if !slices.Equal(st.Workloads, want) {
 			t.Errorf("workloads = %+v, want %+v", st.Workloads, want)

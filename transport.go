@@ -50,6 +50,7 @@ type Transport struct {
 	routes          []Route
 	workloads       map[string]*workloadState
 	defaultWorkload *workloadState
+	undeclared      *workloadState // the one that TakesUndeclared; nil: such calls fail
 
 	meter    *Meter        // budget.go; nil when no call is metered
 	retry    *retrier      // nil when calls are sent once
@@ -58,8 +59,9 @@ type Transport struct {
 	err      error         // a configuration error, returned by every RoundTrip
 
 	// What the Transport has said once in its log (workload.go, retry.go).
-	unknownWorkloads sync.Map     // of names said to be undeclared
+	unknownWorkloads sync.Map     // of undeclared names taken, to their *atomic.Int64 of calls
 	unknownCount     atomic.Int32 // len(unknownWorkloads)
+	unknownOthers    atomic.Int64 // calls of undeclared names beyond maxUnknownWorkloads
 	bodyTooLargeSaid atomic.Bool
 
 	slotAlert     time.Duration // slotage.go
@@ -190,6 +192,11 @@ func (t *Transport) addWorkloads(cfg *config) []*workloadState {
 		if err := w.validate(w.name); err != nil {
 			cfg.errs = append(cfg.errs, err)
 		}
+		if unit, err := cfg.budgetUnit(w.name, w.Budget); err != nil {
+			cfg.errs = append(cfg.errs, err)
+		} else {
+			w.Budget.Unit = unit
+		}
 		reserves += w.Reserve
 		ws := &workloadState{Workload: w.Workload, name: w.name, index: len(list)}
 		ws.waiting.max, ws.waiting.policy = w.MaxWaiting, w.WhenFull
@@ -199,6 +206,12 @@ func (t *Transport) addWorkloads(cfg *config) []*workloadState {
 		list = append(list, ws)
 		t.current = append(t.current, w.Workload)
 		t.workloads[w.name] = ws
+		if w.TakesUndeclared {
+			if t.undeclared != nil {
+				cfg.errs = append(cfg.errs, fmt.Errorf("workloads %q and %q both set TakesUndeclared; set it on one", t.undeclared.name, w.name))
+			}
+			t.undeclared = ws
+		}
 	}
 	if reserves > 1+1e-9 {
 		cfg.errs = append(cfg.errs, fmt.Errorf("the workloads' reserves add up to %v; they must add up to at most 1", reserves))

@@ -3,15 +3,18 @@ package pacer
 import (
 	"context"
 	"fmt"
+	"github.com/pacer-go/pacer/usage/prices"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
-// DefaultWorkload is the workload of a request whose context names none, or
-// names one the Transport does not know. Configure it like any other, with
-// WithWorkload(DefaultWorkload, …).
+// DefaultWorkload is the workload of a request whose context names none.
+// Configure it like any other, with WithWorkload(DefaultWorkload, …).
+// A context naming a workload the Transport does not declare is an error,
+// unless a workload TakesUndeclared.
 const DefaultWorkload = "default"
 
 // A Workload is a class of traffic that shares the Transport's scopes with
@@ -19,9 +22,15 @@ const DefaultWorkload = "default"
 //
 // While several workloads wait on a scope, the one with the larger Reserve
 // is served first; within a workload, calls are served in arrival order.
-// The scheduler is work-conserving: a workload may use the whole rate and
-// every slot while the others are idle. What a workload reserves is kept for
-// it in two ways:
+// The scheduler is work-conserving: a workload without a Max may use the
+// whole rate and every slot of each scope while the others are idle; one
+// with a Max, at most that share of each scope it is charged to. A call
+// charged to several scopes is held to the tightest: with the Stripe preset,
+// whose per-endpoint scope paces every endpoint at 25/s of a 100/s account
+// (in live mode), a Max of 0.7 lets a backfill that calls one endpoint
+// 25 × 0.9 × 0.7 ≈ 15.8/s (after the 0.9 headroom), not the 63/s that 0.7
+// of the account's rate suggests; spread over four endpoints or more, it
+// reaches the 63/s. What a workload reserves is kept for it in two ways:
 //
 //   - The reserved part of a scope's burst is never spent by others, so it
 //     is there the instant its workload comes back.
@@ -46,7 +55,9 @@ type Workload struct {
 	Reserve float64
 	// Max is the largest share (0 to 1) of every scope's rate, burst and
 	// concurrency this workload may use; of n slots, Max × n rounded down,
-	// and at least one. Zero means no cap beyond what others reserve.
+	// and at least one. It applies to each scope on its own, so on a
+	// per-endpoint scope it is a share of one endpoint's rate (see above).
+	// Zero means no cap beyond what others reserve.
 	Max float64
 	// Budget is a hard spend cap, charged per attempt sent (see Budget).
 	// Past it, an attempt is not sent: a call fails at once with an error
@@ -64,6 +75,15 @@ type Workload struct {
 	// WhenFull is what a full queue does: RefuseNewest (the default) or
 	// ShedLowest.
 	WhenFull WhenFull
+	// TakesUndeclared makes this workload take the calls whose context
+	// names a workload the Transport does not declare, as if they were its
+	// own; Stats.Undeclared counts them by name, and the log says each name
+	// once. Without it, such a call fails at once, nothing sent, with an
+	// error naming the workload and the declared ones: a typo in a name
+	// must not escape its workload's budget. Set it on one workload at
+	// most, for a context that flows through Transports declaring different
+	// workloads; DefaultWorkload is the usual choice.
+	TakesUndeclared bool
 }
 
 func (w Workload) validate(name string) error {
@@ -122,11 +142,12 @@ func valuesFrom(ctx context.Context) *callValues {
 }
 
 // ContextWithWorkload returns a context whose requests belong to the named
-// workload. A name the Transport does not know means DefaultWorkload, so that
-// one context can flow through Transports configured for different APIs;
-// since it is more often a typo, the Transport says so once per name in its
-// log, with the names it knows. Declare the workload, even as Workload{}, on
-// a Transport where the name is expected.
+// workload. A name the Transport does not declare is an error from
+// RoundTrip (and Acquire), nothing sent, since it is most often a typo that
+// would escape the workload's budget. For one context that flows through
+// Transports configured for different APIs, declare the workload, even as
+// Workload{}, on each, or set TakesUndeclared on the workload that should
+// take the names a Transport does not know.
 func ContextWithWorkload(ctx context.Context, name string) context.Context {
 	v := derive(ctx)
 	v.workload = name
@@ -143,13 +164,28 @@ func workloadFromContext(ctx context.Context) string {
 
 // ContextWithCost returns a context whose requests cost n units of unit
 // ("tokens", say) on every scope counted in that unit, and on a budget
-// counted in it. A cost stated here wins over a route's estimate.
+// counted in it, the unit matched whatever its case. A cost stated here
+// wins over a route's estimate. A unit that no scope or Meter counts
+// spends only a budget that declares it Stated.
 func ContextWithCost(ctx context.Context, unit string, n int64) context.Context {
+	return withCost(ctx, unit, n)
+}
+
+// ContextWithSpend states what a call costs in money, for a workload whose
+// budget counts money (Budget.Spend) on a call no Meter prices: a Permit's,
+// or a request the Meter does not estimate. A metered request is priced by
+// its Meter, and this is not read.
+func ContextWithSpend(ctx context.Context, m prices.Money) context.Context {
+	return withCost(ctx, spendKey, m.Micros())
+}
+
+// withCost states a call's cost in unit, replacing one stated before.
+func withCost(ctx context.Context, unit string, n int64) context.Context {
 	v := derive(ctx)
 	costs := v.costs
 	v.costs = nil // the parent's slice is shared: build a new one
 	for _, c := range costs {
-		if c.unit != unit {
+		if !strings.EqualFold(c.unit, unit) {
 			v.costs = append(v.costs, c)
 		}
 	}
@@ -163,7 +199,7 @@ func (v *callValues) cost(unit string) (int64, bool) {
 		return 0, false
 	}
 	for _, c := range v.costs {
-		if c.unit == unit {
+		if strings.EqualFold(c.unit, unit) {
 			return c.n, true
 		}
 	}
@@ -184,26 +220,75 @@ type workloadState struct {
 // undeclared, however many a caller makes up.
 const maxUnknownWorkloads = 64
 
-// unknownWorkload says, once per name, that a request's context named a
-// workload no WithWorkload declared. It is off the hot path: only a call
-// whose workload is missing reaches it.
-func (t *Transport) unknownWorkload(name string) {
-	if _, said := t.unknownWorkloads.Load(name); said || t.unknownCount.Load() >= maxUnknownWorkloads {
-		return
+// undeclaredOthers is the key of Stats.Undeclared that counts the calls of
+// undeclared names beyond the first 64.
+const undeclaredOthers = "(others)"
+
+// unknownWorkload returns the workload that takes a call whose context named
+// a workload no WithWorkload declared, or nil if none does. It counts the
+// call by name, and says each name once in the log. It is off the hot path:
+// only a call whose workload is missing reaches it.
+func (t *Transport) unknownWorkload(name string) *workloadState {
+	if t.undeclared == nil {
+		return nil
 	}
-	if _, said := t.unknownWorkloads.LoadOrStore(name, struct{}{}); said {
-		return
+	if n, ok := t.unknownWorkloads.Load(name); ok {
+		n.(*atomic.Int64).Add(1)
+		return t.undeclared
 	}
-	n := t.unknownCount.Add(1)
+	if t.unknownCount.Load() >= maxUnknownWorkloads {
+		t.unknownOthers.Add(1)
+		return t.undeclared
+	}
+	n, said := t.unknownWorkloads.LoadOrStore(name, new(atomic.Int64))
+	n.(*atomic.Int64).Add(1)
+	if said {
+		return t.undeclared
+	}
+	count := t.unknownCount.Add(1)
+	msg := fmt.Sprintf("pacer: workload %q is not declared on this Transport, so its calls count as %q, which TakesUndeclared; declared: %s. "+
+		"Declare it with WithWorkload, even as Workload{}, if the name is right (said once per name)", name, t.undeclared.name, t.declaredWorkloads())
+	if count == maxUnknownWorkloads {
+		msg += fmt.Sprintf("; after %d names, further ones are not said, and Stats counts them as %q", maxUnknownWorkloads, undeclaredOthers)
+	}
+	t.log.Warn(msg)
+	return t.undeclared
+}
+
+// undeclaredError is the error of a call whose context named a workload the
+// Transport does not declare, when no workload TakesUndeclared.
+func (t *Transport) undeclaredError(name string) error {
+	return fmt.Errorf("pacer: the context names workload %q, which this Transport does not declare; nothing was sent. Declared: %s. "+
+		"Declare it with WithWorkload, even as Workload{}, if the name is right, or set TakesUndeclared on the workload that should take undeclared names",
+		name, t.declaredWorkloads())
+}
+
+// declaredWorkloads lists the declared workloads' names, quoted, in order.
+func (t *Transport) declaredWorkloads() string {
 	declared := make([]string, 0, len(t.workloads))
 	for w := range t.workloads {
 		declared = append(declared, strconv.Quote(w))
 	}
 	slices.Sort(declared)
-	msg := fmt.Sprintf("pacer: workload %q is not declared on this Transport, so its calls count as %q; declared: %s. "+
-		"Declare it with WithWorkload, even as Workload{}, if the name is right (said once per name)", name, DefaultWorkload, strings.Join(declared, ", "))
-	if n == maxUnknownWorkloads {
-		msg += fmt.Sprintf("; after %d names, further ones are not said", maxUnknownWorkloads)
+	return strings.Join(declared, ", ")
+}
+
+// undeclaredCounts returns the calls of undeclared workloads, by name, or
+// nil when there were none.
+func (t *Transport) undeclaredCounts() map[string]int64 {
+	var out map[string]int64
+	t.unknownWorkloads.Range(func(k, v any) bool {
+		if out == nil {
+			out = map[string]int64{}
+		}
+		out[k.(string)] = v.(*atomic.Int64).Load()
+		return true
+	})
+	if n := t.unknownOthers.Load(); n > 0 {
+		if out == nil {
+			out = map[string]int64{}
+		}
+		out[undeclaredOthers] = n
 	}
-	t.log.Warn(msg)
+	return out
 }

@@ -184,8 +184,8 @@ func TestBudgetExhaustion(t *testing.T) {
 func TestBudgetInCostUnits(t *testing.T) {
 	clk := newFakeClock()
 	api := &stubAPI{clock: clk}
-	tr := New(api, withClock(clk), WithWorkload("agent", Workload{Budget: Budget{Limit: 1000, Per: 24 * time.Hour, Unit: "tokens"}}))
-	ctx := ContextWithCost(ContextWithWorkload(context.Background(), "agent"), "tokens", 400)
+	tr := New(api, withClock(clk), WithWorkload("agent", Workload{Budget: Budget{Limit: 1000, Per: 24 * time.Hour, Unit: "tokens", Stated: true}}))
+	ctx := ContextWithCost(ContextWithWorkload(context.Background(), "agent"), "Tokens", 400) // matched whatever its case
 	mustNotErr(t, get(tr, ctx, "http://api.test/"))
 	mustNotErr(t, get(tr, ctx, "http://api.test/"))
 	if err := get(tr, ctx, "http://api.test/"); !errors.Is(err, ErrBudgetExhausted) {

@@ -23,7 +23,8 @@ func Example() {
 	go srv.Serve(lis)
 	defer srv.Stop()
 
-	tr := pacer.New(nil, pacer.WithLimit(pacer.PerSecond(50)), pacer.WithConcurrency(8))
+	tr := pacer.New(nil, pacer.WithLimit(pacer.PerSecond(50)), pacer.WithConcurrency(8),
+		pacer.WithWorkload("interactive", pacer.Workload{Reserve: 0.3}))
 	conn, err := grpc.NewClient(lis.Addr().String(),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithUnaryInterceptor(pacergrpc.UnaryClientInterceptor(tr)),

@@ -26,7 +26,7 @@ func meteredTransports(opts ...pacer.Option) map[string]*pacer.Transport {
 			}
 			return pacer.CallEstimate{Model: "m", Usage: usage.Usage{Input: 10, Output: 100}}, true
 		},
-		Prices: prices.Table{"m": {Input: 1, Output: 2, Source: "https://example.com/pricing", Read: "2026-12-01"}},
+		Prices: prices.Table{"m": {Input: prices.Micros(1), Output: prices.Micros(2), Source: "https://example.com/pricing", Read: "2026-12-01"}},
 	}
 	with := func(o pacer.Option) *pacer.Transport { return pacer.New(nil, append([]pacer.Option{o}, opts...)...) }
 	return map[string]*pacer.Transport{
@@ -66,21 +66,21 @@ func TestCallsOnMeteredTransport(t *testing.T) {
 // refused before it is sent, saying how to state one; a call that states
 // it is charged it.
 func TestCallsOnMeteredTransportWithMoneyBudget(t *testing.T) {
-	budget := pacer.WithWorkload("llm", pacer.Workload{Budget: pacer.Budget{Limit: 1, Per: time.Hour, Unit: pacer.UnitUSD}})
+	budget := pacer.WithWorkload("llm", pacer.Workload{Budget: pacer.Budget{Spend: pacer.Dollars(1), Per: time.Hour}})
 	for name, tr := range meteredTransports(budget) {
 		t.Run(name, func(t *testing.T) {
 			hs, client := serve(t, tr)
 			ctx := pacer.ContextWithWorkload(context.Background(), "llm")
-			if _, err := client.Check(ctx, &healthpb.HealthCheckRequest{}); err == nil || !strings.Contains(err.Error(), "ContextWithCost") {
+			if _, err := client.Check(ctx, &healthpb.HealthCheckRequest{}); err == nil || !strings.Contains(err.Error(), "ContextWithSpend") {
 				t.Fatalf("unary without a cost: err = %v, want one saying to state it", err)
 			}
-			if _, err := client.Watch(ctx, &healthpb.HealthCheckRequest{}); err == nil || !strings.Contains(err.Error(), "ContextWithCost") {
+			if _, err := client.Watch(ctx, &healthpb.HealthCheckRequest{}); err == nil || !strings.Contains(err.Error(), "ContextWithSpend") {
 				t.Fatalf("stream without a cost: err = %v, want one saying to state it", err)
 			}
 			if n := hs.calls.Load(); n != 0 {
 				t.Fatalf("%d calls reached the server, want none", n)
 			}
-			if _, err := client.Check(pacer.ContextWithCost(ctx, pacer.UnitUSD, 20_000), &healthpb.HealthCheckRequest{}); err != nil {
+			if _, err := client.Check(pacer.ContextWithSpend(ctx, prices.Micros(20_000)), &healthpb.HealthCheckRequest{}); err != nil {
 				t.Fatalf("unary with a cost: %v", err)
 			}
 			if w := tr.Stats().Workloads; len(w) == 0 || w[len(w)-1].Name != "llm" || w[len(w)-1].Spent != 0.02 {

@@ -8,8 +8,8 @@
 // be admitted in time fails with pacer's *ThrottledError or *BudgetError,
 // before anything is sent. A call's permit runs no Meter, on a Transport
 // with a preset too: on a workload whose budget counts tokens or money, a
-// call states its cost with pacer.ContextWithCost (or a charge, see
-// WithCharges), or it is refused at once (see pacer.Permit). When it ends:
+// call states its cost with pacer.ContextWithCost (ContextWithSpend for
+// money, or a charge, see WithCharges), or it is refused at once (see pacer.Permit). When it ends:
 //
 //   - OK, and any status that says nothing of limits, teaches success or
 //     nothing (see outcome);

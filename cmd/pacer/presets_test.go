@@ -79,3 +79,15 @@ func TestPresetsUsage(t *testing.T) {
 		}
 	}
 }
+
+// "pacer presets stripe" says what a workload's Max gives on one endpoint,
+// where the global figure alone suggests four times as much.
+func TestPresetsStripeSaysMaxIsPerEndpoint(t *testing.T) {
+	code, stdout, stderr := runCLI("presets", "stripe")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "one endpoint 15.8/s") || !strings.Contains(stdout, "not the 63/s") {
+		t.Errorf("pacer presets stripe does not say that Max 0.7 gives 15.8/s on one endpoint, not 63/s:\n%s", stdout)
+	}
+}

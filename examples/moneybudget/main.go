@@ -4,9 +4,10 @@
 //
 // The LLM is a fake, started in this process on 127.0.0.1: it answers chat
 // completions the way OpenAI does, streamed, with the usage in the last
-// event, and keeps its own ledger of what it billed. Its prices are its own,
-// given to pacer with WithPrices as you would give your models' prices from
-// the provider's pricing page.
+// event, and keeps its own ledger of what it billed. The OpenAI preset
+// brings OpenAI's prices (prices.OpenAI()); the fake's model is not among
+// them, so its prices are given with WithPrices, as you would give a model
+// the preset lacks, from the provider's pricing page.
 //
 //	go run ./examples/moneybudget
 package main
@@ -39,12 +40,12 @@ const (
 )
 
 // The fake's prices: $2 per million input tokens, $8 per million output.
-var fakePrices = prices.Table{model: {Input: prices.USD(2), Output: prices.USD(8),
+var fakePrices = prices.Table{model: {Input: prices.Dollars(2), Output: prices.Dollars(8),
 	Source: "the fake in examples/moneybudget", Read: "2026-12-01"}}
 
 // setup is what one run does.
 type setup struct {
-	budgetUSD  int64
+	budget     prices.Money
 	backfill   int // goroutines looping on the backfill
 	clicks     int // interactive calls, one after another
 	clickEvery time.Duration
@@ -53,17 +54,17 @@ type setup struct {
 // result is what happened.
 type result struct {
 	backfillCalls   int64
-	billedBackfill  int64 // micro-USD, by the fake's own ledger
-	statsSpent      float64
+	billedBackfill  prices.Money // by the fake's own ledger
+	statsSpent      prices.Money
 	interactiveOK   int
 	interactiveFail int
 	stoppedBy       error
 }
 
 func main() {
-	r := run(setup{budgetUSD: 1, backfill: 8, clicks: 20, clickEvery: 50 * time.Millisecond})
-	fmt.Printf("backfill: %d calls, billed $%.6f by the provider; pacer counted $%.6f\n",
-		r.backfillCalls, float64(r.billedBackfill)/prices.MicrosPerUnit, r.statsSpent)
+	r := run(setup{budget: pacer.Dollars(0.50), backfill: 8, clicks: 20, clickEvery: 50 * time.Millisecond})
+	fmt.Printf("backfill: %d calls, billed %v by the provider; pacer counted %v\n",
+		r.backfillCalls, r.billedBackfill, r.statsSpent)
 	fmt.Printf("stopped by: %v\n", r.stoppedBy)
 	fmt.Printf("interactive: %d calls succeeded, %d failed\n", r.interactiveOK, r.interactiveFail)
 }
@@ -76,14 +77,13 @@ func run(s setup) result {
 	// The OpenAI preset reserves each call's worst case (its max_tokens) on
 	// the budget until pacer has learned what the model's answers come to,
 	// then their 99th percentile, and settles each call on the usage OpenAI
-	// reports; your organization's limits go in PresetLimits, your models'
-	// prices in WithPrices.
+	// reports; your organization's limits go in PresetLimits. The preset
+	// prices OpenAI's models; WithPrices adds the fake's.
 	tr := pacer.New(nil,
 		openai.PresetLimits(openai.Limits{Default: openai.ModelLimits{RPM: 10_000, TPM: 10_000_000}}),
 		pacer.WithPrices(fakePrices),
 		pacer.WithWorkload("interactive", pacer.Workload{Reserve: 0.3}),
-		pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{
-			Limit: s.budgetUSD, Unit: pacer.UnitUSD, Period: period.Daily(0, 0, time.UTC)}}),
+		pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Spend: s.budget, Period: period.Daily(0, 0, time.UTC)}}),
 	)
 	if err := tr.Err(); err != nil {
 		log.Fatal(err)
@@ -122,7 +122,7 @@ func run(s setup) result {
 	llm.mu.Unlock()
 	for _, w := range tr.Stats().Workloads {
 		if w.Name == "backfill" {
-			res.statsSpent = w.Spent
+			res.statsSpent = w.SpentMoney
 		}
 	}
 	return res
@@ -157,10 +157,12 @@ func chat(ctx context.Context, c *http.Client, url, workload string) error {
 type fakeLLM struct {
 	mu     sync.Mutex
 	calls  map[string]int64
-	billed map[string]int64
+	billed map[string]prices.Money
 }
 
-func newFakeLLM() *fakeLLM { return &fakeLLM{calls: map[string]int64{}, billed: map[string]int64{}} }
+func newFakeLLM() *fakeLLM {
+	return &fakeLLM{calls: map[string]int64{}, billed: map[string]prices.Money{}}
+}
 
 func (f *fakeLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var req struct {
@@ -186,7 +188,7 @@ func (f *fakeLLM) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u := usage.Usage{Input: in, Output: out}
 	f.mu.Lock()
 	f.calls[r.Header.Get("X-Workload")]++
-	f.billed[r.Header.Get("X-Workload")] += fakePrices[model].Cost(u)
+	f.billed[r.Header.Get("X-Workload")] = f.billed[r.Header.Get("X-Workload")].Add(fakePrices[model].Cost(u))
 	f.mu.Unlock()
 	w.Header().Set("Content-Type", "text/event-stream")
 	for _, word := range []string{"The", " record", " says"} {

@@ -17,15 +17,16 @@ import (
 // provider's bill to the micro-dollar, and every interactive call succeeds.
 func TestBackfillStopsAtItsBudget(t *testing.T) {
 	const backfill = 4
-	r := run(setup{budgetUSD: 1, backfill: backfill, clicks: 5, clickEvery: time.Millisecond})
-	largest := fakePrices[model].Cost(usage.Usage{Input: 10 + 1100/4, Output: maxTokens})
-	excess := fakePrices[model].Cost(usage.Usage{Output: maxTokens})
-	limit := int64(prices.MicrosPerUnit)
-	if bound := limit + largest + (backfill-1)*excess; r.billedBackfill > bound || r.billedBackfill < limit-10*largest {
-		t.Errorf("the backfill was billed %d micro-USD, want about its budget, %d, and never more than %d", r.billedBackfill, limit, bound)
+	limit := pacer.Dollars(1)
+	r := run(setup{budget: limit, backfill: backfill, clicks: 5, clickEvery: time.Millisecond})
+	largest := fakePrices[model].Cost(usage.Usage{Input: 10 + 1100/4, Output: maxTokens}).Micros()
+	excess := fakePrices[model].Cost(usage.Usage{Output: maxTokens}).Micros()
+	billed := r.billedBackfill.Micros()
+	if bound := limit.Micros() + largest + (backfill-1)*excess; billed > bound || billed < limit.Micros()-10*largest {
+		t.Errorf("the backfill was billed %v, want about its budget, %v, and never more than %v", r.billedBackfill, limit, prices.Micros(bound))
 	}
-	if got := int64(r.statsSpent*prices.MicrosPerUnit + 0.5); got != r.billedBackfill {
-		t.Errorf("pacer counted %d micro-USD, the provider billed %d", got, r.billedBackfill)
+	if r.statsSpent != r.billedBackfill {
+		t.Errorf("pacer counted %v, the provider billed %v", r.statsSpent, r.billedBackfill)
 	}
 	var be *pacer.BudgetError
 	if !errors.As(r.stoppedBy, &be) || be.ResetIn <= 0 {

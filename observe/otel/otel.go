@@ -237,15 +237,12 @@ func (m *Metrics) report(_ context.Context, o metric.Observer) error {
 		o.ObserveFloat64(m.retryCredit, s.RetryCredit, scope)
 	}
 	for _, w := range st.Workloads {
-		if w.Budget.Limit == 0 {
-			continue
+		if w.Unit == "" {
+			continue // no budget
 		}
-		unit := w.Budget.Unit
-		if unit == "" {
-			unit = pacer.UnitRequests
-		}
+		unit := w.Unit
 		attrs := metric.WithAttributes(AttrWorkload.String(w.Name), AttrUnit.String(unit))
-		o.ObserveFloat64(m.budgetLimit, float64(w.Budget.Limit), attrs)
+		o.ObserveFloat64(m.budgetLimit, w.Limit, attrs)
 		o.ObserveFloat64(m.budgetSpent, w.Spent, attrs)
 		o.ObserveFloat64(m.budgetReserved, w.Reserved, attrs)
 		if !w.PeriodEnd.IsZero() {

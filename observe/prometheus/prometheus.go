@@ -223,14 +223,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.retryCredit, s.RetryCredit, s.Name)
 	}
 	for _, w := range st.Workloads {
-		if w.Budget.Limit == 0 {
-			continue
+		if w.Unit == "" {
+			continue // no budget
 		}
-		unit := w.Budget.Unit
-		if unit == "" {
-			unit = pacer.UnitRequests
-		}
-		gauge(c.budgetLimit, float64(w.Budget.Limit), w.Name, unit)
+		unit := w.Unit
+		gauge(c.budgetLimit, w.Limit, w.Name, unit)
 		gauge(c.budgetSpent, w.Spent, w.Name, unit)
 		gauge(c.budgetReserved, w.Reserved, w.Name, unit)
 		if !w.PeriodEnd.IsZero() {

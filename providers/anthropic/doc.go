@@ -5,6 +5,20 @@
 //	t := pacer.New(nil, anthropic.Preset(anthropic.Start))
 //	client := anthropic.NewClient(option.WithHTTPClient(t.Client()), option.WithMaxRetries(0))
 //
+// # Prices
+//
+// Preset and PresetLimits bring Anthropic's list prices,
+// prices.Anthropic(), in the Meter they set: a budget in money needs
+// nothing more,
+//
+//	pacer.New(nil, anthropic.Preset(anthropic.Start),
+//		pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{
+//			Spend: pacer.Dollars(0.50), Period: period.Daily(0, 0, time.UTC)}}))
+//
+// and pacer.WithPrices is only for a model that list lacks (a call to a
+// model without a price is refused, never counted free) or a price of your
+// own; a price given there wins over the preset's, model by model.
+//
 // Last verified: 2026-12-01, against
 // https://platform.claude.com/docs/en/api/rate-limits and
 // https://support.claude.com/en/articles/8243635. Figures lists every

@@ -82,6 +82,9 @@ func WithConcurrency(n int) Option { return func(s *Limits) { s.Concurrency = n 
 // published limits of the tier, changed by opts. Options given to pacer.New
 // after it override what it sets.
 //
+// Its Meter prices calls at prices.Anthropic() (see Prices in the package doc):
+// a budget in money (pacer.Budget.Spend) needs no pacer.WithPrices.
+//
 // The tier's figures are Anthropic's for the tier, and an organization's own
 // limits may differ (a Build or Custom tier, an increase granted). So they
 // are provisional (pacer.Scope.Provisional): the limits Anthropic publishes

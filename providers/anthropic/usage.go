@@ -12,7 +12,7 @@ import (
 // meter is the preset's pacer.Meter: calls are reserved at the route's
 // estimate and settled on the usage the Messages API reports, on the input
 // and output tokens scopes and on budgets in those units or in
-// pacer.UnitUSD, at prices.Anthropic() (override with pacer.WithPrices).
+// money (pacer.Budget.Spend), at prices.Anthropic() (override with pacer.WithPrices).
 //
 // The input tokens scope settles on all the input, cache reads included:
 // whether Anthropic counts cache reads against its input limit was not read

@@ -35,7 +35,7 @@ func (s *streamed) RoundTrip(req *http.Request) (*http.Response, error) {
 func TestPresetSettlesMoneyOnTheStreamsUsage(t *testing.T) {
 	api := &streamed{}
 	tr := pacer.New(api, anthropic.PresetLimits(anthropic.Limits{Default: anthropic.ModelLimits{RPM: 1000, ITPM: 1_000_000, OTPM: 1_000_000}}),
-		pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Limit: 10, Per: 24 * time.Hour, Unit: pacer.UnitUSD}}))
+		pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Spend: pacer.Dollars(10), Per: 24 * time.Hour}}))
 	if err := tr.Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -54,8 +54,8 @@ func TestPresetSettlesMoneyOnTheStreamsUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := prices.Anthropic()["claude-sonnet-5"].Cost(usage.Usage{Input: 1000, CacheRead: 200, Output: 500})
-	if w := tr.Stats().Workloads[0]; w.Spent*prices.MicrosPerUnit != float64(want) || w.Reserved != 0 {
-		t.Errorf("stats %+v, want $%v spent and nothing reserved", w, float64(want)/prices.MicrosPerUnit)
+	if w := tr.Stats().Workloads[0]; w.SpentMoney != want || !w.ReservedMoney.IsZero() {
+		t.Errorf("stats %+v, want %v spent and nothing reserved", w, want)
 	}
 	if err := send("claude-unknown-1"); !errors.Is(err, pacer.ErrNoPrice) {
 		t.Errorf("a model without a price: %v, want ErrNoPrice", err)
@@ -69,7 +69,7 @@ func TestPresetSettlesMoneyOnTheStreamsUsage(t *testing.T) {
 // rate limit's typical answer, until the model's output is learned.
 func TestBudgetReservesMaxTokens(t *testing.T) {
 	tr := pacer.New(&streamed{}, anthropic.PresetLimits(anthropic.Limits{Default: anthropic.ModelLimits{RPM: 1000, ITPM: 1_000_000, OTPM: 1_000_000}}),
-		pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Limit: 10, Per: 24 * time.Hour, Unit: pacer.UnitUSD}}))
+		pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Spend: pacer.Dollars(10), Per: 24 * time.Hour}}))
 	body := `{"model":"claude-sonnet-5","max_tokens":4000,"stream":true,"messages":[{"role":"user","content":"hello"}]}`
 	req, _ := http.NewRequestWithContext(pacer.ContextWithWorkload(context.Background(), "backfill"), http.MethodPost,
 		"https://api.anthropic.com/v1/messages", strings.NewReader(body))
@@ -83,7 +83,7 @@ func TestBudgetReservesMaxTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := prices.Anthropic()["claude-sonnet-5"].Cost(usage.Usage{Input: e.Input, Output: 4000})
-	if w := tr.Stats().Workloads[0]; w.Reserved*prices.MicrosPerUnit != float64(want) {
-		t.Errorf("in flight, $%v reserved, want $%v: the input and max_tokens of output", w.Reserved, float64(want)/prices.MicrosPerUnit)
+	if w := tr.Stats().Workloads[0]; w.ReservedMoney != want {
+		t.Errorf("in flight, %v reserved, want %v: the input and max_tokens of output", w.ReservedMoney, want)
 	}
 }

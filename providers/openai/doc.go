@@ -5,6 +5,19 @@
 //	t := pacer.New(nil, openai.Preset(openai.Tier1))
 //	client := openai.NewClient(option.WithHTTPClient(t.Client()), option.WithMaxRetries(0))
 //
+// # Prices
+//
+// Preset and PresetLimits bring OpenAI's list prices, prices.OpenAI(), in
+// the Meter they set: a budget in money needs nothing more,
+//
+//	pacer.New(nil, openai.Preset(openai.Tier1),
+//		pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{
+//			Spend: pacer.Dollars(0.50), Period: period.Daily(0, 0, time.UTC)}}))
+//
+// and pacer.WithPrices is only for a model that list lacks (a call to a
+// model without a price is refused, never counted free) or a price of your
+// own; a price given there wins over the preset's, model by model.
+//
 // # Limits
 //
 // OpenAI limits every model separately, in requests per minute (RPM) and

@@ -1,9 +1,15 @@
 package openai_test
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/period"
 	"github.com/pacer-go/pacer/providers/openai"
 )
 
@@ -34,4 +40,38 @@ func ExamplePreset() {
 		}
 	}
 	// Output: openai/gpt-5.4-mini/tokens: 60000 tokens a second, 4000000 at once
+}
+
+// A budget of fifty cents a day, with the preset's own prices: Preset (and
+// PresetLimits) bring prices.OpenAI(), so a model on OpenAI's price list
+// needs no pacer.WithPrices. Give WithPrices only for a model the list
+// lacks, or a price of your own.
+func ExamplePreset_moneyBudget() {
+	t := pacer.New(billing{}, openai.Preset(openai.Tier1),
+		pacer.WithWorkload("backfill", pacer.Workload{
+			Budget: pacer.Budget{Spend: pacer.Dollars(0.50), Period: period.Daily(0, 0, time.UTC)},
+		}),
+	)
+	if err := t.Err(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	// One gpt-4o-mini call, billed 100 uncached input tokens, 20 cached and
+	// 30 output (billing stands in for OpenAI): 100 × $0.15 + 20 × $0.075 +
+	// 30 × $0.60 per million, 34.5 micro-dollars, counted as 35.
+	req, _ := http.NewRequestWithContext(pacer.ContextWithWorkload(context.Background(), "backfill"), http.MethodPost,
+		"https://api.openai.com/v1/chat/completions", strings.NewReader(`{"model":"gpt-4o-mini","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`))
+	resp, err := t.RoundTrip(req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	for _, w := range t.Stats().Workloads {
+		if w.Name == "backfill" {
+			fmt.Printf("spent %v of %v\n", w.SpentMoney, w.Budget.Spend)
+		}
+	}
+	// Output: spent $0.000035 of $0.50
 }

@@ -170,6 +170,9 @@ func (s *settings) check(l *Limits) {
 // published limits of the tier, changed by opts. Options given to pacer.New
 // after it override what it sets.
 //
+// Its Meter prices calls at prices.OpenAI() (see Prices in the package doc):
+// a budget in money (pacer.Budget.Spend) needs no pacer.WithPrices.
+//
 // The tier's figures are OpenAI's defaults for the tier, and a model the
 // table does not list starts at a guess (the smallest figures the table
 // holds); an organization's own limits may differ from both. So they are

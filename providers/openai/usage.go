@@ -9,7 +9,7 @@ import (
 )
 
 // meter is the preset's pacer.Meter: calls are reserved at the route's
-// estimate; budgets in tokens or pacer.UnitUSD settle on the usage OpenAI
+// estimate; budgets in tokens or money (pacer.Budget.Spend) settle on the usage OpenAI
 // reports (what it bills: input and output, the usage's Total), the tokens
 // scopes do not.
 //

@@ -34,12 +34,12 @@ func TestPresetSettlesTokensAndMoneyOnUsage(t *testing.T) {
 	// In a bubble: the level is read the moment the call ends, with no
 	// refill on a loaded machine between the two.
 	synctest.Test(t, func(t *testing.T) {
-		price := prices.Price{Input: prices.USD(1), CacheRead: prices.USD(0.1), Output: prices.USD(4),
+		price := prices.Price{Input: prices.Dollars(1), CacheRead: prices.Dollars(0.1), Output: prices.Dollars(4),
 			Source: "https://example.test/my-negotiated-prices", Read: "2026-12-01"}
 		tr := pacer.New(billing{},
 			openai.PresetLimits(openai.Limits{Models: map[string]openai.ModelLimits{"gpt-test": {RPM: 1000, TPM: 100_000}}}),
 			pacer.WithPrices(prices.Table{"gpt-test": price}),
-			pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Limit: 1, Per: time.Hour, Unit: pacer.UnitUSD}}),
+			pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Spend: pacer.Dollars(1), Per: time.Hour}}),
 			pacer.WithWorkload("tokens", pacer.Workload{Budget: pacer.Budget{Limit: 10_000, Per: time.Hour, Unit: openai.UnitTokens}}))
 		if err := tr.Err(); err != nil {
 			t.Fatal(err)
@@ -73,7 +73,7 @@ func TestPresetSettlesTokensAndMoneyOnUsage(t *testing.T) {
 		for _, w := range st.Workloads {
 			switch w.Name {
 			case "backfill":
-				if w.Spent*prices.MicrosPerUnit != 222 || w.Reserved != 0 {
+				if w.SpentMoney != prices.Micros(222) || !w.ReservedMoney.IsZero() || w.Spent != 0.000222 || w.Unit != "usd" {
 					t.Errorf("stats %+v, want $0.000222 spent and nothing reserved", w)
 				}
 			case "tokens":

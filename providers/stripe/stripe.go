@@ -15,10 +15,22 @@
 //
 // A key has one limit for all its callers: share one Transport (or a shared
 // Store) among everything that uses the same Stripe account and mode.
+//
+// # Workloads on one endpoint
+//
+// Every endpoint has a bucket of its own (25 requests a second), and a
+// pacer.Workload's Max is a share of each scope on its own, not of the
+// account. A backfill with Max 0.7 that calls one endpoint gets
+// 25 × 0.9 (pacer's headroom) × 0.7 ≈ 15.8 requests a second, not the
+// 100 × 0.9 × 0.7 = 63 that the live global limit suggests; it reaches 63
+// only spread over four endpoints or more. To let a one-endpoint backfill
+// go faster, raise its Max, or leave Max unset and give the interactive
+// workload a Reserve instead.
 package stripe
 
 import (
 	"fmt"
+
 	"net/http"
 	"strings"
 
@@ -81,7 +93,9 @@ func Figures() []figures.Figure {
 		{Preset: "stripe", Name: "requests per endpoint", Scope: ScopeEndpoint, Value: endpointPerSecond, Unit: "requests/s",
 			Source: ratePage, Read: readOn,
 			Quote: "API endpoints have a default limit of 25 requests per second.",
-			Note:  "\"Stripe treats each named API operation as a separate endpoint (for example, POST /v1/payment_intents and GET /v1/payment_intents/{id} are separate endpoints). Requests to GET /v1/payment_intents/{id} for different PaymentIntent IDs count towards the same endpoint limit.\" (read in the de-DE and ja-JP copies of the page)"},
+			Note: "\"Stripe treats each named API operation as a separate endpoint (for example, POST /v1/payment_intents and GET /v1/payment_intents/{id} are separate endpoints). Requests to GET /v1/payment_intents/{id} for different PaymentIntent IDs count towards the same endpoint limit.\" (read in the de-DE and ja-JP copies of the page). " +
+				fmt.Sprintf("A workload's Max is a share of each scope on its own: Max 0.7 gives a backfill that calls one endpoint %.1f/s (%d × %v headroom × 0.7), not the %.0f/s that 0.7 of the live global limit suggests",
+					endpointPerSecond*pacer.DefaultHeadroom*0.7, endpointPerSecond, pacer.DefaultHeadroom, liveGlobalPerSecond*pacer.DefaultHeadroom*0.7)},
 		{Preset: "stripe", Name: "Files API reads", Scope: ScopeFilesRead, Value: filesReadsPerSecond, Unit: "requests/s",
 			Source: ratePage + "?locale=ja-JP", Read: readOn,
 			Quote: "Files API: 20 read operations and 20 write operations per second (stripe.com/docs/rate-limits); the current table: 1 秒あたり 20 件の読み取りリクエスト"},

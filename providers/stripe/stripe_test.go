@@ -150,3 +150,44 @@ func TestRoute(t *testing.T) {
 		}
 	}
 }
+
+// okTransport answers every request 200 and counts them.
+type okTransport struct{ n atomic.Int64 }
+
+func (o *okTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	o.n.Add(1)
+	return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("{}")), Request: req}, nil
+}
+
+// A workload's Max is a share of each scope on its own, as the package doc
+// says: with Max 0.7, a backfill that calls one endpoint gets 0.7 of that
+// endpoint's 25/s after headroom, about 15.8/s, not 0.7 of the account's
+// 100/s; spread over four endpoints, it gets the 63/s.
+func TestMaxIsAShareOfEachEndpoint(t *testing.T) {
+	for _, tc := range []struct {
+		endpoints int
+		want      float64
+	}{{1, 25 * 0.9 * 0.7}, {4, 100 * 0.9 * 0.7}} {
+		synctest.Test(t, func(t *testing.T) {
+			base := &okTransport{}
+			tr := pacer.New(base, stripe.Preset(stripe.Live), pacer.WithWorkload("backfill", pacer.Workload{Max: 0.7}))
+			if err := tr.Err(); err != nil {
+				t.Fatal(err)
+			}
+			ctx := pacer.ContextWithWorkload(context.Background(), "backfill")
+			paths := []string{"/v1/customers", "/v1/charges", "/v1/invoices", "/v1/refunds"}[:tc.endpoints]
+			const seconds = 100
+			for start, i := time.Now(), 0; time.Since(start) < seconds*time.Second; i++ {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, api+paths[i%len(paths)], nil)
+				resp, err := tr.RoundTrip(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+			}
+			if got := float64(base.n.Load()) / seconds; got < tc.want*0.95 || got > tc.want*1.1 {
+				t.Errorf("%d endpoints: the backfill sent %.1f/s, want about %.1f/s", tc.endpoints, got, tc.want)
+			}
+		})
+	}
+}

@@ -1,6 +1,6 @@
-// Package prices turns a call's usage into what it cost, in integer
-// micro-units of the currency (1 micro-USD = 0.000001 USD), so that the
-// spend of a fleet adds up exactly, whatever the order of its calls.
+// Package prices turns a call's usage into what it cost, as Money: integer
+// micro-dollars (1 micro-dollar = $0.000001), so that the spend of a fleet
+// adds up exactly, whatever the order of its calls.
 //
 // Every price in this package's tables was read from the provider's own
 // pricing page, and carries that page's address and the date it was read.
@@ -15,43 +15,39 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"slices"
 	"strings"
 
 	"github.com/pacer-go/pacer/usage"
 )
 
-// MicrosPerUnit is how many micro-units make one unit of the currency.
-const MicrosPerUnit = 1_000_000
-
-// A Price is what a model charges, in micro-units of the currency per
-// million tokens — which is also units per token: a price of $3 per million
-// tokens is 3_000_000 micro-USD per million tokens, and 3 micro-USD a token.
+// A Price is what a model charges per million tokens, in US dollars:
+// Price{Input: Dollars(3)} is $3 per million input tokens, 3 micro-dollars a
+// token.
 //
 // A zero price for a cache category means that category is billed at the
 // Input rate: no provider gives cache reads or writes away, and a budget
 // errs on the side of spending.
 type Price struct {
-	Input        int64 // per million uncached input tokens
-	CacheRead    int64 // per million input tokens read from the prompt cache
-	CacheWrite   int64 // per million input tokens written to the cache (Anthropic: 5-minute)
-	CacheWrite1h int64 // per million input tokens written to Anthropic's 1-hour cache
-	Output       int64 // per million output tokens
+	Input        Money // per million uncached input tokens
+	CacheRead    Money // per million input tokens read from the prompt cache
+	CacheWrite   Money // per million input tokens written to the cache (Anthropic: 5-minute)
+	CacheWrite1h Money // per million input tokens written to Anthropic's 1-hour cache
+	Output       Money // per million output tokens
 
 	// Source is the address of the page the price was read from, and Read
 	// the date it was read (YYYY-MM-DD).
 	Source, Read string
 }
 
-// Cost returns what u costs at p, in micro-units, rounded up to a whole
-// micro-unit: a budget never counts a call as cheaper than it was. A cost
-// too large for an int64 is math.MaxInt64.
-func (p Price) Cost(u usage.Usage) int64 {
-	orInput := func(price int64) int64 {
-		if price == 0 {
-			return p.Input
+// Cost returns what u costs at p, rounded up to a whole micro-dollar: a
+// budget never counts a call as cheaper than it was. A cost too large for
+// an int64 of micro-dollars is the largest Money.
+func (p Price) Cost(u usage.Usage) Money {
+	orInput := func(price Money) int64 {
+		if price.IsZero() {
+			return p.Input.micros
 		}
-		return price
+		return price.micros
 	}
 	var hi, lo uint64
 	add := func(tokens, price int64) {
@@ -63,32 +59,34 @@ func (p Price) Cost(u usage.Usage) int64 {
 		lo, carry = bits.Add64(lo, l, 0)
 		hi += h + carry
 	}
-	add(u.Input, p.Input)
+	add(u.Input, p.Input.micros)
 	add(u.CacheRead, orInput(p.CacheRead))
 	add(u.CacheWrite, orInput(p.CacheWrite))
 	add(u.CacheWrite1h, orInput(p.CacheWrite1h))
-	add(u.Output, p.Output)
-	// Divide the micro-units-times-a-million by a million, rounding up.
+	add(u.Output, p.Output.micros)
+	// Divide the micro-dollars-times-a-million by a million, rounding up.
 	if hi >= 1_000_000 {
-		return math.MaxInt64
+		return Money{math.MaxInt64}
 	}
 	q, r := bits.Div64(hi, lo, 1_000_000)
 	if r > 0 {
 		q++
 	}
 	if q > math.MaxInt64 {
-		return math.MaxInt64
+		return Money{math.MaxInt64}
 	}
-	return int64(q)
+	return Money{int64(q)}
 }
 
 // Validate reports what is wrong with p: a negative price, or a price
 // without its source.
 func (p Price) Validate() error {
-	if slices.Contains([]int64{p.Input, p.CacheRead, p.CacheWrite, p.CacheWrite1h, p.Output}, notAPrice) {
-		return fmt.Errorf("prices: %+v has a price that is not a number of dollars: USD was given NaN, an infinity or a figure beyond ±9.2 trillion dollars", p)
+	for _, m := range [...]Money{p.Input, p.CacheRead, p.CacheWrite, p.CacheWrite1h, p.Output} {
+		if m.micros == math.MaxInt64 || m.micros == math.MinInt64 { // what Dollars saturates to
+			return fmt.Errorf("prices: %+v has a price that is not a number of dollars: Dollars was given NaN, an infinity or a figure beyond ±9.2 trillion dollars", p)
+		}
 	}
-	if p.Input < 0 || p.CacheRead < 0 || p.CacheWrite < 0 || p.CacheWrite1h < 0 || p.Output < 0 {
+	if p.Input.micros < 0 || p.CacheRead.micros < 0 || p.CacheWrite.micros < 0 || p.CacheWrite1h.micros < 0 || p.Output.micros < 0 {
 		return fmt.Errorf("prices: %+v has a negative price", p)
 	}
 	if p.Source == "" || p.Read == "" {
@@ -112,10 +110,10 @@ func (t Table) Lookup(model string) (Price, bool) {
 }
 
 // Cost returns what u cost on model, and whether the model has a price.
-func (t Table) Cost(model string, u usage.Usage) (int64, bool) {
+func (t Table) Cost(model string, u usage.Usage) (Money, bool) {
 	p, ok := t.Lookup(model)
 	if !ok {
-		return 0, false
+		return Money{}, false
 	}
 	return p.Cost(u), true
 }
@@ -146,21 +144,6 @@ func withoutDate(model string) string {
 	return model
 }
 
-// USD returns dollars as micro-USD: USD(3) is 3_000_000, USD(0.3) 300_000.
-// It rounds to the nearest micro-unit. A figure that is NaN, infinite, or
-// beyond what an int64 of micro-units holds returns math.MinInt64, which
-// Validate (and so pacer.WithPrices) refuses, naming it.
-func USD(dollars float64) int64 {
-	m := math.Round(dollars * MicrosPerUnit)
-	if !(m > math.MinInt64 && m < math.MaxInt64) { // NaN too
-		return notAPrice
-	}
-	return int64(m)
-}
-
-// notAPrice is what USD returns for a figure it cannot hold.
-const notAPrice = math.MinInt64
-
 // Anthropic returns the prices of Claude models on the Claude API, a copy
 // the caller may change.
 //
@@ -181,8 +164,8 @@ const notAPrice = math.MinInt64
 func Anthropic() Table {
 	const pricing = "https://platform.claude.com/docs/en/about-claude/pricing"
 	const read = "2026-12-01"
-	opus := Price{Input: USD(5), CacheWrite: USD(6.25), CacheWrite1h: USD(10), CacheRead: USD(0.50), Output: USD(25), Source: pricing, Read: read}
-	fable := Price{Input: USD(10), CacheWrite: USD(12.50), CacheWrite1h: USD(20), CacheRead: USD(1), Output: USD(50), Source: pricing, Read: read}
+	opus := Price{Input: Dollars(5), CacheWrite: Dollars(6.25), CacheWrite1h: Dollars(10), CacheRead: Dollars(0.50), Output: Dollars(25), Source: pricing, Read: read}
+	fable := Price{Input: Dollars(10), CacheWrite: Dollars(12.50), CacheWrite1h: Dollars(20), CacheRead: Dollars(1), Output: Dollars(50), Source: pricing, Read: read}
 	return Table{
 		"claude-fable-5":  fable,
 		"claude-mythos-5": fable,
@@ -190,7 +173,7 @@ func Anthropic() Table {
 		"claude-opus-4-7": opus,
 		"claude-opus-4-6": opus,
 		"claude-opus-4-5": opus,
-		"claude-sonnet-5": {Input: USD(2), CacheWrite: USD(2.50), CacheWrite1h: USD(4), CacheRead: USD(0.20), Output: USD(10),
+		"claude-sonnet-5": {Input: Dollars(2), CacheWrite: Dollars(2.50), CacheWrite1h: Dollars(4), CacheRead: Dollars(0.20), Output: Dollars(10),
 			Source: "https://platform.claude.com/docs/zh-CN/models/sonnet-5/overview", Read: read},
 	}
 }
@@ -229,10 +212,10 @@ func OpenAI() Table {
 	const pricing = "https://github.com/crasuna/openai-dev-docs-cn-mirror/blob/a86c1ba4443e6f6a6e218d314f19ac54428392ce/sources/en/api/docs/pricing.md"
 	const read = "2026-12-01"
 	tok := func(input, cached, output float64) Price {
-		return Price{Input: USD(input), CacheRead: USD(cached), Output: USD(output), Source: pricing, Read: read}
+		return Price{Input: Dollars(input), CacheRead: Dollars(cached), Output: Dollars(output), Source: pricing, Read: read}
 	}
 	embedding := func(input float64) Price {
-		return Price{Input: USD(input), Source: "https://developers.openai.com/api/docs/models/text-embedding-3-large", Read: read}
+		return Price{Input: Dollars(input), Source: "https://developers.openai.com/api/docs/models/text-embedding-3-large", Read: read}
 	}
 	return Table{
 		"gpt-5.4":                tok(2.5, 0.25, 15),

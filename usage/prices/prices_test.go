@@ -24,15 +24,15 @@ func TestEveryPriceHasASource(t *testing.T) {
 				t.Errorf("%s %s: read %q is not a date", name, model, p.Read)
 			}
 			// An embedding model writes no output tokens, and has no output price.
-			if p.Input <= 0 || p.Output <= 0 && !strings.HasPrefix(model, "text-embedding-") {
+			if p.Input.Micros() <= 0 || p.Output.Micros() <= 0 && !strings.HasPrefix(model, "text-embedding-") {
 				t.Errorf("%s %s: %+v lacks an input or output price", name, model, p)
 			}
 		}
 	}
-	if err := (Price{Input: 1, Output: 1}).Validate(); err == nil {
+	if err := (Price{Input: Micros(1), Output: Micros(1)}).Validate(); err == nil {
 		t.Error("a price without a source validated")
 	}
-	if err := (Price{Input: -1, Source: "https://x", Read: "2026-12-01"}).Validate(); err == nil {
+	if err := (Price{Input: Micros(-1), Source: "https://x", Read: "2026-12-01"}).Validate(); err == nil {
 		t.Error("a negative price validated")
 	}
 }
@@ -46,16 +46,16 @@ func TestCost(t *testing.T) {
 		want int64
 	}{
 		// 2,095 × $5 + 10,000 × $0.50 + 1,000 × $6.25 + 2,000 × $10 + 503 × $25,
-		// per million: 10,475 + 5,000 + 6,250 + 20,000 + 12,575 micro-USD.
+		// per million: 10,475 + 5,000 + 6,250 + 20,000 + 12,575 micro-dollars.
 		{"every category", opus, usage.Usage{Input: 2095, CacheRead: 10000, CacheWrite: 1000, CacheWrite1h: 2000, Output: 503}, 54300},
 		{"nothing", opus, usage.Usage{}, 0},
-		{"rounded up", Price{Input: 1}, usage.Usage{Input: 1}, 1}, // a millionth of a micro-unit
-		{"cache at input rate when unpriced", Price{Input: USD(2), Output: USD(8)}, usage.Usage{CacheRead: 1_000_000, CacheWrite: 1_000_000}, USD(4)},
-		{"huge", Price{Input: math.MaxInt64}, usage.Usage{Input: math.MaxInt64}, math.MaxInt64},
+		{"rounded up", Price{Input: Micros(1)}, usage.Usage{Input: 1}, 1}, // a millionth of a micro-dollar
+		{"cache at input rate when unpriced", Price{Input: Dollars(2), Output: Dollars(8)}, usage.Usage{CacheRead: 1_000_000, CacheWrite: 1_000_000}, 4_000_000},
+		{"huge", Price{Input: Micros(math.MaxInt64)}, usage.Usage{Input: math.MaxInt64}, math.MaxInt64},
 		{"negative usage is nothing", opus, usage.Usage{Input: -5}, 0},
 	} {
-		if got := tc.p.Cost(tc.u); got != tc.want {
-			t.Errorf("%s: %d micro-units, want %d", tc.name, got, tc.want)
+		if got := tc.p.Cost(tc.u); got.Micros() != tc.want {
+			t.Errorf("%s: %d micro-dollars, want %d", tc.name, got.Micros(), tc.want)
 		}
 	}
 }
@@ -67,12 +67,12 @@ func TestCostsAddExactly(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 5))
 	costs := make([]int64, 100000)
 	for i := range costs {
-		costs[i] = p.Cost(usage.Usage{Input: rng.Int64N(5000), CacheRead: rng.Int64N(5000), Output: rng.Int64N(2000)})
+		costs[i] = p.Cost(usage.Usage{Input: rng.Int64N(5000), CacheRead: rng.Int64N(5000), Output: rng.Int64N(2000)}).Micros()
 	}
-	var forward, backward int64
+	var forward, backward Money
 	for i := range costs {
-		forward += costs[i]
-		backward += costs[len(costs)-1-i]
+		forward = forward.Add(Micros(costs[i]))
+		backward = backward.Add(Micros(costs[len(costs)-1-i]))
 	}
 	if forward != backward {
 		t.Errorf("sums differ: %d and %d", forward, backward)
@@ -81,8 +81,8 @@ func TestCostsAddExactly(t *testing.T) {
 
 func TestLookup(t *testing.T) {
 	table := Table{
-		"claude-opus-4-5": {Input: 1, Source: "https://x", Read: "2026-12-01"},
-		"gpt-4o":          {Input: 2, Source: "https://x", Read: "2026-12-01"},
+		"claude-opus-4-5": {Input: Micros(1), Source: "https://x", Read: "2026-12-01"},
+		"gpt-4o":          {Input: Micros(2), Source: "https://x", Read: "2026-12-01"},
 	}
 	for model, want := range map[string]int64{
 		"claude-opus-4-5":          1,
@@ -95,8 +95,8 @@ func TestLookup(t *testing.T) {
 		"":                         0,
 	} {
 		p, ok := table.Lookup(model)
-		if ok != (want != 0) || p.Input != want {
-			t.Errorf("Lookup(%q) = %d, %v; want %d", model, p.Input, ok, want)
+		if ok != (want != 0) || p.Input.Micros() != want {
+			t.Errorf("Lookup(%q) = %v, %v; want %d micro-dollars", model, p.Input, ok, want)
 		}
 	}
 	if _, ok := Anthropic().Cost("claude-unknown", usage.Usage{Input: 1}); ok {
@@ -104,20 +104,45 @@ func TestLookup(t *testing.T) {
 	}
 }
 
-func TestUSD(t *testing.T) {
-	for dollars, want := range map[float64]int64{3: 3_000_000, 0.3: 300_000, 6.25: 6_250_000, 0.075: 75_000} {
-		if got := USD(dollars); got != want {
-			t.Errorf("USD(%v) = %d, want %d", dollars, got, want)
+// Dollars keeps an amount as written to the micro-dollar, and never rounds
+// it up into more money than was said.
+func TestDollars(t *testing.T) {
+	for dollars, want := range map[float64]int64{
+		3: 3_000_000, 0.3: 300_000, 6.25: 6_250_000, 0.075: 75_000, 0.5: 500_000,
+		0.0000019:          1, // 1.9 micro-dollars: 1, not 2
+		0.00000099:         0,
+		-1.25:              -1_250_000,
+		1e30:               math.MaxInt64,
+		math.Inf(1):        math.MaxInt64,
+		9223372036854.7759: math.MaxInt64,
+	} {
+		if got := Dollars(dollars).Micros(); got != want {
+			t.Errorf("Dollars(%v) = %d micro-dollars, want %d", dollars, got, want)
 		}
 	}
-	// A figure USD cannot hold is the same on every platform (a float
-	// converted to int64 out of range is not), and Validate refuses it.
-	for _, dollars := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), 1e13, -1e13} {
-		got := USD(dollars)
-		err := Price{Input: got, Source: "s", Read: "r"}.Validate()
-		if got != math.MinInt64 || err == nil || !strings.Contains(err.Error(), "not a number of dollars") {
-			t.Errorf("USD(%v) = %d, and Validate says %v; want math.MinInt64, refused as not a number of dollars", dollars, got, err)
+	tenth, fifth := 0.1, 0.2
+	if got := Dollars(tenth + fifth).Micros(); got != 300_000 { // 0.30000000000000004
+		t.Errorf("Dollars(0.1 + 0.2) = %d micro-dollars, want 300000: the digits past the sixth place are dropped", got)
+	}
+	if got := Dollars(math.NaN()).Micros(); got != math.MinInt64 {
+		t.Errorf("Dollars(NaN) = %d, want the most negative amount", got)
+	}
+	for m, want := range map[Money]string{
+		Dollars(0.5): "$0.50", Dollars(12): "$12.00", Micros(222): "$0.000222", Dollars(-1.25): "-$1.25",
+		{}: "$0.00", Micros(math.MinInt64): "-$9223372036854.775808", Dollars(1.5).Add(Micros(1)): "$1.500001",
+	} {
+		if got := m.String(); got != want {
+			t.Errorf("%d micro-dollars print %q, want %q", m.Micros(), got, want)
 		}
+	}
+	if got := Micros(math.MaxInt64 - 1).Add(Micros(2)); got.Micros() != math.MaxInt64 {
+		t.Errorf("Add overflowed to %d, want it saturated", got.Micros())
+	}
+	if got := Micros(math.MinInt64 + 1).Add(Micros(-2)); got.Micros() != math.MinInt64 {
+		t.Errorf("Add underflowed to %d, want it saturated", got.Micros())
+	}
+	if got := Micros(1_500_000).Dollars(); got != 1.5 {
+		t.Errorf("Dollars() = %v, want 1.5", got)
 	}
 }
 
@@ -146,11 +171,11 @@ func TestOpenAIPricesAreThePagesRows(t *testing.T) {
 		`["text-embedding-3-large", 0.13, "-", "-"]`,
 	}
 	table := OpenAI()
-	dollars := func(v any) int64 {
+	dollars := func(v any) Money {
 		if f, ok := v.(float64); ok {
-			return USD(f)
+			return Dollars(f)
 		}
-		return 0 // "-" or null: no price
+		return Money{} // "-" or null: no price
 	}
 	for _, row := range rows {
 		var r []any
@@ -165,7 +190,7 @@ func TestOpenAIPricesAreThePagesRows(t *testing.T) {
 			continue
 		}
 		if got.Input != want.Input || got.CacheRead != want.CacheRead || got.Output != want.Output {
-			t.Errorf("%s: input %d, cached %d, output %d micro-USD per million tokens; the page's row %s", model, got.Input, got.CacheRead, got.Output, row)
+			t.Errorf("%s: input %v, cached %v, output %v per million tokens; the page's row %s", model, got.Input, got.CacheRead, got.Output, row)
 		}
 		delete(table, model)
 	}
@@ -173,15 +198,15 @@ func TestOpenAIPricesAreThePagesRows(t *testing.T) {
 		t.Errorf("%s: in OpenAI() but not among the page's rows quoted here", model)
 	}
 	// 1,000 input, 2,000 cached and 500 output tokens of gpt-4o-mini:
-	// 1,000 × $0.15 + 2,000 × $0.075 + 500 × $0.60 per million = 600 micro-USD.
-	if got := OpenAI()["gpt-4o-mini"].Cost(usage.Usage{Input: 1000, CacheRead: 2000, Output: 500}); got != 600 {
-		t.Errorf("gpt-4o-mini call: %d micro-USD, want 600", got)
+	// 1,000 × $0.15 + 2,000 × $0.075 + 500 × $0.60 per million = 600 micro-dollars.
+	if got := OpenAI()["gpt-4o-mini"].Cost(usage.Usage{Input: 1000, CacheRead: 2000, Output: 500}); got != Micros(600) {
+		t.Errorf("gpt-4o-mini call: %v, want $0.000600", got)
 	}
 	// A dated snapshot shares its model's price, but gpt-4o-2024-05-13 has its own.
-	if p, _ := OpenAI().Lookup("gpt-4o-2024-08-06"); p.Input != USD(2.5) {
+	if p, _ := OpenAI().Lookup("gpt-4o-2024-08-06"); p.Input != Dollars(2.5) {
 		t.Errorf("gpt-4o-2024-08-06: %+v, want gpt-4o's", p)
 	}
-	if p, _ := OpenAI().Lookup("gpt-4o-2024-05-13"); p.Input != USD(5) {
+	if p, _ := OpenAI().Lookup("gpt-4o-2024-05-13"); p.Input != Dollars(5) {
 		t.Errorf("gpt-4o-2024-05-13: %+v, want its own $5 input", p)
 	}
 }

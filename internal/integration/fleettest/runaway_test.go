@@ -39,7 +39,7 @@ const (
 	inputPrice, outputPrice = 2_000_000, 8_000_000 // micro-USD per million tokens
 )
 
-var fakePrices = prices.Table{fakeModel: {Input: inputPrice, Output: outputPrice,
+var fakePrices = prices.Table{fakeModel: {Input: prices.Micros(inputPrice), Output: prices.Micros(outputPrice),
 	Source: "the fake in internal/fleettest/runaway_test.go", Read: "2026-12-01"}}
 
 // prompt is every call's message: about 500 tokens of input.
@@ -47,12 +47,12 @@ var prompt = strings.Repeat("tell me more ", 160)
 
 // largestCost is the most one call can cost: its input, billed a little
 // above pacer's estimate, and all of its max_tokens.
-var largestCost = fakePrices[fakeModel].Cost(usage.Usage{Input: billedInput(), Output: maxTokens})
+var largestCost = fakePrices[fakeModel].Cost(usage.Usage{Input: billedInput(), Output: maxTokens}).Micros()
 
 // largestExcess is the most one call can be billed beyond its reservation:
 // it reserves at least pacer's estimate of its input, once the model's
 // output is learned (before, its worst case, and nothing beyond).
-var largestExcess = largestCost - fakePrices[fakeModel].Cost(usage.Usage{Input: estimatedInput()})
+var largestExcess = largestCost - fakePrices[fakeModel].Cost(usage.Usage{Input: estimatedInput()}).Micros()
 
 func estimatedInput() int64 {
 	e, err := openai.EstimateTokens("/v1/chat/completions", []byte(requestBody(maxTokens)), 0)
@@ -101,7 +101,7 @@ func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	u := usage.Usage{Input: billedInput(), Output: out}
 	f.mu.Lock()
-	f.billed[r.Header.Get("X-Workload")] += fakePrices[fakeModel].Cost(u)
+	f.billed[r.Header.Get("X-Workload")] += fakePrices[fakeModel].Cost(u).Micros()
 	f.calls[r.Header.Get("X-Workload")]++
 	f.mu.Unlock()
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -127,7 +127,7 @@ func runawayChild(kind string) (int64, error) {
 		openai.PresetLimits(openai.Limits{Default: openai.ModelLimits{RPM: 1_000_000, TPM: 1_000_000_000}}),
 		pacer.WithPrices(fakePrices),
 		pacer.WithStore(store), pacer.WithStoreFailure(pacer.FailClosed()), pacer.WithoutRetry(),
-		pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Limit: budgetUSD, Unit: pacer.UnitUSD, Period: period.Daily(0, 0, time.UTC)}}),
+		pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Spend: pacer.Dollars(budgetUSD), Period: period.Daily(0, 0, time.UTC)}}),
 		pacer.WithWorkload("interactive", pacer.Workload{}))
 	if err := tr.Err(); err != nil {
 		return 0, err
@@ -247,7 +247,7 @@ func runRunaway(t *testing.T, kind, server, name string) {
 	fake.mu.Lock()
 	defer fake.mu.Unlock()
 	spent := fake.billed["backfill"]
-	limit := int64(budgetUSD * prices.MicrosPerUnit)
+	limit := int64(budgetUSD * prices.MicrosPerDollar)
 	// The Budget's bound: the last call admitted had its worst case fit
 	// what was left, so it overshoots by at most what its input estimate
 	// missed (less than one call's cost); each of the other calls in flight
@@ -256,9 +256,9 @@ func runRunaway(t *testing.T, kind, server, name string) {
 	t.Logf("%d processes, %d goroutines each, looping on %s for %v: the backfill made %d calls billed $%.6f of its $%d/day, "+
 		"$%.6f beyond it (one call costs at most $%.6f, and is billed at most $%.6f beyond its reservation; the bound is $%.6f); "+
 		"%d interactive calls succeeded, %d after the backfill's budget ran out",
-		processes, looping, kind, runawayFor, fake.calls["backfill"], float64(spent)/prices.MicrosPerUnit, budgetUSD,
-		float64(max(spent-limit, 0))/prices.MicrosPerUnit, float64(largestCost)/prices.MicrosPerUnit,
-		float64(largestExcess)/prices.MicrosPerUnit, float64(bound)/prices.MicrosPerUnit, interactiveOK.Load(), interactiveAfter.Load())
+		processes, looping, kind, runawayFor, fake.calls["backfill"], float64(spent)/prices.MicrosPerDollar, budgetUSD,
+		float64(max(spent-limit, 0))/prices.MicrosPerDollar, float64(largestCost)/prices.MicrosPerDollar,
+		float64(largestExcess)/prices.MicrosPerDollar, float64(bound)/prices.MicrosPerDollar, interactiveOK.Load(), interactiveAfter.Load())
 	if spent > bound {
 		t.Errorf("the backfill was billed %d micro-USD, above its budget of %d plus one call's largest cost, %d, plus %d calls in flight's largest excess, %d",
 			spent, limit, largestCost, inFlight-1, largestExcess)
