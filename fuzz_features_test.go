@@ -56,15 +56,15 @@ var featureSeeds = [][]byte{
 	{1},
 	{2},
 	{0, 0, 0, 0, 0},
-	{1, 0, 1, 6, 2},  // an Anthropic body billing a billion output tokens; a permit settling 1e15
-	{0, 0, 2, 7, 2},  // an OpenAI stream billing MaxInt64
-	{1, 0, 3, 1, 0},  // text/html bodies on a money budget
-	{1, 0, 4, 1, 0},  // gzip-encoded bodies
-	{2, 0, 0, 0, 3},  // MaxWaiting through 0 while calls wait
-	{2, 0, 0, 0, 4},  // SetLimit through 0 and back
-	{2, 0, 0, 5, 5},  // tenant weights from 1e-300 to Inf
-	{0, 1, 1, 1, 6},  // 429s with Retry-After while permits are rejected
-	{2, 0, 5, 3, 7},  // invalid live changes: NaN and Inf in a Workload
+	{1, 0, 1, 6, 2}, // an Anthropic body billing a billion output tokens; a permit settling 1e15
+	{0, 0, 2, 7, 2}, // an OpenAI stream billing MaxInt64
+	{1, 0, 3, 1, 0}, // text/html bodies on a money budget
+	{1, 0, 4, 1, 0}, // gzip-encoded bodies
+	{2, 0, 0, 0, 3}, // MaxWaiting through 0 while calls wait
+	{2, 0, 0, 0, 4}, // SetLimit through 0 and back
+	{2, 0, 0, 5, 5}, // tenant weights from 1e-300 to Inf
+	{0, 1, 1, 1, 6}, // 429s with Retry-After while permits are rejected
+	{2, 0, 5, 3, 7}, // invalid live changes: NaN and Inf in a Workload
 	{1, 2, 1, 6, 1, 0, 0, 7, 2, 1, 3, 4, 3, 0, 2, 6, 4}, // mixed
 }
 
