@@ -136,11 +136,19 @@ func runFeatures(t *testing.T, script []byte) {
 	}
 
 	// Health: no count the script reported may keep a scope shut beyond
-	// MaxWait. Each scope the calls charged gets one call of its own.
+	// MaxWait, and a call's own interval at the scope's pace now (a day's
+	// scope cut by a refusal sends one call in tens of seconds). Each kind
+	// of call gets one of its own.
 	api.healthy.Store(true)
 	start := time.Now()
+	var interval time.Duration
+	for _, s := range st.Scopes {
+		if s.Rate > 0 {
+			interval = max(interval, time.Duration(float64(time.Second)/s.Rate))
+		}
+	}
 	ctx := pacer.ContextWithWorkload(context.Background(), "free")
-	ctx, cancel := context.WithTimeout(ctx, featureMaxWait+time.Second)
+	ctx, cancel := context.WithTimeout(ctx, featureMaxWait+interval+time.Second)
 	defer cancel()
 	for _, path := range []string{"/v1/chat/completions", "/v1/messages"} {
 		resp, err := tr.RoundTrip(api.request(ctx, path, 1))
