@@ -127,6 +127,12 @@ func (c *call) setDemands() {
 		if r := sh.othersReserve[w] * burst; r < floor {
 			floor = r
 		}
+		// Nor may a reserve keep others out beyond the maximum wait once a
+		// refusal has drained the bucket: on a slow scope (a day's count)
+		// its part of the burst takes hours to refill.
+		if r := rate * c.t.maxWaitSeconds; r < floor {
+			floor = r
+		}
 		c.addDemand(cs.Name, ch.key, rate, burst, ch.cost, floor, i)
 		if name := sh.maxScope[w]; name != "" {
 			share := sh.max[w]

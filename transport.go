@@ -39,11 +39,12 @@ type Transport struct {
 	clock clock.Clock
 	store store.Store
 
-	headroom    float64
-	maxWait     time.Duration
-	log         *slog.Logger
-	classifiers []Classifier
-	observers   []Observer
+	headroom       float64
+	maxWait        time.Duration
+	maxWaitSeconds float64 // maxWait in seconds, for the hot path
+	log            *slog.Logger
+	classifiers    []Classifier
+	observers      []Observer
 
 	scopes          map[string]*configuredScope
 	defaultScope    *configuredScope
@@ -84,17 +85,18 @@ type Transport struct {
 func New(base http.RoundTripper, opts ...Option) *Transport {
 	cfg := configure(base, opts)
 	t := &Transport{
-		base:        cfg.base,
-		clock:       cfg.clock,
-		headroom:    cfg.headroom,
-		maxWait:     cfg.maxWait,
-		log:         cfg.log,
-		classifiers: cfg.classifiers,
-		observers:   cfg.observers,
-		routes:      cfg.routes,
-		slotAlert:   cfg.slotAgeAlert,
-		tenantOf:    cfg.tenantOf,
-		meter:       cfg.meterFor(),
+		base:           cfg.base,
+		clock:          cfg.clock,
+		headroom:       cfg.headroom,
+		maxWait:        cfg.maxWait,
+		maxWaitSeconds: cfg.maxWait.Seconds(),
+		log:            cfg.log,
+		classifiers:    cfg.classifiers,
+		observers:      cfg.observers,
+		routes:         cfg.routes,
+		slotAlert:      cfg.slotAgeAlert,
+		tenantOf:       cfg.tenantOf,
+		meter:          cfg.meterFor(),
 	}
 	t.calls.New = func() any { return newPooledCall(t) }
 	t.useStore(&cfg)

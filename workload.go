@@ -33,7 +33,10 @@ const DefaultWorkload = "default"
 // reaches the 63/s. What a workload reserves is kept for it in two ways:
 //
 //   - The reserved part of a scope's burst is never spent by others, so it
-//     is there the instant its workload comes back.
+//     is there the instant its workload comes back. On a slow scope (a
+//     day's count, say) it is at most what the scope refills in the
+//     maximum wait (WithMaxWait): once a refusal has emptied the bucket,
+//     the others wait no longer than that for the reserve to refill.
 //   - Reserved concurrency slots are lent: others may take them while the
 //     workload has no call waiting on the scope. A lent slot comes back when
 //     the borrower's call ends (no call is cut short): a workload holding

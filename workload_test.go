@@ -3,8 +3,10 @@ package pacer
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -261,4 +263,49 @@ func TestWorkloadValidation(t *testing.T) {
 			t.Errorf("%s: no configuration error", name)
 		}
 	}
+}
+
+// A reserve on a slow scope (a day's requests) cannot keep the other
+// workloads out beyond MaxWait: after a refusal drains the bucket, the
+// reserved part refills in hours, and they would wait behind it. What a
+// reserve keeps is at most what the scope refills in MaxWait.
+func TestReserveOnASlowScopeNeverLocksOthersBeyondMaxWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const maxWait = time.Minute
+		var refuse atomic.Bool
+		api := &stubAPI{clock: clock.System, respond: func(req *http.Request) (*http.Response, error) {
+			if refuse.Swap(false) {
+				return &http.Response{StatusCode: http.StatusTooManyRequests, Header: http.Header{}, Body: http.NoBody, Request: req}, nil
+			}
+			return okResponse(req), nil
+		}}
+		tr := New(api,
+			WithScope(Scope{Name: "day", Limit: Limit{Count: 10000, Per: 24 * time.Hour}}),
+			WithRoute(func(_ *http.Request, ch []Charge) []Charge { return []Charge{{Scope: "day"}} }),
+			WithMaxWait(maxWait), WithoutRetry(),
+			WithWorkload("interactive", Workload{Reserve: 0.3}),
+			WithWorkload("batch", Workload{}))
+		mustNotErr(t, tr.Err())
+		batch := ContextWithWorkload(context.Background(), "batch")
+		mustNotErr(t, get(tr, batch, "http://api.test/"))
+		refuse.Store(true)
+		get(tr, batch, "http://api.test/") // a bare 429: the provider has nothing left
+		var interval time.Duration         // one call's at the pace after the cut
+		for _, s := range tr.Stats().Scopes {
+			if s.Name == "day" {
+				interval = time.Duration(float64(time.Second) / s.Rate)
+			}
+		}
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(batch, maxWait+time.Minute)
+		defer cancel()
+		if err := get(tr, ctx, "http://api.test/"); err != nil {
+			t.Fatalf("after one bare 429, a batch call waited %v and failed: %v", time.Since(start), err)
+		}
+		// MaxWait and the call's own interval at most: the provider's
+		// refill, not the reserve's.
+		if waited := time.Since(start); waited > maxWait+interval+time.Second {
+			t.Fatalf("after one bare 429, a batch call waited %v; want at most MaxWait (%v) and one call's interval (%v)", waited, maxWait, interval)
+		}
+	})
 }
