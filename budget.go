@@ -752,6 +752,7 @@ func (c *call) settleBudget(now time.Time, actual float64, settles bool) {
 func (c *call) adjustCharges(actual func(*charge) (float64, bool)) {
 	var buf [8]store.Demand
 	adj := buf[:0]
+	now := c.t.clock.Now()
 	for i := range c.charges {
 		ch := &c.charges[i]
 		n, ok := actual(ch)
@@ -762,22 +763,29 @@ func (c *call) adjustCharges(actual func(*charge) (float64, bool)) {
 		if delta == 0 {
 			continue
 		}
-		charged := delta // what the scope's own bucket is charged
+		// What the scope's own bucket is charged: a scope that only caps
+		// concurrency has no bucket, and counts it within 2^50 (as usage
+		// counts are), so that it converts to an int64.
+		charged := min(delta, 1<<50)
 		first := true
 		for j, o := range c.owners {
 			if o == i {
 				d := c.demands[j]
-				d.Cost, d.Floor = boundSettlement(&d, delta, c.t.maxWait), 0
-				if first {
+				if first { // the scope's own bucket, before any Max share's
+					d.Cost = min(delta, ch.bucket.debtRoom(now, &d, c.t.maxWait))
+					ch.bucket.owes(now, d.Rate, d.Cost)
 					charged, first = d.Cost, false
+				} else {
+					d.Cost = boundSettlement(&d, delta, c.t.maxWait)
 				}
+				d.Floor = 0
 				adj = append(adj, d)
 			}
 		}
 		ch.bucket.spent.Add(int64(charged))
 		ch.cost += charged
 	}
-	c.t.adjust(c.t.clock.Now(), adj)
+	c.t.adjust(now, adj)
 }
 
 // boundSettlement is what a settlement of cost more than a call took at
@@ -791,12 +799,43 @@ func (c *call) adjustCharges(actual func(*charge) (float64, bool)) {
 // may then believe it holds more than the provider counts, until the
 // provider's remaining count clamps it. What a call gives back is not
 // bounded. Only buckets are bounded: a budget is billing, charged in full
-// (settle). Every settlement of a bucket goes through it (adjustCharges).
+// (settle). Every settlement of a bucket goes through it (adjustCharges),
+// the scope's own bucket through debtRoom, which bounds the debts of
+// many settlements together.
 func boundSettlement(d *store.Demand, cost float64, maxWait time.Duration) float64 {
 	if cost <= 0 {
 		return cost
 	}
 	return max(0, min(cost, d.Burst, d.Rate*maxWait.Seconds()))
+}
+
+// debtRoom is the most a settlement may charge s's bucket beyond what its
+// call took at admission, d being the bucket's demand: boundSettlement's
+// bound, less what the debts this process's earlier settlements left are
+// still owed. However many calls report however large a count, together
+// they leave the bucket owing what it repays within maxWait of now, not
+// maxWait each. A process knows only its own settlements: processes
+// sharing a store each keep to the bound.
+func (s *bucket) debtRoom(now time.Time, d *store.Demand, maxWait time.Duration) float64 {
+	if owed := time.Duration(s.owedUntil.Load() - now.UnixNano()); owed > 0 {
+		maxWait -= owed
+	}
+	return boundSettlement(d, d.Burst, maxWait)
+}
+
+// owes records that a settlement charged s's bucket n beyond what its call
+// took, which the bucket repays at rate (see debtRoom).
+func (s *bucket) owes(now time.Time, rate, n float64) {
+	if n <= 0 || rate <= 0 {
+		return
+	}
+	repay := int64(n / rate * float64(time.Second))
+	for {
+		old := s.owedUntil.Load()
+		if s.owedUntil.CompareAndSwap(old, max(old, now.UnixNano())+repay) {
+			return
+		}
+	}
 }
 
 // settleAtEstimate settles the call on what it reserved: its scopes keep

@@ -257,11 +257,15 @@ func (c *call) settleReported(unit string, n int64) {
 }
 
 // boundedOn returns the first scope counted in unit whose bucket cannot
-// take a settlement at actual in full (boundSettlement), or "".
+// take a settlement at actual in full (debtRoom), or "".
 func (c *call) boundedOn(unit string, actual float64) string {
+	now := c.t.clock.Now()
 	for j, i := range c.owners {
 		ch := &c.charges[i]
-		if over := actual - ch.cost; ch.bucket.scope.Unit == unit && boundSettlement(&c.demands[j], over, c.t.maxWait) < over {
+		if c.demands[j].Scope != ch.bucket.scope.Name {
+			continue // a Max share's bucket: the scope's own tells
+		}
+		if over := actual - ch.cost; ch.bucket.scope.Unit == unit && over > 0 && ch.bucket.debtRoom(now, &c.demands[j], c.t.maxWait) < over {
 			return ch.bucket.scope.Name
 		}
 	}

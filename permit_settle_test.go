@@ -3,6 +3,7 @@ package pacer
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -121,6 +122,30 @@ func TestReservationDebtWithinMaxWait(t *testing.T) {
 		}
 		if more, err := tr.Reserve(bg, Charge{Scope: "tpd", Cost: 1}); !errors.Is(err, ErrThrottled) {
 			t.Errorf("a reservation owing beyond a minute's refill: delay %v, err = %v; want ErrThrottled", more.Delay(), err)
+		}
+	})
+}
+
+// The debts of many settlements together, not each of them, are repaid
+// within WithMaxWait: ten calls that each report a billion tokens on a
+// per-day scope leave it owing one maximum wait's refill, not ten.
+func TestManySettlementsOweOneMaxWaitTogether(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// 86,400 tokens a day, burst 3,600: 1 a second.
+		tpd := Scope{Name: "tpd", Unit: "tokens", Limit: Limit{Count: 86400, Per: 24 * time.Hour, Burst: 3600}}
+		tr := New(nil, WithScope(tpd), WithHeadroom(1), WithMaxWait(time.Minute), WithLogger(slog.New(slog.DiscardHandler)))
+		ctx := ContextWithFailFast(context.Background())
+		var permits []*Permit
+		for range 10 {
+			permits = append(permits, mustAcquire(t, tr, ctx, Charge{Scope: "tpd", Cost: 360}))
+		}
+		for _, p := range permits {
+			p.Done(Accepted().Settle("tokens", 1e9))
+		}
+		// The bucket, emptied, owes 60 at most: a call of 1 waits 61s.
+		_, err := tr.TryAcquire(ctx, Charge{Scope: "tpd", Cost: 1})
+		if te := asThrottled(t, err); te.RetryAfter > 61*time.Second {
+			t.Errorf("after ten settlements of a billion tokens, the next call waits %v, want at most 61s (MaxWait and the call)", te.RetryAfter)
 		}
 	})
 }
