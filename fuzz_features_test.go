@@ -152,17 +152,17 @@ func runFeatures(t *testing.T, script []byte) {
 		workload string
 		within   time.Duration
 	}{{"interactive", featureMaxWait + interval + time.Second}, {"free", 2*featureMaxWait + interval + time.Second}} {
-		start := time.Now()
-		ctx, cancel := context.WithTimeout(pacer.ContextWithWorkload(context.Background(), h.workload), h.within)
 		for _, path := range []string{"/v1/chat/completions", "/v1/messages"} {
+			start := time.Now()
+			ctx, cancel := context.WithTimeout(pacer.ContextWithWorkload(context.Background(), h.workload), h.within)
 			resp, err := tr.RoundTrip(api.request(ctx, path, 1))
 			if err != nil {
-				t.Fatalf("a healthy %s call on %s, %v after the traffic stopped: %v; scopes %+v", h.workload, path, time.Since(start), err, tr.Stats().Scopes)
+				t.Fatalf("a healthy %s call on %s, after %v: %v; scopes %+v", h.workload, path, time.Since(start), err, tr.Stats().Scopes)
 			}
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
+			cancel()
 		}
-		cancel()
 	}
 }
 
