@@ -20,11 +20,6 @@ type blocked struct {
 	bucket *bucket // nil when the call was admitted
 	reason ThrottleReason
 	wait   time.Duration // until admission might succeed; 0 when unknown
-	// recheck, when positive, is how long until the head of the queue
-	// should try again though nothing wakes it: a cap that a cut lowered
-	// climbs back by time (slotsRiseIn). Unlike wait it bounds the wait
-	// from above, so no deadline is judged by it.
-	recheck time.Duration
 }
 
 func (b blocked) error(cause error) error {
@@ -130,7 +125,7 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 				c.releaseSlots(i)
 				// A full scope may be full of slots never given back.
 				c.t.checkSlotsSometimes(ch.bucket, now)
-				return blocked{bucket: ch.bucket, reason: ReasonConcurrency, recheck: ch.bucket.slotsRiseIn(c.workload.index, now)}, nil
+				return blocked{bucket: ch.bucket, reason: ReasonConcurrency}, nil
 			}
 		}
 		c.holdsSlots = true
@@ -301,7 +296,7 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 		}
 		// The wait b told of is over, or a wake says to look again: what
 		// is left of it is known only from the next try.
-		b.wait, b.recheck = 0, 0
+		b.wait = 0
 		tried, woken = false, true
 	}
 }
@@ -336,14 +331,19 @@ func (c *call) newWaitTimers() *waitTimers {
 
 // until sleeps until w is woken (a slot was released, it reached the head,
 // or it was shed from its workload's full queue), until the wait b says the
-// store asked for, or b's recheck, has passed (for the head of its queue
-// only), or until the call must stop waiting: its context ended, or its
-// ContextWithMaxWait passed.
+// store asked for has passed, or a lowered cap has risen (for the head of
+// its queue only), or until the call must stop waiting: its context ended,
+// or its ContextWithMaxWait passed.
 func (t *waitTimers) until(ctx context.Context, w *waiter, b blocked, head bool) error {
 	var fire, expire <-chan time.Time
 	d := b.wait
-	if d <= 0 {
-		d = b.recheck
+	if d <= 0 && head && b.reason == ReasonConcurrency {
+		// A cap that a cut lowered climbs back by time, and nothing else
+		// would wake the head while the calls in flight hold their slots.
+		// Unlike b.wait this bounds the wait from above, so no deadline is
+		// judged by it; it is found here, off the path of a call admitted
+		// at once.
+		d = b.bucket.slotsRiseIn(w.workload, t.clock.Now())
 	}
 	if d > 0 && head {
 		if t.tokens == nil {

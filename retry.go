@@ -284,6 +284,19 @@ func (r *retrier) roundTrip(t *Transport, req *http.Request) (*http.Response, er
 	return r.retry(&c)
 }
 
+// answered is the status of an attempt's answer: its response's, or the
+// one pacer replaced by an error (a spent quota's *QuotaError), which got
+// an answer all the same; 0 when it got none.
+func answered(resp *http.Response, err error) int {
+	if resp != nil {
+		return resp.StatusCode
+	}
+	if q, ok := err.(*QuotaError); ok {
+		return q.Status
+	}
+	return 0
+}
+
 // retry goes on from a first attempt that failed: it decides whether to
 // make another, waits, and makes it, until an attempt is final.
 //
@@ -295,10 +308,8 @@ func (r *retrier) roundTrip(t *Transport, req *http.Request) (*http.Response, er
 func (r *retrier) retry(c *retryCall) (*http.Response, error) {
 	t, ctx := c.t, c.send.Context()
 	for {
-		if c.info.status != 0 {
-			// Also when pacer replaced the response by an error (a spent
-			// quota's *QuotaError): the attempt got an answer.
-			c.lastStatus = c.info.status
+		if status := answered(c.resp, c.err); status != 0 {
+			c.lastStatus = status
 		}
 		body, why := r.next(c)
 		if why != "" {

@@ -312,7 +312,6 @@ type attemptInfo struct {
 	scope   *configuredScope // the first scope it was charged to, for the retry budget
 	verdict Verdict          // what the classifiers said of an error response
 	stalled bool             // the response's body stalled for the classifiers: close it, do not drain it
-	status  int              // the response's status, also when an error replaced it (a *QuotaError); 0 for none
 }
 
 // attempt takes req once through every step but the retry.
@@ -338,11 +337,6 @@ func (t *Transport) attempt(req *http.Request) (*http.Response, attemptInfo, err
 	}
 	var resp *http.Response
 	resp, info.verdict, info.stalled, err = c.send(sent) // steps 5, 6 and 8
-	if resp != nil {
-		info.status = resp.StatusCode
-	} else if q, ok := err.(*QuotaError); ok {
-		info.status = q.Status
-	}
 	if err != nil && sent != req && sent.Context().Err() == context.DeadlineExceeded && req.Context().Err() == nil {
 		// The attempt's own bound, not the caller's context: worth a retry.
 		err = fmt.Errorf("%w (%v): %v", ErrAttemptTimeout, t.retry.AttemptTimeout, err)
