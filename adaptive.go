@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/ratelimitheader"
+	"github.com/pacer-go/pacer/store"
 )
 
 // DefaultMaxWait is the longest pause a provider's header can impose unless
@@ -74,9 +75,27 @@ func (s *bucket) owe(rate float64) {
 // clamps. A pace lowered during the pause (a cut, a published limit) would
 // otherwise stretch the pause by the ratio of the two, beyond the maximum
 // wait.
+//
+// A scope that paces nothing now (SetLimit to the zero Limit during the
+// pause) has no demand to refill with: its buckets are brought to empty
+// at the debt's pace instead, so that a limit set later does not inherit
+// the pause's debt and repay it at its own, slower pace.
 func (c *call) repay(s *bucket, now time.Time, rate float64) {
 	cur, _ := s.pace()
-	if cur <= 0 || rate <= cur {
+	if cur <= 0 {
+		for i := range c.charges {
+			if ch := &c.charges[i]; ch.bucket == s {
+				var d store.Demand
+				setNames(&d, s.scope.Name, ch.key)
+				d.Rate = rate // Burst 0: refilled at the debt's pace up to empty, not full
+				if err := c.t.store.Clamp(context.Background(), now, d, 0); err != nil {
+					c.t.emit(Event{Kind: EventStoreFailure, Scope: d.Scope, Workload: c.workload.name, Err: err})
+				}
+			}
+		}
+		return
+	}
+	if rate <= cur {
 		return
 	}
 	c.setDemands()

@@ -3,9 +3,13 @@ package pacer
 import (
 	"context"
 	"errors"
+	"net/http"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/clock"
 )
 
 // How the calls waiting through a live change end.
@@ -263,4 +267,39 @@ func TestSetLimitWhileWaiting(t *testing.T) {
 			})
 		}
 	}
+}
+
+// A pause that ends while its scope paces nothing (SetLimit to the zero
+// Limit) leaves no debt for a limit set later: the bucket is empty, not
+// owing, when the pause ends, whatever the pace then. The debt repaid at
+// the new, slower pace had stopped the scope for ten maximum waits.
+func TestAPauseEndedWhileUnpacedLeavesNoDebt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const maxWait = 5 * time.Second
+		var refuse atomic.Bool
+		api := &stubAPI{clock: clock.System, respond: func(req *http.Request) (*http.Response, error) {
+			if refuse.Swap(false) {
+				h := http.Header{"Retry-After": {"2"}}
+				return &http.Response{StatusCode: http.StatusTooManyRequests, Header: h, Body: http.NoBody, Request: req}, nil
+			}
+			return okResponse(req), nil
+		}}
+		tr := New(api, WithLimit(PerSecond(50)), WithMaxWait(maxWait), WithoutRetry())
+		ctx := context.Background()
+		refuse.Store(true)
+		get(tr, ctx, "http://api.test/") // paused for 2 s, owing 2 s of the pace
+		mustNotErr(t, tr.SetLimit(DefaultScope, Limit{}))
+		time.Sleep(3 * time.Second)
+		mustNotErr(t, get(tr, ctx, "http://api.test/")) // the pause has ended; nothing paces
+		mustNotErr(t, tr.SetLimit(DefaultScope, PerSecond(5)))
+		start := time.Now()
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		mustNotErr(t, get(tr, wctx, "http://api.test/"))
+		// One call's interval at the new pace, even cut (about 0.4 s): not
+		// the old pause's debt repaid at it.
+		if waited := time.Since(start); waited > time.Second {
+			t.Fatalf("after the pause ended unpaced, a call under the new limit waited %v; want at most one call's interval", waited)
+		}
+	})
 }
