@@ -66,6 +66,7 @@ type ClientConfig struct {
 // client makes.
 type Wire struct {
 	next                 http.RoundTripper
+	transport            *http.Transport
 	tooMany, unavailable atomic.Int64
 	other                atomic.Int64 // neither 200, 429 nor 503
 }
@@ -73,10 +74,18 @@ type Wire struct {
 // NewWire returns a Wire over a fresh http.Transport whose idle pool holds a
 // connection for each of the workload's goroutines, so that no client pays
 // for new connections (http.DefaultTransport keeps 2 per host).
-func NewWire() *Wire {
+func NewWire() *Wire { return NewWireOver(Loopback) }
+
+// NewWireOver is NewWire with n's delay between the Wire and the transport:
+// below every client, the same for all.
+func NewWireOver(n Network) *Wire {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = 64
-	return &Wire{next: t}
+	t.MaxIdleConnsPerHost = max(64, n.Goroutines)
+	w := &Wire{next: t, transport: t}
+	if n.Delay > 0 || n.Jitter > 0 {
+		w.next = delayed{n, t}
+	}
+	return w
 }
 
 // RoundTrip sends req and counts the response's status.
@@ -99,7 +108,7 @@ func (w *Wire) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // CloseIdle closes the idle connections, so that a run leaves none behind.
-func (w *Wire) CloseIdle() { w.next.(*http.Transport).CloseIdleConnections() }
+func (w *Wire) CloseIdle() { w.transport.CloseIdleConnections() }
 
 // NewClient returns the named client over base, configured from cfg, and a
 // function that releases what it holds.
