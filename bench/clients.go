@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -60,6 +61,12 @@ type ClientConfig struct {
 	// default, (1 − headroom) × Rate and at least 1.
 	Headroom   float64
 	PacerBurst int
+
+	// Trace, when positive, makes pacer write its first scope's Stats to
+	// standard error every Trace — the pace, what sets it, a cut's factor,
+	// calls in flight and waiting — so that a cell's figure can be read
+	// against the rule that set the pace.
+	Trace time.Duration
 }
 
 // Wire counts the server's refusals, attempt by attempt, below any retries a
@@ -184,6 +191,10 @@ func NewClient(name string, cfg ClientConfig, base http.RoundTripper) (*http.Cli
 			release()
 			return nil, nil, err
 		}
+		if cfg.Trace > 0 {
+			stop := tracePacer(tr, cfg.Trace)
+			release = func(r func()) func() { return func() { stop(); r() } }(release)
+		}
 		return tr.Client(), release, nil
 	}
 	return nil, nil, fmt.Errorf("unknown client %q (want one of %v)", name, Clients)
@@ -206,4 +217,32 @@ func (r *rateLimited) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	return r.next.RoundTrip(req)
+}
+
+// tracePacer writes tr's first scope's Stats to standard error every
+// interval, until the function it returns is called.
+func tracePacer(tr *pacer.Transport, interval time.Duration) (stop func()) {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-tick.C:
+				st := tr.Stats()
+				if len(st.Scopes) == 0 {
+					continue
+				}
+				sc := st.Scopes[0]
+				fmt.Fprintf(os.Stderr, "pacer %6.2fs rate %7.2f burst %6.2f factor %.3f admitted %6d in flight %3d waiting %3d why %q\n",
+					now.Sub(start).Seconds(), sc.Rate, sc.Burst, sc.Factor, sc.Admitted, sc.InFlight, sc.Waiting, sc.Why)
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
 }

@@ -29,6 +29,9 @@ type Options struct {
 	LimitSync  time.Duration
 	Headroom   float64 // pacer's headroom; 0: its default
 	PacerBurst int     // the Burst of pacer's Limit; 0: its default
+	// Trace, when positive, makes pacer write its pace to standard error
+	// at that interval (ClientConfig.Trace).
+	Trace time.Duration
 }
 
 // A Result is one client in one scenario.
@@ -41,7 +44,9 @@ type Result struct {
 	// limit_conn, rate × time for httprate and ulule's fixed window (a
 	// window lets no more through at a steady pace), rate × time + Burst+1
 	// for throttled's GCRA bucket, less the neighbour's rate × time, and
-	// the incident's time, where there are.
+	// the incident's time, where there are. Over a round trip the time is
+	// the run's less the fixed delay each way (Network.window): no call the
+	// server takes earlier or later can be answered within the run.
 	Ceiling float64
 	Service time.Duration // one call's duration on /conn, alone; 0 elsewhere
 	// Neighbour is what the server did with an unpaced neighbour's calls,
@@ -103,7 +108,7 @@ func Run(o Options, sc Scenario, client string) (Result, error) {
 	defer n.Stop()
 	res := Result{Scenario: sc, Client: client}
 	cfg := ClientConfig{Rate: o.Server.Rate * sc.Scale, Burst: o.Server.Burst * sc.Scale, MaxWait: o.Duration,
-		Headroom: o.Headroom, PacerBurst: o.PacerBurst}
+		Headroom: o.Headroom, PacerBurst: o.PacerBurst, Trace: o.Trace}
 	rate := float64(o.Server.Rate)
 	if sc.Path == PathConn {
 		// On loopback whatever the scenario's network: the server's own
@@ -112,13 +117,13 @@ func Run(o Options, sc Scenario, client string) (Result, error) {
 			return Result{}, err
 		}
 		rate = float64(o.Server.Conn) / res.Service.Seconds()
-		cfg = ClientConfig{Conn: o.Server.Conn * sc.Scale, ConnRate: rate * float64(sc.Scale), MaxWait: o.Duration}
+		cfg = ClientConfig{Conn: o.Server.Conn * sc.Scale, ConnRate: rate * float64(sc.Scale), MaxWait: o.Duration, Trace: o.Trace}
 	}
 	spec := childSpec{Client: client, URL: n.URL + sc.Path, Goroutines: o.Goroutines, Duration: o.Duration, Config: cfg, Net: sc.Net}
 	if err := runSpec(o, sc, spec, rate, &res); err != nil {
 		return Result{}, err
 	}
-	secs := o.Duration.Seconds()
+	secs := sc.Net.window(o.Duration).Seconds()
 	if sc.Path == PathConn {
 		res.Ceiling = rate * secs
 	} else {
@@ -139,12 +144,12 @@ func runGo(o Options, sc Scenario, client string) (Result, error) {
 	rate := sc.Go.Rate()
 	res := Result{Scenario: sc, Client: client}
 	cfg := ClientConfig{Rate: int(rate) * sc.Scale, Burst: sc.Scale, MaxWait: o.Duration,
-		Headroom: o.Headroom, PacerBurst: o.PacerBurst}
+		Headroom: o.Headroom, PacerBurst: o.PacerBurst, Trace: o.Trace}
 	spec := childSpec{Client: client, URL: g.URL + sc.Path, Goroutines: o.Goroutines, Duration: o.Duration, Config: cfg, Net: sc.Net}
 	if err := runSpec(o, sc, spec, rate, &res); err != nil {
 		return Result{}, err
 	}
-	res.Ceiling = (rate-res.NeighbourRate)*(o.Duration-sc.Go.Incident).Seconds() + float64(sc.Go.Capacity())
+	res.Ceiling = (rate-res.NeighbourRate)*sc.Net.window(o.Duration-sc.Go.Incident).Seconds() + float64(sc.Go.Capacity())
 	return res, nil
 }
 

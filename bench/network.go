@@ -40,6 +40,13 @@ var (
 	BusyHost  = Network{Name: "busy host", Busy: true}
 )
 
+// window is the part of a run of d in which the server can take calls whose
+// answers arrive within the run: d less the fixed delay each way, so that
+// the ceiling is one some client could reach.
+func (n Network) window(d time.Duration) time.Duration {
+	return max(0, d-2*n.Delay)
+}
+
 // delay is a Network's delay, one way.
 func (n Network) delay() time.Duration {
 	d := n.Delay

@@ -170,6 +170,7 @@ func matrix(args []string) error {
 	)
 	fs.StringVar(&o.NginxBin, "nginx", bench.FindNginx(), "nginx binary, for the leaky bucket and the concurrency cap")
 	fs.IntVar(&o.Goroutines, "goroutines", 16, "callers on loopback and the busy host (the round trip has 64)")
+	fs.DurationVar(&o.Trace, "trace", 0, "write pacer's pace (its Stats) to stderr at this interval; 0: not")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
