@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -60,12 +61,19 @@ type ClientConfig struct {
 	// default, (1 − headroom) × Rate and at least 1.
 	Headroom   float64
 	PacerBurst int
+
+	// Trace, when positive, makes pacer write its first scope's Stats to
+	// standard error every Trace — the pace, what sets it, a cut's factor,
+	// calls in flight and waiting — so that a cell's figure can be read
+	// against the rule that set the pace.
+	Trace time.Duration
 }
 
 // Wire counts the server's refusals, attempt by attempt, below any retries a
 // client makes.
 type Wire struct {
 	next                 http.RoundTripper
+	transport            *http.Transport
 	tooMany, unavailable atomic.Int64
 	other                atomic.Int64 // neither 200, 429 nor 503
 }
@@ -73,10 +81,18 @@ type Wire struct {
 // NewWire returns a Wire over a fresh http.Transport whose idle pool holds a
 // connection for each of the workload's goroutines, so that no client pays
 // for new connections (http.DefaultTransport keeps 2 per host).
-func NewWire() *Wire {
+func NewWire() *Wire { return NewWireOver(Loopback) }
+
+// NewWireOver is NewWire with n's delay between the Wire and the transport:
+// below every client, the same for all.
+func NewWireOver(n Network) *Wire {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConnsPerHost = 64
-	return &Wire{next: t}
+	t.MaxIdleConnsPerHost = max(64, n.Goroutines)
+	w := &Wire{next: t, transport: t}
+	if n.Delay > 0 || n.Jitter > 0 {
+		w.next = delayed{n, t}
+	}
+	return w
 }
 
 // RoundTrip sends req and counts the response's status.
@@ -99,7 +115,7 @@ func (w *Wire) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // CloseIdle closes the idle connections, so that a run leaves none behind.
-func (w *Wire) CloseIdle() { w.next.(*http.Transport).CloseIdleConnections() }
+func (w *Wire) CloseIdle() { w.transport.CloseIdleConnections() }
 
 // NewClient returns the named client over base, configured from cfg, and a
 // function that releases what it holds.
@@ -175,6 +191,10 @@ func NewClient(name string, cfg ClientConfig, base http.RoundTripper) (*http.Cli
 			release()
 			return nil, nil, err
 		}
+		if cfg.Trace > 0 {
+			stop := tracePacer(tr, cfg.Trace)
+			release = func(r func()) func() { return func() { stop(); r() } }(release)
+		}
 		return tr.Client(), release, nil
 	}
 	return nil, nil, fmt.Errorf("unknown client %q (want one of %v)", name, Clients)
@@ -197,4 +217,32 @@ func (r *rateLimited) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	return r.next.RoundTrip(req)
+}
+
+// tracePacer writes tr's first scope's Stats to standard error every
+// interval, until the function it returns is called.
+func tracePacer(tr *pacer.Transport, interval time.Duration) (stop func()) {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-tick.C:
+				st := tr.Stats()
+				if len(st.Scopes) == 0 {
+					continue
+				}
+				sc := st.Scopes[0]
+				fmt.Fprintf(os.Stderr, "pacer %6.2fs rate %7.2f burst %6.2f factor %.3f admitted %6d in flight %3d waiting %3d why %q\n",
+					now.Sub(start).Seconds(), sc.Rate, sc.Burst, sc.Factor, sc.Admitted, sc.InFlight, sc.Waiting, sc.Why)
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -11,6 +12,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -26,6 +29,9 @@ type Options struct {
 	LimitSync  time.Duration
 	Headroom   float64 // pacer's headroom; 0: its default
 	PacerBurst int     // the Burst of pacer's Limit; 0: its default
+	// Trace, when positive, makes pacer write its pace to standard error
+	// at that interval (ClientConfig.Trace).
+	Trace time.Duration
 }
 
 // A Result is one client in one scenario.
@@ -35,14 +41,18 @@ type Result struct {
 	Counts
 	// Ceiling is the most the server could have accepted in the run's
 	// window: rate × time + burst for limit_req, Conn × time ÷ Service for
-	// limit_conn, rate × time for httprate (its sliding window lets no
-	// more through at a steady pace), less the neighbour's rate × time, and
-	// the incident's time, where there are.
+	// limit_conn, rate × time for httprate and ulule's fixed window (a
+	// window lets no more through at a steady pace), rate × time + Burst+1
+	// for throttled's GCRA bucket, less the neighbour's rate × time, and
+	// the incident's time, where there are. Over a round trip the time is
+	// the run's less the fixed delay each way (Network.window): no call the
+	// server takes earlier or later can be answered within the run.
 	Ceiling float64
 	Service time.Duration // one call's duration on /conn, alone; 0 elsewhere
 	// Neighbour is what the server did with an unpaced neighbour's calls,
-	// in a scenario that has one.
-	Neighbour Counts
+	// in a scenario that has one, at NeighbourRate calls a second.
+	Neighbour     Counts
+	NeighbourRate float64
 }
 
 // Rejected is the server's refusals: 429s and 503s.
@@ -67,13 +77,26 @@ func (r Result) Recovered() float64 {
 }
 
 // Run measures one client in one scenario against a server of its own,
-// started for this run alone, so that no run inherits another's debt.
+// started for this run alone, so that no run inherits another's debt. The
+// scenario's network (Scenario.Net) lies below the client and the
+// neighbour; a busy host's spinner runs from before the server starts until
+// the run has ended.
 func Run(o Options, sc Scenario, client string) (Result, error) {
 	if sc.Duration > 0 {
 		o.Duration = sc.Duration
 	}
 	if sc.Nginx != nil {
 		o.Server = *sc.Nginx
+	}
+	if sc.Net.Goroutines > 0 {
+		o.Goroutines = sc.Net.Goroutines
+	}
+	if sc.Net.Busy {
+		stop, err := startBusy()
+		if err != nil {
+			return Result{}, err
+		}
+		defer stop()
 	}
 	if sc.Go != nil {
 		return runGo(o, sc, client)
@@ -85,90 +108,117 @@ func Run(o Options, sc Scenario, client string) (Result, error) {
 	defer n.Stop()
 	res := Result{Scenario: sc, Client: client}
 	cfg := ClientConfig{Rate: o.Server.Rate * sc.Scale, Burst: o.Server.Burst * sc.Scale, MaxWait: o.Duration,
-		Headroom: o.Headroom, PacerBurst: o.PacerBurst}
+		Headroom: o.Headroom, PacerBurst: o.PacerBurst, Trace: o.Trace}
+	rate := float64(o.Server.Rate)
 	if sc.Path == PathConn {
+		// On loopback whatever the scenario's network: the server's own
+		// time, which its cap is counted in.
 		if res.Service, err = callDuration(n.URL + PathConn); err != nil {
 			return Result{}, err
 		}
-		cfg = ClientConfig{Conn: o.Server.Conn, ConnRate: float64(o.Server.Conn) / res.Service.Seconds(), MaxWait: o.Duration}
+		rate = float64(o.Server.Conn) / res.Service.Seconds()
+		cfg = ClientConfig{Conn: o.Server.Conn * sc.Scale, ConnRate: rate * float64(sc.Scale), MaxWait: o.Duration, Trace: o.Trace}
 	}
-	spec := childSpec{Client: client, URL: n.URL + sc.Path, Goroutines: o.Goroutines, Duration: o.Duration, Config: cfg}
-	if sc.Procs > 1 {
-		res.Counts, err = runProcesses(o, sc.Procs, spec)
-	} else {
-		spec.Start = time.Now()
-		res.Counts, err = spec.run()
-	}
-	if err != nil {
+	spec := childSpec{Client: client, URL: n.URL + sc.Path, Goroutines: o.Goroutines, Duration: o.Duration, Config: cfg, Net: sc.Net}
+	if err := runSpec(o, sc, spec, rate, &res); err != nil {
 		return Result{}, err
 	}
-	secs := o.Duration.Seconds()
+	secs := sc.Net.window(o.Duration).Seconds()
 	if sc.Path == PathConn {
-		res.Ceiling = float64(o.Server.Conn) * secs / res.Service.Seconds()
+		res.Ceiling = rate * secs
 	} else {
-		res.Ceiling = float64(o.Server.Rate)*secs + float64(o.Server.Burst)
+		res.Ceiling = rate*secs + float64(o.Server.Burst)
 	}
+	res.Ceiling -= res.NeighbourRate * secs
 	return res, nil
 }
 
-// runGo measures one client in a scenario against go-chi/httprate, with
-// the scenario's neighbour beside it.
+// runGo measures one client in a scenario against a GoLimiter, with the
+// scenario's neighbour beside it.
 func runGo(o Options, sc Scenario, client string) (Result, error) {
 	g, err := StartGoServer(*sc.Go)
 	if err != nil {
 		return Result{}, err
 	}
 	defer g.Stop()
-	rate := float64(sc.Go.Limit) / sc.Go.Window.Seconds()
+	rate := sc.Go.Rate()
 	res := Result{Scenario: sc, Client: client}
 	cfg := ClientConfig{Rate: int(rate) * sc.Scale, Burst: sc.Scale, MaxWait: o.Duration,
-		Headroom: o.Headroom, PacerBurst: o.PacerBurst}
-	spec := childSpec{Client: client, URL: g.URL + sc.Path, Goroutines: o.Goroutines, Duration: o.Duration, Config: cfg, Start: time.Now()}
-	done := make(chan Counts, 1)
-	if sc.Neighbour > 0 {
-		go func() { done <- neighbour(spec.URL, sc.Neighbour, spec.Start, o.Duration) }()
+		Headroom: o.Headroom, PacerBurst: o.PacerBurst, Trace: o.Trace}
+	spec := childSpec{Client: client, URL: g.URL + sc.Path, Goroutines: o.Goroutines, Duration: o.Duration, Config: cfg, Net: sc.Net}
+	if err := runSpec(o, sc, spec, rate, &res); err != nil {
+		return Result{}, err
 	}
+	res.Ceiling = (rate-res.NeighbourRate)*sc.Net.window(o.Duration-sc.Go.Incident).Seconds() + float64(sc.Go.Capacity())
+	return res, nil
+}
+
+// runSpec runs spec — in sc.Procs processes when that is more than one —
+// with sc's neighbour beside it, and puts what both saw in res. serverRate
+// is the server's rate, calls a second, that sc.NeighbourShare is a share
+// of.
+func runSpec(o Options, sc Scenario, spec childSpec, serverRate float64, res *Result) error {
+	res.NeighbourRate = sc.Neighbour
+	if sc.NeighbourShare > 0 {
+		res.NeighbourRate = sc.NeighbourShare * serverRate
+	}
+	spec.Start = time.Now()
+	done := make(chan Counts, 1)
+	if res.NeighbourRate > 0 {
+		go func() { done <- neighbour(spec.URL, res.NeighbourRate, spec.Start, o.Duration, sc.Net) }()
+	}
+	var err error
 	if sc.Procs > 1 {
 		res.Counts, err = runProcesses(o, sc.Procs, spec)
 	} else {
 		res.Counts, err = spec.run()
 	}
-	if err != nil {
-		return Result{}, err
-	}
-	if sc.Neighbour > 0 {
+	if res.NeighbourRate > 0 {
 		res.Neighbour = <-done
 	}
-	res.Ceiling = (rate - sc.Neighbour) * (o.Duration - sc.Go.Incident).Seconds()
-	return res, nil
+	return err
 }
 
-// neighbour calls url every 1/rate s, on a plain client, from start for d:
-// a client on the same key that nothing paces.
-func neighbour(url string, rate float64, start time.Time, d time.Duration) Counts {
-	wire := NewWire()
+// neighbour starts a call to url every 1/rate s, each on its own goroutine
+// through a plain client over net, from start for d: a client on the same
+// key that nothing paces, whose rate no round trip slows. A call still under
+// way at the end is cut off and not counted.
+func neighbour(url string, rate float64, start time.Time, d time.Duration, net Network) Counts {
+	wire := NewWireOver(net)
 	defer wire.CloseIdle()
 	c := &http.Client{Transport: wire}
+	ctx, cancel := context.WithDeadline(context.Background(), start.Add(d))
+	defer cancel()
 	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
 	defer tick.Stop()
-	var n Counts
+	var accepted, failed atomic.Int64
+	var wg sync.WaitGroup
 	for now := range tick.C {
 		if now.Sub(start) >= d {
 			break
 		}
-		resp, err := c.Get(url)
-		if err != nil {
-			n.Failed++
-			continue
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			n.Accepted++
-		}
+		wg.Go(func() {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			if err != nil {
+				panic(err) // url is built by the harness: a bug, not a measurement
+			}
+			resp, err := c.Do(req)
+			if err != nil {
+				if ctx.Err() == nil {
+					failed.Add(1)
+				}
+				return
+			}
+			_, err = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if err == nil && resp.StatusCode == http.StatusOK {
+				accepted.Add(1)
+			}
+		})
 	}
-	n.TooMany, n.Unavailable, n.Other = wire.tooMany.Load(), wire.unavailable.Load(), wire.other.Load()
-	return n
+	wg.Wait()
+	return Counts{Accepted: accepted.Load(), Failed: failed.Load(),
+		TooMany: wire.tooMany.Load(), Unavailable: wire.unavailable.Load(), Other: wire.other.Load()}
 }
 
 // callDuration is the shortest of three calls to url made one at a time: how
@@ -207,10 +257,11 @@ type childSpec struct {
 	Start      time.Time
 	Duration   time.Duration
 	Config     ClientConfig
+	Net        Network
 }
 
 func (s childSpec) run() (Counts, error) {
-	wire := NewWire()
+	wire := NewWireOver(s.Net)
 	defer wire.CloseIdle()
 	client, release, err := NewClient(s.Client, s.Config, wire)
 	if err != nil {
@@ -223,9 +274,10 @@ func (s childSpec) run() (Counts, error) {
 // envChild holds a childSpec, as JSON, in a process the harness started.
 const envChild = "PACER_BENCH_CHILD"
 
-// MaybeChild makes this process one of a run's processes, and exits, when the
-// harness started it as one. Call it first thing in main (and TestMain).
+// MaybeChild makes this process one of a run's processes, or a busy host's
+// spinner, and exits, when the harness started it as one. Call it first thing in main (and TestMain).
 func MaybeChild() {
+	maybeSpin()
 	js := os.Getenv(envChild)
 	if js == "" {
 		return

@@ -15,7 +15,7 @@ type Scenario struct {
 	ID    int
 	Name  string
 	Path  string // the nginx location
-	Scale int    // the client is configured at Scale × the server's rate
+	Scale int    // the client is configured at Scale × the server's rate (or cap)
 	Procs int    // OS processes sharing the server's limit
 
 	// Go, when set, makes the server go-chi/httprate (GoLimiter) instead of
@@ -25,8 +25,15 @@ type Scenario struct {
 	// Duration, when set, replaces the run's duration.
 	Duration time.Duration
 	// Neighbour, when positive, is the rate of an unpaced client calling
-	// the same server, on the same key, beside the client measured.
-	Neighbour float64
+	// the same server, on the same key, beside the client measured;
+	// NeighbourShare, when positive, sets that rate as a share of the
+	// server's (for limit_conn, of Conn ÷ one call's duration).
+	Neighbour      float64
+	NeighbourShare float64
+	// Net is the network the calls travel in; the zero Network is loopback.
+	Net Network
+	// Family names the server, in the matrix's tables (see Matrix).
+	Family string
 }
 
 // Scenarios are the situations of the benchmark: five against nginx at the

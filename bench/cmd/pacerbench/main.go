@@ -12,6 +12,15 @@
 //
 //	pacerbench overhead FILE...
 //
+// With the argument "matrix", it runs issue 25's matrix instead: every
+// server family (bench.Families) × network (loopback, a 200–400 ms round
+// trip with 64 callers, a busy host) × situation (limit known, told 2×, an
+// unpaced neighbour at 40 %), for pacer, x/time/rate, failsafe-go and
+// go-retryablehttp, and prints one table of goodput and refusals, the
+// clients side by side; -short runs its subset of a few minutes:
+//
+//	pacerbench matrix [-short] [-duration 20s] [-families all] [-networks all] [-situations all] [-clients ...] [-out FILE]
+//
 // scripts/bench runs it with the servers it needs; see BENCHMARKS.md.
 package main
 
@@ -33,6 +42,13 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "overhead" {
 		if err := overhead(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "pacerbench overhead:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "matrix" {
+		if err := matrix(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "pacerbench matrix:", err)
 			os.Exit(1)
 		}
 		return
@@ -137,4 +153,111 @@ func overhead(files []string) error {
 		return err
 	}
 	return bench.WriteOverhead(os.Stdout, runs, order, "rate+semaphore")
+}
+
+// matrix runs the matrix's cells that args select.
+func matrix(args []string) error {
+	fs := flag.NewFlagSet("matrix", flag.ContinueOnError)
+	var (
+		o          bench.Options
+		short      = fs.Bool("short", false, "the subset: limit known, each family on loopback and over the round trip (the concurrency cap on loopback only), 5 s each")
+		duration   = fs.Duration("duration", 0, "length of each run; 0: 20s, or 5s with -short")
+		families   = fs.String("families", "all", "families to run, by number (1-based, in bench.Families' order), or all")
+		networks   = fs.String("networks", "all", "networks to run: loopback, rtt, busy, comma-separated, or all")
+		situations = fs.String("situations", "all", "situations to run, by number (1 limit known, 2 told 2×, 3 neighbour at 40%), or all")
+		clients    = fs.String("clients", strings.Join(bench.MatrixClients, ","), "clients to run, comma-separated")
+		out        = fs.String("out", "", "also write the table to this file")
+	)
+	fs.StringVar(&o.NginxBin, "nginx", bench.FindNginx(), "nginx binary, for the leaky bucket and the concurrency cap")
+	fs.IntVar(&o.Goroutines, "goroutines", 16, "callers on loopback and the busy host (the round trip has 64)")
+	fs.DurationVar(&o.Trace, "trace", 0, "write pacer's pace (its Stats) to stderr at this interval; 0: not")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	d := *duration
+	if d == 0 {
+		d = 20 * time.Second
+		if *short {
+			d = 5 * time.Second
+		}
+	}
+	pick := func(flagName, list string, names []string) (map[string]bool, error) {
+		if list == "all" {
+			return nil, nil
+		}
+		m := map[string]bool{}
+		for _, f := range strings.Split(list, ",") {
+			f = strings.TrimSpace(f)
+			if !slices.Contains(names, f) {
+				return nil, fmt.Errorf("-%s: no %q (want one of %v, or all)", flagName, f, names)
+			}
+			m[f] = true
+		}
+		return m, nil
+	}
+	var famNames, sitNames []string
+	for i := range bench.Families {
+		famNames = append(famNames, strconv.Itoa(i+1))
+	}
+	for i := range bench.Situations {
+		sitNames = append(sitNames, strconv.Itoa(i+1))
+	}
+	netNames := []string{"loopback", "rtt", "busy"}
+	famSet, err := pick("families", *families, famNames)
+	if err != nil {
+		return err
+	}
+	netSet, err := pick("networks", *networks, netNames)
+	if err != nil {
+		return err
+	}
+	sitSet, err := pick("situations", *situations, sitNames)
+	if err != nil {
+		return err
+	}
+	cls, err := pick("clients", *clients, bench.Clients)
+	if err != nil {
+		return err
+	}
+	clientList := bench.MatrixClients
+	if cls != nil {
+		clientList = strings.Split(*clients, ",")
+	}
+	var scs []bench.Scenario
+	for _, sc := range bench.Matrix(*short, d) {
+		fam := slices.IndexFunc(bench.Families, func(f bench.Family) bool { return f.Name == sc.Family })
+		sit := slices.IndexFunc(bench.Situations, func(s bench.Situation) bool { return s.Name == sc.Name })
+		net := netNames[slices.IndexFunc(bench.Networks, func(n bench.Network) bool { return n == sc.Net })]
+		if (famSet == nil || famSet[famNames[fam]]) && (netSet == nil || netSet[net]) && (sitSet == nil || sitSet[sitNames[sit]]) {
+			scs = append(scs, sc)
+		}
+	}
+	if len(scs) == 0 {
+		return fmt.Errorf("no cell matches -families %s -networks %s -situations %s", *families, *networks, *situations)
+	}
+	for _, sc := range scs {
+		if sc.Nginx != nil && o.NginxBin == "" {
+			return fmt.Errorf("no nginx for the %s: set -nginx or PACER_NGINX_BIN, or pick -families without it", sc.Family)
+		}
+	}
+	var results []bench.Result
+	for _, sc := range scs {
+		for _, c := range clientList {
+			r, err := bench.Run(o, sc, c)
+			if err != nil {
+				return fmt.Errorf("%s, %s, %s, %s: %w", sc.Family, sc.Net.Name, sc.Name, c, err)
+			}
+			fmt.Fprintf(os.Stderr, "%-20s %-22s %-17s %-13s accepted %5d  refused %6d  failed %4d  goodput %.3f\n",
+				sc.Family, sc.Net.Name, sc.Name, c, r.Accepted, r.Rejected(), r.Failed, r.Goodput())
+			results = append(results, r)
+		}
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%v a run, each server started afresh for it; %d callers (64 over the round trip).\n\n", d, o.Goroutines)
+	bench.WriteMatrix(&b, results, clientList)
+	os.Stdout.Write(b.Bytes())
+	if *out != "" {
+		return os.WriteFile(*out, b.Bytes(), 0o644)
+	}
+	return nil
 }
