@@ -838,6 +838,18 @@ func (s *bucket) owes(now time.Time, rate, n float64) {
 	}
 }
 
+// owesUntil records that s's bucket owes until at, if that is later than
+// it owes already: a Reservation taken ahead leaves it owing until the
+// reserved call may go (see debtRoom).
+func (s *bucket) owesUntil(at time.Time) {
+	for {
+		old := s.owedUntil.Load()
+		if old >= at.UnixNano() || s.owedUntil.CompareAndSwap(old, at.UnixNano()) {
+			return
+		}
+	}
+}
+
 // settleAtEstimate settles the call on what it reserved: its scopes keep
 // their charges, and its budget counts the reservation as spent, as the
 // store has it already.

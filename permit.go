@@ -344,6 +344,11 @@ func (c *call) takeAhead(ctx context.Context, now time.Time) (time.Duration, err
 			owing[i].Floor = -boundSettlement(&owing[i], owing[i].Burst, c.t.maxWait)
 		}
 		if d, err = c.t.store.Take(ctx, now, owing); err == nil && d.OK {
+			// The buckets owe until the reserved call may go: what a
+			// settlement may add to that is less (debtRoom).
+			for i := range c.charges {
+				c.charges[i].bucket.owesUntil(now.Add(delay))
+			}
 			return delay, nil
 		}
 	}

@@ -149,3 +149,30 @@ func TestManySettlementsOweOneMaxWaitTogether(t *testing.T) {
 		}
 	})
 }
+
+// What a Reservation taken ahead leaves owing counts against what a
+// settlement may add: together they are repaid within WithMaxWait.
+func TestAReservationAndASettlementOweOneMaxWaitTogether(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// 6,000 tokens a minute, burst 600: 100 a second; a wait of 5 s
+		// refills 500.
+		tpm := Scope{Name: "tpm", Unit: "tokens", Limit: Limit{Count: 6000, Per: time.Minute, Burst: 600}}
+		tr := New(nil, WithScope(tpm), WithHeadroom(1), WithMaxWait(5*time.Second), WithLogger(slog.New(slog.DiscardHandler)))
+		ctx := ContextWithFailFast(context.Background())
+		p := mustAcquire(t, tr, ctx, Charge{Scope: "tpm", Cost: 600}) // the bucket is empty
+		r, err := tr.Reserve(context.Background(), Charge{Scope: "tpm", Cost: 100})
+		mustNotErr(t, err)
+		if r.Delay() != time.Second {
+			t.Fatalf("the reservation's delay is %v, want 1s", r.Delay())
+		}
+		p.Done(Accepted().Settle("tokens", 1e9))
+		defer r.Cancel()
+		// The bucket owes 500 at most, the reservation's 100 with the
+		// settlement's: a call of 100 waits at most MaxWait and its own
+		// second.
+		_, err = tr.TryAcquire(ctx, Charge{Scope: "tpm", Cost: 100})
+		if te := asThrottled(t, err); te.RetryAfter > 6*time.Second {
+			t.Errorf("after a reservation and a settlement of a billion tokens, the next call waits %v, want at most 6s (MaxWait and the call)", te.RetryAfter)
+		}
+	})
+}
