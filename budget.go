@@ -454,8 +454,9 @@ func (c *call) plan(req *http.Request, vals *callValues) (*call, error) {
 	stated := c.budgetFor(vals)
 	if req == nil && c.workload.budget.Burst > 0 && c.workload.Budget.unit() != UnitRequests {
 		if !stated {
+			w := c.workload // finish puts c back in the pool, for another call
 			c.finish()
-			return nil, unstatedPermitCost(c.workload)
+			return nil, unstatedPermitCost(w)
 		}
 		// At least one unit, so that a spent budget refuses the permit
 		// even when it states a cost of zero, to be settled on its Done.
