@@ -587,6 +587,7 @@ func (c *call) spendBudget(ctx context.Context) error {
 		c.t.crossed(w, crossed, c.budget[0], now)
 	}
 	if !d.OK {
+		w.counts.refuse(&w.counts.refused, now, ReasonBudget, "")
 		c.t.emit(Event{Kind: EventBudgetExhausted, Workload: w.name})
 		e := &BudgetError{Workload: w.name, Budget: w.Budget, ResetIn: d.Wait}
 		if w.Budget.calendar() {
