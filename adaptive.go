@@ -299,8 +299,10 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict Verdi
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		// Only the scopes the response concerns: those the classifier
 		// named, else all of the call's.
+		c.workload.counts.rejected.Add(1)
 		for _, ch := range c.charges {
 			if verdict.concerns(ch.bucket.scope.Name) {
+				ch.bucket.scope.rejected.Add(1)
 				t.emit(Event{Kind: EventRejected, Scope: ch.bucket.scope.Name, Workload: c.workload.name, Status: resp.StatusCode})
 			}
 		}

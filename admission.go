@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
@@ -51,6 +52,7 @@ func (c *call) admit(ctx context.Context) error {
 		return err
 	}
 	if b.bucket == nil {
+		c.workload.counts.admitted.Add(1)
 		c.emitAdmitted()
 		return nil
 	}
@@ -58,12 +60,16 @@ func (c *call) admit(ctx context.Context) error {
 }
 
 // queueReason says what holds back the calls waiting on s, for a call
-// that must queue behind them: a pause the provider asked for, every slot
-// of the cap in flight (or a scope that paces nothing but its cap), else
-// the rate.
+// that must queue behind them: a pause the provider asked for, a reserve
+// that keeps the tokens or slots from the first of them, every slot of the
+// cap in flight (or a scope that paces nothing but its cap), else the
+// rate.
 func (s *bucket) queueReason(now time.Time) ThrottleReason {
 	if s.cooldown.Load() > now.UnixNano() {
 		return ReasonCooldown
+	}
+	if s.headReason() == ReasonReserve {
+		return ReasonReserve
 	}
 	if c := s.scope; c.Concurrency > 0 {
 		limit := c.Concurrency
@@ -96,10 +102,15 @@ func (c *call) firstScope() string {
 	return c.charges[0].bucket.scope.Name
 }
 
-// emitRefusal tells observers why admission refused the call.
+// emitRefusal counts a refusal of admission for Stats, and tells observers
+// why admission refused the call.
 func (c *call) emitRefusal(err error) {
 	var te *ThrottledError
-	if len(c.t.observers) > 0 && errors.As(err, &te) {
+	if !errors.As(err, &te) {
+		return
+	}
+	c.workload.throttled(c.t.clock.Now(), te)
+	if len(c.t.observers) > 0 {
 		c.t.emit(Event{Kind: EventThrottled, Scope: te.Scope, Workload: c.workload.name, Wait: te.RetryAfter, Err: err})
 	}
 }
@@ -125,7 +136,7 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 				c.releaseSlots(i)
 				// A full scope may be full of slots never given back.
 				c.t.checkSlotsSometimes(ch.bucket, now)
-				return blocked{bucket: ch.bucket, reason: ReasonConcurrency}, nil
+				return blocked{bucket: ch.bucket, reason: ch.bucket.slotRefusal(c.workload.index)}, nil
 			}
 		}
 		c.holdsSlots = true
@@ -163,8 +174,19 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 	}
 	if d.Wait == store.Never {
 		b.reason = ReasonCapacity
+	} else if reserveHolds(&c.demands[d.Blocked], d.Wait) {
+		b.reason = ReasonReserve
 	}
 	return b, nil
+}
+
+// reserveHolds reports whether the store refused d only for its Floor: the
+// bucket holds the call's cost, but not the reserve of other workloads
+// beside it. The store's wait is what the cost and the floor need beyond
+// the level, in whole nanoseconds (store.Demand), so it is at most the
+// floor's worth exactly when the level covers the cost.
+func reserveHolds(d *store.Demand, wait time.Duration) bool {
+	return d.Floor > 0 && d.Rate > 0 && float64(wait) <= math.Ceil(d.Floor/d.Rate*float64(time.Second))
 }
 
 // countAdmitted counts the call as admitted, and its cost as spent, on
@@ -234,7 +256,8 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 	if err := c.cannotWait(ctx, b); err != nil {
 		return err // before queueing: a call that will not wait takes no place
 	}
-	w := &waiter{workload: c.workload.index, priority: b.bucket.scope.shares.Load().reserve[c.workload.index], seq: c.t.arrivals.Add(1), rank: c.priority, wake: make(chan struct{}, 1)}
+	start := c.t.clock.Now()
+	w := &waiter{workload: c.workload.index, priority: b.bucket.scope.shares.Load().reserve[c.workload.index], seq: c.t.arrivals.Add(1), rank: c.priority, wake: make(chan struct{}, 1), since: start}
 	w.tag = c.workload.fair.tag(c.tenant, c.weight, c.costOn(b.bucket))
 	if err := c.workload.waiting.join(w); err != nil {
 		return b.queueFull(c.workload, err)
@@ -250,7 +273,6 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 		}
 		c.waiter = nil
 	}()
-	start := c.t.clock.Now()
 	tried, woken := false, false // since the last sleep
 	for {
 		if in != b.bucket {
@@ -258,8 +280,10 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 				in.leave(w)
 			}
 			in, woken = b.bucket, false
-			w.cost = c.costOn(in)
+			w.cost, w.reason = c.costOn(in), b.reason // in no queue: Stats cannot see it
 			b.wait += c.aheadOf(in, w)
+		} else if w.reason != b.reason {
+			in.setReason(w, b.reason)
 		}
 		if err := c.cannotWait(ctx, b); err != nil {
 			return err
@@ -272,6 +296,8 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 			}
 			if next.bucket == nil {
 				c.workload.fair.served(w.tag)
+				c.workload.counts.admitted.Add(1)
+				c.workload.counts.waited.Add(1)
 				c.emitAdmitted()
 				if len(c.t.observers) > 0 {
 					c.t.emit(Event{Kind: EventWaited, Scope: in.scope.Name, Workload: c.workload.name, Wait: c.t.clock.Now().Sub(start)})
@@ -337,7 +363,7 @@ func (c *call) newWaitTimers() *waitTimers {
 func (t *waitTimers) until(ctx context.Context, w *waiter, b blocked, head bool) error {
 	var fire, expire <-chan time.Time
 	d := b.wait
-	if d <= 0 && head && b.reason == ReasonConcurrency {
+	if d <= 0 && head && (b.reason == ReasonConcurrency || b.reason == ReasonReserve) {
 		// A cap that a cut lowered climbs back by time, and nothing else
 		// would wake the head while the calls in flight hold their slots.
 		// Unlike b.wait this bounds the wait from above, so no deadline is

@@ -454,8 +454,9 @@ func (c *call) plan(req *http.Request, vals *callValues) (*call, error) {
 	stated := c.budgetFor(vals)
 	if req == nil && c.workload.budget.Burst > 0 && c.workload.Budget.unit() != UnitRequests {
 		if !stated {
+			w := c.workload // finish puts c back in the pool, for another call
 			c.finish()
-			return nil, unstatedPermitCost(c.workload)
+			return nil, unstatedPermitCost(w)
 		}
 		// At least one unit, so that a spent budget refuses the permit
 		// even when it states a cost of zero, to be settled on its Done.
@@ -586,6 +587,7 @@ func (c *call) spendBudget(ctx context.Context) error {
 		c.t.crossed(w, crossed, c.budget[0], now)
 	}
 	if !d.OK {
+		w.counts.refuse(&w.counts.refused, now, ReasonBudget, "")
 		c.t.emit(Event{Kind: EventBudgetExhausted, Workload: w.name})
 		e := &BudgetError{Workload: w.name, Budget: w.Budget, ResetIn: d.Wait}
 		if w.Budget.calendar() {

@@ -60,22 +60,55 @@ func (s *bucket) acquireSlot(w int, epoch int64) bool {
 	if n >= limit {
 		return false
 	}
-	if mine >= scaledReserve(sh.reservedSlots[w], share) {
-		// Borrowing: leave the unused reserves of the waiting owners.
-		heldBack := 0
-		for v, line := range s.queue.lines {
-			if v != w && line.n > 0 {
-				heldBack += max(0, scaledReserve(sh.reservedSlots[v], share)-int(s.inFlightBy[v].Load()))
-			}
-		}
-		if n+heldBack >= limit {
-			return false
-		}
+	if s.reserveKeeps(sh, w, n, limit, share) {
+		return false
 	}
 	s.inFlight.Add(1)
 	s.inFlightBy[w].Add(1)
 	s.ages.add(epoch)
 	return true
+}
+
+// reserveKeeps reports whether workload w, borrowing beyond its own
+// reserve, must leave the free slots to the unused reserves of the other
+// workloads waiting on s, n slots of limit being taken. s.mu must be held.
+func (s *bucket) reserveKeeps(sh *workloadShares, w, n, limit int, share float64) bool {
+	if int(s.inFlightBy[w].Load()) < scaledReserve(sh.reservedSlots[w], share) {
+		return false // its own reserved slots: not borrowing
+	}
+	heldBack := 0
+	for v, line := range s.queue.lines {
+		if v != w && line.n > 0 {
+			heldBack += max(0, scaledReserve(sh.reservedSlots[v], share)-int(s.inFlightBy[v].Load()))
+		}
+	}
+	return heldBack > 0 && n+heldBack >= limit
+}
+
+// slotRefusal says why acquireSlot refused workload w a slot, as a second
+// look sees it: ReasonReserve when a slot is free but other workloads'
+// reserves keep it, else ReasonConcurrency (every slot w may use is taken,
+// or one was given back since). It is off the hot path: only a refused
+// call asks.
+func (s *bucket) slotRefusal(w int) ThrottleReason {
+	sh := s.scope.shares.Load()
+	if !sh.sharesSlots {
+		return ReasonConcurrency
+	}
+	limit, share := s.scope.Concurrency, 1.0
+	if s.recov.Load() != nil {
+		limit, share = s.slots()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := int(s.inFlight.Load())
+	if n >= limit || sh.maxSlots[w] > 0 && int(s.inFlightBy[w].Load()) >= scaled(sh.maxSlots[w], share) {
+		return ReasonConcurrency
+	}
+	if s.reserveKeeps(sh, w, n, limit, share) {
+		return ReasonReserve
+	}
+	return ReasonConcurrency
 }
 
 // reservedSlots returns the slots that a reserve holds of a scope of n:

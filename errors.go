@@ -33,6 +33,13 @@ const (
 	ReasonCapacity    ThrottleReason = "capacity"    // the request costs more than the bucket holds
 	ReasonCooldown    ThrottleReason = "cooldown"    // the provider asked for a pause
 	ReasonRetry       ThrottleReason = "retry"       // a retry's wait would outlast the deadline
+	// ReasonReserve: the tokens or slots the call needs are there, but
+	// another workload's Reserve keeps them.
+	ReasonReserve ThrottleReason = "reserve"
+	// ReasonBudget: the workload's spend budget refused the call. No
+	// ThrottledError says it (a *BudgetError does); Stats does, in
+	// WorkloadStats.LastRefusedReason.
+	ReasonBudget ThrottleReason = "budget"
 )
 
 // A ThrottledError says that a request was not sent because a scope's limits

@@ -29,6 +29,10 @@ type config struct {
 	maxWait   time.Duration
 	retry     RetryPolicy
 	retries   bool // false after WithoutRetry
+	// defaultScopeDeclared: an option set DefaultScope (WithLimit,
+	// WithConcurrency, WithFailFast, WithScope); else Stats lists it only
+	// once something was charged to it.
+	defaultScopeDeclared bool
 	// idempotencyKey asks for an Idempotency-Key on POST and PATCH.
 	idempotencyKey bool
 	classifiers    []Classifier
@@ -58,6 +62,7 @@ type namedWorkload struct {
 }
 
 func (c *config) scope(name string) *Scope {
+	c.defaultScopeDeclared = c.defaultScopeDeclared || name == DefaultScope
 	for i := range c.scopes {
 		if c.scopes[i].Name == name {
 			return &c.scopes[i]

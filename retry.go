@@ -323,6 +323,7 @@ func (r *retrier) retry(c *retryCall) (*http.Response, error) {
 				return c.resp, nil
 			}
 			throttled := &ThrottledError{Scope: c.info.scope.Name, Reason: ReasonRetry, RetryAfter: wait, Err: errors.Join(context.DeadlineExceeded, c.err)}
+			t.workloads[workloadName(t, ctx)].throttled(t.clock.Now(), throttled)
 			t.emit(Event{Kind: EventThrottled, Scope: c.info.scope.Name, Workload: workloadName(t, ctx), Wait: wait, Err: throttled})
 			return nil, c.stopped(fmt.Sprintf("the next attempt, in %v, would be past the deadline", wait), throttled)
 		}

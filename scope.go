@@ -100,6 +100,12 @@ type configuredScope struct {
 	// forgotten counts the calls admitted on keyed states since forgotten,
 	// so that Stats counts every call, at no cost to the hot path.
 	forgotten int64
+
+	// For Stats: implicit, New made it as DefaultScope with no option
+	// setting it (listed only once something was charged to it); rejected,
+	// the answers that refused its calls for the provider's limits.
+	implicit bool
+	rejected atomic.Int64
 }
 
 func newConfiguredScope(s Scope, headroom float64, workloads []*workloadState, clock clock.Clock) *configuredScope {

@@ -3,6 +3,7 @@ package pacer
 import (
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/pacer-go/pacer/store"
@@ -47,18 +48,39 @@ type ScopeStats struct {
 	// full pace, or its full cap; 0 when it is not cut.
 	RecoveredIn time.Duration
 
-	// Tokens is what the scope's bucket holds now, when TokensKnown: the
-	// store is in this process's memory, the scope is paced by rate, and it
-	// holds no keyed buckets (a level per key would be unbounded). A shared
-	// store is not asked; its level would cost a round trip on every scrape.
+	// Tokens is the lowest level among the scope's buckets this process
+	// holds, when TokensKnown: the store is in this process's memory and
+	// the scope is paced by rate. TokensKey says which bucket that is: ""
+	// for the scope's shared bucket (the only one of a scope without keys),
+	// else the key. A shared store is not asked; its levels would cost a
+	// round trip on every scrape.
 	Tokens      float64
+	TokensKey   string
 	TokensKnown bool
 
 	Cooldown time.Duration // what is left of a pause the provider asked for
 	Admitted int64         // calls admitted since the Transport was made, on every key
+	// Rejected counts the answers that refused a call of the scope for the
+	// provider's limits, on every key: a 429, a 503 or a back-pressure
+	// status (WithBackPressure), or a permit's Rejected.
+	Rejected int64
 
 	InFlight int
 	Waiting  int
+	// WaitingBy counts the calls waiting now by what holds them back:
+	// ReasonRate, ReasonConcurrency (a lowered cap too: ConcurrencyNow),
+	// ReasonReserve or ReasonCooldown. On each bucket (each key) only the
+	// first call in the queue tries; what it met when it last tried holds
+	// every call queued behind it, and they are all counted under it. nil
+	// when no call waits.
+	WaitingBy map[ThrottleReason]int
+	// WaitingSince is when the call that has waited longest on the scope,
+	// on any key, began to wait (on this scope or another of its scopes);
+	// WaitingReason is what holds it back now, as WaitingBy counts it, and
+	// WaitingWorkload its workload. Zero when no call waits.
+	WaitingSince    time.Time
+	WaitingReason   ThrottleReason
+	WaitingWorkload string
 	// InFlightBy counts the calls in flight by workload.
 	InFlightBy map[string]int
 	// RetryCredit is the number of retries the scope's budget allows now.
@@ -70,9 +92,28 @@ type ScopeStats struct {
 	OldestSlot time.Duration
 }
 
-// WorkloadStats describes one workload's spend budget.
+// WorkloadStats describes one workload: what its calls met, and its spend
+// budget.
 type WorkloadStats struct {
-	Name   string
+	Name string
+	// Admitted counts the attempts admitted since the Transport was made
+	// (a retry is an attempt too), at once or after waiting; Waited counts
+	// those of them that waited first. Throttled counts the attempts that
+	// a scope's limits refused, each with a *ThrottledError (a wait that
+	// could not end in time, a full queue, a context that ended while it
+	// waited), and Refused those its budget refused, each with a
+	// *BudgetError. Rejected counts the answers that refused its calls for
+	// the provider's limits: a 429, a 503 or a back-pressure status, or a
+	// permit's Rejected.
+	Admitted, Waited, Throttled, Refused, Rejected int64
+	// LastRefused is when an attempt of the workload was last refused, by
+	// a scope's limits or its budget; LastRefusedReason says why: the
+	// *ThrottledError's Reason, or ReasonBudget; LastRefusedScope is the
+	// scope that refused it, "" for the budget. Zero when none was.
+	LastRefused       time.Time
+	LastRefusedReason ThrottleReason
+	LastRefusedScope  string
+
 	Budget Budget // the configured cap; the zero Budget when there is none
 	// Unit is what the budget counts: "requests", a unit such as "tokens",
 	// or "usd" for a budget in money (Budget.Spend); "" when there is no
@@ -102,6 +143,13 @@ type WorkloadStats struct {
 // Stats returns a snapshot of the Transport's scopes and workloads. It takes each scope's
 // lock in turn, not all at once, so the figures of different scopes may be
 // a moment apart.
+//
+// DefaultScope and DefaultWorkload, which every Transport has, are listed
+// when an option declared them (WithLimit, WithConcurrency, WithFailFast or
+// WithScope for the scope; WithWorkload for the workload), or once
+// something was charged to them: a call admitted, refused, in flight or
+// waiting, a 429. A Transport whose routes charge every request elsewhere
+// does not list a scope it never uses.
 func (t *Transport) Stats() Stats {
 	now := t.clock.Now()
 	var st Stats
@@ -112,6 +160,7 @@ func (t *Transport) Stats() Stats {
 			Name: cs.Name, Unit: cs.Unit,
 			Rate: rate, Burst: burst, Learned: s.learned.Load() != nil, Factor: s.rateFactor(), Why: s.why(now),
 			Admitted:    s.admitted.Load(),
+			Rejected:    cs.rejected.Load(),
 			InFlightBy:  map[string]int{},
 			RetryCredit: float64(cs.retryCredit.Load()) / retryUnit,
 		}
@@ -119,23 +168,75 @@ func (t *Transport) Stats() Stats {
 			sc.Cooldown = time.Duration(until - now.UnixNano())
 		}
 		s.describeCut(&sc, now)
-		cs.eachBucket(func(b *bucket) { t.count(&sc, b, now) })
+		cs.eachBucket(func(b *bucket) {
+			t.count(&sc, b, now)
+			t.lowest(&sc, b, now)
+		})
 		cs.mu.Lock()
 		sc.Keys = len(cs.keyed)
 		sc.Admitted += cs.forgotten
 		cs.mu.Unlock()
-		if sc.Keys == 0 {
-			sc.Tokens, sc.TokensKnown = t.tokens(cs.Name, rate, burst, now)
+		if cs.implicit && sc.unused() {
+			continue
 		}
 		st.Scopes = append(st.Scopes, sc)
 	}
 	slices.SortFunc(st.Scopes, func(a, b ScopeStats) int { return strings.Compare(a.Name, b.Name) })
 	for _, w := range t.workloads {
-		st.Workloads = append(st.Workloads, w.stats(now))
+		ws := w.stats(now)
+		w.counts.read(&ws)
+		if w.implicit && ws.unused() {
+			continue
+		}
+		st.Workloads = append(st.Workloads, ws)
 	}
 	slices.SortFunc(st.Workloads, func(a, b WorkloadStats) int { return strings.Compare(a.Name, b.Name) })
 	st.Undeclared = t.undeclaredCounts()
 	return st
+}
+
+// unused reports whether nothing was ever charged to the scope.
+func (sc *ScopeStats) unused() bool {
+	return sc.Admitted == 0 && sc.Rejected == 0 && sc.InFlight == 0 && sc.Waiting == 0 && sc.Keys == 0 && sc.Cooldown == 0
+}
+
+// unused reports whether nothing was ever charged to the workload.
+func (ws *WorkloadStats) unused() bool {
+	return ws.Admitted == 0 && ws.Throttled == 0 && ws.Refused == 0 && ws.Rejected == 0 && ws.Spent == 0 && ws.Reserved == 0
+}
+
+// workloadCounts is what a workload's calls met, for Stats: counted on the
+// paths that already run, one atomic add for a call admitted at once.
+type workloadCounts struct {
+	admitted, waited, throttled, refused, rejected atomic.Int64
+	last                                           atomic.Pointer[refusal] // nil until a call is refused
+}
+
+// refusal is the last refusal of a workload's call.
+type refusal struct {
+	at     time.Time
+	reason ThrottleReason
+	scope  string
+}
+
+// refuse counts a refusal in n, one of w's counts, and keeps it as the last.
+func (w *workloadCounts) refuse(n *atomic.Int64, at time.Time, reason ThrottleReason, scope string) {
+	n.Add(1)
+	w.last.Store(&refusal{at, reason, scope})
+}
+
+// throttled counts a refusal by a scope's limits.
+func (w *workloadState) throttled(at time.Time, e *ThrottledError) {
+	w.counts.refuse(&w.counts.throttled, at, e.Reason, e.Scope)
+}
+
+// read sets ws's counts.
+func (w *workloadCounts) read(ws *WorkloadStats) {
+	ws.Admitted, ws.Waited = w.admitted.Load(), w.waited.Load()
+	ws.Throttled, ws.Refused, ws.Rejected = w.throttled.Load(), w.refused.Load(), w.rejected.Load()
+	if r := w.last.Load(); r != nil {
+		ws.LastRefused, ws.LastRefusedReason, ws.LastRefusedScope = r.at, r.reason, r.scope
+	}
 }
 
 // describeCut sets sc's caps on calls in flight, and how long until a cut
@@ -152,14 +253,22 @@ func (s *bucket) describeCut(sc *ScopeStats, now time.Time) {
 	}
 }
 
-// tokens returns the level of a scope's shared bucket, when the store can
-// tell without a round trip.
-func (t *Transport) tokens(scope string, rate, burst float64, now time.Time) (float64, bool) {
+// lowest keeps in sc the level of bucket b if it is the lowest of its
+// scope's yet, when the store can tell without a round trip. Of equal
+// levels it keeps the first key in order, the shared bucket's "" first.
+func (t *Transport) lowest(sc *ScopeStats, b *bucket, now time.Time) {
 	m, ok := t.store.(*store.Memory)
-	if !ok || burst == 0 {
-		return 0, false
+	if !ok {
+		return
 	}
-	return m.Level(store.Demand{Scope: scope, Rate: rate, Burst: burst}, now), true
+	rate, burst := b.pace()
+	if burst == 0 {
+		return
+	}
+	l := m.Level(store.Demand{Scope: b.scope.Name, Key: b.key, Rate: rate, Burst: burst}, now)
+	if !sc.TokensKnown || l < sc.Tokens || l == sc.Tokens && b.key < sc.TokensKey {
+		sc.Tokens, sc.TokensKey, sc.TokensKnown = l, b.key, true
+	}
 }
 
 // count adds a bucket's calls in flight and waiting, and a keyed bucket's
@@ -167,15 +276,38 @@ func (t *Transport) tokens(scope string, rate, burst float64, now time.Time) (fl
 func (t *Transport) count(sc *ScopeStats, s *bucket, now time.Time) {
 	sc.OldestSlot = max(sc.OldestSlot, t.checkSlots(s, now))
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.key != "" {
 		sc.Admitted += s.admitted.Load() // the shared bucket's is counted already
 	}
 	sc.InFlight += int(s.inFlight.Load())
-	sc.Waiting += s.queue.n
 	for _, w := range t.workloads {
 		if n := int(s.inFlightBy[w.index].Load()); n > 0 {
 			sc.InFlightBy[w.name] += n
+		}
+	}
+	s.mu.Unlock()
+	t.countWaits(sc, s)
+}
+
+// countWaits adds the calls waiting on bucket s to sc: how many, what holds
+// them back, and the one that has waited longest, if it has waited longer
+// than any other of the scope's so far.
+func (t *Transport) countWaits(sc *ScopeStats, s *bucket) {
+	n, reason, since, workload := s.waits()
+	if n == 0 {
+		return
+	}
+	sc.Waiting += n
+	if sc.WaitingBy == nil {
+		sc.WaitingBy = map[ThrottleReason]int{}
+	}
+	sc.WaitingBy[reason] += n
+	if sc.WaitingSince.IsZero() || since.Before(sc.WaitingSince) {
+		sc.WaitingSince, sc.WaitingReason = since, reason
+		for _, w := range t.workloads {
+			if w.index == workload {
+				sc.WaitingWorkload = w.name
+			}
 		}
 	}
 }

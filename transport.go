@@ -132,6 +132,7 @@ func configure(base http.RoundTripper, opts []Option) config {
 		cfg.errs = append(cfg.errs, fmt.Errorf("New: the base RoundTripper is a nil %T; pass nil itself for http.DefaultTransport", base))
 	}
 	cfg.scope(DefaultScope)
+	cfg.defaultScopeDeclared = false // by an option, not here
 	for i, opt := range opts {
 		if opt == nil {
 			cfg.errs = append(cfg.errs, fmt.Errorf("New: Option %d of %d is a nil Option; leave it out", i+1, len(opts)))
@@ -184,7 +185,8 @@ func (t *Transport) ownsBuckets() bool {
 // addWorkloads validates the configured workloads, DefaultWorkload among
 // them, and returns them in their index order.
 func (t *Transport) addWorkloads(cfg *config) []*workloadState {
-	if _, ok := findWorkload(cfg.workloads, DefaultWorkload); !ok {
+	_, declared := findWorkload(cfg.workloads, DefaultWorkload)
+	if !declared {
 		cfg.workloads = append([]namedWorkload{{name: DefaultWorkload}}, cfg.workloads...)
 	}
 	t.workloads = make(map[string]*workloadState, len(cfg.workloads))
@@ -200,7 +202,7 @@ func (t *Transport) addWorkloads(cfg *config) []*workloadState {
 			w.Budget.Unit = unit
 		}
 		reserves += w.Reserve
-		ws := &workloadState{Workload: w.Workload, name: w.name, index: len(list)}
+		ws := &workloadState{Workload: w.Workload, name: w.name, index: len(list), implicit: w.name == DefaultWorkload && !declared}
 		ws.waiting.max, ws.waiting.policy = w.MaxWaiting, w.WhenFull
 		if err := t.initBudget(ws); err != nil {
 			cfg.errs = append(cfg.errs, err)
@@ -228,6 +230,7 @@ func (t *Transport) addScopes(cfg *config, workloads []*workloadState) {
 	t.scopes = make(map[string]*configuredScope, len(cfg.scopes))
 	for _, s := range cfg.scopes {
 		cs := newConfiguredScope(s, cfg.headroom, workloads, cfg.clock)
+		cs.implicit = s.Name == DefaultScope && !cfg.defaultScopeDeclared
 		if err := cs.validate(); err != nil {
 			cfg.errs = append(cfg.errs, err)
 		}

@@ -1,6 +1,9 @@
 package pacer
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // A waiter is a call waiting on a scope.
 type waiter struct {
@@ -13,6 +16,11 @@ type waiter struct {
 	wake     chan struct{}
 	shed     atomic.Bool // its workload's bounded queue dropped it (boundedqueue.go)
 	shedAt   int         // its index in that queue's heap; -1 when not in it
+	// For Stats: when the call began to wait, and what holds it back: what
+	// it met when it last tried, or what held the queue it joined. reason
+	// changes under the lock of the scope it waits on (setReason).
+	since  time.Time
+	reason ThrottleReason
 
 	// The waiter's node in its workload's line (see line), while queued.
 	queued      bool
@@ -328,4 +336,60 @@ func (s *bucket) servesBefore(w int, priority float64) bool {
 	_, share := s.slots()
 	before, equal := s.ranksBefore(h.workload, h.priority, w, priority, share)
 	return before || equal
+}
+
+// setReason records what holds w back, w being in s's queue.
+func (s *bucket) setReason(w *waiter, r ThrottleReason) {
+	s.mu.Lock()
+	w.reason = r
+	s.mu.Unlock()
+}
+
+// headReason returns what held back the first call waiting on s when it
+// last tried; "" when none waits.
+func (s *bucket) headReason() ThrottleReason {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h := s.head(); h != nil {
+		return h.reason
+	}
+	return ""
+}
+
+// waits describes the calls waiting on s, for Stats: how many, and what
+// holds them back, which is what holds its head, since only the head
+// tries; and when the call that has waited longest began, and its
+// workload's index. It returns n == 0 when none waits.
+func (s *bucket) waits() (n int, reason ThrottleReason, since time.Time, workload int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.queue.n == 0 {
+		return 0, "", time.Time{}, 0
+	}
+	var o *waiter
+	for v := range s.queue.lines {
+		l := &s.queue.lines[v]
+		w := l.first // the earliest arrival of a line in arrival order
+		if l.ranked > 0 {
+			w = eldest(l.root)
+		}
+		if w != nil && (o == nil || w.since.Before(o.since)) {
+			o = w
+		}
+	}
+	return s.queue.n, s.head().reason, o.since, o.workload
+}
+
+// eldest returns the waiter of the treap t that began to wait first, or nil.
+func eldest(t *waiter) *waiter {
+	if t == nil {
+		return nil
+	}
+	e := t
+	for _, c := range [2]*waiter{eldest(t.left), eldest(t.right)} {
+		if c != nil && c.since.Before(e.since) {
+			e = c
+		}
+	}
+	return e
 }

@@ -217,6 +217,10 @@ type workloadState struct {
 	budgetState              // budget.go
 	waiting     boundedQueue // its waiting calls, when MaxWaiting bounds them
 	fair        fairQueue    // its tenants' fair-queuing tags (tenant.go)
+	// implicit: New made it, as DefaultWorkload, for no WithWorkload
+	// declared it; Stats lists it only once something was charged to it.
+	implicit bool
+	counts   workloadCounts // what its calls met, for Stats (stats.go)
 }
 
 // maxUnknownWorkloads bounds the names a Transport remembers having said are

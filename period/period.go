@@ -104,8 +104,13 @@ func (p Period) Validate() error {
 	return nil
 }
 
-// String describes p: "daily at 02:30 America/Los_Angeles".
+// String describes p: "daily at 02:30 America/Los_Angeles". The zero
+// Period, which a Budget without a calendar period holds, is "none"; any
+// other that does not Validate is "invalid period".
 func (p Period) String() string {
+	if p == (Period{}) {
+		return "none"
+	}
 	zone := "<nil>"
 	if p.loc != nil {
 		zone = p.loc.String()

@@ -192,7 +192,8 @@ func TestString(t *testing.T) {
 		Weekly(time.Monday, 9, 0, la): "weekly on Monday at 09:00 America/Los_Angeles",
 		Monthly(31, 0, 0, time.UTC):   "monthly on day 31 at 00:00 UTC",
 		Window(24 * time.Hour):        "window of 24h0m0s",
-		Period{}:                      "invalid period",
+		Period{}:                      "none",
+		{kind: 9}:                     "invalid period",
 	} {
 		if got := p.String(); got != want {
 			t.Errorf("String() = %q, want %q", got, want)

@@ -31,14 +31,20 @@
 //	pacer.budget.thresholds   counter    budgets crossing 50, 80 and 100 % (pacer.budget.percent)
 //	pacer.in_flight           gauge      calls in flight (on scopes that cap concurrency)
 //	pacer.waiting             gauge      calls waiting for admission
+//	pacer.waiting.by_reason   gauge      of them, those held back by the rate, the concurrency cap, a reserve or a cooldown (pacer.reason)
+//	pacer.wait.oldest_start   gauge      s, when the call waiting longest began to wait, in Unix seconds (while one waits)
 //	pacer.rate                gauge      the pace now, in units a second
-//	pacer.tokens              gauge      what the scope's bucket holds (in-memory store only)
+//	pacer.tokens              gauge      what the scope's lowest bucket holds, of every key (in-memory store only)
 //	pacer.cooldown.remaining  gauge      s, what is left of a provider's pause
 //	pacer.retry.credit        gauge      retries the retry budget allows now
 //	pacer.budget.limit        gauge      a workload's spend cap per period
 //	pacer.budget.spent        gauge      what this process spent of it this period (dollars for "usd")
 //	pacer.budget.reserved     gauge      what its calls in flight reserved, to settle on usage
 //	pacer.budget.period_end   gauge      when the current period ends, in Unix seconds
+//
+// The counts of Stats (WorkloadStats.Admitted, Throttled, Refused, Rejected
+// and Waited) are what the counters above count from events; they are not
+// reported twice.
 package paceroptel
 
 import (
@@ -63,6 +69,7 @@ const (
 	AttrStatus   = attribute.Key("http.response.status_code")
 	AttrOrigin   = attribute.Key("pacer.origin")         // who changed a limit: pacer.OriginSetLimit or pacer.OriginStore
 	AttrPercent  = attribute.Key("pacer.budget.percent") // the share of a budget crossed: 50, 80 or 100
+	AttrReason   = attribute.Key("pacer.reason")         // what holds waiting calls back: a pacer.ThrottleReason
 )
 
 // WaitBuckets are the wait histogram's default boundaries, in seconds: from
@@ -81,7 +88,8 @@ type Metrics struct {
 	limitChanges, budgetThresholds             metric.Int64Counter
 	wait                                       metric.Float64Histogram
 
-	inFlight, waiting                   metric.Int64ObservableGauge
+	inFlight, waiting, waitingBy        metric.Int64ObservableGauge
+	waitStart                           metric.Float64ObservableGauge
 	rate, tokens, cooldown, retryCredit metric.Float64ObservableGauge
 	budgetLimit, budgetSpent            metric.Float64ObservableGauge
 	budgetReserved, budgetEnd           metric.Float64ObservableGauge
@@ -136,8 +144,10 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	}
 	m.inFlight = intGauge("pacer.in_flight", "Calls in flight, counted on scopes that cap concurrency.")
 	m.waiting = intGauge("pacer.waiting", "Calls waiting for admission.")
+	m.waitingBy = intGauge("pacer.waiting.by_reason", "Calls waiting for admission, by what holds them back: rate, concurrency, reserve or cooldown.")
+	m.waitStart = floatGauge("pacer.wait.oldest_start", "s", "When the call waiting longest on the scope began to wait, in Unix seconds.")
 	m.rate = floatGauge("pacer.rate", "1/s", "The scope's pace now, in its units a second.")
-	m.tokens = floatGauge("pacer.tokens", "1", "What the scope's bucket holds now (in-memory store only), in its units.")
+	m.tokens = floatGauge("pacer.tokens", "1", "What the scope's lowest bucket, of every key, holds now (in-memory store only), in its units.")
 	m.cooldown = floatGauge("pacer.cooldown.remaining", "s", "What is left of a pause the provider imposed.")
 	m.retryCredit = floatGauge("pacer.retry.credit", "{retry}", "Retries the scope's retry budget allows now.")
 	m.budgetLimit = floatGauge("pacer.budget.limit", "1", "A workload's spend cap per period, in the budget's unit.")
@@ -147,7 +157,7 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.registration, err = meter.RegisterCallback(m.report, m.inFlight, m.waiting, m.rate, m.tokens, m.cooldown,
+	m.registration, err = meter.RegisterCallback(m.report, m.inFlight, m.waiting, m.waitingBy, m.waitStart, m.rate, m.tokens, m.cooldown,
 		m.retryCredit, m.budgetLimit, m.budgetSpent, m.budgetReserved, m.budgetEnd)
 	if err != nil {
 		return nil, err
@@ -229,6 +239,12 @@ func (m *Metrics) report(_ context.Context, o metric.Observer) error {
 			o.ObserveInt64(m.inFlight, int64(s.InFlightBy[w.Name]), m.labels(s.Name, w.Name))
 		}
 		o.ObserveInt64(m.waiting, int64(s.Waiting), scope)
+		for reason, n := range s.WaitingBy {
+			o.ObserveInt64(m.waitingBy, int64(n), metric.WithAttributes(AttrScope.String(s.Name), AttrReason.String(string(reason))))
+		}
+		if !s.WaitingSince.IsZero() {
+			o.ObserveFloat64(m.waitStart, float64(s.WaitingSince.UnixNano())/1e9, scope)
+		}
 		o.ObserveFloat64(m.rate, s.Rate, unit)
 		if s.TokensKnown {
 			o.ObserveFloat64(m.tokens, s.Tokens, unit)

@@ -154,6 +154,35 @@ func TestMetricsThroughAnInMemoryReader(t *testing.T) {
 	})
 }
 
+// While a call waits, the gauges say what holds it back and since when.
+func TestMetricsSayWhyCallsWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reader := sdkmetric.NewManualReader()
+		m, err := paceroptel.New(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := observetest.Paused(m)
+		m.Watch(tr)
+		start := time.Now()
+		done := observetest.Wait(tr)
+		got := collect(t, reader)
+		if v := value(t, got, "pacer.waiting.by_reason", "pacer.reason=cooldown,pacer.scope=default"); v != 1 {
+			t.Errorf("pacer.waiting.by_reason = %v, want 1 held by the cooldown", v)
+		}
+		if v := value(t, got, "pacer.wait.oldest_start", "pacer.scope=default"); v != float64(start.Unix()) {
+			t.Errorf("pacer.wait.oldest_start = %v, want %v", v, start.Unix())
+		}
+		if err := done(); err != nil {
+			t.Fatal(err)
+		}
+		got = collect(t, reader)
+		if n := len(got["pacer.waiting.by_reason"]) + len(got["pacer.wait.oldest_start"]); n != 0 {
+			t.Errorf("%d points of waits once none waits, want 0", n)
+		}
+	})
+}
+
 // The events that change a Transport's configuration or warn of trouble
 // are counted too, each under attributes the configuration bounds.
 func TestMetricsCountWarningsAndChanges(t *testing.T) {

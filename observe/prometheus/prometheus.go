@@ -36,14 +36,20 @@
 //
 //	pacer_in_flight{scope,workload}                 calls in flight (on scopes that cap concurrency)
 //	pacer_waiting{scope}                            calls waiting for admission
+//	pacer_waiting_by_reason{scope,reason}           of them, those held back by the rate, the concurrency cap, a reserve or a cooldown
+//	pacer_oldest_wait_start_seconds{scope}          when the call waiting longest began to wait, in Unix seconds (while one waits)
 //	pacer_rate{scope,unit}                          the pace now, in units a second
-//	pacer_tokens{scope,unit}                        what the scope's bucket holds (in-memory store only)
+//	pacer_tokens{scope,unit}                        what the scope's lowest bucket holds, of every key (in-memory store only)
 //	pacer_cooldown_remaining_seconds{scope}         what is left of a provider's pause
 //	pacer_retry_credit{scope}                       retries the retry budget allows now
 //	pacer_budget_limit{workload,unit}               a workload's spend cap per period
 //	pacer_budget_spent{workload,unit}               what this process spent of it this period (dollars for "usd")
 //	pacer_budget_reserved{workload,unit}            what its calls in flight reserved, to settle on usage
 //	pacer_budget_period_end_seconds{workload}       when the current period ends, in Unix seconds
+//
+// The counts of Stats (WorkloadStats.Admitted, Throttled, Refused, Rejected
+// and Waited) are what the counters above count from events; they are not
+// exported twice.
 package pacerprom
 
 import (
@@ -87,6 +93,7 @@ type Collector struct {
 	budgetThresholds              *prometheus.CounterVec
 	wait                          *prometheus.HistogramVec
 	inFlight, waiting, rate       *prometheus.Desc
+	waitingBy, waitStart          *prometheus.Desc
 	tokens, cooldown, retryCredit *prometheus.Desc
 	budgetLimit, budgetSpent      *prometheus.Desc
 	budgetReserved, budgetEnd     *prometheus.Desc
@@ -127,8 +134,10 @@ func New(opts ...Option) *Collector {
 			Help: "How long calls that waited for admission waited.", Buckets: o.buckets}, []string{"scope", "workload"}),
 		inFlight:       desc("in_flight", "Calls in flight, counted on scopes that cap concurrency.", "scope", "workload"),
 		waiting:        desc("waiting", "Calls waiting for admission.", "scope"),
+		waitingBy:      desc("waiting_by_reason", "Calls waiting for admission, by what holds them back: rate, concurrency, reserve or cooldown.", "scope", "reason"),
+		waitStart:      desc("oldest_wait_start_seconds", "When the call waiting longest on the scope began to wait, in Unix seconds.", "scope"),
 		rate:           desc("rate", "The scope's pace now, in units a second.", "scope", "unit"),
-		tokens:         desc("tokens", "What the scope's bucket holds now (in-memory store only).", "scope", "unit"),
+		tokens:         desc("tokens", "What the scope's lowest bucket, of every key, holds now (in-memory store only).", "scope", "unit"),
 		cooldown:       desc("cooldown_remaining_seconds", "What is left of a pause the provider imposed.", "scope"),
 		retryCredit:    desc("retry_credit", "Retries the scope's retry budget allows now.", "scope"),
 		budgetLimit:    desc("budget_limit", "A workload's spend cap per period.", "workload", "unit"),
@@ -192,7 +201,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, v := range c.vecs() {
 		v.Describe(ch)
 	}
-	for _, d := range []*prometheus.Desc{c.inFlight, c.waiting, c.rate, c.tokens, c.cooldown, c.retryCredit, c.budgetLimit, c.budgetSpent, c.budgetReserved, c.budgetEnd} {
+	for _, d := range []*prometheus.Desc{c.inFlight, c.waiting, c.waitingBy, c.waitStart, c.rate, c.tokens, c.cooldown, c.retryCredit, c.budgetLimit, c.budgetSpent, c.budgetReserved, c.budgetEnd} {
 		ch <- d
 	}
 }
@@ -215,6 +224,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(c.inFlight, float64(s.InFlightBy[w.Name]), s.Name, w.Name)
 		}
 		gauge(c.waiting, float64(s.Waiting), s.Name)
+		for reason, n := range s.WaitingBy {
+			gauge(c.waitingBy, float64(n), s.Name, string(reason))
+		}
+		if !s.WaitingSince.IsZero() {
+			gauge(c.waitStart, float64(s.WaitingSince.UnixNano())/1e9, s.Name)
+		}
 		gauge(c.rate, s.Rate, s.Name, s.Unit)
 		if s.TokensKnown {
 			gauge(c.tokens, s.Tokens, s.Name, s.Unit)

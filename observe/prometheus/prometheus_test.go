@@ -1,6 +1,7 @@
 package pacerprom_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -70,9 +71,10 @@ pacer_retries_total{scope="default",workload="batch"} 1
 # HELP pacer_throttled_total Calls refused by pacer because their wait could not be made.
 # TYPE pacer_throttled_total counter
 pacer_throttled_total{scope="default",workload="default"} 1
-# HELP pacer_tokens What the scope's bucket holds now (in-memory store only).
+# HELP pacer_tokens What the scope's lowest bucket, of every key, holds now (in-memory store only).
 # TYPE pacer_tokens gauge
 pacer_tokens{scope="default",unit="requests"} 0
+pacer_tokens{scope="key",unit="requests"} 0
 `
 		names := []string{"pacer_admitted_total", "pacer_budget_exhausted_total", "pacer_budget_limit", "pacer_budget_spent",
 			"pacer_cooldowns_total", "pacer_in_flight", "pacer_provider_rejections_total", "pacer_retries_total",
@@ -109,6 +111,34 @@ pacer_tokens{scope="default",unit="requests"} 0
 	})
 }
 
+// While a call waits, the gauges say what holds it back and since when.
+func TestMetricsSayWhyCallsWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := pacerprom.New()
+		tr := observetest.Paused(m)
+		m.Watch(tr)
+		start := time.Now()
+		done := observetest.Wait(tr)
+		want := fmt.Sprintf(`
+# HELP pacer_oldest_wait_start_seconds When the call waiting longest on the scope began to wait, in Unix seconds.
+# TYPE pacer_oldest_wait_start_seconds gauge
+pacer_oldest_wait_start_seconds{scope="default"} %g
+# HELP pacer_waiting_by_reason Calls waiting for admission, by what holds them back: rate, concurrency, reserve or cooldown.
+# TYPE pacer_waiting_by_reason gauge
+pacer_waiting_by_reason{reason="cooldown",scope="default"} 1
+`, float64(start.Unix()))
+		if err := testutil.CollectAndCompare(m, strings.NewReader(want), "pacer_oldest_wait_start_seconds", "pacer_waiting_by_reason"); err != nil {
+			t.Error(err)
+		}
+		if err := done(); err != nil {
+			t.Fatal(err)
+		}
+		if n := testutil.CollectAndCount(m, "pacer_oldest_wait_start_seconds", "pacer_waiting_by_reason"); n != 0 {
+			t.Errorf("%d series of waits once none waits, want 0", n)
+		}
+	})
+}
+
 func scrape(t *testing.T, url string) string {
 	t.Helper()
 	resp, err := http.Get(url)
@@ -127,7 +157,7 @@ func scrape(t *testing.T, url string) string {
 // set of metrics.
 func TestMetricsLint(t *testing.T) {
 	m := pacerprom.New(pacerprom.WithNamespace("api"))
-	m.Watch(pacer.New(nil, pacer.WithObserver(m)))
+	m.Watch(pacer.New(nil, pacer.WithObserver(m), pacer.WithLimit(pacer.PerSecond(10))))
 	problems, err := testutil.CollectAndLint(m)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"testing/synctest"
 	"time"
 
 	"github.com/pacer-go/pacer"
@@ -88,4 +89,32 @@ func send(tr http.RoundTripper, ctx context.Context) (*http.Response, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/v1/things?api_key="+Secret, nil)
 	req.Header.Set("Authorization", "Bearer "+Secret)
 	return tr.RoundTrip(req)
+}
+
+// Paused returns a Transport that tells obs what it does, on the scope
+// "default" at 10 a second, whose first call is answered 429 with
+// Retry-After: 2.
+func Paused(obs pacer.Observer) *pacer.Transport {
+	return pacer.New(&api{}, pacer.WithObserver(obs), pacer.WithoutRetry(), pacer.WithLimit(pacer.PerSecond(10)),
+		pacer.WithLogger(slog.New(slog.DiscardHandler)))
+}
+
+// Wait drives tr, made by Paused in a synctest bubble, to one call waiting
+// out the pause: its first call is answered 429, and a second waits on
+// "default", held back by the cooldown, from the moment Wait was called.
+// It returns once the second call waits; done returns once it is answered.
+func Wait(tr *pacer.Transport) (done func() error) {
+	if resp, err := send(tr, context.Background()); err == nil {
+		resp.Body.Close()
+	}
+	errs := make(chan error, 1)
+	go func() {
+		resp, err := send(tr, context.Background())
+		if err == nil {
+			resp.Body.Close()
+		}
+		errs <- err
+	}()
+	synctest.Wait()
+	return func() error { return <-errs }
 }
