@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/ratelimitheader"
 	"github.com/pacer-go/pacer/store"
 )
@@ -31,7 +32,7 @@ func (c *call) coolDown(s *bucket, now time.Time, d time.Duration) {
 			return
 		}
 		if s.cooldown.CompareAndSwap(old, until) {
-			c.t.emit(Event{Kind: EventCooldownStarted, Scope: s.scope.Name, Workload: c.workload.name, Wait: d})
+			c.t.emit(observe.Event{Kind: observe.EventCooldownStarted, Scope: s.scope.Name, Workload: c.workload.name, Wait: d})
 			return
 		}
 	}
@@ -56,7 +57,7 @@ func (c *call) cooledDown(s *bucket, now time.Time) (time.Duration, bool) {
 	}
 	if s.cooldown.CompareAndSwap(until, 0) {
 		s.debtRate.CompareAndSwap(debt, 0)
-		c.t.emit(Event{Kind: EventCooldownEnded, Scope: s.scope.Name, Workload: c.workload.name})
+		c.t.emit(observe.Event{Kind: observe.EventCooldownEnded, Scope: s.scope.Name, Workload: c.workload.name})
 	}
 	return 0, true
 }
@@ -89,7 +90,7 @@ func (c *call) repay(s *bucket, now time.Time, rate float64) {
 				setNames(&d, s.scope.Name, ch.key)
 				d.Rate = rate // Burst 0: refilled at the debt's pace up to empty, not full
 				if err := c.t.store.Clamp(context.Background(), now, d, 0); err != nil {
-					c.t.emit(Event{Kind: EventStoreFailure, Scope: d.Scope, Workload: c.workload.name, Err: err})
+					c.t.emit(observe.Event{Kind: observe.EventStoreFailure, Scope: d.Scope, Workload: c.workload.name, Err: err})
 				}
 			}
 		}
@@ -106,7 +107,7 @@ func (c *call) repay(s *bucket, now time.Time, rate float64) {
 		d := c.demands[j]
 		d.Rate *= rate / cur
 		if err := c.t.store.Clamp(context.Background(), now, d, d.Burst); err != nil {
-			c.t.emit(Event{Kind: EventStoreFailure, Scope: d.Scope, Workload: c.workload.name, Err: err})
+			c.t.emit(observe.Event{Kind: observe.EventStoreFailure, Scope: d.Scope, Workload: c.workload.name, Err: err})
 		}
 	}
 }
@@ -303,7 +304,7 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict Verdi
 		for _, ch := range c.charges {
 			if verdict.concerns(ch.bucket.scope.Name) {
 				ch.bucket.scope.rejected.Add(1)
-				t.emit(Event{Kind: EventRejected, Scope: ch.bucket.scope.Name, Workload: c.workload.name, Status: resp.StatusCode})
+				t.emit(observe.Event{Kind: observe.EventRejected, Scope: ch.bucket.scope.Name, Workload: c.workload.name, Status: resp.StatusCode})
 			}
 		}
 		for i, ch := range c.charges {
@@ -380,7 +381,7 @@ func (c *call) paceChanged(s *bucket, why string) {
 		return
 	}
 	rate, _ := s.pace()
-	c.t.emit(Event{Kind: EventPaceChanged, Scope: s.scope.Name, Workload: c.workload.name, Rate: rate, Why: why})
+	c.t.emit(observe.Event{Kind: observe.EventPaceChanged, Scope: s.scope.Name, Workload: c.workload.name, Rate: rate, Why: why})
 }
 
 // reportRecovered tells observers, once, that a scope climbed back to its
@@ -419,7 +420,7 @@ func (c *call) clamp(ctx context.Context, now time.Time, i int, tokens float64) 
 		// The response is in hand: a caller that has stopped waiting for it
 		// must not stop the bucket from learning what it said.
 		if err := c.t.store.Clamp(context.WithoutCancel(ctx), now, c.demands[j], tokens); err != nil {
-			c.t.emit(Event{Kind: EventStoreFailure, Scope: c.demands[j].Scope, Workload: c.workload.name, Err: err})
+			c.t.emit(observe.Event{Kind: observe.EventStoreFailure, Scope: c.demands[j].Scope, Workload: c.workload.name, Err: err})
 			c.t.log.Warn("pacer: lowering a bucket to what the provider reported", "scope", c.demands[j].Scope, "err", err)
 		}
 	}

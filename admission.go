@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -92,7 +93,7 @@ func (c *call) emitAdmitted() {
 }
 
 func (c *call) emitAdmittedNow() {
-	c.t.emit(Event{Kind: EventAdmitted, Scope: c.firstScope(), Workload: c.workload.name})
+	c.t.emit(observe.Event{Kind: observe.EventAdmitted, Scope: c.firstScope(), Workload: c.workload.name})
 }
 
 func (c *call) firstScope() string {
@@ -111,7 +112,7 @@ func (c *call) emitRefusal(err error) {
 	}
 	c.workload.throttled(c.t.clock.Now(), te)
 	if len(c.t.observers) > 0 {
-		c.t.emit(Event{Kind: EventThrottled, Scope: te.Scope, Workload: c.workload.name, Wait: te.RetryAfter, Err: err})
+		c.t.emit(observe.Event{Kind: observe.EventThrottled, Scope: te.Scope, Workload: c.workload.name, Wait: te.RetryAfter, Err: err})
 	}
 }
 
@@ -161,7 +162,7 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 		c.releaseSlots(len(c.charges))
 	}
 	if err != nil {
-		c.t.emit(Event{Kind: EventStoreFailure, Workload: c.workload.name, Err: err})
+		c.t.emit(observe.Event{Kind: observe.EventStoreFailure, Workload: c.workload.name, Err: err})
 		return blocked{}, fmt.Errorf("pacer: taking tokens: %w", err)
 	}
 	b := blocked{bucket: c.charges[c.owners[d.Blocked]].bucket, reason: ReasonRate, wait: d.Wait}
@@ -300,7 +301,7 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 				c.workload.counts.waited.Add(1)
 				c.emitAdmitted()
 				if len(c.t.observers) > 0 {
-					c.t.emit(Event{Kind: EventWaited, Scope: in.scope.Name, Workload: c.workload.name, Wait: c.t.clock.Now().Sub(start)})
+					c.t.emit(observe.Event{Kind: observe.EventWaited, Scope: in.scope.Name, Workload: c.workload.name, Wait: c.t.clock.Now().Sub(start)})
 				}
 				return nil
 			}

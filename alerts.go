@@ -7,47 +7,16 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/store"
 )
-
-// An Alert says that calls on a scope were throttled since the previous
-// alert for that scope: refused by pacer because their wait could not be
-// made (EventThrottled), or rejected by the provider with a 429, a 503 or
-// a back-pressure status (EventRejected). Both mean that somebody's calls
-// are failing or slowing for want of quota. Waits that end in admission
-// are pacing doing its job, and are not counted.
-type Alert struct {
-	Scope string
-	// Count is Throttled + Rejected: the calls counted since this process's
-	// previous alert for the scope.
-	Count     int64
-	Throttled int64 // calls pacer refused
-	Rejected  int64 // calls the provider rejected
-	// First and Last are when the first and the last of them were counted,
-	// by the Transport's clock.
-	First, Last time.Time
-	// Workload and Percent, when Percent is set, make the alert a budget's:
-	// the workload's budget crossed Percent (50, 80 or 100) of its Limit
-	// in its current period, sent once per period for the fleet (see
-	// EventBudgetThreshold). Scope and the counts are then zero.
-	Workload string
-	Percent  int
-}
-
-func (a Alert) String() string {
-	if a.Percent > 0 {
-		return fmt.Sprintf("pacer: workload %q has spent %d%% of its budget (at %s)", a.Workload, a.Percent, a.First.Format(time.RFC3339))
-	}
-	return fmt.Sprintf("pacer: scope %q throttled %d times (%d refused here, %d rejected by the provider) from %s to %s",
-		a.Scope, a.Count, a.Throttled, a.Rejected, a.First.Format(time.RFC3339), a.Last.Format(time.RFC3339))
-}
 
 // alertScope is the name under which a store decides whether an alert may
 // be sent: one bucket per configured scope, shared by every process that
 // shares the store, whatever its alert interval.
 const alertScope = reservedPrefix + "alert"
 
-// WithAlerts calls notify when calls on a scope are throttled (see Alert),
+// WithAlerts calls notify when calls on a scope are throttled (see observe.Alert),
 // and when a workload's budget crosses 50, 80 and 100 % of its Limit (once
 // each per period for the fleet, at once, on a goroutine of its own),
 // at most once per interval for each scope, however many calls are: an
@@ -61,7 +30,7 @@ const alertScope = reservedPrefix + "alert"
 // one round trip: processes that share a Redis or Postgres store (WithStore)
 // send one alert per interval for the whole fleet, not one each. An
 // instance that loses the race keeps its counts and sends them when it next
-// wins, so each Alert carries the counts of the instance that sent it;
+// wins, so each observe.Alert carries the counts of the instance that sent it;
 // added up over time, the fleet's alerts count every throttled call. If the
 // store cannot answer, the alert is sent anyway: better twice than never.
 // Processes sharing a store share alerts by scope name.
@@ -74,7 +43,7 @@ const alertScope = reservedPrefix + "alert"
 //
 // An interval that is not positive, or a nil notify, is a configuration
 // error.
-func WithAlerts(interval time.Duration, notify func(Alert)) Option {
+func WithAlerts(interval time.Duration, notify func(observe.Alert)) Option {
 	return func(c *config) {
 		if interval <= 0 || notify == nil {
 			c.errs = append(c.errs, fmt.Errorf("WithAlerts(%v, notify): the interval must be positive and notify not nil", interval))
@@ -85,10 +54,10 @@ func WithAlerts(interval time.Duration, notify func(Alert)) Option {
 	}
 }
 
-// alerter is the Observer that WithAlerts adds.
+// alerter is the observe.Observer that WithAlerts adds.
 type alerter struct {
 	interval time.Duration
-	notify   func(Alert)
+	notify   func(observe.Alert)
 	clock    clock.Clock // the Transport's, set by bind
 	store    store.Store
 
@@ -97,24 +66,24 @@ type alerter struct {
 }
 
 type alertState struct {
-	pending Alert     // Count 0: nothing to send
-	next    time.Time // no alert before this
-	sending bool      // a goroutine is sending this scope's alerts
+	pending observe.Alert // Count 0: nothing to send
+	next    time.Time     // no alert before this
+	sending bool          // a goroutine is sending this scope's alerts
 }
 
 func (a *alerter) bind(t *Transport) { a.clock, a.store = t.clock, t.store }
 
 // Observe counts throttled and rejected calls; the first after a quiet
 // spell starts the goroutine that sends the scope's alerts.
-func (a *alerter) Observe(e Event) {
-	if e.Kind == EventBudgetThreshold {
+func (a *alerter) Observe(e observe.Event) {
+	if e.Kind == observe.EventBudgetThreshold {
 		// At most three a period for each budget, decided for the fleet
 		// already: sent at once, without holding up the call.
 		now := a.clock.Now()
-		go a.notify(Alert{Workload: e.Workload, Percent: e.Percent, First: now, Last: now})
+		go a.notify(observe.Alert{Workload: e.Workload, Percent: e.Percent, First: now, Last: now})
 		return
 	}
-	if e.Kind != EventThrottled && e.Kind != EventRejected {
+	if e.Kind != observe.EventThrottled && e.Kind != observe.EventRejected {
 		return
 	}
 	now := a.clock.Now()
@@ -126,11 +95,11 @@ func (a *alerter) Observe(e Event) {
 	}
 	p := &s.pending
 	if p.Count == 0 {
-		*p = Alert{Scope: e.Scope, First: now}
+		*p = observe.Alert{Scope: e.Scope, First: now}
 	}
 	p.Count++
 	p.Last = now
-	if e.Kind == EventThrottled {
+	if e.Kind == observe.EventThrottled {
 		p.Throttled++
 	} else {
 		p.Rejected++
@@ -180,7 +149,7 @@ func (a *alerter) send(scope string, s *alertState) {
 		}
 		a.mu.Lock()
 		alert := s.pending
-		s.pending = Alert{}
+		s.pending = observe.Alert{}
 		s.next = now.Add(a.interval)
 		a.mu.Unlock()
 		a.notify(alert)

@@ -10,17 +10,18 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/store"
 )
 
 // alertLog keeps the alerts it is given, with the time each came.
 type alertLog struct {
 	mu     sync.Mutex
-	alerts []Alert
+	alerts []observe.Alert
 	at     []time.Time
 }
 
-func (l *alertLog) notify(a Alert) {
+func (l *alertLog) notify(a observe.Alert) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.alerts = append(l.alerts, a)
@@ -50,7 +51,7 @@ func TestAlertsDoNotFlood(t *testing.T) {
 		time.Sleep(2 * interval) // the tail is sent, and the sender ends
 		synctest.Wait()
 
-		throttled := int64(rec.kinds()[EventThrottled])
+		throttled := int64(rec.kinds()[observe.EventThrottled])
 		if throttled != calls-1 {
 			t.Fatalf("%d calls throttled, want all but the first of %d", throttled, calls)
 		}
@@ -114,7 +115,7 @@ func TestAlertsCountRejectionsPerScope(t *testing.T) {
 }
 
 func TestAlertsRefuseABadConfiguration(t *testing.T) {
-	for _, opt := range []Option{WithAlerts(0, func(Alert) {}), WithAlerts(time.Minute, nil)} {
+	for _, opt := range []Option{WithAlerts(0, func(observe.Alert) {}), WithAlerts(time.Minute, nil)} {
 		if New(nil, opt).Err() == nil {
 			t.Error("no configuration error")
 		}

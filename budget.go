@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/period"
 	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/usage"
@@ -73,7 +74,7 @@ import (
 //     (boundSettlement), so no count keeps a scope from sending beyond
 //     MaxWait. A usage beyond what the call could cost (more output than
 //     both its worst case and 2^20 tokens, or more input than both twice
-//     its estimate and 2^22 tokens) is also an EventImplausibleUsage and a
+//     its estimate and 2^22 tokens) is also an observe.EventImplausibleUsage and a
 //     log line naming the call.
 //   - A call reserves its input and, of output, the 99th percentile of what
 //     the model's last calls produced (at most its max_tokens), once 50 of
@@ -580,7 +581,7 @@ func (c *call) spendBudget(ctx context.Context) error {
 	now := c.t.clock.Now()
 	d, crossed, err := c.takeBudget(ctx, now)
 	if err != nil {
-		c.t.emit(Event{Kind: EventStoreFailure, Workload: w.name, Err: err})
+		c.t.emit(observe.Event{Kind: observe.EventStoreFailure, Workload: w.name, Err: err})
 		return fmt.Errorf("pacer: checking the budget of workload %q: %w", w.name, err)
 	}
 	if crossed > 0 {
@@ -588,7 +589,7 @@ func (c *call) spendBudget(ctx context.Context) error {
 	}
 	if !d.OK {
 		w.counts.refuse(&w.counts.refused, now, ReasonBudget, "")
-		c.t.emit(Event{Kind: EventBudgetExhausted, Workload: w.name})
+		c.t.emit(observe.Event{Kind: observe.EventBudgetExhausted, Workload: w.name})
 		e := &BudgetError{Workload: w.name, Budget: w.Budget, ResetIn: d.Wait}
 		if w.Budget.calendar() {
 			e.ResetIn = w.periodAt(now).end.Sub(now)
@@ -664,7 +665,7 @@ func (t *Transport) crossed(w *workloadState, percent int, b store.Demand, now t
 	if dec, err := t.store.Take(context.Background(), now, []store.Demand{d}); err == nil && !dec.OK {
 		return
 	}
-	t.emit(Event{Kind: EventBudgetThreshold, Workload: w.name, Percent: percent})
+	t.emit(observe.Event{Kind: observe.EventBudgetThreshold, Workload: w.name, Percent: percent})
 }
 
 // refundBudget gives back the budget of a call that was not sent.
@@ -1053,7 +1054,7 @@ const (
 // and plausibleOutput, or more input than both twice its estimate and
 // plausibleInput. Such a count is still charged to budgets in full (the
 // provider may have billed it) and to buckets within boundSettlement, as
-// every count is; it is also an EventImplausibleUsage and a log line, so
+// every count is; it is also an observe.EventImplausibleUsage and a log line, so
 // that a budget it exhausts is explained.
 func (m *callMeter) implausible(u usage.Usage) bool {
 	return u.Output > max(m.worst.Output, plausibleOutput) ||
@@ -1075,7 +1076,7 @@ func (c *call) reportImplausible(req *http.Request, u usage.Usage) {
 	err := fmt.Errorf("%s %s%s (model %q) reported usage of %d input and %d output tokens, beyond what the call could cost "+
 		"(estimated %d input, at most %d output): charged in full to the workload's budget, to each rate limit's bucket at most what it refills in MaxWait",
 		req.Method, host, path, c.metered.model, u.InputTotal(), u.Output, c.metered.worst.InputTotal(), c.metered.worst.Output)
-	c.t.emit(Event{Kind: EventImplausibleUsage, Scope: scope, Workload: c.workload.name, Err: err})
+	c.t.emit(observe.Event{Kind: observe.EventImplausibleUsage, Scope: scope, Workload: c.workload.name, Err: err})
 	c.t.log.Warn("pacer: implausible usage", "method", req.Method, "host", host, "path", path, "model", c.metered.model,
 		"workload", c.workload.name, "input_tokens", u.InputTotal(), "output_tokens", u.Output, "err", err)
 }

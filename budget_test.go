@@ -16,6 +16,7 @@ import (
 
 	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/internal/fakeclock"
+	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/period"
 	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/usage"
@@ -431,7 +432,7 @@ func TestBudgetThresholds(t *testing.T) {
 		var mu sync.Mutex
 		var alerts []string
 		thresholds := &recorder{}
-		notify := func(a Alert) {
+		notify := func(a observe.Alert) {
 			if a.Percent > 0 {
 				mu.Lock()
 				alerts = append(alerts, a.String())

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacer-go/pacer/observe"
 )
 
 // insufficientQuota is how OpenAI answers when the account's credit is gone.
@@ -104,23 +106,23 @@ func TestNeverProcessedPostIsRetried(t *testing.T) {
 	}
 }
 
-// recorder is an Observer that keeps what it hears.
+// recorder is an observe.Observer that keeps what it hears.
 type recorder struct {
 	mu     sync.Mutex
-	events []Event
+	events []observe.Event
 }
 
-func (r *recorder) Observe(e Event) {
+func (r *recorder) Observe(e observe.Event) {
 	r.mu.Lock()
 	r.events = append(r.events, e)
 	r.mu.Unlock()
 }
 
 // of returns the events of kind heard so far.
-func (r *recorder) of(kind EventKind) []Event {
+func (r *recorder) of(kind observe.EventKind) []observe.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []Event
+	var out []observe.Event
 	for _, e := range r.events {
 		if e.Kind == kind {
 			out = append(out, e)
@@ -136,7 +138,7 @@ func (r *recorder) thresholds() []string {
 	defer r.mu.Unlock()
 	var out []string
 	for _, e := range r.events {
-		if e.Kind == EventBudgetThreshold {
+		if e.Kind == observe.EventBudgetThreshold {
 			out = append(out, fmt.Sprintf("%s %d%%", e.Workload, e.Percent))
 		}
 	}
@@ -144,10 +146,10 @@ func (r *recorder) thresholds() []string {
 	return out
 }
 
-func (r *recorder) kinds() map[EventKind]int {
+func (r *recorder) kinds() map[observe.EventKind]int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n := map[EventKind]int{}
+	n := map[observe.EventKind]int{}
 	for _, e := range r.events {
 		n[e.Kind]++
 	}
@@ -173,14 +175,14 @@ func TestObserverHearsEveryKindOfEvent(t *testing.T) {
 			t.Fatalf("err = %v, want the budget spent", err)
 		}
 		got := rec.kinds()
-		for _, k := range []EventKind{EventAdmitted, EventWaited, EventThrottled, EventRejected, EventCooldownStarted, EventCooldownEnded, EventRetried, EventBudgetExhausted, EventBudgetThreshold} {
+		for _, k := range []observe.EventKind{observe.EventAdmitted, observe.EventWaited, observe.EventThrottled, observe.EventRejected, observe.EventCooldownStarted, observe.EventCooldownEnded, observe.EventRetried, observe.EventBudgetExhausted, observe.EventBudgetThreshold} {
 			if got[k] == 0 {
 				t.Errorf("no %v event; heard %v", k, got)
 			}
 		}
 		for _, e := range rec.events {
-			budget := e.Kind == EventBudgetExhausted || e.Kind == EventBudgetThreshold // a workload's, not a scope's
-			if !budget && e.Scope != DefaultScope || e.Workload != "nightly" && e.Kind != EventThrottled {
+			budget := e.Kind == observe.EventBudgetExhausted || e.Kind == observe.EventBudgetThreshold // a workload's, not a scope's
+			if !budget && e.Scope != DefaultScope || e.Workload != "nightly" && e.Kind != observe.EventThrottled {
 				t.Errorf("event %+v: want scope %q and workload nightly", e, DefaultScope)
 			}
 		}
@@ -204,8 +206,8 @@ func TestVerdictWaitPausesWhenTheHeadersNameNoTime(t *testing.T) {
 				api := &scriptedAPI{steps: []scripted{{403, c.header}}}
 				var pauses []time.Duration
 				var mu sync.Mutex
-				observe := WithObserver(ObserverFunc(func(e Event) {
-					if e.Kind == EventCooldownStarted {
+				observe := WithObserver(observe.Func(func(e observe.Event) {
+					if e.Kind == observe.EventCooldownStarted {
 						mu.Lock()
 						pauses = append(pauses, e.Wait)
 						mu.Unlock()

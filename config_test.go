@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/observe"
 )
 
 // A nil option and a typed-nil base are configuration errors: Err reports
@@ -119,7 +120,7 @@ func TestBodyTooLargeToReplayIsSaid(t *testing.T) {
 	if api.calls != 2 {
 		t.Errorf("attempted %d times, want each call once", api.calls)
 	}
-	if n := rec.kinds()[EventBodyNotReplayable]; n != 2 {
+	if n := rec.kinds()[observe.EventBodyNotReplayable]; n != 2 {
 		t.Errorf("heard %d body_not_replayable events, want 2", n)
 	}
 	if lines := log.lines("MaxBufferedBody"); len(lines) != 1 {

@@ -60,6 +60,16 @@
 // WithLimitSync carries a SetLimit, and a cut a refusal makes, to the fleet
 // (limitsync.go).
 //
+// # Watching it work
+//
+// What a Transport does is told as events, in the vocabulary of package
+// observe (Event, its kinds, Observer, Func, the Origin values, Alert),
+// which imports nothing of pacer's. The root keeps only the options that
+// take them: WithObserver (observer.go, where emit calls each observer on
+// the request's goroutine) and WithAlerts (alerts.go, which folds throttled
+// calls into one observe.Alert per interval for the fleet). The adapters
+// observe/slog, observe/prometheus and observe/otel are observers.
+//
 // # Time
 //
 // Every wait goes through one clock (internal/clock), and a request's

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -28,10 +29,10 @@ type member struct {
 	accepted, rejected atomic.Int64
 
 	mu     sync.Mutex
-	cuts   int     // pace changes of its own, after a refusal
-	synced int     // pace changes it read from the store
-	lowest float64 // the lowest pace a change left it at
-	events []Event // every pace change
+	cuts   int             // pace changes of its own, after a refusal
+	synced int             // pace changes it read from the store
+	lowest float64         // the lowest pace a change left it at
+	events []observe.Event // every pace change
 }
 
 func (m *member) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -44,14 +45,14 @@ func (m *member) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-func (m *member) Observe(e Event) {
-	if e.Kind != EventPaceChanged {
+func (m *member) Observe(e observe.Event) {
+	if e.Kind != observe.EventPaceChanged {
 		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch {
-	case e.Origin == OriginStore:
+	case e.Origin == observe.OriginStore:
 		m.synced++
 	case strings.Contains(e.Why, "refused"):
 		m.cuts++
@@ -192,9 +193,9 @@ func TestACutFromTheStoreIsAppliedOnce(t *testing.T) {
 		get(ta, context.Background(), "http://api.test/")
 		for who, m := range map[string]*member{"the process refused": a, "the other": b} {
 			m.mu.Lock()
-			var fromStore []Event
+			var fromStore []observe.Event
 			for _, e := range m.events {
-				if e.Origin == OriginStore {
+				if e.Origin == observe.OriginStore {
 					fromStore = append(fromStore, e)
 				}
 			}
@@ -273,11 +274,11 @@ func (failingPaces) PublishPace(context.Context, string, string) (int64, error) 
 func TestACutThatCannotBePublishedIsReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		toPresent()
-		var failures []Event
+		var failures []observe.Event
 		tr := New(&scriptedAPI{steps: []scripted{{status: http.StatusTooManyRequests}}}, WithLimit(PerSecond(100)), WithoutRetry(),
 			WithStore(failingPaces{fleetStore{store.NewMemory()}}), WithLimitSync(time.Second),
-			WithObserver(ObserverFunc(func(e Event) {
-				if e.Kind == EventStoreFailure {
+			WithObserver(observe.Func(func(e observe.Event) {
+				if e.Kind == observe.EventStoreFailure {
 					failures = append(failures, e)
 				}
 			})))
@@ -403,8 +404,8 @@ func TestACutIsNotPublishedToAStoreKnownToBeDown(t *testing.T) {
 		var mu sync.Mutex
 		var failures []error
 		tr := New(&scriptedAPI{steps: []scripted{{status: http.StatusTooManyRequests}}}, WithLimit(PerSecond(100)), WithoutRetry(),
-			WithStore(s), WithLimitSync(time.Second), WithObserver(ObserverFunc(func(e Event) {
-				if e.Kind == EventStoreFailure {
+			WithStore(s), WithLimitSync(time.Second), WithObserver(observe.Func(func(e observe.Event) {
+				if e.Kind == observe.EventStoreFailure {
 					mu.Lock()
 					failures = append(failures, e.Err)
 					mu.Unlock()

@@ -15,6 +15,7 @@ import (
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/internal/fakeclock"
+	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/providers/anthropic"
 	"github.com/pacer-go/pacer/providers/openai"
 	"github.com/pacer-go/pacer/usage"
@@ -155,7 +156,7 @@ func TestAbsurdUsageIsAnEventNeverALock(t *testing.T) {
 						t.Fatalf("a call after the absurd count's wait: %v", err)
 					}
 					// An event and a log line, naming the call.
-					got := rec.of(pacer.EventImplausibleUsage)
+					got := rec.of(observe.EventImplausibleUsage)
 					if len(got) != 1 || got[0].Workload != "w" || got[0].Err == nil {
 						t.Fatalf("heard %+v, want one EventImplausibleUsage of workload w", got)
 					}
@@ -168,8 +169,8 @@ func TestAbsurdUsageIsAnEventNeverALock(t *testing.T) {
 					if strings.Contains(msg+log.String(), "secret") {
 						t.Errorf("a credential reached the event or the log: %s %s", msg, log.String())
 					}
-					if pacer.EventImplausibleUsage.String() != "implausible_usage" {
-						t.Errorf("EventImplausibleUsage is named %q", pacer.EventImplausibleUsage)
+					if observe.EventImplausibleUsage.String() != "implausible_usage" {
+						t.Errorf("EventImplausibleUsage is named %q", observe.EventImplausibleUsage)
 					}
 				})
 			}
@@ -189,7 +190,7 @@ func TestPlausibleUsageIsNoEvent(t *testing.T) {
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		if got := rec.of(pacer.EventImplausibleUsage); len(got) != 0 {
+		if got := rec.of(observe.EventImplausibleUsage); len(got) != 0 {
 			t.Errorf("%s: heard %+v for a plausible usage", p.name, got)
 		}
 	}

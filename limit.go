@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/pacer-go/pacer/observe"
 )
 
 // A Limit is a provider's published rate limit: Count units per Per, with
@@ -37,15 +39,7 @@ func PerHour(n int) Limit { return Limit{Count: n, Per: time.Hour} }
 func (l Limit) IsZero() bool { return l.Count == 0 && l.Per == 0 && l.Burst == 0 }
 
 // String returns the limit in the form "100/1m0s burst 10".
-func (l Limit) String() string {
-	if l.IsZero() {
-		return "unlimited"
-	}
-	if l.Burst == 0 {
-		return fmt.Sprintf("%d/%v", l.Count, l.Per)
-	}
-	return fmt.Sprintf("%d/%v burst %d", l.Count, l.Per, l.Burst)
-}
+func (l Limit) String() string { return observe.Limit(l).String() }
 
 func (l Limit) validate() error {
 	if l.IsZero() {

@@ -7,13 +7,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/store"
 )
-
-// OriginStore is the Origin of an EventLimitChanged that another instance
-// made, or of an EventPaceChanged that applies a cut another instance took,
-// read from the shared store (WithLimitSync).
-const OriginStore = "store"
 
 // WithLimitSync makes SetLimit a change for the whole fleet: it publishes
 // the limit in the Transport's store, which must be a LimitStore, and every
@@ -25,7 +21,7 @@ const OriginStore = "store"
 // nothing, and needs nothing.
 //
 // A store that fails to publish makes SetLimit fail, and nothing changes;
-// one that fails to be read is reported (EventStoreFailure) and read again
+// one that fails to be read is reported (observe.EventStoreFailure) and read again
 // at the next interval. Limits given to New are each instance's own until
 // a SetLimit publishes one.
 //
@@ -33,11 +29,11 @@ const OriginStore = "store"
 // once, not once per instance: a cut of a scope's pace (a 429 that teaches
 // nothing else) is published in the store, on the refused call's path
 // (one round trip, bounded as above; a failure is reported as an
-// EventStoreFailure and the call returns as it would have), and every
+// observe.EventStoreFailure and the call returns as it would have), and every
 // other instance applies it at its next read: the same cut and the same
 // climb back, its start time included, so the fleet climbs back together.
 // A cut is applied once, and never over a deeper one the instance took
-// since; each is an EventPaceChanged whose Origin is OriginStore. Only a
+// since; each is an observe.EventPaceChanged whose Origin is observe.OriginStore. Only a
 // scope's shared bucket is published; a keyed bucket's cut (Charge.Key)
 // stays its instance's. Without WithLimitSync, each instance of a fleet
 // learns a refusal on its own, and the others are refused in turn before
@@ -98,7 +94,7 @@ func (t *Transport) syncLimits(ctx context.Context) {
 	defer cancel()
 	published, err := ls.store.PublishedLimits(ctx)
 	if err != nil {
-		t.emit(Event{Kind: EventStoreFailure, Err: fmt.Errorf("pacer: reading the fleet's limits: %w", err)})
+		t.emit(observe.Event{Kind: observe.EventStoreFailure, Err: fmt.Errorf("pacer: reading the fleet's limits: %w", err)})
 		return
 	}
 	for scope, p := range published {
@@ -109,7 +105,7 @@ func (t *Transport) syncLimits(ctx context.Context) {
 		if p.Version > ls.versions[scope] {
 			ls.versions[scope] = p.Version
 			if l := Limit(p.Limit); cs.configured.Load().limit != l && l.validate() == nil {
-				t.applyLimit(cs, l, OriginStore)
+				t.applyLimit(cs, l, observe.OriginStore)
 			}
 		}
 		if p.PaceVersion > 0 && ls.newPace(scope, p.PaceVersion) {
@@ -133,7 +129,7 @@ func (t *Transport) applyPace(cs *configuredScope, rec string) {
 	}
 	if len(t.observers) > 0 {
 		rate, _ := s.pace()
-		t.emit(Event{Kind: EventPaceChanged, Scope: cs.Name, Rate: rate, Origin: OriginStore,
+		t.emit(observe.Event{Kind: observe.EventPaceChanged, Scope: cs.Name, Rate: rate, Origin: observe.OriginStore,
 			Why: "another instance of the fleet was refused a call: its cut, read from the store"})
 	}
 }
@@ -142,7 +138,7 @@ func (t *Transport) applyPace(cs *configuredScope, rec string) {
 // syncs limits, so that every instance sharing the store climbs back on
 // the same curve instead of being refused in turn: one store round trip,
 // bounded by the store timeout, on the refused call's path, and none while
-// the store is known to be down. A failure is reported (EventStoreFailure)
+// the store is known to be down. A failure is reported (observe.EventStoreFailure)
 // and the call goes on. Only a scope's
 // shared bucket is published: a keyed bucket's cut stays this process's.
 func (c *call) publishCut(s *bucket) {
@@ -168,7 +164,7 @@ func (c *call) publishCut(s *bucket) {
 		err = g.bounded(context.Background(), publish)
 	}
 	if err != nil {
-		t.emit(Event{Kind: EventStoreFailure, Scope: s.scope.Name, Workload: c.workload.name,
+		t.emit(observe.Event{Kind: observe.EventStoreFailure, Scope: s.scope.Name, Workload: c.workload.name,
 			Err: fmt.Errorf("pacer: publishing scope %q's cut to the fleet: %w", s.scope.Name, err)})
 		return
 	}

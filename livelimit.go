@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/pacer-go/pacer/observe"
 )
 
 // configuredLimit is a scope's configured Limit and its pace after headroom.
@@ -48,8 +50,8 @@ func (c *configuredScope) configuredPace() (rate, burst float64) {
 //
 // Concurrency is not changed. With WithLimitSync, the change is published
 // in the shared store and every instance applies it within the interval;
-// without it, it is this process's alone. An EventLimitChanged says who
-// changed what: OriginSetLimit here, OriginStore on the other instances. A scope that is not declared, or an invalid Limit, is an
+// without it, it is this process's alone. An observe.EventLimitChanged says who
+// changed what: observe.OriginSetLimit here, observe.OriginStore on the other instances. A scope that is not declared, or an invalid Limit, is an
 // error, and nothing changes.
 func (t *Transport) SetLimit(scope string, l Limit) error {
 	cs := t.scopes[scope]
@@ -62,7 +64,7 @@ func (t *Transport) SetLimit(scope string, l Limit) error {
 	if err := t.publishLimit(scope, l); err != nil {
 		return err
 	}
-	t.applyLimit(cs, l, OriginSetLimit)
+	t.applyLimit(cs, l, observe.OriginSetLimit)
 	return nil
 }
 
@@ -76,7 +78,7 @@ func (t *Transport) applyLimit(cs *configuredScope, l Limit, origin string) {
 			s.headOf().signal()
 		}
 	})
-	t.emit(Event{Kind: EventLimitChanged, Scope: cs.Name, Limit: l, Previous: old.limit, Origin: origin})
+	t.emit(observe.Event{Kind: observe.EventLimitChanged, Scope: cs.Name, Limit: observe.Limit(l), Previous: observe.Limit(old.limit), Origin: origin})
 }
 
 // eachBucket calls f on every bucket the scope holds, outside the
@@ -93,10 +95,6 @@ func (c *configuredScope) eachBucket(f func(*bucket)) {
 		f(s)
 	}
 }
-
-// OriginSetLimit is the Origin of an EventLimitChanged that SetLimit made in
-// this process.
-const OriginSetLimit = "set_limit"
 
 // workloadShares is what the workloads reserve and may use of one scope,
 // by workload index. It is replaced whole, never changed, so the hot path
@@ -147,7 +145,7 @@ func (c *configuredScope) newShares(workloads []namedWorkload) *workloadShares {
 // decisions use the new figures. The Budget cannot change at runtime yet: a Workload whose
 // Budget differs from the one configured is an error, as are an
 // undeclared name, an invalid Workload, and reserves that would add up to
-// more than 1; on an error nothing changes. An EventWorkloadChanged says
+// more than 1; on an error nothing changes. An observe.EventWorkloadChanged says
 // which workload changed.
 func (t *Transport) SetWorkload(name string, w Workload) error {
 	t.setMu.Lock()
@@ -189,7 +187,7 @@ func (t *Transport) SetWorkload(name string, w Workload) error {
 	}
 	ws.waiting.set(w.MaxWaiting, w.WhenFull)
 	t.current[ws.index] = w
-	t.emit(Event{Kind: EventWorkloadChanged, Workload: name, Origin: OriginSetWorkload})
+	t.emit(observe.Event{Kind: observe.EventWorkloadChanged, Workload: name, Origin: observe.OriginSetWorkload})
 	return nil
 }
 
@@ -202,7 +200,3 @@ func (t *Transport) workloadList() []namedWorkload {
 	}
 	return list
 }
-
-// OriginSetWorkload is the Origin of an EventWorkloadChanged that
-// SetWorkload made in this process.
-const OriginSetWorkload = "set_workload"

@@ -7,16 +7,17 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/ratelimitheader"
 )
 
 // SetLimit halves the pace at once and keeps the tokens in hand.
 func TestSetLimitHalvesPaceKeepsTokens(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var events []Event
+		var events []observe.Event
 		tr := New(nil, WithLimit(Limit{Count: 10, Per: time.Second, Burst: 10}), WithHeadroom(1),
-			WithObserver(ObserverFunc(func(e Event) {
-				if e.Kind == EventLimitChanged {
+			WithObserver(observe.Func(func(e observe.Event) {
+				if e.Kind == observe.EventLimitChanged {
 					events = append(events, e)
 				}
 			})))
@@ -46,7 +47,7 @@ func TestSetLimitHalvesPaceKeepsTokens(t *testing.T) {
 				break
 			}
 		}
-		if len(events) != 1 || events[0].Scope != DefaultScope || events[0].Limit.Count != 5 || events[0].Previous.Count != 10 || events[0].Origin != OriginSetLimit {
+		if len(events) != 1 || events[0].Scope != DefaultScope || events[0].Limit.Count != 5 || events[0].Previous.Count != 10 || events[0].Origin != observe.OriginSetLimit {
 			t.Errorf("events = %+v, want one limit_changed from 10 to 5 by set_limit", events)
 		}
 	})
@@ -115,8 +116,8 @@ func TestSetWorkload(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var changed []string
 		tr := New(nil, WithConcurrency(10), WithWorkload("batch", Workload{}), WithWorkload("interactive", Workload{}),
-			WithObserver(ObserverFunc(func(e Event) {
-				if e.Kind == EventWorkloadChanged {
+			WithObserver(observe.Func(func(e observe.Event) {
+				if e.Kind == observe.EventWorkloadChanged {
 					changed = append(changed, e.Workload+" by "+e.Origin)
 				}
 			})))

@@ -1,73 +1,10 @@
 package pacer
 
-import "time"
+import "github.com/pacer-go/pacer/observe"
 
-// An Observer hears what pacer does, to count it, log it or page someone.
-// Observe is called on the request's goroutine, so it must be quick and must
-// not block; it may be called from many goroutines at once.
-//
-// Labels are bounded: Scope and Workload are names from the configuration,
-// never a scope's key, a URL or a header, so they are safe as metric labels.
-type Observer interface {
-	Observe(Event)
-}
-
-// An Event is one thing pacer did.
-type Event struct {
-	Kind     EventKind
-	Scope    string        // the scope concerned; "" for events of the whole call
-	Workload string        // the call's workload
-	Wait     time.Duration // EventWaited: how long; EventCooldownStarted: how long the pause is
-	Status   int           // EventRejected: the provider's status
-	Attempt  int           // EventRetried: the attempt about to be made, 2 or more
-	Err      error         // EventThrottled, EventStoreFailure, EventImplausibleUsage: what happened
-	// EventLimitChanged: the scope's new Limit, the one it replaced, and
-	// who changed it (OriginSetLimit); EventWorkloadChanged: who changed
-	// the workload (OriginSetWorkload); EventPaceChanged: OriginStore for
-	// a cut another instance took, "" for this one's.
-	Limit, Previous Limit
-	Origin          string
-	Percent         int     // EventBudgetThreshold: the share of the budget crossed, 50, 80 or 100
-	Rate            float64 // EventPaceChanged: the scope's pace now, in units a second
-	Why             string  // EventPaceChanged: why the pace changed
-}
-
-// An EventKind says what kind of thing happened.
-type EventKind int
-
-const (
-	EventAdmitted          EventKind = iota // a call was admitted and is about to be sent
-	EventWaited                             // a call was admitted after waiting
-	EventThrottled                          // a call was refused locally: its wait could not be made
-	EventRejected                           // the provider rejected a call (429, 503 or back-pressure)
-	EventCooldownStarted                    // the provider paused a scope
-	EventCooldownEnded                      // a paused scope admitted its first call again
-	EventRetried                            // a call is about to be sent again
-	EventBudgetExhausted                    // a workload's budget refused a call
-	EventStoreFailure                       // the store failed to answer
-	EventBodyNotReplayable                  // a request body too large for RetryPolicy.MaxBufferedBody: the call is sent once
-	EventSlotHeld                           // a slot was held longer than WithSlotAgeAlert allows; Wait: how long, to the second
-	EventLimitChanged                       // a scope's configured Limit was changed at runtime (SetLimit)
-	EventWorkloadChanged                    // a workload's Reserve, Max or queue bound was changed at runtime (SetWorkload)
-	EventBudgetThreshold                    // a workload's budget crossed 50, 80 or 100 % (Percent), once per period for the fleet
-	EventPaceChanged                        // what the provider said changed a scope's pace (Rate, Why)
-	EventImplausibleUsage                   // a response reported more usage than its call could cost (Err says what, and of which call)
-)
-
-var eventNames = [...]string{"admitted", "waited", "throttled", "rejected", "cooldown_started", "cooldown_ended", "retried", "budget_exhausted", "store_failure",
-	"body_not_replayable", "slot_held", "limit_changed", "workload_changed", "budget_threshold", "pace_changed", "implausible_usage"}
-
-// String returns the kind's name in snake case, fit for a metric label.
-func (k EventKind) String() string {
-	if k >= 0 && int(k) < len(eventNames) {
-		return eventNames[k]
-	}
-	return "unknown"
-}
-
-// WithObserver adds an observer. Observers hear every event in the order
-// they were added.
-func WithObserver(o Observer) Option {
+// WithObserver adds an observer (see package observe). Observers hear
+// every event in the order they were added; a nil observer is ignored.
+func WithObserver(o observe.Observer) Option {
 	return func(c *config) {
 		if o != nil {
 			c.observers = append(c.observers, o)
@@ -75,14 +12,8 @@ func WithObserver(o Observer) Option {
 	}
 }
 
-// ObserverFunc adapts a function to the Observer interface.
-type ObserverFunc func(Event)
-
-// Observe calls f(e).
-func (f ObserverFunc) Observe(e Event) { f(e) }
-
 // emit tells every observer about e.
-func (t *Transport) emit(e Event) {
+func (t *Transport) emit(e observe.Event) {
 	for _, o := range t.observers {
 		o.Observe(e)
 	}
@@ -92,6 +23,6 @@ func (t *Transport) emit(e Event) {
 // Transport it observes (its clock and store): New binds it before any
 // event.
 type transportObserver interface {
-	Observer
+	observe.Observer
 	bind(*Transport)
 }

@@ -7,24 +7,25 @@ import (
 	"testing"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/observe"
 )
 
-// events is an Observer that keeps what it hears.
+// events is an observe.Observer that keeps what it hears.
 type events struct {
 	mu   sync.Mutex
-	list []pacer.Event
+	list []observe.Event
 }
 
-func (e *events) Observe(ev pacer.Event) {
+func (e *events) Observe(ev observe.Event) {
 	e.mu.Lock()
 	e.list = append(e.list, ev)
 	e.mu.Unlock()
 }
 
-func (e *events) of(kind pacer.EventKind) []pacer.Event {
+func (e *events) of(kind observe.EventKind) []observe.Event {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var out []pacer.Event
+	var out []observe.Event
 	for _, ev := range e.list {
 		if ev.Kind == kind {
 			out = append(out, ev)
@@ -54,7 +55,7 @@ func TestStoreFailureIsObservedUnderEveryPolicy(t *testing.T) {
 			if (err != nil) != tc.failed {
 				t.Fatalf("err = %v, want failed = %v", err, tc.failed)
 			}
-			got := rec.of(pacer.EventStoreFailure)
+			got := rec.of(observe.EventStoreFailure)
 			if len(got) != 1 {
 				t.Fatalf("heard %d store failures, want 1: %+v", len(got), got)
 			}
@@ -64,7 +65,7 @@ func TestStoreFailureIsObservedUnderEveryPolicy(t *testing.T) {
 			if !tc.failed && got[0].Scope != pacer.DefaultScope {
 				t.Errorf("the event's scope = %q, want %q", got[0].Scope, pacer.DefaultScope)
 			}
-			if n := len(rec.of(pacer.EventAdmitted)); n != 1-btoi(tc.failed) {
+			if n := len(rec.of(observe.EventAdmitted)); n != 1-btoi(tc.failed) {
 				t.Errorf("heard %d admissions", n)
 			}
 		})

@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/usage/prices"
 
@@ -36,7 +37,7 @@ type config struct {
 	// idempotencyKey asks for an Idempotency-Key on POST and PATCH.
 	idempotencyKey bool
 	classifiers    []Classifier
-	observers      []Observer
+	observers      []observe.Observer
 	log            *slog.Logger
 	errs           []error
 	// concurrencyZero records a WithConcurrency(0) not overridden since,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/usage/prices"
 	"net/http"
 	"slices"
@@ -23,7 +24,7 @@ import (
 // of it: it releases the permit's concurrency slots and teaches the scopes
 // what a response would (see Outcome). A second Done does nothing. A permit
 // never Done holds its slots for good, as an unclosed response body does:
-// EventSlotHeld reports it (WithSlotAgeAlert) and Stats shows the slot's
+// observe.EventSlotHeld reports it (WithSlotAgeAlert) and Stats shows the slot's
 // age; pacer does not take the slot back.
 //
 // # What a permit is charged
@@ -176,7 +177,7 @@ func Dropped() Outcome { return Outcome{kind: outcomeDropped} }
 // actual cost in full, beyond its Limit if need be (later calls are then
 // refused until its period ends). A cost beyond what a scope may owe, or
 // beyond the budget's whole Limit, is taken as implausible: the Transport
-// also emits EventImplausibleUsage and logs a warning naming the permit's
+// also emits observe.EventImplausibleUsage and logs a warning naming the permit's
 // workload and scope, so that a budget that runs out on it is explained.
 func (o Outcome) Settle(unit string, actual int64) Outcome {
 	o.unit, o.cost, o.settles = unit, max(actual, 0), true
@@ -252,7 +253,7 @@ func (c *call) settleReported(unit string, n int64) {
 	if billed {
 		err = fmt.Errorf("%w; the budget is charged the cost in full", err)
 	}
-	c.t.emit(Event{Kind: EventImplausibleUsage, Scope: bounded, Workload: w.name, Err: err})
+	c.t.emit(observe.Event{Kind: observe.EventImplausibleUsage, Scope: bounded, Workload: w.name, Err: err})
 	c.t.log.Warn("pacer: "+err.Error(), "workload", w.name, "scope", bounded, "unit", unit, "cost", n)
 }
 
@@ -353,7 +354,7 @@ func (c *call) takeAhead(ctx context.Context, now time.Time) (time.Duration, err
 		}
 	}
 	if err != nil {
-		c.t.emit(Event{Kind: EventStoreFailure, Workload: c.workload.name, Err: err})
+		c.t.emit(observe.Event{Kind: observe.EventStoreFailure, Workload: c.workload.name, Err: err})
 		return 0, fmt.Errorf("pacer: taking tokens: %w", err)
 	}
 	b := blocked{bucket: c.charges[c.owners[d.Blocked]].bucket, reason: ReasonRate, wait: d.Wait}
@@ -389,7 +390,7 @@ func (c *call) cancelReservation(ctx context.Context) {
 	ctx = context.WithoutCancel(ctx)
 	if len(c.demands) > 0 {
 		if err := c.t.store.Refund(ctx, c.t.clock.Now(), c.demands); err != nil {
-			c.t.emit(Event{Kind: EventStoreFailure, Workload: c.workload.name, Err: err})
+			c.t.emit(observe.Event{Kind: observe.EventStoreFailure, Workload: c.workload.name, Err: err})
 		}
 	}
 	for i := range c.charges {

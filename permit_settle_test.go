@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacer-go/pacer/observe"
 )
 
 // A cost settled far beyond the charge leaves the bucket owing at most one
@@ -64,12 +66,12 @@ func TestPermitSettleBoundsDebt(t *testing.T) {
 func TestPermitSettleChargesBudgetInFull(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var log strings.Builder
-		var implausible []Event
+		var implausible []observe.Event
 		tpm := Scope{Name: "tpm", Unit: "tokens", Limit: Limit{Count: 6000, Per: time.Minute, Burst: 600}}
 		tr := New(nil, WithScope(tpm), WithHeadroom(1), WithLogger(slogTo(&log)),
 			WithWorkload("batch", Workload{Budget: Budget{Limit: 10_000, Per: time.Hour, Unit: "tokens"}}),
-			WithObserver(ObserverFunc(func(e Event) {
-				if e.Kind == EventImplausibleUsage {
+			WithObserver(observe.Func(func(e observe.Event) {
+				if e.Kind == observe.EventImplausibleUsage {
 					implausible = append(implausible, e)
 				}
 			})))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/observe"
 )
 
 func mustAcquire(t *testing.T, tr *Transport, ctx context.Context, charges ...Charge) *Permit {
@@ -312,9 +313,9 @@ func TestReservationDeadlineAndDebt(t *testing.T) {
 // it reports an unclosed body.
 func TestPermitNeverDoneIsReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var held []Event
-		tr := New(nil, WithConcurrency(2), WithSlotAgeAlert(time.Second), WithObserver(ObserverFunc(func(e Event) {
-			if e.Kind == EventSlotHeld {
+		var held []observe.Event
+		tr := New(nil, WithConcurrency(2), WithSlotAgeAlert(time.Second), WithObserver(observe.Func(func(e observe.Event) {
+			if e.Kind == observe.EventSlotHeld {
 				held = append(held, e)
 			}
 		})))

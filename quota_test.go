@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -388,8 +389,8 @@ func TestOneRejectionMeasuresTheCapacity(t *testing.T) {
 		api := &limitedAPI{limit: 50, burst: 10, mode: "bare-429"}
 		var mu sync.Mutex
 		cuts := 0
-		tr := New(api, WithLimit(PerSecond(60)), WithoutRetry(), WithObserver(ObserverFunc(func(e Event) {
-			if e.Kind == EventPaceChanged && strings.Contains(e.Why, "refused") {
+		tr := New(api, WithLimit(PerSecond(60)), WithoutRetry(), WithObserver(observe.Func(func(e observe.Event) {
+			if e.Kind == observe.EventPaceChanged && strings.Contains(e.Why, "refused") {
 				mu.Lock()
 				cuts++
 				mu.Unlock()
@@ -475,8 +476,8 @@ func TestPaceChangesAreObservable(t *testing.T) {
 		}}
 		var reasons []string
 		tr := New(api, WithLimit(PerSecond(100)), WithoutRetry(), WithLogger(slogTo(io.Discard)),
-			WithObserver(ObserverFunc(func(e Event) {
-				if e.Kind == EventPaceChanged {
+			WithObserver(observe.Func(func(e observe.Event) {
+				if e.Kind == observe.EventPaceChanged {
 					reasons = append(reasons, e.Why)
 				}
 			})))

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/ratelimitheader"
 )
 
@@ -71,7 +72,7 @@ type RetryPolicy struct {
 	RetryableError func(error) bool
 	// MaxBufferedBody is the largest request body without GetBody that pacer
 	// reads into memory to be able to send it again. A larger one is sent
-	// once and not retried, with an EventBodyNotReplayable each time and a
+	// once and not retried, with an observe.EventBodyNotReplayable each time and a
 	// line in the log the first time. Default 1 MiB.
 	MaxBufferedBody int64
 	// Budget caps retries as a share of traffic per scope.
@@ -324,14 +325,14 @@ func (r *retrier) retry(c *retryCall) (*http.Response, error) {
 			}
 			throttled := &ThrottledError{Scope: c.info.scope.Name, Reason: ReasonRetry, RetryAfter: wait, Err: errors.Join(context.DeadlineExceeded, c.err)}
 			t.workloads[workloadName(t, ctx)].throttled(t.clock.Now(), throttled)
-			t.emit(Event{Kind: EventThrottled, Scope: c.info.scope.Name, Workload: workloadName(t, ctx), Wait: wait, Err: throttled})
+			t.emit(observe.Event{Kind: observe.EventThrottled, Scope: c.info.scope.Name, Workload: workloadName(t, ctx), Wait: wait, Err: throttled})
 			return nil, c.stopped(fmt.Sprintf("the next attempt, in %v, would be past the deadline", wait), throttled)
 		}
 		drop(c.resp, c.info.stalled)
 		if err := sleep(ctx, t.clock, wait); err != nil {
 			return nil, c.stopped("the context ended while waiting to retry", err)
 		}
-		t.emit(Event{Kind: EventRetried, Scope: c.info.scope.Name, Workload: workloadName(t, ctx), Attempt: c.attempts + 1})
+		t.emit(observe.Event{Kind: observe.EventRetried, Scope: c.info.scope.Name, Workload: workloadName(t, ctx), Attempt: c.attempts + 1})
 		next, err := again(c.send, body)
 		if err != nil {
 			return nil, c.stopped("the request body could not be replayed", err)
@@ -449,7 +450,7 @@ func (r *retrier) prepare(t *Transport, req *http.Request) (*http.Request, repla
 // is sent once: an event each time, and a line in the log the first time,
 // since a retry policy that cannot apply is a setting to change.
 func (t *Transport) bodyNotReplayable(ctx context.Context, limit int64) {
-	t.emit(Event{Kind: EventBodyNotReplayable, Workload: workloadName(t, ctx)})
+	t.emit(observe.Event{Kind: observe.EventBodyNotReplayable, Workload: workloadName(t, ctx)})
 	if t.bodyTooLargeSaid.CompareAndSwap(false, true) {
 		t.log.Warn(fmt.Sprintf("pacer: a request body without GetBody was larger than the %d-byte replay buffer, so it was sent once and cannot be retried; "+
 			"raise RetryPolicy.MaxBufferedBody, or give such requests a GetBody (said once)", limit))

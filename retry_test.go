@@ -19,6 +19,7 @@ import (
 
 	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/internal/countingserver"
+	"github.com/pacer-go/pacer/observe"
 )
 
 // fastRetries keeps the wall-clock cost of real-server retry tests small.
@@ -152,7 +153,7 @@ func TestBackoffPastTheDeadlineSaysHowLongToWait(t *testing.T) {
 		if time.Since(start) != 0 || !strings.Contains(err.Error(), "connection reset") {
 			t.Errorf("err = %v after %v, want the last error at once", err, time.Since(start))
 		}
-		if rec.kinds()[EventThrottled] != 1 {
+		if rec.kinds()[observe.EventThrottled] != 1 {
 			t.Errorf("observers heard %v, want one throttled event", rec.kinds())
 		}
 	})

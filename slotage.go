@@ -5,14 +5,16 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pacer-go/pacer/observe"
 )
 
 // defaultSlotAgeAlert is how long a call may hold a concurrency slot before
-// EventSlotHeld reports it, unless WithSlotAgeAlert says otherwise.
+// observe.EventSlotHeld reports it, unless WithSlotAgeAlert says otherwise.
 const defaultSlotAgeAlert = 10 * time.Minute
 
 // WithSlotAgeAlert sets how long a call may hold a concurrency slot before
-// an EventSlotHeld reports it, once per slot; the default is ten minutes.
+// an observe.EventSlotHeld reports it, once per slot; the default is ten minutes.
 // A slot is held until the response body is closed or
 // read to its end, so a slot held for longer than any response should take
 // is most likely a body that was never closed: closing it is the caller's
@@ -56,7 +58,7 @@ type slotAges struct {
 
 type oldSlots struct {
 	n        int
-	reported bool // EventSlotHeld was sent for these slots
+	reported bool // observe.EventSlotHeld was sent for these slots
 }
 
 const (
@@ -248,7 +250,7 @@ func (t *Transport) checkSlots(s *bucket, now time.Time) (oldest time.Duration) 
 	for _, o := range overdue { // outside the lock: an observer may call Stats
 		held := now.Sub(time.Unix(o.epoch, 0)).Truncate(time.Second)
 		for range o.n {
-			t.emit(Event{Kind: EventSlotHeld, Scope: s.scope.Name, Wait: held})
+			t.emit(observe.Event{Kind: observe.EventSlotHeld, Scope: s.scope.Name, Wait: held})
 		}
 	}
 	if !ok {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/observe"
 )
 
 // A body never closed holds its slot for ever: that is the caller's to fix,
@@ -26,16 +27,16 @@ func TestASlotHeldTooLongIsReportedOnce(t *testing.T) {
 		if d := tr.Stats().Scopes[0]; d.OldestSlot != 5*time.Minute || d.InFlight != 1 {
 			t.Errorf("after 5 minutes: oldest slot %v with %d in flight, want 5m0s and 1", d.OldestSlot, d.InFlight)
 		}
-		if len(held.of(EventSlotHeld)) != 0 {
-			t.Fatalf("%d slots reported held too long after 5 minutes", len(held.of(EventSlotHeld)))
+		if len(held.of(observe.EventSlotHeld)) != 0 {
+			t.Fatalf("%d slots reported held too long after 5 minutes", len(held.of(observe.EventSlotHeld)))
 		}
 		time.Sleep(5*time.Minute + time.Second)
 		if d := tr.Stats().Scopes[0]; d.OldestSlot != 10*time.Minute+time.Second {
 			t.Errorf("oldest slot %v, want 10m1s", d.OldestSlot)
 		}
 		tr.Stats()
-		if len(held.of(EventSlotHeld)) != 1 || held.of(EventSlotHeld)[0].Scope != DefaultScope || held.of(EventSlotHeld)[0].Wait < defaultSlotAgeAlert {
-			t.Fatalf("events %+v, want one for the default scope, held 10 minutes or more", held.of(EventSlotHeld))
+		if len(held.of(observe.EventSlotHeld)) != 1 || held.of(observe.EventSlotHeld)[0].Scope != DefaultScope || held.of(observe.EventSlotHeld)[0].Wait < defaultSlotAgeAlert {
+			t.Fatalf("events %+v, want one for the default scope, held 10 minutes or more", held.of(observe.EventSlotHeld))
 		}
 
 		// A second leak is heard by a call that finds the scope full.
@@ -46,13 +47,13 @@ func TestASlotHeldTooLongIsReportedOnce(t *testing.T) {
 		if err := get(tr, ctx, "http://api.test/"); !errors.Is(err, ErrThrottled) {
 			t.Fatalf("a third call with two slots held: err = %v, want throttled", err)
 		}
-		if len(held.of(EventSlotHeld)) != 2 {
-			t.Errorf("%d events after the second slot was held too long, want 2", len(held.of(EventSlotHeld)))
+		if len(held.of(observe.EventSlotHeld)) != 2 {
+			t.Errorf("%d events after the second slot was held too long, want 2", len(held.of(observe.EventSlotHeld)))
 		}
 		leaked.Body.Close()
 		leaked2.Body.Close()
-		if d := tr.Stats().Scopes[0]; d.OldestSlot != 0 || len(held.of(EventSlotHeld)) != 2 {
-			t.Errorf("after both were closed: oldest slot %v, %d events; want none and still 2", d.OldestSlot, len(held.of(EventSlotHeld)))
+		if d := tr.Stats().Scopes[0]; d.OldestSlot != 0 || len(held.of(observe.EventSlotHeld)) != 2 {
+			t.Errorf("after both were closed: oldest slot %v, %d events; want none and still 2", d.OldestSlot, len(held.of(observe.EventSlotHeld)))
 		}
 	})
 }
@@ -77,8 +78,8 @@ func TestASlotHeldTooLongIsHeardWithoutStats(t *testing.T) {
 			mustNotErr(t, get(tr, context.Background(), "http://api.test/?user=bob"))
 		}
 		// Held for 4 minutes: reported once on each scope, the keyed one too.
-		if len(held.of(EventSlotHeld)) != 2 {
-			t.Errorf("events %+v, want one for each of the two scopes", held.of(EventSlotHeld))
+		if len(held.of(observe.EventSlotHeld)) != 2 {
+			t.Errorf("events %+v, want one for each of the two scopes", held.of(observe.EventSlotHeld))
 		}
 		leaked.Body.Close()
 	})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -47,7 +48,7 @@ var ErrStoreUnavailable = errors.New("pacer: the shared store is unavailable")
 // runs while there is something to send: a request never waits for them.
 // One write per bucket waits at a time; a newer clamp replaces an older
 // one, refunds add up, and at most 4096 buckets wait, the rest being
-// dropped (with an EventStoreFailure) while the store does not keep up.
+// dropped (with an observe.EventStoreFailure) while the store does not keep up.
 // While the store is known to be down they go to the local fallback at once.
 //
 // Tokens already leased from the store (WithLease) were granted by it: they
@@ -201,10 +202,12 @@ func (g *guardedStore) bind(t *Transport) {
 	if len(t.observers) > 0 {
 		// A failure the policy covers returns no error, so no caller
 		// would report it.
-		g.covered = func(scope string, err error) { t.emit(Event{Kind: EventStoreFailure, Scope: scope, Err: err}) }
+		g.covered = func(scope string, err error) {
+			t.emit(observe.Event{Kind: observe.EventStoreFailure, Scope: scope, Err: err})
+		}
 	}
 	g.warn = func(scope string, err error) {
-		t.emit(Event{Kind: EventStoreFailure, Scope: scope, Err: err})
+		t.emit(observe.Event{Kind: observe.EventStoreFailure, Scope: scope, Err: err})
 		t.log.Warn("pacer: a write to the shared store failed", "scope", scope, "err", err)
 	}
 }

@@ -22,7 +22,7 @@ import (
 // (ContextWithPriority) and Reserve still come first.
 //
 // Once a workload has seen a tenant, its calls that name none share one
-// tenant, "". Tenant keys stay inside pacer's queues: no Event, metric or
+// tenant, "". Tenant keys stay inside pacer's queues: no observe.Event, metric or
 // log line carries them. What a workload remembers of its tenants is
 // bounded by the calls waiting, not by how many tenants there are.
 func ContextWithTenant(ctx context.Context, tenant string, weight float64) context.Context {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/observe"
 )
 
 // floodWaits runs 99 tenants calling once a second each, at random phases,
@@ -21,10 +22,10 @@ import (
 func floodWaits(t *testing.T, flood, tenants bool) []time.Duration {
 	var waits []time.Duration
 	synctest.Test(t, func(t *testing.T) {
-		var events []Event
+		var events []observe.Event
 		var evMu sync.Mutex
 		tr := New(nil, WithLimit(Limit{Count: 150, Per: time.Second, Burst: 1}), WithHeadroom(1),
-			WithObserver(ObserverFunc(func(e Event) { evMu.Lock(); events = append(events, e); evMu.Unlock() })))
+			WithObserver(observe.Func(func(e observe.Event) { evMu.Lock(); events = append(events, e); evMu.Unlock() })))
 		type arrival struct {
 			at     time.Duration
 			tenant int // 99: the flood

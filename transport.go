@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/usage"
 )
@@ -44,7 +45,7 @@ type Transport struct {
 	maxWaitSeconds float64 // maxWait in seconds, for the hot path
 	log            *slog.Logger
 	classifiers    []Classifier
-	observers      []Observer
+	observers      []observe.Observer
 
 	scopes          map[string]*configuredScope
 	defaultScope    *configuredScope
@@ -385,7 +386,7 @@ func (c *call) send(req *http.Request) (resp *http.Response, verdict Verdict, st
 	// Step 8 follows; a spent quota ends the call here instead.
 	if reason := verdict.Quota; reason != "" {
 		drop(resp, stalled)
-		c.t.emit(Event{Kind: EventBudgetExhausted, Workload: c.workload.name, Status: resp.StatusCode})
+		c.t.emit(observe.Event{Kind: observe.EventBudgetExhausted, Workload: c.workload.name, Status: resp.StatusCode})
 		return nil, verdict, stalled, &QuotaError{Status: resp.StatusCode, Message: reason}
 	}
 	var r usage.Reader

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -36,9 +37,9 @@ func (c *stepClock) advance(d time.Duration) {
 
 // newFleet returns four Transports sharing s (a store.LimitStore) that
 // sync limits every interval, on one clock that stands still until the
-// test moves it, each with scope at 1000 a second, failing fast; observe
-// hears instance i's events.
-func newFleet(t *testing.T, s store.Store, scope string, interval time.Duration, observe func(i int, e pacer.Event)) ([]*pacer.Transport, *stepClock) {
+// test moves it, each with scope at 1000 a second, failing fast; hear
+// is told instance i's events.
+func newFleet(t *testing.T, s store.Store, scope string, interval time.Duration, hear func(i int, e observe.Event)) ([]*pacer.Transport, *stepClock) {
 	t.Helper()
 	if _, ok := s.(store.LimitStore); !ok {
 		t.Fatalf("%T is not a store.LimitStore", s)
@@ -48,7 +49,7 @@ func newFleet(t *testing.T, s store.Store, scope string, interval time.Duration,
 	for i := range fleet {
 		fleet[i] = pacer.New(nil, pacer.WithStore(s), clock.With[pacer.Option](clk), pacer.WithLimitSync(interval),
 			pacer.WithScope(pacer.Scope{Name: scope, Limit: pacer.PerSecond(1000), FailFast: true}),
-			pacer.WithObserver(pacer.ObserverFunc(func(e pacer.Event) { observe(i, e) })))
+			pacer.WithObserver(observe.Func(func(e observe.Event) { hear(i, e) })))
 		if err := fleet[i].Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -66,9 +67,9 @@ func LimitSync(t *testing.T, s store.Store) {
 	const interval = 5 * time.Second
 	scope := "fleet-" + t.Name()
 	var mu sync.Mutex
-	seen := make(map[int]pacer.Event)
-	fleet, clk := newFleet(t, s, scope, interval, func(i int, e pacer.Event) {
-		if e.Kind == pacer.EventLimitChanged {
+	seen := make(map[int]observe.Event)
+	fleet, clk := newFleet(t, s, scope, interval, func(i int, e observe.Event) {
+		if e.Kind == observe.EventLimitChanged {
 			mu.Lock()
 			seen[i] = e
 			mu.Unlock()
@@ -95,7 +96,7 @@ func LimitSync(t *testing.T, s store.Store) {
 		call(tr)
 	}
 	mu.Lock()
-	if len(seen) != 1 || seen[0].Origin != pacer.OriginSetLimit {
+	if len(seen) != 1 || seen[0].Origin != observe.OriginSetLimit {
 		t.Errorf("before the interval: changes seen %v, want only instance 0's own (the others read at the start)", seen)
 	}
 	mu.Unlock()
@@ -107,7 +108,7 @@ func LimitSync(t *testing.T, s store.Store) {
 	defer mu.Unlock()
 	for i := 1; i < len(fleet); i++ {
 		e, ok := seen[i]
-		if !ok || e.Origin != pacer.OriginStore || e.Limit != changed || e.Scope != scope {
+		if !ok || e.Origin != observe.OriginStore || e.Limit != observe.Limit(changed) || e.Scope != scope {
 			t.Errorf("instance %d within the interval: event %+v (seen %v), want the change from the store", i, e, ok)
 		}
 	}
@@ -116,7 +117,7 @@ func LimitSync(t *testing.T, s store.Store) {
 // CutSync checks that a cut one instance of a fleet of four sharing s (a
 // store.LimitStore) takes on a refusal reaches every other at its next
 // sync, once: each then paces at the cut's share of its rate, says so with
-// an EventPaceChanged whose Origin is pacer.OriginStore, and a later sync
+// an EventPaceChanged whose Origin is observe.OriginStore, and a later sync
 // applies nothing again. Before the interval passes, the others pace as
 // they did. The scope used is "cut-<t.Name()>".
 func CutSync(t *testing.T, s store.Store) {
@@ -124,9 +125,9 @@ func CutSync(t *testing.T, s store.Store) {
 	const interval = 5 * time.Second
 	scope := "cut-" + t.Name()
 	var mu sync.Mutex
-	fromStore := make(map[int][]pacer.Event)
-	fleet, clk := newFleet(t, s, scope, interval, func(i int, e pacer.Event) {
-		if e.Kind == pacer.EventPaceChanged && e.Origin == pacer.OriginStore {
+	fromStore := make(map[int][]observe.Event)
+	fleet, clk := newFleet(t, s, scope, interval, func(i int, e observe.Event) {
+		if e.Kind == observe.EventPaceChanged && e.Origin == observe.OriginStore {
 			mu.Lock()
 			fromStore[i] = append(fromStore[i], e)
 			mu.Unlock()

@@ -1,7 +1,7 @@
 // Package paceroptel records what a pacer Transport does as OpenTelemetry
 // metrics.
 //
-// Metrics is a pacer.Observer that adds events to counters and a wait
+// Metrics is an observe.Observer that adds events to counters and a wait
 // histogram as they happen, and reports the Transport's Stats through
 // observable gauges when the SDK collects:
 //
@@ -56,6 +56,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/observe"
 )
 
 // ScopeName is the instrumentation scope of the meter Metrics uses.
@@ -67,7 +68,7 @@ const (
 	AttrWorkload = attribute.Key("pacer.workload")
 	AttrUnit     = attribute.Key("pacer.unit")
 	AttrStatus   = attribute.Key("http.response.status_code")
-	AttrOrigin   = attribute.Key("pacer.origin")         // who changed a limit: pacer.OriginSetLimit or pacer.OriginStore
+	AttrOrigin   = attribute.Key("pacer.origin")         // who changed a limit: observe.OriginSetLimit or observe.OriginStore
 	AttrPercent  = attribute.Key("pacer.budget.percent") // the share of a budget crossed: 50, 80 or 100
 	AttrReason   = attribute.Key("pacer.reason")         // what holds waiting calls back: a pacer.ThrottleReason
 )
@@ -97,7 +98,7 @@ type Metrics struct {
 	registration                        metric.Registration
 }
 
-var _ pacer.Observer = (*Metrics)(nil)
+var _ observe.Observer = (*Metrics)(nil)
 
 // New makes the instruments on a meter from mp.
 func New(mp metric.MeterProvider) (*Metrics, error) {
@@ -192,35 +193,35 @@ func (m *Metrics) labels(scope, workload string) metric.MeasurementOption {
 	return o
 }
 
-// Observe implements pacer.Observer.
-func (m *Metrics) Observe(e pacer.Event) {
+// Observe implements observe.Observer.
+func (m *Metrics) Observe(e observe.Event) {
 	ctx := context.Background()
 	switch e.Kind {
-	case pacer.EventAdmitted:
+	case observe.EventAdmitted:
 		m.admitted.Add(ctx, 1, m.labels(e.Scope, e.Workload))
-	case pacer.EventWaited:
+	case observe.EventWaited:
 		m.wait.Record(ctx, e.Wait.Seconds(), m.labels(e.Scope, e.Workload))
-	case pacer.EventThrottled:
+	case observe.EventThrottled:
 		m.throttled.Add(ctx, 1, m.labels(e.Scope, e.Workload))
-	case pacer.EventRejected:
+	case observe.EventRejected:
 		m.rejections.Add(ctx, 1, metric.WithAttributes(AttrScope.String(e.Scope), AttrWorkload.String(e.Workload), AttrStatus.Int(e.Status)))
-	case pacer.EventCooldownStarted:
+	case observe.EventCooldownStarted:
 		m.cooldowns.Add(ctx, 1, metric.WithAttributes(AttrScope.String(e.Scope)))
-	case pacer.EventRetried:
+	case observe.EventRetried:
 		m.retries.Add(ctx, 1, m.labels(e.Scope, e.Workload))
-	case pacer.EventBudgetExhausted:
+	case observe.EventBudgetExhausted:
 		m.budgetExhausted.Add(ctx, 1, metric.WithAttributes(AttrWorkload.String(e.Workload)))
-	case pacer.EventStoreFailure:
+	case observe.EventStoreFailure:
 		m.storeFailures.Add(ctx, 1, metric.WithAttributes(AttrScope.String(e.Scope)))
-	case pacer.EventPaceChanged:
+	case observe.EventPaceChanged:
 		m.paceChanges.Add(ctx, 1, metric.WithAttributes(AttrScope.String(e.Scope)))
-	case pacer.EventSlotHeld:
+	case observe.EventSlotHeld:
 		m.slotsHeld.Add(ctx, 1, metric.WithAttributes(AttrScope.String(e.Scope)))
-	case pacer.EventBodyNotReplayable:
+	case observe.EventBodyNotReplayable:
 		m.notReplayable.Add(ctx, 1, metric.WithAttributes(AttrWorkload.String(e.Workload)))
-	case pacer.EventLimitChanged:
+	case observe.EventLimitChanged:
 		m.limitChanges.Add(ctx, 1, metric.WithAttributes(AttrScope.String(e.Scope), AttrOrigin.String(e.Origin)))
-	case pacer.EventBudgetThreshold:
+	case observe.EventBudgetThreshold:
 		m.budgetThresholds.Add(ctx, 1, metric.WithAttributes(AttrWorkload.String(e.Workload), AttrPercent.Int(e.Percent)))
 	}
 }

@@ -11,7 +11,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/observe/internal/observetest"
 	paceroptel "github.com/pacer-go/pacer/observe/otel"
 )
@@ -191,14 +191,14 @@ func TestMetricsCountWarningsAndChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range []pacer.Event{
-		{Kind: pacer.EventPaceChanged, Scope: "openai/requests", Workload: "batch", Rate: 8},
-		{Kind: pacer.EventPaceChanged, Scope: "openai/requests", Workload: "default", Rate: 9},
-		{Kind: pacer.EventSlotHeld, Scope: "default", Wait: 10 * time.Minute},
-		{Kind: pacer.EventBodyNotReplayable, Workload: "batch"},
-		{Kind: pacer.EventLimitChanged, Scope: "default", Origin: pacer.OriginSetLimit},
-		{Kind: pacer.EventLimitChanged, Scope: "default", Origin: pacer.OriginStore},
-		{Kind: pacer.EventBudgetThreshold, Workload: "batch", Percent: 80},
+	for _, e := range []observe.Event{
+		{Kind: observe.EventPaceChanged, Scope: "openai/requests", Workload: "batch", Rate: 8},
+		{Kind: observe.EventPaceChanged, Scope: "openai/requests", Workload: "default", Rate: 9},
+		{Kind: observe.EventSlotHeld, Scope: "default", Wait: 10 * time.Minute},
+		{Kind: observe.EventBodyNotReplayable, Workload: "batch"},
+		{Kind: observe.EventLimitChanged, Scope: "default", Origin: observe.OriginSetLimit},
+		{Kind: observe.EventLimitChanged, Scope: "default", Origin: observe.OriginStore},
+		{Kind: observe.EventBudgetThreshold, Workload: "batch", Percent: 80},
 	} {
 		m.Observe(e)
 	}

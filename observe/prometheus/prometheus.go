@@ -1,7 +1,7 @@
 // Package pacerprom exports what a pacer Transport does as Prometheus
 // metrics.
 //
-// A Collector is both a pacer.Observer, which counts events as they happen,
+// A Collector is both an observe.Observer, which counts events as they happen,
 // and a prometheus.Collector, which reads the Transport's Stats when it is
 // scraped for the gauges:
 //
@@ -59,6 +59,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/observe"
 )
 
 // DefaultBuckets are the wait histogram's buckets, in seconds: from 10 ms
@@ -100,7 +101,7 @@ type Collector struct {
 }
 
 var (
-	_ pacer.Observer       = (*Collector)(nil)
+	_ observe.Observer     = (*Collector)(nil)
 	_ prometheus.Collector = (*Collector)(nil)
 )
 
@@ -151,34 +152,34 @@ func New(opts ...Option) *Collector {
 // watches one Transport; a later Watch replaces it.
 func (c *Collector) Watch(t *pacer.Transport) { c.transport.Store(t) }
 
-// Observe implements pacer.Observer.
-func (c *Collector) Observe(e pacer.Event) {
+// Observe implements observe.Observer.
+func (c *Collector) Observe(e observe.Event) {
 	switch e.Kind {
-	case pacer.EventAdmitted:
+	case observe.EventAdmitted:
 		c.admitted.WithLabelValues(e.Scope, e.Workload).Inc()
-	case pacer.EventWaited:
+	case observe.EventWaited:
 		c.wait.WithLabelValues(e.Scope, e.Workload).Observe(e.Wait.Seconds())
-	case pacer.EventThrottled:
+	case observe.EventThrottled:
 		c.throttled.WithLabelValues(e.Scope, e.Workload).Inc()
-	case pacer.EventRejected:
+	case observe.EventRejected:
 		c.rejections.WithLabelValues(e.Scope, e.Workload, statusLabel(e.Status)).Inc()
-	case pacer.EventCooldownStarted:
+	case observe.EventCooldownStarted:
 		c.cooldowns.WithLabelValues(e.Scope).Inc()
-	case pacer.EventRetried:
+	case observe.EventRetried:
 		c.retries.WithLabelValues(e.Scope, e.Workload).Inc()
-	case pacer.EventBudgetExhausted:
+	case observe.EventBudgetExhausted:
 		c.budgetExhausted.WithLabelValues(e.Workload).Inc()
-	case pacer.EventStoreFailure:
+	case observe.EventStoreFailure:
 		c.storeFailures.WithLabelValues(e.Scope).Inc()
-	case pacer.EventPaceChanged:
+	case observe.EventPaceChanged:
 		c.paceChanges.WithLabelValues(e.Scope).Inc()
-	case pacer.EventSlotHeld:
+	case observe.EventSlotHeld:
 		c.slotsHeld.WithLabelValues(e.Scope).Inc()
-	case pacer.EventBodyNotReplayable:
+	case observe.EventBodyNotReplayable:
 		c.notReplayable.WithLabelValues(e.Workload).Inc()
-	case pacer.EventLimitChanged:
+	case observe.EventLimitChanged:
 		c.limitChanges.WithLabelValues(e.Scope, e.Origin).Inc()
-	case pacer.EventBudgetThreshold:
+	case observe.EventBudgetThreshold:
 		c.budgetThresholds.WithLabelValues(e.Workload, strconv.Itoa(e.Percent)).Inc()
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/observe/internal/observetest"
 	pacerprom "github.com/pacer-go/pacer/observe/prometheus"
 )
@@ -174,15 +175,15 @@ func TestMetricsLint(t *testing.T) {
 // are counted too, each under labels the Transport's configuration bounds.
 func TestMetricsCountWarningsAndChanges(t *testing.T) {
 	m := pacerprom.New()
-	for _, e := range []pacer.Event{
-		{Kind: pacer.EventPaceChanged, Scope: "openai/requests", Workload: "batch", Rate: 8, Why: "the provider published its limit"},
-		{Kind: pacer.EventPaceChanged, Scope: "openai/requests", Workload: "default", Rate: 9},
-		{Kind: pacer.EventSlotHeld, Scope: "default", Wait: 10 * time.Minute},
-		{Kind: pacer.EventBodyNotReplayable, Workload: "batch"},
-		{Kind: pacer.EventLimitChanged, Scope: "default", Limit: pacer.PerSecond(5), Previous: pacer.PerSecond(10), Origin: pacer.OriginSetLimit},
-		{Kind: pacer.EventLimitChanged, Scope: "default", Limit: pacer.PerSecond(4), Previous: pacer.PerSecond(5), Origin: pacer.OriginStore},
-		{Kind: pacer.EventBudgetThreshold, Workload: "batch", Percent: 50},
-		{Kind: pacer.EventBudgetThreshold, Workload: "batch", Percent: 80},
+	for _, e := range []observe.Event{
+		{Kind: observe.EventPaceChanged, Scope: "openai/requests", Workload: "batch", Rate: 8, Why: "the provider published its limit"},
+		{Kind: observe.EventPaceChanged, Scope: "openai/requests", Workload: "default", Rate: 9},
+		{Kind: observe.EventSlotHeld, Scope: "default", Wait: 10 * time.Minute},
+		{Kind: observe.EventBodyNotReplayable, Workload: "batch"},
+		{Kind: observe.EventLimitChanged, Scope: "default", Limit: observe.Limit{Count: 5, Per: time.Second}, Previous: observe.Limit{Count: 10, Per: time.Second}, Origin: observe.OriginSetLimit},
+		{Kind: observe.EventLimitChanged, Scope: "default", Limit: observe.Limit{Count: 4, Per: time.Second}, Previous: observe.Limit{Count: 5, Per: time.Second}, Origin: observe.OriginStore},
+		{Kind: observe.EventBudgetThreshold, Workload: "batch", Percent: 50},
+		{Kind: observe.EventBudgetThreshold, Workload: "batch", Percent: 80},
 	} {
 		m.Observe(e)
 	}

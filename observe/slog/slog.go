@@ -20,17 +20,17 @@ import (
 	"context"
 	"log/slog"
 
-	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/observe"
 )
 
-// Logger is a pacer.Observer that logs events. It is safe for concurrent
+// Logger is an observe.Observer that logs events. It is safe for concurrent
 // use.
 type Logger struct {
 	log    *slog.Logger
-	levels map[pacer.EventKind]slog.Level // overrides of DefaultLevel
+	levels map[observe.EventKind]slog.Level // overrides of DefaultLevel
 }
 
-var _ pacer.Observer = (*Logger)(nil)
+var _ observe.Observer = (*Logger)(nil)
 
 // New returns a Logger that logs to l, or to slog.Default() if l is nil.
 func New(l *slog.Logger) *Logger {
@@ -41,8 +41,8 @@ func New(l *slog.Logger) *Logger {
 }
 
 // WithLevel returns a copy of the Logger that logs events of kind at level.
-func (l *Logger) WithLevel(kind pacer.EventKind, level slog.Level) *Logger {
-	c := &Logger{log: l.log, levels: make(map[pacer.EventKind]slog.Level, len(l.levels)+1)}
+func (l *Logger) WithLevel(kind observe.EventKind, level slog.Level) *Logger {
+	c := &Logger{log: l.log, levels: make(map[observe.EventKind]slog.Level, len(l.levels)+1)}
 	for k, v := range l.levels {
 		c.levels[k] = v
 	}
@@ -52,19 +52,19 @@ func (l *Logger) WithLevel(kind pacer.EventKind, level slog.Level) *Logger {
 
 // DefaultLevel is the level at which a Logger logs events of kind unless
 // told otherwise.
-func DefaultLevel(kind pacer.EventKind) slog.Level {
+func DefaultLevel(kind observe.EventKind) slog.Level {
 	switch kind {
-	case pacer.EventThrottled, pacer.EventRejected, pacer.EventBudgetExhausted, pacer.EventStoreFailure, pacer.EventCooldownStarted,
-		pacer.EventImplausibleUsage:
+	case observe.EventThrottled, observe.EventRejected, observe.EventBudgetExhausted, observe.EventStoreFailure, observe.EventCooldownStarted,
+		observe.EventImplausibleUsage:
 		return slog.LevelWarn
-	case pacer.EventRetried:
+	case observe.EventRetried:
 		return slog.LevelInfo
 	}
 	return slog.LevelDebug
 }
 
-// Observe implements pacer.Observer.
-func (l *Logger) Observe(e pacer.Event) {
+// Observe implements observe.Observer.
+func (l *Logger) Observe(e observe.Event) {
 	level, ok := l.levels[e.Kind]
 	if !ok {
 		level = DefaultLevel(e.Kind)

@@ -9,14 +9,14 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/observe/internal/observetest"
 	pacerslog "github.com/pacer-go/pacer/observe/slog"
 )
 
 // run runs the shared scenario through a Transport that logs to a JSON
 // handler at level, and returns the records.
-func run(t *testing.T, level slog.Level, obs func(*slog.Logger) pacer.Observer) (records []map[string]any, raw string) {
+func run(t *testing.T, level slog.Level, obs func(*slog.Logger) observe.Observer) (records []map[string]any, raw string) {
 	var buf bytes.Buffer
 	synctest.Test(t, func(t *testing.T) {
 		l := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: level}))
@@ -38,7 +38,7 @@ func run(t *testing.T, level slog.Level, obs func(*slog.Logger) pacer.Observer) 
 }
 
 func TestLogsWhatGoesWrongAtWarn(t *testing.T) {
-	records, raw := run(t, slog.LevelInfo, func(l *slog.Logger) pacer.Observer { return pacerslog.New(l) })
+	records, raw := run(t, slog.LevelInfo, func(l *slog.Logger) observe.Observer { return pacerslog.New(l) })
 	var got []string
 	for _, r := range records {
 		got = append(got, r["level"].(string)+" "+r["msg"].(string)+" "+r["scope"].(string)+" "+r["workload"].(string))
@@ -75,8 +75,8 @@ func TestLogsWhatGoesWrongAtWarn(t *testing.T) {
 }
 
 func TestLevelsCanBeChanged(t *testing.T) {
-	records, _ := run(t, slog.LevelInfo, func(l *slog.Logger) pacer.Observer {
-		return pacerslog.New(l).WithLevel(pacer.EventAdmitted, slog.LevelInfo).WithLevel(pacer.EventRejected, slog.LevelDebug)
+	records, _ := run(t, slog.LevelInfo, func(l *slog.Logger) observe.Observer {
+		return pacerslog.New(l).WithLevel(observe.EventAdmitted, slog.LevelInfo).WithLevel(observe.EventRejected, slog.LevelDebug)
 	})
 	n := map[string]int{}
 	for _, r := range records {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/providers/figures"
 	"github.com/pacer-go/pacer/providers/internal/providertest"
 	"github.com/pacer-go/pacer/providers/twilio"
@@ -248,8 +249,8 @@ func TestA20429LowersTheAccountsConcurrency(t *testing.T) {
 		}}
 		var mu sync.Mutex
 		rejected := map[string]int{}
-		tr := pacer.New(fake, twilio.Preset(), pacer.WithObserver(pacer.ObserverFunc(func(e pacer.Event) {
-			if e.Kind == pacer.EventRejected {
+		tr := pacer.New(fake, twilio.Preset(), pacer.WithObserver(observe.Func(func(e observe.Event) {
+			if e.Kind == observe.EventRejected {
 				mu.Lock()
 				rejected[e.Scope]++
 				mu.Unlock()

@@ -23,6 +23,7 @@ import (
 
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/testservers"
+	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/store/redisstore"
 )
 
@@ -80,12 +81,12 @@ func child(addr string) (report, error) {
 		pacer.WithStore(redisstore.New(rdb, redisstore.WithPrefix(os.Getenv(envPrefix)))),
 		pacer.WithStoreFailure(pacer.FailClosed()), // a store error must show, not be paced around
 		pacer.WithLimit(pacer.Limit{Count: 1, Per: 24 * time.Hour, Burst: 1}), pacer.WithFailFast(),
-		pacer.WithObserver(pacer.ObserverFunc(func(e pacer.Event) {
-			if e.Kind == pacer.EventThrottled {
+		pacer.WithObserver(observe.Func(func(e observe.Event) {
+			if e.Kind == observe.EventThrottled {
 				throttled.Add(1)
 			}
 		})),
-		pacer.WithAlerts(interval, func(a pacer.Alert) {
+		pacer.WithAlerts(interval, func(a observe.Alert) {
 			mu.Lock()
 			r.Alerts = append(r.Alerts, sent{time.Now(), a.Count})
 			mu.Unlock()

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/observe"
 )
 
 // Secret is the API key each request carries, in its URL (where a route
@@ -41,7 +42,7 @@ func (a *api) RoundTrip(req *http.Request) (*http.Response, error) {
 // at 1 a second with a burst of 1 and 4 calls at once; the scope "key" at
 // 100 a second, keyed by the request's API key; the workload "batch" with
 // a budget of 3 calls an hour.
-func New(obs pacer.Observer) *pacer.Transport {
+func New(obs observe.Observer) *pacer.Transport {
 	return pacer.New(&api{}, pacer.WithObserver(obs), pacer.WithHeadroom(1), pacer.WithConcurrency(4),
 		pacer.WithLimit(pacer.Limit{Count: 1, Per: time.Second, Burst: 1}),
 		pacer.WithScope(pacer.Scope{Name: "key", Limit: pacer.PerSecond(100)}),
@@ -94,7 +95,7 @@ func send(tr http.RoundTripper, ctx context.Context) (*http.Response, error) {
 // Paused returns a Transport that tells obs what it does, on the scope
 // "default" at 10 a second, whose first call is answered 429 with
 // Retry-After: 2.
-func Paused(obs pacer.Observer) *pacer.Transport {
+func Paused(obs observe.Observer) *pacer.Transport {
 	return pacer.New(&api{}, pacer.WithObserver(obs), pacer.WithoutRetry(), pacer.WithLimit(pacer.PerSecond(10)),
 		pacer.WithLogger(slog.New(slog.DiscardHandler)))
 }
