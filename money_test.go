@@ -177,8 +177,9 @@ func TestUndeclaredWorkloadFailsClosed(t *testing.T) {
 	if n := api.count(); n != 0 {
 		t.Errorf("%d calls sent, want none", n)
 	}
-	if st := tr.Stats(); st.Undeclared != nil {
-		t.Errorf("Stats.Undeclared = %v, want nil: no workload takes undeclared names", st.Undeclared)
+	// Refused, and still said in Stats: the typo is seen without a log.
+	if st := tr.Stats(); st.Undeclared["backfil"] != 11 || len(st.Undeclared) != 1 {
+		t.Errorf("Stats.Undeclared = %v, want the 11 refused calls of %q", st.Undeclared, "backfil")
 	}
 }
 

@@ -15,9 +15,10 @@ type Stats struct {
 	Scopes    []ScopeStats    // in name order
 	Workloads []WorkloadStats // in name order
 	// Undeclared counts the calls whose context named a workload the
-	// Transport does not declare, by that name, when a workload
-	// TakesUndeclared them; nil when there were none. It holds 64 names
-	// at most: the calls of further names count under "(others)".
+	// Transport does not declare, by that name: refused, or taken by the
+	// workload that TakesUndeclared them; nil when there were none. It
+	// holds 64 names at most: the calls of further names count under
+	// "(others)".
 	Undeclared map[string]int64
 }
 

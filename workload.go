@@ -232,13 +232,11 @@ const maxUnknownWorkloads = 64
 const undeclaredOthers = "(others)"
 
 // unknownWorkload returns the workload that takes a call whose context named
-// a workload no WithWorkload declared, or nil if none does. It counts the
-// call by name, and says each name once in the log. It is off the hot path:
+// a workload no WithWorkload declared, or nil if none does (the call is then
+// refused, with undeclaredError). It counts the call by name either way, for
+// Stats, and says each name taken once in the log. It is off the hot path:
 // only a call whose workload is missing reaches it.
 func (t *Transport) unknownWorkload(name string) *workloadState {
-	if t.undeclared == nil {
-		return nil
-	}
 	if n, ok := t.unknownWorkloads.Load(name); ok {
 		n.(*atomic.Int64).Add(1)
 		return t.undeclared
@@ -253,6 +251,9 @@ func (t *Transport) unknownWorkload(name string) *workloadState {
 		return t.undeclared
 	}
 	count := t.unknownCount.Add(1)
+	if t.undeclared == nil {
+		return nil // the call's error says it
+	}
 	msg := fmt.Sprintf("pacer: workload %q is not declared on this Transport, so its calls count as %q, which TakesUndeclared; declared: %s. "+
 		"Declare it with WithWorkload, even as Workload{}, if the name is right (said once per name)", name, t.undeclared.name, t.declaredWorkloads())
 	if count == maxUnknownWorkloads {
