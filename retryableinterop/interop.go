@@ -29,7 +29,7 @@ import (
 )
 
 // CheckRetry returns a retryablehttp.CheckRetry that applies p's rules (the
-// zero RetryPolicy gives pacer's defaults). Attempts are counted by
+// zero retry.Policy gives pacer's defaults). Attempts are counted by
 // retryablehttp (RetryMax), so p.MaxAttempts is not consulted.
 //
 // retryablehttp does not hand CheckRetry the request when an attempt failed
