@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/pacer-go/pacer/classify"
 	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/ratelimitheader"
 	"github.com/pacer-go/pacer/store"
@@ -177,7 +178,7 @@ func (s *bucket) learnLimit(q ratelimitheader.Quota, headroom float64, maxWait t
 //     since, and — with a reset — paces the scope to spend what is left by
 //     the reset (reportRemaining); a success that took the last one pauses
 //     the scope only while the reset plausibly lies ahead;
-//   - a 429 or 503 with Retry-After (or a classifier's Verdict.Wait) stops every
+//   - a 429 or 503 with Retry-After (or a classifier's classify.Verdict.Wait) stops every
 //     scope of the call until then; the bucket is emptied as well, so the
 //     restart is paced, not a stampede. A Retry-After of a second or less
 //     on a 429 that a cut answers with a measured capacity stops only the
@@ -188,16 +189,16 @@ func (s *bucket) learnLimit(q ratelimitheader.Quota, headroom float64, maxWait t
 //     calls in flight when it has no rate, and the pace climbs back by time
 //     (recovery.go);
 //   - a classifier that names the scopes a response concerns
-//     (Verdict.Scopes) confines the last two to them.
+//     (classify.Verdict.Scopes) confines the last two to them.
 //
 // Every pause a header asks for is clamped to the Transport's maximum wait.
-func (c *call) learn(ctx context.Context, resp *http.Response, verdict Verdict) {
+func (c *call) learn(ctx context.Context, resp *http.Response, verdict classify.Verdict) {
 	c.learnFrom(ctx, resp, verdict, true)
 }
 
 // learnFrom is learn; cuts false makes a 429 a pause only, never a cut: a
 // permit's Rejected(d > 0), a caller's own Retry-After (permit.go).
-func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict Verdict, cuts bool) {
+func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict classify.Verdict, cuts bool) {
 	status := resp.StatusCode
 	if verdict.Quota != "" {
 		return // a spent quota is no reason to slow down the scope
@@ -302,13 +303,13 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict Verdi
 		// named, else all of the call's.
 		c.workload.counts.rejected.Add(1)
 		for _, ch := range c.charges {
-			if verdict.concerns(ch.bucket.scope.Name) {
+			if concerns(verdict, ch.bucket.scope.Name) {
 				ch.bucket.scope.rejected.Add(1)
 				t.emit(observe.Event{Kind: observe.EventRejected, Scope: ch.bucket.scope.Name, Workload: c.workload.name, Status: resp.StatusCode})
 			}
 		}
 		for i, ch := range c.charges {
-			if !verdict.concerns(ch.bucket.scope.Name) {
+			if !concerns(verdict, ch.bucket.scope.Name) {
 				continue
 			}
 			pause := paused

@@ -41,7 +41,7 @@ import (
 // and may bill each of them: a GET retried twice spends 3. An attempt pacer
 // does not send (throttled, cancelled while waiting) is given back, and so
 // is one whose connection could not be made. When the budget refuses a
-// retry, the call returns a *RetryError saying how many attempts were sent
+// retry, the call returns a *retry.Error saying how many attempts were sent
 // and the last status, wrapping the *BudgetError.
 //
 // # Budgets in tokens and money

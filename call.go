@@ -29,7 +29,7 @@ type call struct {
 	needsSlots  bool      // some scope charged caps concurrency
 	holdsSlots  bool
 	prepaid     bool // a reservation took the call's tokens already (permit.go)
-	// cancel ends the attempt's own context (RetryPolicy.AttemptTimeout).
+	// cancel ends the attempt's own context (retry.Policy.AttemptTimeout).
 	cancel context.CancelFunc
 
 	// What the call's context overrides (ContextWithFailFast and the like).

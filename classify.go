@@ -8,43 +8,16 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/pacer-go/pacer/classify"
+	"github.com/pacer-go/pacer/internal/retryrule"
 )
 
-// A Verdict is what a provider's rules say about an error response beyond
-// what its status tells.
-type Verdict struct {
-	// BackPressure says the provider is shedding load (Anthropic's 529
-	// "overloaded", say): pacer slows the scopes down as for a 429, and
-	// honours the response's Retry-After.
-	BackPressure bool
-	// Quota, when not empty, says the response is a spend cap or quota
-	// that waiting will not restore ("insufficient_quota"), in the words
-	// the caller should read. The call is not retried, the scopes are not
-	// paused, and RoundTrip returns a *QuotaError with this Message instead
-	// of the response.
-	Quota string
-	// NeverProcessed says the provider documents this failure as happening
-	// before any processing (Twilio's 20429), so that even a POST without an
-	// idempotency key may be sent again.
-	NeverProcessed bool
-	// Wait, when positive, is how long the provider's documented rules say
-	// to wait when the response's headers name no time (GitHub: "wait for at
-	// least one minute" after a secondary rate limit without Retry-After).
-	// With BackPressure, it pauses the call's scopes as a Retry-After would,
-	// and it delays a retry; a Retry-After header wins over it. The
-	// Transport's maximum wait caps it.
-	Wait time.Duration
-	// Scopes, when not empty, names the scopes a rate-limit response
-	// concerns, when the provider says which of its limits was hit
-	// (WhatsApp's pair rate limit, say): only they are slowed and paused,
-	// and the call's other scopes keep their pace. Empty means every scope
-	// the call was charged to.
-	Scopes []string
-}
-
-func (v Verdict) merge(o Verdict) Verdict {
+// mergeVerdicts combines the verdicts of two classifiers, as
+// classify.Verdict says.
+func mergeVerdicts(v, o classify.Verdict) classify.Verdict {
 	// A verdict that concerns every scope wins over one that names some.
-	if v.concernsAll() || o.concernsAll() {
+	if concernsAll(v) || concernsAll(o) {
 		v.Scopes = nil
 	} else {
 		v.Scopes = append(slices.Clip(v.Scopes), o.Scopes...)
@@ -60,33 +33,24 @@ func (v Verdict) merge(o Verdict) Verdict {
 
 // concernsAll reports whether v slows every scope of the call: it asks to
 // slow down or wait, and names no scopes.
-func (v Verdict) concernsAll() bool {
+func concernsAll(v classify.Verdict) bool {
 	return (v.BackPressure || v.Wait > 0) && len(v.Scopes) == 0
 }
 
-// concerns reports whether a rate-limit response with this verdict slows
-// the named scope.
-func (v Verdict) concerns(scope string) bool {
+// concerns reports whether a rate-limit response with verdict v slows the
+// named scope.
+func concerns(v classify.Verdict, scope string) bool {
 	return len(v.Scopes) == 0 || slices.Contains(v.Scopes, scope)
 }
-
-// A Classifier reads an error response — its status, headers and the first
-// bytes of its body (at most 8 KiB) — and says what it means. It
-// must not read resp.Body; the body it is given is a copy, and the response
-// keeps every byte for the caller.
-//
-// Pacer waits for those bytes no longer than the request's context allows,
-// and at most a second: a server that stalls an error body must not hold
-// the call past the point where a plain transport would have returned it.
-// A classifier then sees no body (nil) and must judge by status and headers.
-type Classifier func(resp *http.Response, body []byte) Verdict
 
 // maxClassifiedBody is how much of an error response's body classifiers see.
 const maxClassifiedBody = 8 << 10
 
 // WithClassifier adds a classifier for error responses (status 400 and
-// above). Provider presets use it; verdicts of several classifiers combine.
-func WithClassifier(c Classifier) Option {
+// above): see package classify. Provider presets use it; verdicts of
+// several classifiers combine. classify.BackPressure(statuses...) names
+// statuses, beyond 429, that mean the provider wants fewer calls.
+func WithClassifier(c classify.Func) Option {
 	return func(cfg *config) {
 		if c == nil {
 			cfg.errs = append(cfg.errs, fmt.Errorf("WithClassifier: the classifier must not be nil"))
@@ -96,34 +60,20 @@ func WithClassifier(c Classifier) Option {
 	}
 }
 
-// WithBackPressure names statuses, beyond 429, that mean the provider wants
-// fewer calls: they cut the rate as a 429 does, their Retry-After pauses the
-// scopes as a 503's does, and they are retried like 429.
-func WithBackPressure(statuses ...int) Option {
-	return WithClassifier(func(resp *http.Response, _ []byte) Verdict {
-		for _, s := range statuses {
-			if resp.StatusCode == s {
-				return Verdict{BackPressure: true}
-			}
-		}
-		return Verdict{}
-	})
-}
-
 // classify runs the Transport's classifiers over an error response. The
 // body's first bytes are read for them and put back in front of the rest.
 // It reports whether the body stalled: then it is worth closing, not
 // draining, if the response is not handed back.
-func (t *Transport) classify(ctx context.Context, resp *http.Response) (v Verdict, stalled bool) {
+func (t *Transport) classify(ctx context.Context, resp *http.Response) (v classify.Verdict, stalled bool) {
 	if len(t.classifiers) == 0 || resp.StatusCode < 400 {
-		return Verdict{}, false
+		return classify.Verdict{}, false
 	}
 	var head []byte
 	if resp.Body != nil && resp.Body != http.NoBody {
 		head, resp.Body, stalled = t.peek(ctx, resp.Body)
 	}
 	for _, c := range t.classifiers {
-		v = v.merge(c(resp, bytes.Clone(head)))
+		v = mergeVerdicts(v, c(resp, bytes.Clone(head)))
 	}
 	return v, stalled
 }
@@ -206,7 +156,7 @@ type peekedBody struct {
 // pacer's are the same kind of stop.
 type QuotaError struct {
 	Status  int    // the provider's status
-	Message string // what the provider said, as its classifier put it (Verdict.Quota)
+	Message string // what the provider said, as its classifier put it (classify.Verdict.Quota)
 }
 
 func (e *QuotaError) Error() string {
@@ -214,4 +164,6 @@ func (e *QuotaError) Error() string {
 }
 
 // Is reports whether target is ErrBudgetExhausted.
-func (e *QuotaError) Is(target error) bool { return target == ErrBudgetExhausted }
+func (e *QuotaError) Is(target error) bool {
+	return target == ErrBudgetExhausted || target == retryrule.ErrSpentQuota
+}

@@ -15,15 +15,17 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/pacer-go/pacer/classify"
 	"github.com/pacer-go/pacer/observe"
+	"github.com/pacer-go/pacer/retry"
 )
 
 // insufficientQuota is how OpenAI answers when the account's credit is gone.
-var insufficientQuota = WithClassifier(func(resp *http.Response, body []byte) Verdict {
+var insufficientQuota = WithClassifier(func(resp *http.Response, body []byte) classify.Verdict {
 	if resp.StatusCode == http.StatusTooManyRequests && strings.Contains(string(body), `"insufficient_quota"`) {
-		return Verdict{Quota: "the account's quota is spent (insufficient_quota)"}
+		return classify.Verdict{Quota: "the account's quota is spent (insufficient_quota)"}
 	}
-	return Verdict{}
+	return classify.Verdict{}
 })
 
 func TestSpentQuotaIsAClearErrorAndNotRetried(t *testing.T) {
@@ -41,11 +43,11 @@ func TestSpentQuotaIsAClearErrorAndNotRetried(t *testing.T) {
 	if api.calls != 1 {
 		t.Errorf("attempted %d times, want once", api.calls)
 	}
-	// The attempt got an answer: the RetryError says which, as its doc
+	// The attempt got an answer: the retry.Error says which, as its doc
 	// says, and reads as one sentence, its cause's words first.
-	var re *RetryError
+	var re *retry.Error
 	if !errors.As(err, &re) || re.LastStatus != 429 || re.Attempts != 1 {
-		t.Fatalf("err = %#v, want a RetryError of 1 attempt, last status 429", err)
+		t.Fatalf("err = %#v, want a retry.Error of 1 attempt, last status 429", err)
 	}
 	want := "pacer: the provider refused the call with status 429 for a spent quota, which waiting will not restore: " +
 		"the account's quota is spent (insufficient_quota); 1 attempt sent, no other: a spent quota does not come back on a retry"
@@ -63,7 +65,7 @@ func TestClassifiedBodyIsKeptForTheCaller(t *testing.T) {
 	var seen int
 	tr := New(roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: 400, Body: io.NopCloser(strings.NewReader(body)), Request: req}, nil
-	}), WithClassifier(func(_ *http.Response, b []byte) Verdict { seen = len(b); return Verdict{} }))
+	}), WithClassifier(func(_ *http.Response, b []byte) classify.Verdict { seen = len(b); return classify.Verdict{} }))
 	resp, err := tr.RoundTrip(mustRequest(t))
 	mustNotErr(t, err)
 	got, _ := io.ReadAll(resp.Body)
@@ -76,7 +78,7 @@ func TestClassifiedBodyIsKeptForTheCaller(t *testing.T) {
 func TestBackPressureStatusSlowsDownLikeA429(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := &scriptedAPI{steps: []scripted{{529, map[string]string{"Retry-After": "2"}}}}
-		tr := New(api, WithLimit(PerSecond(100)), WithBackPressure(529), fastRetries)
+		tr := New(api, WithLimit(PerSecond(100)), WithClassifier(classify.BackPressure(529)), fastRetries)
 		start := time.Now()
 		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
 		sent := api.sentTimes()
@@ -94,8 +96,8 @@ func TestNeverProcessedPostIsRetried(t *testing.T) {
 	tr := New(roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		api.RoundTrip(req)
 		return &http.Response{StatusCode: 429, Body: io.NopCloser(strings.NewReader(`{"code":20429}`)), Request: req, Header: http.Header{}}, nil
-	}), fastRetries, WithClassifier(func(resp *http.Response, body []byte) Verdict {
-		return Verdict{NeverProcessed: strings.Contains(string(body), `"code":20429`)}
+	}), fastRetries, WithClassifier(func(resp *http.Response, body []byte) classify.Verdict {
+		return classify.Verdict{NeverProcessed: strings.Contains(string(body), `"code":20429`)}
 	}))
 	req, _ := http.NewRequest(http.MethodPost, "http://api.test/Messages.json", strings.NewReader("To=1&Body=hi"))
 	resp, err := tr.RoundTrip(req)
@@ -213,11 +215,11 @@ func TestVerdictWaitPausesWhenTheHeadersNameNoTime(t *testing.T) {
 						mu.Unlock()
 					}
 				}))
-				tr := New(api, WithLimit(PerSecond(100)), fastRetries, observe, WithClassifier(func(resp *http.Response, _ []byte) Verdict {
+				tr := New(api, WithLimit(PerSecond(100)), fastRetries, observe, WithClassifier(func(resp *http.Response, _ []byte) classify.Verdict {
 					if resp.StatusCode == 403 {
-						return Verdict{BackPressure: true, Wait: time.Minute}
+						return classify.Verdict{BackPressure: true, Wait: time.Minute}
 					}
-					return Verdict{}
+					return classify.Verdict{}
 				}))
 				start := time.Now()
 				mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
@@ -243,28 +245,28 @@ func TestVerdictWaitPausesWhenTheHeadersNameNoTime(t *testing.T) {
 func TestVerdictScopesCombine(t *testing.T) {
 	// A classifier's slice with room to spare, as a package-level one may
 	// have: merging must not write into it.
-	pair := Verdict{BackPressure: true, Scopes: append(make([]string, 0, 4), "pair")}
-	number := Verdict{BackPressure: true, Scopes: []string{"number"}}
+	pair := classify.Verdict{BackPressure: true, Scopes: append(make([]string, 0, 4), "pair")}
+	number := classify.Verdict{BackPressure: true, Scopes: []string{"number"}}
 	for _, tc := range []struct {
 		name string
-		in   []Verdict
+		in   []classify.Verdict
 		want []string
 	}{
-		{"one names a scope", []Verdict{{}, pair, {}}, []string{"pair"}},
-		{"two name theirs", []Verdict{pair, number}, []string{"pair", "number"}},
-		{"one slows every scope", []Verdict{pair, {BackPressure: true}}, nil},
-		{"a wait for every scope", []Verdict{{Wait: time.Minute}, pair}, nil},
-		{"nothing to slow", []Verdict{{}, {NeverProcessed: true}}, nil},
+		{"one names a scope", []classify.Verdict{{}, pair, {}}, []string{"pair"}},
+		{"two name theirs", []classify.Verdict{pair, number}, []string{"pair", "number"}},
+		{"one slows every scope", []classify.Verdict{pair, {BackPressure: true}}, nil},
+		{"a wait for every scope", []classify.Verdict{{Wait: time.Minute}, pair}, nil},
+		{"nothing to slow", []classify.Verdict{{}, {NeverProcessed: true}}, nil},
 	} {
-		var v Verdict
+		var v classify.Verdict
 		for _, o := range tc.in {
-			v = v.merge(o)
+			v = mergeVerdicts(v, o)
 		}
 		if !slices.Equal(v.Scopes, tc.want) {
 			t.Errorf("%s: scopes %q, want %q", tc.name, v.Scopes, tc.want)
 		}
 	}
-	pair.merge(number)
+	mergeVerdicts(pair, number)
 	if spare := pair.Scopes[1:cap(pair.Scopes)]; !slices.Equal(spare, make([]string, len(spare))) {
 		t.Errorf("merging wrote into a classifier's own slice: %q", pair.Scopes[:cap(pair.Scopes)])
 	}
@@ -322,7 +324,7 @@ func TestClassifyingAStalledBodyHonoursTheDeadline(t *testing.T) {
 				tr := New(roundTripFunc(func(req *http.Request) (*http.Response, error) {
 					body := newStalledBody(3*time.Second, `{"error":"bad request"}`)
 					return &http.Response{StatusCode: 400, Body: body, Request: req, Header: http.Header{}}, nil
-				}), WithClassifier(func(_ *http.Response, body []byte) Verdict { classified = true; return Verdict{} }))
+				}), WithClassifier(func(_ *http.Response, body []byte) classify.Verdict { classified = true; return classify.Verdict{} }))
 				ctx := context.Background()
 				if tc.deadline > 0 {
 					var cancel context.CancelFunc
@@ -356,8 +358,8 @@ func TestStalledErrorBodyDoesNotHoldTheRetry(t *testing.T) {
 			body := newStalledBody(3*time.Second, "overloaded")
 			bodies = append(bodies, body)
 			return &http.Response{StatusCode: 503, Body: body, Request: req, Header: http.Header{}}, nil
-		}), WithClassifier(func(*http.Response, []byte) Verdict { return Verdict{} }),
-			WithRetry(RetryPolicy{MaxAttempts: 2, InitialBackoff: 100 * time.Millisecond}))
+		}), WithClassifier(func(*http.Response, []byte) classify.Verdict { return classify.Verdict{} }),
+			WithRetry(retry.Policy{MaxAttempts: 2, InitialBackoff: 100 * time.Millisecond}))
 		start := time.Now()
 		resp, err := tr.RoundTrip(mustRequest(t))
 		mustNotErr(t, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/observe"
+	"github.com/pacer-go/pacer/retry"
 )
 
 // A nil option and a typed-nil base are configuration errors: Err reports
@@ -113,7 +114,7 @@ func TestBodyTooLargeToReplayIsSaid(t *testing.T) {
 	rec := &recorder{}
 	api := &failingAPI{status: http.StatusServiceUnavailable}
 	tr := New(api, WithLogger(slogTo(&log)), WithObserver(rec),
-		WithRetry(RetryPolicy{InitialBackoff: time.Millisecond, MaxBufferedBody: 8}))
+		WithRetry(retry.Policy{InitialBackoff: time.Millisecond, MaxBufferedBody: 8}))
 	for range 2 {
 		putStreamed(t, tr, "more than eight bytes")
 	}

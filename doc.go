@@ -41,8 +41,9 @@
 // every scope, all or none, higher-reserve workloads first, failing at once
 // when the wait cannot end before the context's deadline (admission.go,
 // waitqueue.go, concurrency.go); send it; learn from the response's headers
-// (adaptive.go, with package ratelimitheader); retry it if that is
-// safe (retry.go); and hand back the response with its body wrapped, so the
+// (adaptive.go, with package ratelimitheader, and the provider's
+// classifiers: classify.go, with package classify); retry it if that is
+// safe (retry.go, with package retry); and hand back the response with its body wrapped, so the
 // call's slot is released exactly once, when the body is closed or read to
 // its end. A pooled call carries the request through (call.go).
 //
@@ -69,6 +70,21 @@
 // the request's goroutine) and WithAlerts (alerts.go, which folds throttled
 // calls into one observe.Alert per interval for the fleet). The adapters
 // observe/slog, observe/prometheus and observe/otel are observers.
+//
+// # Retries and classifiers
+//
+// Two other vocabularies live in packages of their own, which import
+// nothing of pacer's either. Package retry holds what tunes retries
+// (Policy, Budget) and what a retried call returns (Error,
+// ErrAttemptTimeout); the root keeps WithRetry and WithoutRetry, and
+// retry.go keeps the loop and the replay of bodies. The rule deciding
+// between attempts lives in internal/retryrule, so that retry.Policy's
+// Retryable and the loop apply the same one; the root's
+// ErrBudgetExhausted is its sentinel, and a *QuotaError matches its
+// ErrSpentQuota. Package classify holds what a provider preset implements:
+// Func, the Verdict it returns, and BackPressure; the root keeps
+// WithClassifier, and classify.go reads the error body for them and
+// combines their verdicts.
 //
 // # Time
 //

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/retryrule"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -15,8 +16,8 @@ var ErrThrottled = errors.New("pacer: throttled")
 // ErrBudgetExhausted matches every *BudgetError: the workload has spent its
 // budget for the period, and the attempt it refused was not sent. When the
 // budget stops a call between retries, the *BudgetError comes wrapped in a
-// *RetryError that says how many attempts were sent.
-var ErrBudgetExhausted = errors.New("pacer: spend budget exhausted")
+// *retry.Error that says how many attempts were sent.
+var ErrBudgetExhausted = retryrule.ErrBudgetExhausted
 
 // ErrExceedsCapacity is the cause of a *ThrottledError for a request that
 // costs more than its scope's bucket can ever hold: no wait would admit it.
@@ -77,7 +78,7 @@ func (e *ThrottledError) Unwrap() error { return e.Err }
 // A BudgetError says that a workload's spend budget is exhausted. It matches
 // ErrBudgetExhausted with errors.Is. The attempt it refused was not sent:
 // returned on its own, it refused the call's first attempt and nothing was
-// sent; it refused a retry when it comes wrapped in a *RetryError, whose
+// sent; it refused a retry when it comes wrapped in a *retry.Error, whose
 // Attempts were sent and spent the budget.
 type BudgetError struct {
 	Workload string

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pacer-go/pacer/retry"
 	"github.com/pacer-go/pacer/usage/prices"
 )
 
@@ -38,7 +39,7 @@ func TestFloatInputsNaNAndInf(t *testing.T) {
 			add("Workload."+w.field+"="+fmt.Sprint(x), WithWorkload("w", w.w), &w.w, w.field)
 		}
 		add("WithHeadroom="+fmt.Sprint(x), WithHeadroom(x), nil, "WithHeadroom")
-		add("RetryBudget.Ratio="+fmt.Sprint(x), WithRetry(RetryPolicy{Budget: RetryBudget{Ratio: x}}), nil, "Ratio")
+		add("retry.Budget.Ratio="+fmt.Sprint(x), WithRetry(retry.Policy{Budget: retry.Budget{Ratio: x}}), nil, "Ratio")
 		price := prices.Price{Input: prices.Dollars(x), Output: prices.Micros(1), Source: "test", Read: "2026-12-01"}
 		add("prices.Dollars("+fmt.Sprint(x)+")", WithPrices(prices.Table{"m": price}), nil, "not a number of dollars")
 	}

@@ -7,6 +7,8 @@ import (
 	"github.com/pacer-go/pacer/usage/prices"
 
 	"fmt"
+	"github.com/pacer-go/pacer/classify"
+	"github.com/pacer-go/pacer/retry"
 	"log/slog"
 	"math"
 	"net/http"
@@ -28,7 +30,7 @@ type config struct {
 	store     store.Store
 	clock     clock.Clock
 	maxWait   time.Duration
-	retry     RetryPolicy
+	retry     retry.Policy
 	retries   bool // false after WithoutRetry
 	// defaultScopeDeclared: an option set DefaultScope (WithLimit,
 	// WithConcurrency, WithFailFast, WithScope); else Stats lists it only
@@ -36,7 +38,7 @@ type config struct {
 	defaultScopeDeclared bool
 	// idempotencyKey asks for an Idempotency-Key on POST and PATCH.
 	idempotencyKey bool
-	classifiers    []Classifier
+	classifiers    []classify.Func
 	observers      []observe.Observer
 	log            *slog.Logger
 	errs           []error

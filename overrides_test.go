@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/retry"
 )
 
 // ContextWithMaxWait refuses at once a wait known to be too long, and ends
@@ -98,7 +99,7 @@ func TestContextWithPriorityOrdersTheLine(t *testing.T) {
 	})
 }
 
-// An attempt past RetryPolicy.AttemptTimeout is cut off and retried while
+// An attempt past retry.Policy.AttemptTimeout is cut off and retried while
 // the call's own deadline is far.
 func TestAttemptTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -110,7 +111,7 @@ func TestAttemptTimeout(t *testing.T) {
 			}
 			return okResponse(req), nil
 		}}
-		tr := New(api, WithRetry(RetryPolicy{AttemptTimeout: time.Second, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond}))
+		tr := New(api, WithRetry(retry.Policy{AttemptTimeout: time.Second, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond}))
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/", nil)
@@ -139,13 +140,13 @@ func TestAttemptTimeout(t *testing.T) {
 			<-req.Context().Done()
 			return nil, req.Context().Err()
 		}}
-		tr := New(api, WithRetry(RetryPolicy{MaxAttempts: 1, AttemptTimeout: time.Second}))
+		tr := New(api, WithRetry(retry.Policy{MaxAttempts: 1, AttemptTimeout: time.Second}))
 		err := get(tr, context.Background(), "http://api.test/")
-		if !errors.Is(err, ErrAttemptTimeout) || errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("err = %v, want ErrAttemptTimeout and not the caller's DeadlineExceeded", err)
+		if !errors.Is(err, retry.ErrAttemptTimeout) || errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("err = %v, want retry.ErrAttemptTimeout and not the caller's DeadlineExceeded", err)
 		}
 	})
-	if err := New(nil, WithRetry(RetryPolicy{AttemptTimeout: -time.Second})).Err(); err == nil {
+	if err := New(nil, WithRetry(retry.Policy{AttemptTimeout: -time.Second})).Err(); err == nil {
 		t.Error("a negative AttemptTimeout is accepted")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pacer-go/pacer/classify"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -207,15 +208,15 @@ func (p *Permit) Done(o Outcome) {
 	}
 	// The outcome goes through the very learning a response does, as the
 	// response it stands for: a status and no headers (a nil Header reads
-	// as empty), the wait a classifier's Verdict would give. learn bounds
+	// as empty), the wait a classifier's classify.Verdict would give. learn bounds
 	// what it sends to the store without the caller's cancellation.
 	switch o.kind {
 	case outcomeAccepted:
 		resp := acceptedResponse
-		c.learn(p.ctx, &resp, Verdict{})
+		c.learn(p.ctx, &resp, classify.Verdict{})
 	case outcomeRejected:
 		resp := rejectedResponse
-		c.learnFrom(p.ctx, &resp, Verdict{Wait: o.retryAfter}, o.retryAfter == 0)
+		c.learnFrom(p.ctx, &resp, classify.Verdict{Wait: o.retryAfter}, o.retryAfter == 0)
 	}
 	c.finish()
 }

@@ -4,169 +4,23 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"net"
 	"net/http"
-	"slices"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/internal/retryrule"
 	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/ratelimitheader"
+	"github.com/pacer-go/pacer/retry"
 )
 
-// A RetryPolicy says which failed calls pacer sends again, and how long it
-// waits first. Every field left zero takes its default, so
-// WithRetry(RetryPolicy{MaxAttempts: 5}) changes only the attempts.
-//
-// A call is retried only when it is safe to send twice: its method is
-// idempotent (GET, HEAD, OPTIONS, TRACE, PUT, DELETE), or it carries an
-// idempotency key, or the failure proves the request never reached the
-// server (the dial failed, the connection was refused, or the provider
-// documents the status as never processed). Each retry goes back through
-// admission, so retries are paced like first attempts, and spends the
-// workload's budget like one.
-//
-// It is retried only when its body can be sent again, too: a request
-// without a body, one with GetBody (http.NewRequest gives one to bytes and
-// strings readers), or one whose body pacer buffered before the first
-// attempt — a body without GetBody of at most MaxBufferedBody bytes, read
-// while the request's context allows. A larger one is streamed once and
-// never retried, even when the failure proves it never left: the base
-// RoundTripper closes the body it was given on every path, so nothing is
-// left to send.
-//
-// When the last attempt gets a response, the call returns it with a nil
-// error, whatever its status, as net/http does: a 429 after the last retry
-// is a response to read, not an error. A *RetryError is returned only when
-// there is no response to hand back.
-type RetryPolicy struct {
-	// MaxAttempts is the number of attempts in all, the first included.
-	// Default 3, as the providers' official SDKs do.
-	MaxAttempts int
-	// InitialBackoff and MaxBackoff bound the exponential backoff, with
-	// jitter, used when the server does not say how long to wait. Defaults
-	// 500ms and 8s.
-	InitialBackoff, MaxBackoff time.Duration
-	// Statuses are the response statuses worth another attempt. Default 408,
-	// 425, 429, 500, 502, 503 and 504. 501 Not Implemented never is.
-	Statuses []int
-	// IdempotencyHeaders name the headers whose presence makes a POST or a
-	// PATCH safe to repeat. Default Idempotency-Key and X-Idempotency-Key.
-	IdempotencyHeaders []string
-	// ShouldRetryHeaders name provider headers that say, true or false,
-	// whether to retry; they win over the status. Default X-Should-Retry
-	// (OpenAI, Anthropic) and Stripe-Should-Retry.
-	ShouldRetryHeaders []string
-	// RetryableError reports whether a transport error is worth another
-	// attempt. Default: any error but a cancelled or expired context and a
-	// TLS certificate failure.
-	RetryableError func(error) bool
-	// MaxBufferedBody is the largest request body without GetBody that pacer
-	// reads into memory to be able to send it again. A larger one is sent
-	// once and not retried, with an observe.EventBodyNotReplayable each time and a
-	// line in the log the first time. Default 1 MiB.
-	MaxBufferedBody int64
-	// Budget caps retries as a share of traffic per scope.
-	Budget RetryBudget
-	// AttemptTimeout, when positive, bounds each attempt on its own, from
-	// when it is admitted and sent until its response's body is closed or
-	// read to its end, as http.Client.Timeout bounds a whole call. An
-	// attempt past it fails with an error matching ErrAttemptTimeout, which
-	// is retried like any transport error (a POST only with an idempotency
-	// key), while the call's context, whose deadline bounds every attempt
-	// and every wait between them, is still alive. Zero means no bound but
-	// the context's. A bound shorter than a streamed response takes cuts it
-	// off: leave it zero for streams.
-	AttemptTimeout time.Duration
-}
-
-// ErrAttemptTimeout is matched by the error of an attempt that took longer
-// than RetryPolicy.AttemptTimeout.
-var ErrAttemptTimeout = errors.New("pacer: the attempt took longer than RetryPolicy.AttemptTimeout")
-
-// A RetryBudget caps retries as a share of traffic, per scope, so that a dead
-// dependency cannot turn every call into MaxAttempts calls: each first
-// attempt earns Ratio of a retry, each retry spends one, and at most Min are
-// saved up. A new scope starts with Min, so a fresh client can always make
-// the retries of its first few calls.
-type RetryBudget struct {
-	Ratio float64 // default 0.1: retries are at most about 10% of calls
-	Min   int     // default 10
-}
-
-// The defaults of RetryPolicy.
-var (
-	defaultRetryStatuses      = []int{408, 425, 429, 500, 502, 503, 504}
-	defaultIdempotencyHeaders = []string{"Idempotency-Key", "X-Idempotency-Key"}
-	defaultShouldRetryHeaders = []string{"X-Should-Retry", "Stripe-Should-Retry"}
-)
-
-func (p RetryPolicy) withDefaults() RetryPolicy {
-	if p.MaxAttempts == 0 {
-		p.MaxAttempts = 3
-	}
-	if p.InitialBackoff == 0 {
-		p.InitialBackoff = 500 * time.Millisecond
-	}
-	if p.MaxBackoff == 0 {
-		p.MaxBackoff = 8 * time.Second
-	}
-	if p.Statuses == nil {
-		p.Statuses = defaultRetryStatuses
-	}
-	if p.IdempotencyHeaders == nil {
-		p.IdempotencyHeaders = defaultIdempotencyHeaders
-	}
-	if p.ShouldRetryHeaders == nil {
-		p.ShouldRetryHeaders = defaultShouldRetryHeaders
-	}
-	if p.RetryableError == nil {
-		p.RetryableError = retryableError
-	}
-	if p.MaxBufferedBody == 0 {
-		p.MaxBufferedBody = 1 << 20
-	}
-	if p.Budget.Ratio == 0 {
-		p.Budget.Ratio = 0.1
-	}
-	if p.Budget.Min == 0 {
-		p.Budget.Min = 10
-	}
-	return p
-}
-
-func (p RetryPolicy) validate() error {
-	switch {
-	case p.MaxAttempts < 1:
-		return fmt.Errorf("WithRetry: MaxAttempts %d must be at least 1", p.MaxAttempts)
-	case p.InitialBackoff < 0 || p.MaxBackoff < p.InitialBackoff:
-		return fmt.Errorf("WithRetry: the backoff must grow from InitialBackoff %v to MaxBackoff %v", p.InitialBackoff, p.MaxBackoff)
-	case p.AttemptTimeout < 0:
-		return fmt.Errorf("WithRetry: AttemptTimeout %v must not be negative (0 means no bound)", p.AttemptTimeout)
-	case p.MaxBufferedBody < 0:
-		return fmt.Errorf("WithRetry: MaxBufferedBody %d must not be negative", p.MaxBufferedBody)
-	case !(p.Budget.Ratio >= 0 && p.Budget.Ratio <= math.MaxFloat64): // NaN and ±Inf too
-		return fmt.Errorf("WithRetry: the budget's Ratio %v must be a finite number, 0 or more (0 means the default, 0.1)", p.Budget.Ratio)
-	case p.Budget.Min < 0:
-		return fmt.Errorf("WithRetry: the budget's Min %d must not be negative (0 means the default, 10)", p.Budget.Min)
-	case slices.Contains(p.Statuses, http.StatusNotImplemented):
-		return fmt.Errorf("WithRetry: 501 Not Implemented will not change on a retry; leave it out of Statuses")
-	}
-	return nil
-}
-
-// WithRetry sets the retry policy. Retries are on by default, with the
-// zero RetryPolicy's defaults.
-func WithRetry(p RetryPolicy) Option {
+// WithRetry sets the retry policy: see package retry. Retries are on by
+// default, with the zero retry.Policy's defaults.
+func WithRetry(p retry.Policy) Option {
 	return func(c *config) { c.retry, c.retries = p, true }
 }
 
@@ -183,58 +37,18 @@ func WithIdempotencyKey() Option {
 	return func(c *config) { c.idempotencyKey = true }
 }
 
-// A RetryError says how a call that pacer may have retried ended without a
-// response to hand back: the attempts sent, the last status seen (0 if no
-// attempt got a response; a spent quota's status counts, though pacer
-// returns a *QuotaError in place of its response), and why no further
-// attempt was made. It wraps the
-// last attempt's error or, when pacer did not send an attempt it had decided
-// to make, the reason: a *BudgetError, a *ThrottledError, the context's
-// error. A call that ends on a response returns that response and a nil
-// error instead, whatever its status.
-type RetryError struct {
-	Attempts   int
-	LastStatus int
-	Why        string // why no further attempt was made
-	Err        error
-}
-
-// Error says what happened first — the cause, in its own words — then how
-// many attempts were sent and why no other was: one sentence, not a chain
-// of prefixes.
-func (e *RetryError) Error() string {
-	var b strings.Builder
-	b.WriteString("pacer: ")
-	if e.Err != nil {
-		b.WriteString(strings.TrimSuffix(strings.TrimPrefix(e.Err.Error(), "pacer: "), "."))
-		b.WriteString("; ")
-	}
-	if e.Attempts == 1 {
-		b.WriteString("1 attempt sent")
-	} else {
-		fmt.Fprintf(&b, "%d attempts sent", e.Attempts)
-	}
-	var quota *QuotaError
-	if e.LastStatus != 0 && !errors.As(e.Err, &quota) { // a QuotaError says its status
-		if e.Attempts == 1 {
-			fmt.Fprintf(&b, ", answered %d", e.LastStatus)
-		} else {
-			fmt.Fprintf(&b, ", the last answered %d", e.LastStatus)
-		}
-	}
-	if e.Why != "" {
-		b.WriteString(", no other: ")
-		b.WriteString(e.Why)
-	}
-	return b.String()
-}
-
-func (e *RetryError) Unwrap() error { return e.Err }
-
-// retrier carries a Transport's retry policy.
+// retrier carries a Transport's retry policy, its defaults applied, and the
+// rule that decides between attempts.
 type retrier struct {
-	RetryPolicy
+	retry.Policy
+	rule      retryrule.Rule
 	injectKey bool
+}
+
+func newRetrier(p retry.Policy, injectKey bool) *retrier {
+	return &retrier{Policy: p, injectKey: injectKey, rule: retryrule.Rule{
+		MaxAttempts: p.MaxAttempts, Statuses: p.Statuses, IdempotencyHeaders: p.IdempotencyHeaders,
+		ShouldRetryHeaders: p.ShouldRetryHeaders, RetryableError: p.RetryableError}}
 }
 
 // A replay is how a call's request body is sent again, settled once before
@@ -304,7 +118,7 @@ func answered(resp *http.Response, err error) int {
 // What the caller gets follows net/http: when the last attempt got a
 // response, that response with a nil error, whatever its status; when it
 // got none, or pacer did not send a further attempt it had decided to make
-// (its budget, its limits, the deadline), a *RetryError that says how many
+// (its budget, its limits, the deadline), a *retry.Error that says how many
 // attempts were sent and the last status.
 func (r *retrier) retry(c *retryCall) (*http.Response, error) {
 	t, ctx := c.t, c.send.Context()
@@ -349,7 +163,7 @@ func (r *retrier) retry(c *retryCall) (*http.Response, error) {
 // next decides whether c makes another attempt. It returns the way to make
 // that attempt's body, never nil, or why there is no further attempt.
 func (r *retrier) next(c *retryCall) (func() (io.ReadCloser, error), string) {
-	if why := r.whyNotRetry(c.send, c.resp, c.err, c.attempts, c.info.verdict); why != "" {
+	if why := r.rule.WhyNot(c.send, c.resp, c.err, c.attempts, c.info.verdict.BackPressure, c.info.verdict.NeverProcessed); why != "" {
 		return nil, why
 	}
 	if c.replay.body == nil {
@@ -389,13 +203,13 @@ func (c *retryCall) final(why string) error {
 	if c.err == nil {
 		return nil
 	}
-	return &RetryError{Attempts: c.attempts, LastStatus: c.lastStatus, Why: why, Err: c.err}
+	return &retry.Error{Attempts: c.attempts, LastStatus: c.lastStatus, Why: why, Err: c.err}
 }
 
 // stopped is the error of a call that did not make an attempt it had
 // decided to make.
 func (c *retryCall) stopped(why string, err error) error {
-	return &RetryError{Attempts: c.attempts, LastStatus: c.lastStatus, Why: why, Err: err}
+	return &retry.Error{Attempts: c.attempts, LastStatus: c.lastStatus, Why: why, Err: err}
 }
 
 // prepare returns the request to send first and how its body can be sent
@@ -409,7 +223,7 @@ func (c *retryCall) stopped(why string, err error) error {
 // given on every path, errors included. A larger body is sent once.
 func (r *retrier) prepare(t *Transport, req *http.Request) (*http.Request, replay, error) {
 	send := req
-	if r.injectKey && (req.Method == http.MethodPost || req.Method == http.MethodPatch) && !r.hasIdempotencyKey(req) {
+	if r.injectKey && (req.Method == http.MethodPost || req.Method == http.MethodPatch) && !r.rule.HasIdempotencyKey(req) {
 		send = req.Clone(req.Context())
 		send.Header.Set("Idempotency-Key", newIdempotencyKey())
 	}
@@ -437,7 +251,7 @@ func (r *retrier) prepare(t *Transport, req *http.Request) (*http.Request, repla
 			io.Closer
 		}{io.MultiReader(bytes.NewReader(buf), original), original}
 		t.bodyNotReplayable(send.Context(), r.MaxBufferedBody)
-		return send, notReplayable(fmt.Sprintf("the body has no GetBody and is larger than the %d-byte replay buffer (RetryPolicy.MaxBufferedBody), so it was sent once", r.MaxBufferedBody)), nil
+		return send, notReplayable(fmt.Sprintf("the body has no GetBody and is larger than the %d-byte replay buffer (retry.Policy.MaxBufferedBody), so it was sent once", r.MaxBufferedBody)), nil
 	}
 	original.Close()
 	body := func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
@@ -453,7 +267,7 @@ func (t *Transport) bodyNotReplayable(ctx context.Context, limit int64) {
 	t.emit(observe.Event{Kind: observe.EventBodyNotReplayable, Workload: workloadName(t, ctx)})
 	if t.bodyTooLargeSaid.CompareAndSwap(false, true) {
 		t.log.Warn(fmt.Sprintf("pacer: a request body without GetBody was larger than the %d-byte replay buffer, so it was sent once and cannot be retried; "+
-			"raise RetryPolicy.MaxBufferedBody, or give such requests a GetBody (said once)", limit))
+			"raise retry.Policy.MaxBufferedBody, or give such requests a GetBody (said once)", limit))
 	}
 }
 
@@ -496,100 +310,8 @@ func again(req *http.Request, body func() (io.ReadCloser, error)) (*http.Request
 	return next, nil
 }
 
-// Retryable reports whether one attempt's outcome — a response or an error —
-// is worth another attempt of req under p, and when it is not, why. attempt
-// counts from 1. Fields of p left zero take their defaults. It does not
-// consult the retry budget, which belongs to a Transport's scopes.
-//
-// It is the rule a Transport applies between attempts, exported for other
-// retriers (see the retryableinterop package).
-func (p RetryPolicy) Retryable(req *http.Request, resp *http.Response, err error, attempt int) (bool, string) {
-	why := p.withDefaults().whyNotRetry(req, resp, err, attempt, Verdict{})
-	return why == "", why
-}
-
-// whyNotRetry returns why the attempt's outcome is final, or "" if it is
-// worth another attempt.
-func (p RetryPolicy) whyNotRetry(req *http.Request, resp *http.Response, err error, attempts int, verdict Verdict) string {
-	if err != nil {
-		var quota *QuotaError
-		switch {
-		case !p.RetryableError(err) && errors.As(err, &quota):
-			return "a spent quota does not come back on a retry"
-		case !p.RetryableError(err):
-			return "the error is not one a retry can mend"
-		case attempts >= p.MaxAttempts:
-			return "gave up after the policy's MaxAttempts"
-		case p.mayRetry(req) || neverLeft(err):
-			return ""
-		}
-		return fmt.Sprintf("a %s without an idempotency key may have reached the server, so it is not sent twice", req.Method)
-	}
-	if resp.StatusCode < 400 {
-		return "the call succeeded" // the common case, without reading headers
-	}
-	retryable := slices.Contains(p.Statuses, resp.StatusCode) || verdict.BackPressure
-	for _, name := range p.ShouldRetryHeaders {
-		switch strings.ToLower(resp.Header.Get(name)) {
-		case "true":
-			retryable = true
-		case "false":
-			return "the provider said not to retry (" + name + ": false)"
-		}
-	}
-	switch {
-	case !retryable || resp.StatusCode == http.StatusNotImplemented:
-		return "the status is final"
-	case attempts >= p.MaxAttempts:
-		return "gave up after the policy's MaxAttempts"
-	case p.mayRetry(req) || verdict.NeverProcessed:
-		return ""
-	}
-	return fmt.Sprintf("a %s without an idempotency key may have been processed, so it is not sent twice", req.Method)
-}
-
-// mayRetry reports whether sending req twice is safe whatever happened.
-func (p RetryPolicy) mayRetry(req *http.Request) bool {
-	switch req.Method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
-		return true
-	}
-	return p.hasIdempotencyKey(req)
-}
-
-func (p RetryPolicy) hasIdempotencyKey(req *http.Request) bool {
-	for _, name := range p.IdempotencyHeaders {
-		if req.Header.Get(name) != "" {
-			return true
-		}
-	}
-	return false
-}
-
-// neverLeft reports whether err proves the request never reached the
-// server: no connection was made.
-func neverLeft(err error) bool {
-	var op *net.OpError
-	var dns *net.DNSError
-	return (errors.As(err, &op) && op.Op == "dial") || errors.As(err, &dns) || errors.Is(err, syscall.ECONNREFUSED)
-}
-
-// retryableError is the default RetryPolicy.RetryableError.
-func retryableError(err error) bool {
-	var unknownAuthority x509.UnknownAuthorityError
-	var hostname x509.HostnameError
-	var invalid x509.CertificateInvalidError
-	var verification *tls.CertificateVerificationError
-	switch {
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrBudgetExhausted),
-		errors.As(err, &unknownAuthority), errors.As(err, &hostname), errors.As(err, &invalid), errors.As(err, &verification):
-		return false
-	}
-	return true
-}
-
 // earnRetry credits the scope with a first attempt's share of a retry.
-func (c *configuredScope) earnRetry(b RetryBudget) {
+func (c *configuredScope) earnRetry(b retry.Budget) {
 	for {
 		credit := c.retryCredit.Load()
 		next := min(credit+int64(b.Ratio*retryUnit), int64(b.Min)*retryUnit)

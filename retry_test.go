@@ -17,13 +17,16 @@ import (
 	"testing/synctest"
 	"time"
 
+	"fmt"
+	"github.com/pacer-go/pacer/classify"
 	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/internal/countingserver"
 	"github.com/pacer-go/pacer/observe"
+	"github.com/pacer-go/pacer/retry"
 )
 
 // fastRetries keeps the wall-clock cost of real-server retry tests small.
-var fastRetries = WithRetry(RetryPolicy{InitialBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond})
+var fastRetries = WithRetry(retry.Policy{InitialBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond})
 
 func TestRetriesAreSafeAgainstEveryFailure(t *testing.T) {
 	for _, failure := range countingserver.Failures {
@@ -141,7 +144,7 @@ func TestBackoffPastTheDeadlineSaysHowLongToWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := &failingAPI{err: errors.New("connection reset by peer")}
 		rec := &recorder{}
-		tr := New(api, WithRetry(RetryPolicy{InitialBackoff: 10 * time.Second, MaxBackoff: 10 * time.Second}), WithObserver(rec))
+		tr := New(api, WithRetry(retry.Policy{InitialBackoff: 10 * time.Second, MaxBackoff: 10 * time.Second}), WithObserver(rec))
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		start := time.Now()
@@ -171,9 +174,9 @@ func TestStreamedBodyLargerThanTheBufferIsSentOnce(t *testing.T) {
 	payload := bytes.Repeat([]byte("x"), 2<<20)
 	req, _ := http.NewRequest(http.MethodPut, "http://api.test/upload", streamBody{bytes.NewReader(payload)})
 	_, err := tr.RoundTrip(req)
-	var re *RetryError
+	var re *retry.Error
 	if !errors.As(err, &re) || !strings.Contains(re.Why, "replay buffer") || re.Attempts != 1 {
-		t.Fatalf("err = %v, want a RetryError saying the body could not be replayed", err)
+		t.Fatalf("err = %v, want a retry.Error saying the body could not be replayed", err)
 	}
 	if api.calls != 1 || len(api.bodies[0]) != len(payload) {
 		t.Errorf("sent %d times with %d bytes, want once with all %d", api.calls, len(api.bodies[0]), len(payload))
@@ -243,7 +246,7 @@ func TestNotImplementedIsNeverRetried(t *testing.T) {
 	if api.calls != 1 {
 		t.Errorf("501 attempted %d times", api.calls)
 	}
-	if New(api, WithRetry(RetryPolicy{Statuses: []int{501}})).Err() == nil {
+	if New(api, WithRetry(retry.Policy{Statuses: []int{501}})).Err() == nil {
 		t.Error("a policy that retries 501 was accepted")
 	}
 }
@@ -261,7 +264,7 @@ func TestPostIsRetriedWhenItNeverLeft(t *testing.T) {
 	tr := New(base, fastRetries)
 	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/messages", strings.NewReader("body"))
 	_, err = tr.RoundTrip(req)
-	var re *RetryError
+	var re *retry.Error
 	if !errors.As(err, &re) || re.Attempts != 3 || dials != 3 {
 		t.Errorf("err = %v after %d dials, want three refused attempts", err, dials)
 	}
@@ -331,7 +334,7 @@ func mustRequest(t *testing.T) *http.Request {
 }
 
 func TestRetryPolicyValidation(t *testing.T) {
-	for _, p := range []RetryPolicy{{MaxAttempts: -1}, {InitialBackoff: time.Second, MaxBackoff: time.Millisecond}, {Budget: RetryBudget{Ratio: -1}}} {
+	for _, p := range []retry.Policy{{MaxAttempts: -1}, {InitialBackoff: time.Second, MaxBackoff: time.Millisecond}, {Budget: retry.Budget{Ratio: -1}}} {
 		if New(nil, WithRetry(p)).Err() == nil {
 			t.Errorf("%+v was accepted", p)
 		}
@@ -397,17 +400,17 @@ func TestPostWithStreamedBodyToARefusedPort(t *testing.T) {
 			tr := New(countingDials(&dials), fastRetries, quiet)
 			req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/messages", body(t, "to=1&body=hi"))
 			_, err := tr.RoundTrip(req)
-			var re *RetryError
+			var re *retry.Error
 			if !errors.As(err, &re) || re.Attempts != 3 || dials.Load() != 3 {
 				t.Errorf("err = %v after %d dials, want three refused attempts", err, dials.Load())
 			}
 		})
 		t.Run(name+", too large to buffer", func(t *testing.T) {
 			var dials atomic.Int32
-			tr := New(countingDials(&dials), WithRetry(RetryPolicy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxBufferedBody: 4}), quiet)
+			tr := New(countingDials(&dials), WithRetry(retry.Policy{InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond, MaxBufferedBody: 4}), quiet)
 			req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/messages", body(t, "to=1&body=hi"))
 			_, err := tr.RoundTrip(req)
-			var re *RetryError
+			var re *retry.Error
 			if !errors.As(err, &re) || re.Attempts != 1 || dials.Load() != 1 || !strings.Contains(re.Why, "MaxBufferedBody") {
 				t.Errorf("err = %v after %d dials, want one attempt and a reason naming MaxBufferedBody", err, dials.Load())
 			}
@@ -419,8 +422,8 @@ func TestPostWithStreamedBodyToARefusedPort(t *testing.T) {
 }
 
 // never20429 classifies every 429 as never processed, as Twilio's 20429 is.
-var never20429 = WithClassifier(func(resp *http.Response, body []byte) Verdict {
-	return Verdict{NeverProcessed: resp.StatusCode == http.StatusTooManyRequests}
+var never20429 = WithClassifier(func(resp *http.Response, body []byte) classify.Verdict {
+	return classify.Verdict{NeverProcessed: resp.StatusCode == http.StatusTooManyRequests}
 })
 
 // The classifier's NeverProcessed verdict allows a POST without a key to be
@@ -437,7 +440,7 @@ func TestNeverProcessedPostWithStreamedBody(t *testing.T) {
 	}
 
 	api = &failingAPI{status: http.StatusTooManyRequests}
-	tr = New(api, WithRetry(RetryPolicy{InitialBackoff: time.Millisecond, MaxBufferedBody: 4}), never20429, quiet)
+	tr = New(api, WithRetry(retry.Policy{InitialBackoff: time.Millisecond, MaxBufferedBody: 4}), never20429, quiet)
 	req, _ = http.NewRequest(http.MethodPost, "http://api.test/Messages.json", pipeBody(t, "To=1&Body=hi"))
 	resp, err = tr.RoundTrip(req)
 	mustNotErr(t, err)
@@ -516,9 +519,9 @@ func TestBudgetCountsEveryAttemptSent(t *testing.T) {
 			t.Fatalf("%d attempts spent %v of the budget; want 3 and 3", api.calls, spent)
 		}
 		err := get(tr, ctx, "http://api.test/")
-		var re *RetryError
+		var re *retry.Error
 		if !errors.As(err, &re) || re.Attempts != 2 || re.LastStatus != http.StatusServiceUnavailable || !errors.Is(err, ErrBudgetExhausted) {
-			t.Fatalf("err = %v, want a RetryError after 2 attempts, last status 503, matching ErrBudgetExhausted", err)
+			t.Fatalf("err = %v, want a retry.Error after 2 attempts, last status 503, matching ErrBudgetExhausted", err)
 		}
 		if msg := err.Error(); !strings.Contains(msg, "2 attempts") || !strings.Contains(msg, "503") || strings.Contains(msg, "nothing was sent") {
 			t.Errorf("err = %q, want it to say 2 attempts were sent and the last status", msg)
@@ -537,7 +540,7 @@ func TestRefusedConnectionDoesNotSpendTheBudget(t *testing.T) {
 	tr := New(countingDials(&dials), fastRetries, WithWorkload("backfill", Workload{Budget: Budget{Limit: 1, Per: time.Hour}}))
 	ctx := ContextWithWorkload(context.Background(), "backfill")
 	err := get(tr, ctx, "http://"+addr+"/")
-	var re *RetryError
+	var re *retry.Error
 	if !errors.As(err, &re) || re.Attempts != 3 || dials.Load() != 3 || errors.Is(err, ErrBudgetExhausted) {
 		t.Errorf("err = %v after %d dials, want three refused attempts", err, dials.Load())
 	}
@@ -548,7 +551,7 @@ func TestRefusedConnectionDoesNotSpendTheBudget(t *testing.T) {
 
 // The net/http convention: a response is not an error. A call whose
 // retries end on a response hands that response back with a nil error; a
-// call that ends without one returns a *RetryError, also when pacer itself
+// call that ends without one returns a *retry.Error, also when pacer itself
 // refused a later attempt.
 func TestRetriesEndOnTheLastResponseOrARetryError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -561,9 +564,9 @@ func TestRetriesEndOnTheLastResponseOrARetryError(t *testing.T) {
 
 		failing := &failingAPI{err: errors.New("connection reset by peer")}
 		_, err = New(failing).RoundTrip(mustRequest(t))
-		var re *RetryError
+		var re *retry.Error
 		if !errors.As(err, &re) || re.Attempts != 3 || re.LastStatus != 0 {
-			t.Errorf("err = %v, want a RetryError after 3 attempts", err)
+			t.Errorf("err = %v, want a retry.Error after 3 attempts", err)
 		}
 
 		// The second attempt cannot be admitted before the deadline.
@@ -573,10 +576,32 @@ func TestRetriesEndOnTheLastResponseOrARetryError(t *testing.T) {
 		defer cancel()
 		err = get(tr, ctx, "http://api.test/")
 		if !errors.As(err, &re) || re.Attempts != 1 || re.LastStatus != http.StatusServiceUnavailable || !errors.Is(err, ErrThrottled) {
-			t.Errorf("err = %v, want a RetryError after 1 attempt, last status 503, matching ErrThrottled", err)
+			t.Errorf("err = %v, want a retry.Error after 1 attempt, last status 503, matching ErrThrottled", err)
 		}
 	})
 }
 
 // quiet keeps what a Transport says once out of the test's output.
 var quiet = WithLogger(slog.New(slog.DiscardHandler))
+
+// retry.Policy.Retryable, used by retriers outside the Transport, knows
+// pacer's own refusals without importing the root: a spent budget and a
+// spent quota are final under the zero policy, for a GET too.
+func TestRetryableKnowsPacersRefusals(t *testing.T) {
+	req, _ := http.NewRequest(http.MethodGet, "http://api.test/", nil)
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&BudgetError{Workload: DefaultWorkload}, "the error is not one a retry can mend"},
+		{&QuotaError{Status: 429, Message: "insufficient_quota"}, "a spent quota does not come back on a retry"},
+		{fmt.Errorf("wrapped: %w", &QuotaError{Status: 403}), "a spent quota does not come back on a retry"},
+	} {
+		if ok, why := (retry.Policy{}).Retryable(req, nil, tc.err, 1); ok || why != tc.want {
+			t.Errorf("Retryable(%v) = %v, %q; want false, %q", tc.err, ok, why, tc.want)
+		}
+	}
+	if ok, why := (retry.Policy{}).Retryable(req, nil, errors.New("connection reset"), 1); !ok {
+		t.Errorf("a reset GET is not retryable: %s", why)
+	}
+}

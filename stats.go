@@ -63,7 +63,7 @@ type ScopeStats struct {
 	Admitted int64         // calls admitted since the Transport was made, on every key
 	// Rejected counts the answers that refused a call of the scope for the
 	// provider's limits, on every key: a 429, a 503 or a back-pressure
-	// status (WithBackPressure), or a permit's Rejected.
+	// status (classify.BackPressure), or a permit's Rejected.
 	Rejected int64
 
 	InFlight int

@@ -11,8 +11,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pacer-go/pacer/classify"
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/internal/retryrule"
 	"github.com/pacer-go/pacer/observe"
+	"github.com/pacer-go/pacer/retry"
 	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/usage"
 )
@@ -44,7 +47,7 @@ type Transport struct {
 	maxWait        time.Duration
 	maxWaitSeconds float64 // maxWait in seconds, for the hot path
 	log            *slog.Logger
-	classifiers    []Classifier
+	classifiers    []classify.Func
 	observers      []observe.Observer
 
 	scopes          map[string]*configuredScope
@@ -247,17 +250,17 @@ func (cfg *config) retrier(scopes map[string]*configuredScope) *retrier {
 	if !cfg.retries && !cfg.idempotencyKey {
 		return nil
 	}
-	p := cfg.retry.withDefaults()
+	p := cfg.retry.WithDefaults()
 	if !cfg.retries {
 		p.MaxAttempts = 1
 	}
-	if err := p.validate(); err != nil {
-		cfg.errs = append(cfg.errs, err)
+	if err := p.Validate(); err != nil {
+		cfg.errs = append(cfg.errs, fmt.Errorf("WithRetry: %w", err))
 	}
 	for _, cs := range scopes {
 		cs.retryCredit.Store(int64(p.Budget.Min) * retryUnit)
 	}
-	return &retrier{RetryPolicy: p, injectKey: cfg.idempotencyKey}
+	return newRetrier(p, cfg.idempotencyKey)
 }
 
 // isNil reports whether rt is an interface holding a nil pointer, func, map
@@ -297,8 +300,8 @@ func (t *Transport) Client() *http.Client { return &http.Client{Transport: t} }
 // As with net/http, a response is not an error: when retries end on a
 // response — a 429 or a 503 after the last attempt — it is returned with a
 // nil error, and the caller reads its status. An error is returned only when
-// there is no response: a *RetryError once an attempt was sent (see
-// RetryPolicy), else pacer's own refusal of the first attempt.
+// there is no response: a *retry.Error once an attempt was sent (see
+// retry.Policy), else pacer's own refusal of the first attempt.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.err != nil {
 		return nil, closeRequestBody(req, t.err)
@@ -314,7 +317,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 type attemptInfo struct {
 	sent    bool             // the request reached the base RoundTripper
 	scope   *configuredScope // the first scope it was charged to, for the retry budget
-	verdict Verdict          // what the classifiers said of an error response
+	verdict classify.Verdict // what the classifiers said of an error response
 	stalled bool             // the response's body stalled for the classifiers: close it, do not drain it
 }
 
@@ -343,7 +346,7 @@ func (t *Transport) attempt(req *http.Request) (*http.Response, attemptInfo, err
 	resp, info.verdict, info.stalled, err = c.send(sent) // steps 5, 6 and 8
 	if err != nil && sent != req && sent.Context().Err() == context.DeadlineExceeded && req.Context().Err() == nil {
 		// The attempt's own bound, not the caller's context: worth a retry.
-		err = fmt.Errorf("%w (%v): %v", ErrAttemptTimeout, t.retry.AttemptTimeout, err)
+		err = fmt.Errorf("%w (%v): %v", retry.ErrAttemptTimeout, t.retry.AttemptTimeout, err)
 	}
 	return resp, info, err
 }
@@ -359,7 +362,7 @@ func (c *call) bound(req *http.Request, d time.Duration) *http.Request {
 // send passes the admitted request to the base RoundTripper and hands the
 // call's release over to the response body. If the base RoundTripper fails,
 // or panics, the call is finished here.
-func (c *call) send(req *http.Request) (resp *http.Response, verdict Verdict, stalled bool, err error) {
+func (c *call) send(req *http.Request) (resp *http.Response, verdict classify.Verdict, stalled bool, err error) {
 	handedOver := false
 	defer func() {
 		if !handedOver {
@@ -368,15 +371,15 @@ func (c *call) send(req *http.Request) (resp *http.Response, verdict Verdict, st
 	}()
 	resp, err = c.t.base.RoundTrip(req)
 	if err != nil {
-		if neverLeft(err) {
+		if retryrule.NeverLeft(err) {
 			// The provider never saw it, so it spent nothing there.
 			c.refundBudget(req.Context())
 			c.settleRejected()
 		}
-		return nil, Verdict{}, false, err
+		return nil, classify.Verdict{}, false, err
 	}
 	if resp == nil {
-		return nil, Verdict{}, false, errors.New("pacer: the base RoundTripper returned neither a response nor an error")
+		return nil, classify.Verdict{}, false, errors.New("pacer: the base RoundTripper returned neither a response nor an error")
 	}
 	if resp.StatusCode >= 400 {
 		c.settleRejected() // before learning: a clamp must have the last word

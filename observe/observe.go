@@ -106,7 +106,7 @@ const (
 	EventRetried                            // a call is about to be sent again
 	EventBudgetExhausted                    // a workload's budget refused a call
 	EventStoreFailure                       // the store failed to answer
-	EventBodyNotReplayable                  // a request body too large for RetryPolicy.MaxBufferedBody: the call is sent once
+	EventBodyNotReplayable                  // a request body too large for retry.Policy.MaxBufferedBody: the call is sent once
 	EventSlotHeld                           // a slot was held longer than WithSlotAgeAlert allows; Wait: how long, to the second
 	EventLimitChanged                       // a scope's configured Limit was changed at runtime (SetLimit)
 	EventWorkloadChanged                    // a workload's Reserve, Max or queue bound was changed at runtime (SetWorkload)

@@ -25,10 +25,11 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/ratelimitheader"
+	"github.com/pacer-go/pacer/retry"
 )
 
 // CheckRetry returns a retryablehttp.CheckRetry that applies p's rules (the
-// zero RetryPolicy gives pacer's defaults). Attempts are counted by
+// zero retry.Policy gives pacer's defaults). Attempts are counted by
 // retryablehttp (RetryMax), so p.MaxAttempts is not consulted.
 //
 // retryablehttp does not hand CheckRetry the request when an attempt failed
@@ -37,7 +38,7 @@ import (
 // failure only when the error proves the request never left (a refused
 // connection, a failed dial) — never on the strength of an idempotency key it
 // cannot see. With a response, the full rule applies.
-func CheckRetry(p pacer.RetryPolicy) retryablehttp.CheckRetry {
+func CheckRetry(p retry.Policy) retryablehttp.CheckRetry {
 	p.MaxAttempts = 1 << 30
 	return func(ctx context.Context, resp *http.Response, err error) (bool, error) {
 		if ctxErr := ctx.Err(); ctxErr != nil {
@@ -120,7 +121,7 @@ func jittered(lo, hi time.Duration, attempt int) time.Duration {
 //
 // It returns the Transport, for its Stats and Err. A configuration error is
 // also returned by every request.
-func Stack(c *retryablehttp.Client, p pacer.RetryPolicy, opts ...pacer.Option) *pacer.Transport {
+func Stack(c *retryablehttp.Client, p retry.Policy, opts ...pacer.Option) *pacer.Transport {
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{}
 	}

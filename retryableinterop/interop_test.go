@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-retryablehttp"
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/countingserver"
+	"github.com/pacer-go/pacer/retry"
 )
 
 // newClient is a retryablehttp client with pacer's rules, fast waits and no
@@ -22,9 +23,9 @@ func newClient(stack bool, opts ...pacer.Option) *retryablehttp.Client {
 	c.RetryWaitMin, c.RetryWaitMax = time.Millisecond, 2*time.Millisecond
 	c.HTTPClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	if stack {
-		Stack(c, pacer.RetryPolicy{}, opts...)
+		Stack(c, retry.Policy{}, opts...)
 	} else {
-		c.CheckRetry = CheckRetry(pacer.RetryPolicy{})
+		c.CheckRetry = CheckRetry(retry.Policy{})
 		c.Backoff = Backoff(0)
 	}
 	return c
@@ -128,7 +129,7 @@ func TestStackPacesEveryAttempt(t *testing.T) {
 			sent = append(sent, time.Now())
 			return &http.Response{StatusCode: http.StatusBadGateway, Body: http.NoBody, Request: req}, nil
 		})}
-		Stack(c, pacer.RetryPolicy{}, pacer.WithLimit(pacer.Limit{Count: 1, Per: 50 * time.Millisecond, Burst: 1}), pacer.WithHeadroom(1))
+		Stack(c, retry.Policy{}, pacer.WithLimit(pacer.Limit{Count: 1, Per: 50 * time.Millisecond, Burst: 1}), pacer.WithHeadroom(1))
 		c.ErrorHandler = retryablehttp.PassthroughErrorHandler
 		resp, err := c.Get("http://api.test/")
 		if err != nil {

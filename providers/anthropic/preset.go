@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/classify"
 	"github.com/pacer-go/pacer/providers/internal/presetopt"
 	"github.com/pacer-go/pacer/providers/internal/reqbody"
 )
@@ -154,7 +155,7 @@ func presetLimits(l Limits, tierFigures bool, opts []Option, errs presetopt.Erro
 	if estimate <= 0 {
 		estimate = DefaultOutputEstimate
 	}
-	o = append(o, pacer.WithRoute(router{own, estimate}.route), pacer.WithClassifier(classify), meter())
+	o = append(o, pacer.WithRoute(router{own, estimate}.route), pacer.WithClassifier(classifyError), meter())
 	return pacer.Options(append(o, errs.Options()...)...)
 }
 
@@ -363,21 +364,21 @@ type apiError struct {
 	} `json:"error"`
 }
 
-// classify reads the Claude API's error responses (see the package doc).
-func classify(resp *http.Response, body []byte) pacer.Verdict {
+// classifyError reads the Claude API's error responses (see the package doc).
+func classifyError(resp *http.Response, body []byte) classify.Verdict {
 	var e apiError
 	_ = json.Unmarshal(body, &e)
 	msg := strings.ToLower(e.Error.Message)
-	var v pacer.Verdict
+	var v classify.Verdict
 	switch resp.StatusCode {
 	case http.StatusTooManyRequests:
 		if e.Error.Details.ErrorCode == "enforced_spend_limit_reached" || strings.Contains(msg, "api usage limits") {
-			return pacer.Verdict{Quota: "Anthropic spend limit reached: " + e.Error.Message}
+			return classify.Verdict{Quota: "Anthropic spend limit reached: " + e.Error.Message}
 		}
 		v.NeverProcessed = true
 	case http.StatusBadRequest:
 		if strings.Contains(msg, "credit balance is too low") {
-			return pacer.Verdict{Quota: "Anthropic credit balance: " + e.Error.Message}
+			return classify.Verdict{Quota: "Anthropic credit balance: " + e.Error.Message}
 		}
 	case 529: // overloaded_error
 		v.BackPressure, v.NeverProcessed = true, true

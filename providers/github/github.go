@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/classify"
 	"github.com/pacer-go/pacer/providers/internal/presetopt"
 	"github.com/pacer-go/pacer/providers/internal/reqbody"
 )
@@ -332,17 +333,17 @@ func isNameStart(c byte) bool { return c == '_' || c >= 'a' && c <= 'z' || c >= 
 // 403 is a permissions refusal and is left alone. A rate limit is
 // back-pressure; when it names no time (no retry-after, requests remaining)
 // the verdict asks for SecondaryWait. Preset installs it.
-func Classify(resp *http.Response, body []byte) pacer.Verdict {
+func Classify(resp *http.Response, body []byte) classify.Verdict {
 	if resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusTooManyRequests {
-		return pacer.Verdict{}
+		return classify.Verdict{}
 	}
 	retryAfter := resp.Header.Get("Retry-After") != ""
 	exhausted := strings.TrimSpace(resp.Header.Get("X-Ratelimit-Remaining")) == "0"
 	said := strings.Contains(strings.ToLower(string(body)), "rate limit")
 	if resp.StatusCode == http.StatusForbidden && !retryAfter && !exhausted && !said {
-		return pacer.Verdict{}
+		return classify.Verdict{}
 	}
-	v := pacer.Verdict{BackPressure: true}
+	v := classify.Verdict{BackPressure: true}
 	if !retryAfter && !exhausted {
 		v.Wait = SecondaryWait
 	}

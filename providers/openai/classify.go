@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/classify"
 )
 
 // apiError is the body of an OpenAI error response.
@@ -39,7 +39,7 @@ func QuotaCodes() map[string]string {
 	return out
 }
 
-// classify reads OpenAI's error responses:
+// classifyError reads OpenAI's error responses:
 //
 //   - 429 whose type or code is insufficient_quota, or whose code is one of
 //     QuotaCodes, is a spent quota: not retried, not paced around. Its
@@ -49,8 +49,8 @@ func QuotaCodes() map[string]string {
 //     was processed, so even a POST may be sent again;
 //   - 503 is OpenAI's "slow down": back-pressure;
 //   - "x-should-retry: true" is OpenAI's word that another attempt is safe.
-func classify(resp *http.Response, body []byte) pacer.Verdict {
-	var v pacer.Verdict
+func classifyError(resp *http.Response, body []byte) classify.Verdict {
+	var v classify.Verdict
 	if resp.StatusCode == http.StatusTooManyRequests {
 		var e apiError
 		_ = json.Unmarshal(body, &e)
@@ -66,7 +66,7 @@ func classify(resp *http.Response, body []byte) pacer.Verdict {
 			if msg := strings.TrimSpace(e.Error.Message); msg != "" {
 				reason += ` (OpenAI's words: "` + msg + `")`
 			}
-			return pacer.Verdict{Quota: reason}
+			return classify.Verdict{Quota: reason}
 		}
 		v.NeverProcessed = true
 	}

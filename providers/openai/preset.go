@@ -223,7 +223,7 @@ func presetLimits(l Limits, tierFigures bool, opts []Option) pacer.Option {
 		daily[name] = m
 	}
 	r := &router{settings: s, models: models, daily: daily}
-	o = append(o, pacer.WithRoute(r.route), pacer.WithClassifier(classify), r.meter())
+	o = append(o, pacer.WithRoute(r.route), pacer.WithClassifier(classifyError), r.meter())
 	return pacer.Options(append(o, s.errs.Options()...)...)
 }
 

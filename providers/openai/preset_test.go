@@ -17,6 +17,7 @@ import (
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/providers/internal/providertest"
 	"github.com/pacer-go/pacer/providers/openai"
+	"github.com/pacer-go/pacer/retry"
 )
 
 // small are limits small enough to reach in a short virtual run.
@@ -389,7 +390,7 @@ func TestPresetFollowsThePublishedLimits(t *testing.T) {
 	}
 }
 
-// OpenAI's insufficient_quota 429 is an answer: the *pacer.RetryError says
+// OpenAI's insufficient_quota 429 is an answer: the *retry.Error says
 // its status, and its message is one sentence with OpenAI's words in it.
 func TestInsufficientQuotaSaysItsStatus(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -400,9 +401,9 @@ func TestInsufficientQuotaSaysItsStatus(t *testing.T) {
 		c := pacer.New(fake, openai.PresetLimits(small)).Client()
 		r := realisticRequests()[0]
 		_, err := post(t, c, r.path, r.body)
-		var re *pacer.RetryError
+		var re *retry.Error
 		if !errors.As(err, &re) || re.LastStatus != 429 || re.Attempts != 1 {
-			t.Fatalf("err = %v, want a RetryError of 1 attempt, last status 429", err)
+			t.Fatalf("err = %v, want a retry.Error of 1 attempt, last status 429", err)
 		}
 		msg := re.Error()
 		if strings.Count(msg, "pacer:") != 1 || !strings.Contains(msg, "status 429") || !strings.Contains(msg, "please check your plan and billing details") {

@@ -134,7 +134,7 @@ func Limits(m Mode) (global, endpoint pacer.Limit) {
 // none, the same on every attempt, as Stripe recommends, so that a POST can
 // be retried; Stripe honours the key for 24 hours. Stripe-Should-Retry,
 // which Stripe sends to say whether a failed call may be retried, wins over
-// the status (pacer's default RetryPolicy reads it).
+// the status (pacer's default retry.Policy reads it).
 //
 // Stripe sends no rate-limit headers besides a 429: pacer learns from the
 // 429s themselves (each one empties the charged buckets and cuts their

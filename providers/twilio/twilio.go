@@ -23,6 +23,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/classify"
 	"github.com/pacer-go/pacer/providers/internal/reqbody"
 )
 
@@ -237,15 +238,15 @@ type errorBody struct {
 // be retried whatever its method; it says the account has too many requests
 // in flight, so it concerns ScopeAccount alone, whose cap on calls in flight
 // it lowers (the sender's pace is not at fault). Preset installs it.
-func Classify(resp *http.Response, body []byte) pacer.Verdict {
+func Classify(resp *http.Response, body []byte) classify.Verdict {
 	if resp.StatusCode != http.StatusTooManyRequests {
-		return pacer.Verdict{}
+		return classify.Verdict{}
 	}
 	var e errorBody
 	if json.Unmarshal(body, &e) == nil && e.Code == codeTooManyRequests {
-		return pacer.Verdict{NeverProcessed: true, Scopes: accountScopes}
+		return classify.Verdict{NeverProcessed: true, Scopes: accountScopes}
 	}
-	return pacer.Verdict{}
+	return classify.Verdict{}
 }
 
 var accountScopes = []string{ScopeAccount}

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/classify"
 	"github.com/pacer-go/pacer/providers/internal/presetopt"
 	"github.com/pacer-go/pacer/providers/internal/reqbody"
 )
@@ -194,18 +195,18 @@ type graphError struct {
 // only: a pair rate error slows the pair, not the number's messages to
 // everyone else, and a throughput error the number, not the pair.
 // Preset installs it.
-func Classify(_ *http.Response, body []byte) pacer.Verdict {
+func Classify(_ *http.Response, body []byte) classify.Verdict {
 	var e graphError
 	if json.Unmarshal(body, &e) != nil {
-		return pacer.Verdict{}
+		return classify.Verdict{}
 	}
 	switch e.Error.Code {
 	case codeThroughput:
-		return pacer.Verdict{BackPressure: true, NeverProcessed: true, Scopes: throughputScopes}
+		return classify.Verdict{BackPressure: true, NeverProcessed: true, Scopes: throughputScopes}
 	case codePairRate:
-		return pacer.Verdict{BackPressure: true, NeverProcessed: true, Scopes: pairScopes}
+		return classify.Verdict{BackPressure: true, NeverProcessed: true, Scopes: pairScopes}
 	}
-	return pacer.Verdict{}
+	return classify.Verdict{}
 }
 
 var (
