@@ -18,7 +18,7 @@ const (
 	// OVERFLOW): the calls already waiting keep their places.
 	RefuseNewest WhenFull = iota
 	// ShedLowest drops the waiting call of the lowest priority
-	// (ContextWithPriority), the oldest among equals, to make room
+	// (Call.Priority), the oldest among equals, to make room
 	// (Bottleneck's LEAK). When the newcomer's priority is below every
 	// waiter's, it is the one refused.
 	ShedLowest

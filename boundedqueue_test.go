@@ -30,7 +30,7 @@ func TestBoundedQueueShedsLowest(t *testing.T) {
 		for i := range n {
 			prio[i] = rng.IntN(255) - 127
 			go func() {
-				p, err := tr.Acquire(ContextWithPriority(bg, prio[i]))
+				p, err := tr.Acquire(ContextWithCall(bg, Call{Priority: prio[i]}))
 				if err != nil {
 					var te *ThrottledError
 					if !errors.As(err, &te) || te.Reason != ReasonQueueFull || !strings.Contains(err.Error(), "MaxWaiting") {
@@ -102,7 +102,7 @@ func TestBoundedQueueRefusesNewest(t *testing.T) {
 			}()
 		}
 		synctest.Wait()
-		_, err := tr.Acquire(ContextWithPriority(ctx, 100))
+		_, err := tr.Acquire(ContextWithCall(ctx, Call{Priority: 100}))
 		var te *ThrottledError
 		if !errors.As(err, &te) || te.Reason != ReasonQueueFull || !strings.Contains(err.Error(), `workload "batch"`) {
 			t.Fatalf("a third waiter: err = %v, want a full queue naming workload \"batch\"", err)

@@ -173,7 +173,7 @@ func featureHTTPCall(t *testing.T, tr *pacer.Transport, api *featureAPI, w strin
 	defer cancel()
 	due := time.Now().Add(featureDeadline)
 	ctx = pacer.ContextWithWorkload(ctx, w)
-	ctx = pacer.ContextWithTenant(ctx, "t"+strconv.Itoa(n%3), hostileWeights[api.at(n)%byte(len(hostileWeights))])
+	ctx = pacer.ContextWithCall(ctx, pacer.Call{Tenant: "t" + strconv.Itoa(n%3), Weight: hostileWeights[api.at(n)%byte(len(hostileWeights))]})
 	path := "/v1/chat/completions"
 	if api.kind == 1 {
 		path = "/v1/messages"

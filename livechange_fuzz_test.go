@@ -61,8 +61,7 @@ func runLiveChanges(t *testing.T, script []byte) {
 			for i := range calls {
 				b := at(g*calls + i)
 				ctx := ContextWithWorkload(context.Background(), []string{"w", "x", DefaultWorkload}[b%3])
-				ctx = ContextWithTenant(ctx, string('a'+rune(b%5)), liveWeights[int(b/5)%len(liveWeights)])
-				ctx = ContextWithPriority(ctx, int(b%7)-3)
+				ctx = ContextWithCall(ctx, Call{Tenant: string('a' + rune(b%5)), Weight: liveWeights[int(b/5)%len(liveWeights)], Priority: int(b%7) - 3})
 				ctx, cancel := context.WithTimeout(ctx, deadline)
 				due := time.Now().Add(deadline)
 				p, err := tr.Acquire(ctx)

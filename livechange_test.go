@@ -167,7 +167,7 @@ func checkBound(t *testing.T, tr *Transport, ctx context.Context, bound int) {
 	_, results := liveWaiters(t, tr, ctx, n)
 	// Refused at once beyond the bound; with none, it waits out its
 	// deadline.
-	extra, cancel := context.WithTimeout(ContextWithPriority(ctx, -maxRank), time.Second)
+	extra, cancel := context.WithTimeout(ContextWithCall(ctx, Call{Priority: -maxRank}), time.Second)
 	defer cancel()
 	_, err := tr.Acquire(extra)
 	switch {

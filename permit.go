@@ -55,9 +55,8 @@ type Permit struct {
 // Acquire waits until a call charged as given is admitted, and returns its
 // Permit. Charges name the scopes (declared with WithScope), keys and
 // costs, as a Route's would; none means one request on DefaultScope. The
-// workload, a cost stated with ContextWithCost and the per-call overrides
-// (ContextWithFailFast, ContextWithMaxWait, ContextWithPriority) come from
-// ctx, as for a request.
+// workload, a cost stated with ContextWithCost and how the call waits
+// (ContextWithCall) come from ctx, as for a request.
 //
 // Acquire fails as RoundTrip would refuse a request: a *ThrottledError when
 // the wait cannot end in time (at once, not at the deadline), a

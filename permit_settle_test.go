@@ -28,7 +28,7 @@ func TestPermitSettleBoundsDebt(t *testing.T) {
 		t.Run(strconv.FormatInt(n, 10), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				tr := New(nil, WithScope(tpm), WithScope(tpd), WithHeadroom(1), WithMaxWait(time.Minute))
-				ctx := ContextWithFailFast(context.Background())
+				ctx := ContextWithCall(context.Background(), Call{FailFast: true})
 				// The call took 100 of 600 and reports n: the bucket is charged one
 				// burst more, owes 100, and a call of 100 waits 2s.
 				mustAcquire(t, tr, ctx, Charge{Scope: "tpm", Cost: 100}).Done(Accepted().Settle("tokens", n))
@@ -136,7 +136,7 @@ func TestManySettlementsOweOneMaxWaitTogether(t *testing.T) {
 		// 86,400 tokens a day, burst 3,600: 1 a second.
 		tpd := Scope{Name: "tpd", Unit: "tokens", Limit: Limit{Count: 86400, Per: 24 * time.Hour, Burst: 3600}}
 		tr := New(nil, WithScope(tpd), WithHeadroom(1), WithMaxWait(time.Minute), WithLogger(slog.New(slog.DiscardHandler)))
-		ctx := ContextWithFailFast(context.Background())
+		ctx := ContextWithCall(context.Background(), Call{FailFast: true})
 		var permits []*Permit
 		for range 10 {
 			permits = append(permits, mustAcquire(t, tr, ctx, Charge{Scope: "tpd", Cost: 360}))
@@ -160,7 +160,7 @@ func TestAReservationAndASettlementOweOneMaxWaitTogether(t *testing.T) {
 		// refills 500.
 		tpm := Scope{Name: "tpm", Unit: "tokens", Limit: Limit{Count: 6000, Per: time.Minute, Burst: 600}}
 		tr := New(nil, WithScope(tpm), WithHeadroom(1), WithMaxWait(5*time.Second), WithLogger(slog.New(slog.DiscardHandler)))
-		ctx := ContextWithFailFast(context.Background())
+		ctx := ContextWithCall(context.Background(), Call{FailFast: true})
 		p := mustAcquire(t, tr, ctx, Charge{Scope: "tpm", Cost: 600}) // the bucket is empty
 		r, err := tr.Reserve(context.Background(), Charge{Scope: "tpm", Cost: 100})
 		mustNotErr(t, err)

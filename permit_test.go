@@ -148,7 +148,7 @@ func TestPermitAndRequestShareAdmission(t *testing.T) {
 		api := &stubAPI{clock: clock.System}
 		tr := New(api, WithLimit(Limit{Count: 1, Per: time.Second, Burst: 1}), WithHeadroom(1))
 		p := mustAcquire(t, tr, context.Background())
-		err := get(tr, ContextWithFailFast(context.Background()), "http://api.test/")
+		err := get(tr, ContextWithCall(context.Background(), Call{FailFast: true}), "http://api.test/")
 		var te *ThrottledError
 		if !errors.As(err, &te) || te.Reason != ReasonRate || te.RetryAfter != time.Second {
 			t.Fatalf("a request after the permit took the token: err = %v, want throttled on rate, retry after 1s", err)

@@ -68,7 +68,7 @@ func TestStatsSayWhyACallWaits(t *testing.T) {
 			// says so, and so does Stats.
 			failFast := func() {
 				t.Helper()
-				err := get(tr, ContextWithFailFast(batch), statsURL)
+				err := get(tr, ContextWithCall(batch, Call{FailFast: true}), statsURL)
 				if te := asThrottled(t, err); te.Reason != ReasonReserve {
 					t.Errorf("a call the reserve holds back: %v, want reason %q", err, ReasonReserve)
 				}

@@ -56,7 +56,7 @@ func floodWaits(t *testing.T, flood, tenants bool) []time.Duration {
 				ctx = floodCtx
 			}
 			if tenants {
-				ctx = ContextWithTenant(ctx, fmt.Sprintf("tenant-%d", a.tenant), 1)
+				ctx = ContextWithCall(ctx, Call{Tenant: fmt.Sprintf("tenant-%d", a.tenant), Weight: 1})
 			}
 			wg := &all
 			if a.tenant != 99 {

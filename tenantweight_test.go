@@ -21,7 +21,7 @@ func newcomerPlace(t *testing.T, weight *float64) int {
 			holder := mustAcquire(t, tr, bg)
 			done := make(chan struct{})
 			go func() {
-				mustAcquire(t, tr, ContextWithTenant(bg, "t", *weight)).Done(Accepted())
+				mustAcquire(t, tr, ContextWithCall(bg, Call{Tenant: "t", Weight: *weight})).Done(Accepted())
 				close(done)
 			}()
 			synctest.Wait() // waiting: it is tagged
@@ -60,7 +60,7 @@ func servedOrder(t *testing.T, tr *Transport, calls []tenantCall) []string {
 	var wg sync.WaitGroup
 	for _, c := range calls {
 		wg.Go(func() {
-			p := mustAcquire(t, tr, ContextWithTenant(bg, c.name, c.weight))
+			p := mustAcquire(t, tr, ContextWithCall(bg, Call{Tenant: c.name, Weight: c.weight}))
 			mu.Lock()
 			order = append(order, c.name)
 			mu.Unlock()

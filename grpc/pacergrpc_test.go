@@ -82,7 +82,7 @@ func TestUnaryRejectionPausesScope(t *testing.T) {
 	if _, err := client.Check(ctx, &healthpb.HealthCheckRequest{}); status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("err = %v, want the server's RESOURCE_EXHAUSTED", err)
 	}
-	_, err := client.Check(pacer.ContextWithFailFast(ctx), &healthpb.HealthCheckRequest{})
+	_, err := client.Check(pacer.ContextWithCall(ctx, pacer.Call{FailFast: true}), &healthpb.HealthCheckRequest{})
 	var te *pacer.ThrottledError
 	if !errors.As(err, &te) || te.Reason != pacer.ReasonCooldown || te.RetryAfter != 2*time.Second {
 		t.Fatalf("the call after the rejection: err = %v, want a 2s cooldown", err)
@@ -104,7 +104,7 @@ func TestUnaryUnavailablePushback(t *testing.T) {
 		}
 		return nil, status.Error(codes.Unavailable, "shedding")
 	}
-	ctx := pacer.ContextWithFailFast(context.Background())
+	ctx := pacer.ContextWithCall(context.Background(), pacer.Call{FailFast: true})
 	pushback = ""
 	client.Check(ctx, &healthpb.HealthCheckRequest{})
 	if _, err := tr.TryAcquire(ctx); err != nil {
@@ -131,7 +131,7 @@ func TestConcurrencyAcrossUnaryAndStream(t *testing.T) {
 	if _, err := watch.Recv(); err != nil {
 		t.Fatal(err)
 	}
-	_, err = client.Check(pacer.ContextWithFailFast(context.Background()), &healthpb.HealthCheckRequest{})
+	_, err = client.Check(pacer.ContextWithCall(context.Background(), pacer.Call{FailFast: true}), &healthpb.HealthCheckRequest{})
 	if !errors.Is(err, pacer.ErrThrottled) || hs.calls.Load() != 0 {
 		t.Fatalf("a unary call beside an open stream on one slot: err = %v, %d sent; want ErrThrottled, none sent", err, hs.calls.Load())
 	}
@@ -139,7 +139,7 @@ func TestConcurrencyAcrossUnaryAndStream(t *testing.T) {
 	if _, err := watch.Recv(); status.Code(err) != codes.Canceled {
 		t.Fatalf("Recv after cancel: %v", err)
 	}
-	resp, err := client.Check(pacer.ContextWithFailFast(context.Background()), &healthpb.HealthCheckRequest{})
+	resp, err := client.Check(pacer.ContextWithCall(context.Background(), pacer.Call{FailFast: true}), &healthpb.HealthCheckRequest{})
 	if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		t.Fatalf("after the stream ended: %v, %v", resp, err)
 	}
