@@ -41,14 +41,14 @@ func TestBoundedQueueShedsLowest(t *testing.T) {
 				}
 				results <- result{i, served}
 				served++ // one slot: one at a time
-				p.Done(Accepted())
+				p.Accept()
 			}()
 			synctest.Wait() // queued, in order
 		}
 		if got := tr.workloads[DefaultWorkload].waiting.len(); got != bound {
 			t.Fatalf("%d calls counted as waiting, want %d", got, bound)
 		}
-		holder.Done(Accepted())
+		holder.Accept()
 		got := make([]int, n)
 		for range n {
 			r := <-results
@@ -96,7 +96,7 @@ func TestBoundedQueueRefusesNewest(t *testing.T) {
 			go func() {
 				p, err := tr.Acquire(ctx)
 				if err == nil {
-					p.Done(Accepted())
+					p.Accept()
 				}
 				done <- err
 			}()
@@ -107,7 +107,7 @@ func TestBoundedQueueRefusesNewest(t *testing.T) {
 		if !errors.As(err, &te) || te.Reason != ReasonQueueFull || !strings.Contains(err.Error(), `workload "batch"`) {
 			t.Fatalf("a third waiter: err = %v, want a full queue naming workload \"batch\"", err)
 		}
-		holder.Done(Accepted())
+		holder.Accept()
 		for range 2 {
 			mustNotErr(t, <-done)
 		}

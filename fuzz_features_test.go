@@ -244,13 +244,13 @@ func (a *featureActions) permits() {
 			n := hostileCounts[arg%byte(len(hostileCounts))]
 			switch op % 4 {
 			case 0:
-				p.Done(pacer.Accepted().Settle(a.unit, n))
+				p.Settle(a.unit, n).Accept()
 			case 1:
-				p.Done(pacer.Rejected(time.Duration(n) * time.Millisecond))
+				p.Reject(time.Duration(n) * time.Millisecond)
 			case 2:
-				p.Done(pacer.Rejected(0))
+				p.Reject(0)
 			default:
-				p.Done(pacer.Dropped())
+				p.Drop()
 			}
 		}
 		cancel()

@@ -70,7 +70,7 @@ func runLiveChanges(t *testing.T, script []byte) {
 				}
 				if err == nil {
 					time.Sleep(time.Duration(b%16) * 50 * time.Millisecond)
-					p.Done(Accepted())
+					p.Accept()
 				}
 				cancel()
 			}

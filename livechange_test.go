@@ -40,7 +40,7 @@ func liveWaiters(t *testing.T, tr *Transport, ctx context.Context, n int, charge
 			p, err := tr.Acquire(cctx, charges...)
 			results <- liveResult{i, err} // before Done: in the order admitted
 			if err == nil {
-				p.Done(Accepted())
+				p.Accept()
 			}
 		}()
 		synctest.Wait() // queued, in order
@@ -142,7 +142,7 @@ func TestSetWorkloadWhileWaiting(t *testing.T) {
 						}
 						synctest.Wait()
 					}
-					holder.Done(Accepted())
+					holder.Accept()
 					checkEnds(t, results, tc.waiters, cancelledBy(end, false), time.Hour)
 					if n := q.len(); n != 0 {
 						t.Errorf("%d calls counted as waiting, with none waiting", n)
@@ -178,7 +178,7 @@ func checkBound(t *testing.T, tr *Transport, ctx context.Context, bound int) {
 	case bound == 0 && !errors.Is(err, context.DeadlineExceeded):
 		t.Errorf("a call waiting under no bound: err = %v, want its deadline", err)
 	}
-	holder.Done(Accepted())
+	holder.Accept()
 	checkEnds(t, results, n, cancelledBy(endAdmitted, false), time.Hour)
 }
 
@@ -223,7 +223,7 @@ func TestSetLimitWhileWaiting(t *testing.T) {
 					}
 					holder := mustAcquire(t, tr, ctx, charges...) // the burst's tokens, or none
 					if !tc.start.IsZero() {
-						holder.Done(Accepted())
+						holder.Accept()
 					}
 					const waiters = 2
 					cancels, results := liveWaiters(t, tr, ctx, waiters, charges...)
@@ -242,7 +242,7 @@ func TestSetLimitWhileWaiting(t *testing.T) {
 						synctest.Wait()
 					}
 					if tc.start.IsZero() {
-						holder.Done(Accepted())
+						holder.Accept()
 					}
 					last := tc.steps[len(tc.steps)-1]
 					if tc.want != nil {

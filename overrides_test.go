@@ -21,7 +21,7 @@ func TestCallMaxWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr := New(nil, WithLimit(Limit{Count: 1, Per: time.Second, Burst: 1}), WithHeadroom(1))
 		bg := context.Background()
-		mustAcquire(t, tr, bg).Done(Accepted())
+		mustAcquire(t, tr, bg).Accept()
 		start := time.Now()
 		_, err := tr.Acquire(ContextWithCall(bg, Call{MaxWait: 500 * time.Millisecond}))
 		var te *ThrottledError
@@ -29,7 +29,7 @@ func TestCallMaxWait(t *testing.T) {
 			t.Fatalf("a 1s wait under a 500ms bound: err = %v after %v, want throttled, DeadlineExceeded, at once", err, time.Since(start))
 		}
 		// A longer bound lets it wait.
-		mustAcquire(t, tr, ContextWithCall(bg, Call{MaxWait: 2 * time.Second})).Done(Accepted())
+		mustAcquire(t, tr, ContextWithCall(bg, Call{MaxWait: 2 * time.Second})).Accept()
 		if w := time.Since(start); w != time.Second {
 			t.Errorf("under a 2s bound the call waited %v, want 1s", w)
 		}
@@ -46,7 +46,7 @@ func TestCallMaxWait(t *testing.T) {
 		if s := tr.scopes[DefaultScope].shared; s.waiting.Load() != 0 {
 			t.Errorf("the call left %d waiters behind", s.waiting.Load())
 		}
-		holder.Done(Accepted())
+		holder.Accept()
 	})
 	// A negative bound allows no wait, as a negative timeout does: the
 	// slot's wait fails at once, with the deadline's error.
@@ -59,7 +59,7 @@ func TestCallMaxWait(t *testing.T) {
 		if !errors.Is(err, ErrThrottled) || !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != 0 {
 			t.Fatalf("waiting on a slot under a negative bound: err = %v after %v, want DeadlineExceeded at once", err, time.Since(start))
 		}
-		holder.Done(Accepted())
+		holder.Accept()
 	})
 }
 
@@ -110,12 +110,12 @@ func TestCallPriorityOrdersTheLine(t *testing.T) {
 			go func() {
 				p := mustAcquire(t, tr, ContextWithCall(bg, Call{Priority: c.prio}))
 				order = append(order, c.name) // one at a time: one slot
-				p.Done(Accepted())
+				p.Accept()
 				done <- struct{}{}
 			}()
 			synctest.Wait()
 		}
-		holder.Done(Accepted())
+		holder.Accept()
 		for range 4 {
 			<-done
 		}

@@ -146,7 +146,7 @@ func TestConcurrencyAcrossUnaryAndStream(t *testing.T) {
 	if p, err := tr.TryAcquire(context.Background()); err != nil {
 		t.Errorf("the unary call kept its slot: %v", err)
 	} else {
-		p.Done(pacer.Accepted())
+		p.Accept()
 	}
 }
 
@@ -154,18 +154,19 @@ func TestOutcome(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
 		md   metadata.MD
-		want pacer.Outcome
+		want outcomeKind
+		wait time.Duration
 	}{
-		{nil, nil, pacer.Accepted()},
-		{status.Error(codes.ResourceExhausted, ""), nil, pacer.Rejected(0)},
-		{status.Error(codes.Unavailable, ""), nil, pacer.Dropped()},
-		{status.Error(codes.Unavailable, ""), metadata.Pairs("grpc-retry-pushback-ms", "-1"), pacer.Dropped()},
-		{status.Error(codes.Unavailable, ""), metadata.Pairs("grpc-retry-pushback-ms", "99999999999999999"), pacer.Rejected(24 * time.Hour)},
-		{status.Error(codes.InvalidArgument, ""), nil, pacer.Dropped()},
-		{errors.New("not a status"), nil, pacer.Dropped()},
+		{nil, nil, accepted, 0},
+		{status.Error(codes.ResourceExhausted, ""), nil, rejected, 0},
+		{status.Error(codes.Unavailable, ""), nil, dropped, 0},
+		{status.Error(codes.Unavailable, ""), metadata.Pairs("grpc-retry-pushback-ms", "-1"), dropped, 0},
+		{status.Error(codes.Unavailable, ""), metadata.Pairs("grpc-retry-pushback-ms", "99999999999999999"), rejected, 24 * time.Hour},
+		{status.Error(codes.InvalidArgument, ""), nil, dropped, 0},
+		{errors.New("not a status"), nil, dropped, 0},
 	} {
-		if got := outcome(tc.err, tc.md); got != tc.want {
-			t.Errorf("outcome(%v, %v) = %+v, want %+v", tc.err, tc.md, got, tc.want)
+		if got, wait := outcome(tc.err, tc.md); got != tc.want || wait != tc.wait {
+			t.Errorf("outcome(%v, %v) = %v, %v; want %v, %v", tc.err, tc.md, got, wait, tc.want, tc.wait)
 		}
 	}
 }
