@@ -16,7 +16,7 @@ import (
 func TestBoundedQueueShedsLowest(t *testing.T) {
 	const n, bound = 10_000, 1_000
 	synctest.Test(t, func(t *testing.T) {
-		tr := New(nil, WithConcurrency(1), WithWorkload(DefaultWorkload, Workload{MaxWaiting: bound, WhenFull: ShedLowest}))
+		tr := New(nil, WithConcurrency(1), WithWorkload(DefaultWorkload, Workload{MaxWaiting: bound, ShedLowest: true}))
 		bg := context.Background()
 		holder := mustAcquire(t, tr, bg)
 		rng := rand.New(rand.NewPCG(1, 2))
@@ -84,8 +84,8 @@ func TestBoundedQueueShedsLowest(t *testing.T) {
 	})
 }
 
-// RefuseNewest refuses the newcomer, naming the queue, and keeps the
-// waiters; a call admitted at once never counts.
+// Without ShedLowest a full queue refuses the newcomer, naming the queue,
+// and keeps the waiters; a call admitted at once never counts.
 func TestBoundedQueueRefusesNewest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr := New(nil, WithConcurrency(1), WithWorkload("batch", Workload{MaxWaiting: 2}))
@@ -115,7 +115,7 @@ func TestBoundedQueueRefusesNewest(t *testing.T) {
 			t.Errorf("%d calls still counted as waiting", n)
 		}
 	})
-	for _, w := range []Workload{{MaxWaiting: -1}, {WhenFull: 7}} {
+	for _, w := range []Workload{{MaxWaiting: -1}} {
 		if New(nil, WithWorkload("w", w)).Err() == nil {
 			t.Errorf("%+v accepted", w)
 		}

@@ -84,7 +84,7 @@ func runLiveChanges(t *testing.T, script []byte) {
 				_ = tr.SetLimit(DefaultScope, liveLimits[int(b/2)%len(liveLimits)])
 				continue
 			}
-			w := Workload{MaxWaiting: int(b/2) % 4, WhenFull: WhenFull(b / 8 % 2), Reserve: []float64{0, 0.2, 0.5}[b/16%3]}
+			w := Workload{MaxWaiting: int(b/2) % 4, ShedLowest: b/8%2 == 1, Reserve: []float64{0, 0.2, 0.5}[b/16%3]}
 			if b&0x80 != 0 {
 				w.Max = 0.5
 			}

@@ -109,10 +109,10 @@ func TestSetWorkloadWhileWaiting(t *testing.T) {
 		{"through 0", mw(2), []Workload{mw(0), mw(2)}, 1},
 		{"through 0 full", mw(2), []Workload{mw(0), mw(2)}, 2},
 		{"repeated", mw(2), []Workload{mw(0), mw(2), mw(0), mw(3), mw(1), mw(0), mw(2), mw(2)}, 2},
-		{"shed lowest through 0", Workload{MaxWaiting: 2, WhenFull: ShedLowest},
-			[]Workload{{WhenFull: ShedLowest}, {MaxWaiting: 2, WhenFull: ShedLowest}}, 2},
+		{"shed lowest through 0", Workload{MaxWaiting: 2, ShedLowest: true},
+			[]Workload{{ShedLowest: true}, {MaxWaiting: 2, ShedLowest: true}}, 2},
 		{"policy and shares", mw(2), []Workload{
-			{WhenFull: ShedLowest, Reserve: 0.5}, {MaxWaiting: 3, Max: 0.5}, mw(0), {MaxWaiting: 1, WhenFull: ShedLowest}}, 2},
+			{ShedLowest: true, Reserve: 0.5}, {MaxWaiting: 3, Max: 0.5}, mw(0), {MaxWaiting: 1, ShedLowest: true}}, 2},
 	} {
 		for _, end := range liveChangeEnds {
 			t.Run(tc.name+"/"+end, func(t *testing.T) {
