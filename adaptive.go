@@ -197,7 +197,7 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict classify.
 }
 
 // learnFrom is learn; cuts false makes a 429 a pause only, never a cut: a
-// permit's Rejected(d > 0), a caller's own Retry-After (permit.go).
+// permit's Reject(d > 0), a caller's own Retry-After (permit.go).
 func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict classify.Verdict, cuts bool) {
 	status := resp.StatusCode
 	if verdict.Quota != "" {

@@ -251,7 +251,7 @@ func (c *call) costOn(s *bucket) float64 {
 // it, checks that the wait can still end in time (cannotWait, the one place
 // the deadline is judged), tries once if the call heads its queue, and
 // otherwise sleeps. It returns once per outcome: admitted, refused by
-// cannotWait, the store's error, the context or ContextWithMaxWait ended,
+// cannotWait, the store's error, the context or Call.MaxWait ended,
 // or shed from a full queue.
 func (c *call) wait(ctx context.Context, b blocked) error {
 	if err := c.cannotWait(ctx, b); err != nil {
@@ -341,11 +341,11 @@ func (c *call) aheadOf(s *bucket, w *waiter) time.Duration {
 
 // waitTimers are what a waiting call sleeps on besides its wake: the time
 // the store said its tokens will be there (one timer, reset turn by turn),
-// and the call's own bound on waiting (ContextWithMaxWait).
+// and the call's own bound on waiting (Call.MaxWait).
 type waitTimers struct {
 	clock  clock.Clock
 	tokens clock.Timer
-	expire clock.Timer // nil without ContextWithMaxWait
+	expire clock.Timer // nil without a Call.MaxWait
 }
 
 func (c *call) newWaitTimers() *waitTimers {
@@ -360,7 +360,7 @@ func (c *call) newWaitTimers() *waitTimers {
 // or it was shed from its workload's full queue), until the wait b says the
 // store asked for has passed, or a lowered cap has risen (for the head of
 // its queue only), or until the call must stop waiting: its context ended,
-// or its ContextWithMaxWait passed.
+// or its Call.MaxWait passed.
 func (t *waitTimers) until(ctx context.Context, w *waiter, b blocked, head bool) error {
 	var fire, expire <-chan time.Time
 	d := b.wait
@@ -415,7 +415,7 @@ func (c *call) cannotWait(ctx context.Context, b blocked) error {
 			ErrExceedsCapacity, c.costOn(b.bucket), b.bucket.scope.Unit, burst))
 	case b.bucket.scope.FailFast || c.failFast:
 		return b.error(nil)
-	case c.maxWait > 0 && b.wait > c.maxWait:
+	case c.maxWait != 0 && b.wait > c.maxWait: // a negative MaxWait allows none
 		// A lower bound on the wait already past the call's own bound:
 		// say so now (the bound's timer in wait covers the rest).
 		return b.error(context.DeadlineExceeded)

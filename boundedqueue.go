@@ -9,21 +9,6 @@ import (
 	"github.com/pacer-go/pacer/store"
 )
 
-// WhenFull says what a workload does with a call that would wait while
-// Workload.MaxWaiting of its calls already wait.
-type WhenFull int
-
-const (
-	// RefuseNewest refuses the call that would wait (Bottleneck's
-	// OVERFLOW): the calls already waiting keep their places.
-	RefuseNewest WhenFull = iota
-	// ShedLowest drops the waiting call of the lowest priority
-	// (ContextWithPriority), the oldest among equals, to make room
-	// (Bottleneck's LEAK). When the newcomer's priority is below every
-	// waiter's, it is the one refused.
-	ShedLowest
-)
-
 // ReasonQueueFull is the Reason of a *ThrottledError for a call refused, or
 // shed, because its workload's queue held Workload.MaxWaiting calls.
 const ReasonQueueFull ThrottleReason = "queue"
@@ -40,8 +25,8 @@ var (
 // the heap is the calls waiting, and a waiter's shedAt is its index in it
 // from join to leave. A bound of zero refuses and sheds nothing.
 type boundedQueue struct {
-	max    int
-	policy WhenFull
+	max  int
+	shed bool // Workload.ShedLowest: a full queue sheds, else refuses
 
 	mu      sync.Mutex
 	waiters shedHeap
@@ -57,7 +42,7 @@ func (q *boundedQueue) join(w *waiter) error {
 		heap.Push(&q.waiters, w)
 		return nil
 	}
-	if q.policy == RefuseNewest {
+	if !q.shed {
 		return errQueueFull
 	}
 	victim := q.waiters[0]
@@ -81,13 +66,13 @@ func (q *boundedQueue) leave(w *waiter) {
 	q.mu.Unlock()
 }
 
-// set changes the bound and the policy; calls already waiting stay, even
-// beyond a lower bound, and count against the new one: only newcomers are
-// refused or make room.
-func (q *boundedQueue) set(n int, policy WhenFull) {
+// set changes the bound and whether a full queue sheds; calls already
+// waiting stay, even beyond a lower bound, and count against the new one:
+// only newcomers are refused or make room.
+func (q *boundedQueue) set(n int, shed bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.max, q.policy = n, policy
+	q.max, q.shed = n, shed
 }
 
 // len returns the calls counted as waiting.

@@ -16,7 +16,7 @@ import (
 func TestBoundedQueueShedsLowest(t *testing.T) {
 	const n, bound = 10_000, 1_000
 	synctest.Test(t, func(t *testing.T) {
-		tr := New(nil, WithConcurrency(1), WithWorkload(DefaultWorkload, Workload{MaxWaiting: bound, WhenFull: ShedLowest}))
+		tr := New(nil, WithConcurrency(1), WithWorkload(DefaultWorkload, Workload{MaxWaiting: bound, ShedLowest: true}))
 		bg := context.Background()
 		holder := mustAcquire(t, tr, bg)
 		rng := rand.New(rand.NewPCG(1, 2))
@@ -30,7 +30,7 @@ func TestBoundedQueueShedsLowest(t *testing.T) {
 		for i := range n {
 			prio[i] = rng.IntN(255) - 127
 			go func() {
-				p, err := tr.Acquire(ContextWithPriority(bg, prio[i]))
+				p, err := tr.Acquire(ContextWithCall(bg, Call{Priority: prio[i]}))
 				if err != nil {
 					var te *ThrottledError
 					if !errors.As(err, &te) || te.Reason != ReasonQueueFull || !strings.Contains(err.Error(), "MaxWaiting") {
@@ -41,14 +41,14 @@ func TestBoundedQueueShedsLowest(t *testing.T) {
 				}
 				results <- result{i, served}
 				served++ // one slot: one at a time
-				p.Done(Accepted())
+				p.Accept()
 			}()
 			synctest.Wait() // queued, in order
 		}
 		if got := tr.workloads[DefaultWorkload].waiting.len(); got != bound {
 			t.Fatalf("%d calls counted as waiting, want %d", got, bound)
 		}
-		holder.Done(Accepted())
+		holder.Accept()
 		got := make([]int, n)
 		for range n {
 			r := <-results
@@ -84,8 +84,8 @@ func TestBoundedQueueShedsLowest(t *testing.T) {
 	})
 }
 
-// RefuseNewest refuses the newcomer, naming the queue, and keeps the
-// waiters; a call admitted at once never counts.
+// Without ShedLowest a full queue refuses the newcomer, naming the queue,
+// and keeps the waiters; a call admitted at once never counts.
 func TestBoundedQueueRefusesNewest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr := New(nil, WithConcurrency(1), WithWorkload("batch", Workload{MaxWaiting: 2}))
@@ -96,18 +96,18 @@ func TestBoundedQueueRefusesNewest(t *testing.T) {
 			go func() {
 				p, err := tr.Acquire(ctx)
 				if err == nil {
-					p.Done(Accepted())
+					p.Accept()
 				}
 				done <- err
 			}()
 		}
 		synctest.Wait()
-		_, err := tr.Acquire(ContextWithPriority(ctx, 100))
+		_, err := tr.Acquire(ContextWithCall(ctx, Call{Priority: 100}))
 		var te *ThrottledError
 		if !errors.As(err, &te) || te.Reason != ReasonQueueFull || !strings.Contains(err.Error(), `workload "batch"`) {
 			t.Fatalf("a third waiter: err = %v, want a full queue naming workload \"batch\"", err)
 		}
-		holder.Done(Accepted())
+		holder.Accept()
 		for range 2 {
 			mustNotErr(t, <-done)
 		}
@@ -115,7 +115,7 @@ func TestBoundedQueueRefusesNewest(t *testing.T) {
 			t.Errorf("%d calls still counted as waiting", n)
 		}
 	})
-	for _, w := range []Workload{{MaxWaiting: -1}, {WhenFull: 7}} {
+	for _, w := range []Workload{{MaxWaiting: -1}} {
 		if New(nil, WithWorkload("w", w)).Err() == nil {
 			t.Errorf("%+v accepted", w)
 		}

@@ -155,7 +155,7 @@ func Dollars(d float64) prices.Money { return prices.Dollars(d) }
 const unitUSD = "usd"
 
 // spendKey is the unit a money cost is stated in, by ContextWithSpend and
-// Outcome.SettleSpend: no unit a caller can type, so that a plain number
+// Permit.SettleSpend: no unit a caller can type, so that a plain number
 // never reaches a budget in money.
 const spendKey = "\x00money"
 
@@ -460,7 +460,7 @@ func (c *call) plan(req *http.Request, vals *callValues) (*call, error) {
 			return nil, unstatedPermitCost(w)
 		}
 		// At least one unit, so that a spent budget refuses the permit
-		// even when it states a cost of zero, to be settled on its Done.
+		// even when it states a cost of zero, to be settled at its end.
 		c.budget[0].Cost = max(c.budget[0].Cost, 1)
 	}
 	return c, nil
@@ -472,10 +472,10 @@ func unstatedPermitCost(w *workloadState) error {
 	unit := w.Budget.unit()
 	if w.Budget.money() {
 		return fmt.Errorf("pacer: workload %q has a budget in money, and a permit runs no Meter: state the permit's estimated cost "+
-			"with ContextWithSpend(ctx, pacer.Dollars(x)) (0 if unknown), then report what it cost with Done(Accepted().SettleSpend(pacer.Dollars(y)))", w.name)
+			"with ContextWithSpend(ctx, pacer.Dollars(x)) (0 if unknown), then report what it cost with p.SettleSpend(pacer.Dollars(y)).Accept()", w.name)
 	}
 	return fmt.Errorf("pacer: workload %q has a budget in %s, and a permit runs no Meter: state the permit's estimated cost with "+
-		"a Charge on a scope counted in %q, or ContextWithCost(ctx, %q, n) (0 if unknown), then report what it cost with Done(Accepted().Settle(%q, n))",
+		"a Charge on a scope counted in %q, or ContextWithCost(ctx, %q, n) (0 if unknown), then report what it cost with p.Settle(%q, n).Accept()",
 		w.name, unit, unit, unit, unit)
 }
 

@@ -32,7 +32,7 @@ type call struct {
 	// cancel ends the attempt's own context (retry.Policy.AttemptTimeout).
 	cancel context.CancelFunc
 
-	// What the call's context overrides (ContextWithFailFast and the like).
+	// What the call's context overrides (ContextWithCall).
 	failFast bool
 	maxWait  time.Duration // 0: none
 	priority int           // within the workload's line; larger first

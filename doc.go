@@ -52,9 +52,9 @@
 // Acquire, TryAcquire and Reserve (permit.go) admit a call charged as
 // given through the same steps 3 and 4 (call.enter, admission.go), so a
 // permit and a request share limits and cannot drift apart; the permit's
-// Done feeds its Outcome through the same learning as a response, and
-// releases its slots once. The grpc module's interceptors are built on it.
-// Inside a workload, calls are ordered by priority (ContextWithPriority),
+// end (Accept, Reject, Drop) goes through the same learning as a response,
+// and releases its slots once. The grpc module's interceptors are built on it.
+// Inside a workload, calls are ordered by priority (Call.Priority),
 // then by their tenant's fair-queuing tag (tenant.go), then by arrival;
 // Workload.MaxWaiting bounds the waiting (boundedqueue.go). SetLimit and
 // SetWorkload change limits and shares at runtime (livelimit.go), and

@@ -173,7 +173,7 @@ func featureHTTPCall(t *testing.T, tr *pacer.Transport, api *featureAPI, w strin
 	defer cancel()
 	due := time.Now().Add(featureDeadline)
 	ctx = pacer.ContextWithWorkload(ctx, w)
-	ctx = pacer.ContextWithTenant(ctx, "t"+strconv.Itoa(n%3), hostileWeights[api.at(n)%byte(len(hostileWeights))])
+	ctx = pacer.ContextWithCall(ctx, pacer.Call{Tenant: "t" + strconv.Itoa(n%3), Weight: hostileWeights[api.at(n)%byte(len(hostileWeights))]})
 	path := "/v1/chat/completions"
 	if api.kind == 1 {
 		path = "/v1/messages"
@@ -244,13 +244,13 @@ func (a *featureActions) permits() {
 			n := hostileCounts[arg%byte(len(hostileCounts))]
 			switch op % 4 {
 			case 0:
-				p.Done(pacer.Accepted().Settle(a.unit, n))
+				p.Settle(a.unit, n).Accept()
 			case 1:
-				p.Done(pacer.Rejected(time.Duration(n) * time.Millisecond))
+				p.Reject(time.Duration(n) * time.Millisecond)
 			case 2:
-				p.Done(pacer.Rejected(0))
+				p.Reject(0)
 			default:
-				p.Done(pacer.Dropped())
+				p.Drop()
 			}
 		}
 		cancel()

@@ -143,14 +143,14 @@ func TestAbsurdUsageIsAnEventNeverALock(t *testing.T) {
 					}
 					// No lock: the next call goes within MaxWait, plus what
 					// its own charge takes to refill.
-					err := call(pacer.ContextWithFailFast(ctx))
+					err := call(pacer.ContextWithCall(ctx, pacer.Call{FailFast: true}))
 					var te *pacer.ThrottledError
 					if errors.As(err, &te) {
 						if te.RetryAfter > maxWait+time.Second {
 							t.Fatalf("after the absurd count, scope %q says retry after %v, want at most MaxWait (%v)", te.Scope, te.RetryAfter, maxWait)
 						}
 						clk.Advance(te.RetryAfter)
-						err = call(pacer.ContextWithFailFast(ctx))
+						err = call(pacer.ContextWithCall(ctx, pacer.Call{FailFast: true}))
 					}
 					if err != nil {
 						t.Fatalf("a call after the absurd count's wait: %v", err)
@@ -253,7 +253,7 @@ func TestAbsurdUsageDoesNotLockThroughARemainingCount(t *testing.T) {
 	resp.Body.Close()
 	llm.before, llm.header = nil, nil
 
-	resp, err = tr.RoundTrip(p.request(pacer.ContextWithFailFast(ctx), false))
+	resp, err = tr.RoundTrip(p.request(pacer.ContextWithCall(ctx, pacer.Call{FailFast: true}), false))
 	var te *pacer.ThrottledError
 	if errors.As(err, &te) {
 		if te.RetryAfter > maxWait+time.Second {
@@ -304,7 +304,7 @@ func FuzzMeteredBody(f *testing.F) {
 		if w := workloadStats(t, tr, "w"); w.Reserved != 0 {
 			t.Fatalf("Reserved %v with nothing in flight", w.Reserved)
 		}
-		_, err = tr.RoundTrip(p.request(pacer.ContextWithFailFast(ctx), stream))
+		_, err = tr.RoundTrip(p.request(pacer.ContextWithCall(ctx, pacer.Call{FailFast: true}), stream))
 		var te *pacer.ThrottledError
 		if errors.As(err, &te) && te.RetryAfter > maxWait+time.Second {
 			t.Fatalf("scope %q says retry after %v, want at most MaxWait (%v)", te.Scope, te.RetryAfter, maxWait)
@@ -373,7 +373,7 @@ func TestAbsurdUsageOnAPerDayScope(t *testing.T) {
 	if err := call(pacer.ContextWithCost(context.Background(), "tokens", 100_000)); err != nil {
 		t.Fatal(err)
 	}
-	err := call(pacer.ContextWithFailFast(context.Background()))
+	err := call(pacer.ContextWithCall(context.Background(), pacer.Call{FailFast: true}))
 	var te *pacer.ThrottledError
 	if !errors.As(err, &te) {
 		t.Fatalf("err = %v, want the scope to owe", err)

@@ -61,8 +61,7 @@ func runLiveChanges(t *testing.T, script []byte) {
 			for i := range calls {
 				b := at(g*calls + i)
 				ctx := ContextWithWorkload(context.Background(), []string{"w", "x", DefaultWorkload}[b%3])
-				ctx = ContextWithTenant(ctx, string('a'+rune(b%5)), liveWeights[int(b/5)%len(liveWeights)])
-				ctx = ContextWithPriority(ctx, int(b%7)-3)
+				ctx = ContextWithCall(ctx, Call{Tenant: string('a' + rune(b%5)), Weight: liveWeights[int(b/5)%len(liveWeights)], Priority: int(b%7) - 3})
 				ctx, cancel := context.WithTimeout(ctx, deadline)
 				due := time.Now().Add(deadline)
 				p, err := tr.Acquire(ctx)
@@ -71,7 +70,7 @@ func runLiveChanges(t *testing.T, script []byte) {
 				}
 				if err == nil {
 					time.Sleep(time.Duration(b%16) * 50 * time.Millisecond)
-					p.Done(Accepted())
+					p.Accept()
 				}
 				cancel()
 			}
@@ -85,7 +84,7 @@ func runLiveChanges(t *testing.T, script []byte) {
 				_ = tr.SetLimit(DefaultScope, liveLimits[int(b/2)%len(liveLimits)])
 				continue
 			}
-			w := Workload{MaxWaiting: int(b/2) % 4, WhenFull: WhenFull(b / 8 % 2), Reserve: []float64{0, 0.2, 0.5}[b/16%3]}
+			w := Workload{MaxWaiting: int(b/2) % 4, ShedLowest: b/8%2 == 1, Reserve: []float64{0, 0.2, 0.5}[b/16%3]}
 			if b&0x80 != 0 {
 				w.Max = 0.5
 			}

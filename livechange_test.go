@@ -40,7 +40,7 @@ func liveWaiters(t *testing.T, tr *Transport, ctx context.Context, n int, charge
 			p, err := tr.Acquire(cctx, charges...)
 			results <- liveResult{i, err} // before Done: in the order admitted
 			if err == nil {
-				p.Done(Accepted())
+				p.Accept()
 			}
 		}()
 		synctest.Wait() // queued, in order
@@ -109,10 +109,10 @@ func TestSetWorkloadWhileWaiting(t *testing.T) {
 		{"through 0", mw(2), []Workload{mw(0), mw(2)}, 1},
 		{"through 0 full", mw(2), []Workload{mw(0), mw(2)}, 2},
 		{"repeated", mw(2), []Workload{mw(0), mw(2), mw(0), mw(3), mw(1), mw(0), mw(2), mw(2)}, 2},
-		{"shed lowest through 0", Workload{MaxWaiting: 2, WhenFull: ShedLowest},
-			[]Workload{{WhenFull: ShedLowest}, {MaxWaiting: 2, WhenFull: ShedLowest}}, 2},
+		{"shed lowest through 0", Workload{MaxWaiting: 2, ShedLowest: true},
+			[]Workload{{ShedLowest: true}, {MaxWaiting: 2, ShedLowest: true}}, 2},
 		{"policy and shares", mw(2), []Workload{
-			{WhenFull: ShedLowest, Reserve: 0.5}, {MaxWaiting: 3, Max: 0.5}, mw(0), {MaxWaiting: 1, WhenFull: ShedLowest}}, 2},
+			{ShedLowest: true, Reserve: 0.5}, {MaxWaiting: 3, Max: 0.5}, mw(0), {MaxWaiting: 1, ShedLowest: true}}, 2},
 	} {
 		for _, end := range liveChangeEnds {
 			t.Run(tc.name+"/"+end, func(t *testing.T) {
@@ -142,7 +142,7 @@ func TestSetWorkloadWhileWaiting(t *testing.T) {
 						}
 						synctest.Wait()
 					}
-					holder.Done(Accepted())
+					holder.Accept()
 					checkEnds(t, results, tc.waiters, cancelledBy(end, false), time.Hour)
 					if n := q.len(); n != 0 {
 						t.Errorf("%d calls counted as waiting, with none waiting", n)
@@ -167,7 +167,7 @@ func checkBound(t *testing.T, tr *Transport, ctx context.Context, bound int) {
 	_, results := liveWaiters(t, tr, ctx, n)
 	// Refused at once beyond the bound; with none, it waits out its
 	// deadline.
-	extra, cancel := context.WithTimeout(ContextWithPriority(ctx, -maxRank), time.Second)
+	extra, cancel := context.WithTimeout(ContextWithCall(ctx, Call{Priority: -maxRank}), time.Second)
 	defer cancel()
 	_, err := tr.Acquire(extra)
 	switch {
@@ -178,7 +178,7 @@ func checkBound(t *testing.T, tr *Transport, ctx context.Context, bound int) {
 	case bound == 0 && !errors.Is(err, context.DeadlineExceeded):
 		t.Errorf("a call waiting under no bound: err = %v, want its deadline", err)
 	}
-	holder.Done(Accepted())
+	holder.Accept()
 	checkEnds(t, results, n, cancelledBy(endAdmitted, false), time.Hour)
 }
 
@@ -223,7 +223,7 @@ func TestSetLimitWhileWaiting(t *testing.T) {
 					}
 					holder := mustAcquire(t, tr, ctx, charges...) // the burst's tokens, or none
 					if !tc.start.IsZero() {
-						holder.Done(Accepted())
+						holder.Accept()
 					}
 					const waiters = 2
 					cancels, results := liveWaiters(t, tr, ctx, waiters, charges...)
@@ -242,7 +242,7 @@ func TestSetLimitWhileWaiting(t *testing.T) {
 						synctest.Wait()
 					}
 					if tc.start.IsZero() {
-						holder.Done(Accepted())
+						holder.Accept()
 					}
 					last := tc.steps[len(tc.steps)-1]
 					if tc.want != nil {

@@ -137,7 +137,7 @@ func (c *configuredScope) newShares(workloads []namedWorkload) *workloadShares {
 }
 
 // SetWorkload changes a declared workload while the Transport runs: its
-// Reserve, Max, MaxWaiting and WhenFull, on every scope at once (not its
+// Reserve, Max, MaxWaiting and ShedLowest, on every scope at once (not its
 // Budget or TakesUndeclared). Calls in
 // flight keep their slots and calls waiting keep their places (a waiter
 // is ranked by the Reserve it queued with, and counts against the new
@@ -185,7 +185,7 @@ func (t *Transport) SetWorkload(name string, w Workload) error {
 			}
 		})
 	}
-	ws.waiting.set(w.MaxWaiting, w.WhenFull)
+	ws.waiting.set(w.MaxWaiting, w.ShedLowest)
 	t.current[ws.index] = w
 	t.emit(observe.Event{Kind: observe.EventWorkloadChanged, Workload: name, Origin: observe.OriginSetWorkload})
 	return nil

@@ -23,7 +23,7 @@ func TestSetLimitHalvesPaceKeepsTokens(t *testing.T) {
 			})))
 		bg := context.Background()
 		for range 4 {
-			mustAcquire(t, tr, bg).Done(Accepted())
+			mustAcquire(t, tr, bg).Accept()
 		}
 		mustNotErr(t, tr.SetLimit(DefaultScope, Limit{Count: 5, Per: time.Second, Burst: 10}))
 		start := time.Now()
@@ -32,12 +32,12 @@ func TestSetLimitHalvesPaceKeepsTokens(t *testing.T) {
 			if err != nil {
 				t.Fatalf("token %d of the 6 in hand: %v", i+1, err)
 			}
-			p.Done(Accepted())
+			p.Accept()
 		}
 		var gaps []time.Duration
 		last := start
 		for range 3 {
-			mustAcquire(t, tr, bg).Done(Accepted())
+			mustAcquire(t, tr, bg).Accept()
 			gaps = append(gaps, time.Since(last))
 			last = time.Now()
 		}
@@ -58,11 +58,11 @@ func TestSetLimitRepacesWaiters(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr := New(nil, WithLimit(Limit{Count: 1, Per: 10 * time.Second, Burst: 1}), WithHeadroom(1))
 		bg := context.Background()
-		mustAcquire(t, tr, bg).Done(Accepted())
+		mustAcquire(t, tr, bg).Accept()
 		start := time.Now()
 		done := make(chan time.Duration)
 		go func() {
-			mustAcquire(t, tr, bg).Done(Accepted())
+			mustAcquire(t, tr, bg).Accept()
 			done <- time.Since(start)
 		}()
 		synctest.Wait()
@@ -133,12 +133,12 @@ func TestSetWorkload(t *testing.T) {
 		// Interactive is not capped; batch's 4 in flight stay, while it
 		// may have 3 now: a new batch call waits, and a
 		// second waiter is refused by the bound of 1.
-		mustAcquire(t, tr, ContextWithWorkload(context.Background(), "interactive")).Done(Accepted())
+		mustAcquire(t, tr, ContextWithWorkload(context.Background(), "interactive")).Accept()
 		done := make(chan error)
 		go func() {
 			p, err := tr.Acquire(batch)
 			if err == nil {
-				p.Done(Accepted())
+				p.Accept()
 			}
 			done <- err
 		}()
@@ -146,11 +146,11 @@ func TestSetWorkload(t *testing.T) {
 		if _, err := tr.Acquire(batch); err == nil || !strings.Contains(err.Error(), "at most 1 waiting") {
 			t.Fatalf("a second waiter under MaxWaiting 1: err = %v", err)
 		}
-		held[0].Done(Accepted())
-		held[1].Done(Accepted())
+		held[0].Accept()
+		held[1].Accept()
 		mustNotErr(t, <-done) // 2 in flight, under the cap of 3
 		for _, p := range held[2:] {
-			p.Done(Accepted())
+			p.Accept()
 		}
 	})
 }
@@ -188,11 +188,11 @@ func TestARaisedMaxAdmitsItsWaiters(t *testing.T) {
 		go func() {
 			p := mustAcquire(t, tr, batch)
 			admitted <- time.Since(start)
-			p.Done(Accepted())
+			p.Accept()
 		}()
 		synctest.Wait()
 		mustNotErr(t, tr.SetWorkload("batch", Workload{Max: 1}))
-		go func() { time.Sleep(time.Hour); holder.Done(Accepted()) }()
+		go func() { time.Sleep(time.Hour); holder.Accept() }()
 		if d := <-admitted; d != 0 {
 			t.Errorf("the waiter was admitted %v after Max was raised, want at once", d)
 		}

@@ -5,42 +5,89 @@ import (
 	"time"
 )
 
-// ContextWithFailFast returns a context whose calls are never made to wait:
-// a call that cannot be admitted at once fails with a *ThrottledError that
-// says how long to wait (RetryAfter), as on a scope with FailFast.
-func ContextWithFailFast(ctx context.Context) context.Context {
-	v := derive(ctx)
-	v.failFast = true
-	return context.WithValue(ctx, callValuesKey{}, v)
+// A Call is what a request's context says about how pacer admits it. Its
+// zero value says nothing: the call waits as its context allows, at
+// priority 0, in no tenant.
+//
+// ContextWithCall merges a Call over the one an earlier ContextWithCall put
+// on the parent context: a field at its zero value keeps the parent's, any
+// other replaces it. So the tenant a middleware names survives a handler's
+// Call{FailFast: true}, as each layer says only what it knows. The price is
+// that a Call cannot take back what a parent said (FailFast to false,
+// Priority to 0, no MaxWait): derive from a context that does not say it.
+type Call struct {
+	// FailFast: the call is never made to wait. One that cannot be admitted
+	// at once fails with a *ThrottledError that says how long to wait
+	// (RetryAfter), as on a scope with FailFast.
+	FailFast bool
+
+	// MaxWait bounds the call's wait for admission, each attempt's on its
+	// own: a wait that cannot end within it fails at once, as one past the
+	// context's deadline does, with a *ThrottledError matching
+	// context.DeadlineExceeded. It bounds only pacer's wait, not the call:
+	// the context's deadline still bounds everything. Zero keeps the
+	// parent's bound, or none, and the call waits as its context allows (the
+	// Transport's WithMaxWait still caps what a provider's headers impose).
+	// A negative MaxWait allows no wait, as a negative timeout does in
+	// context.WithTimeout.
+	MaxWait time.Duration
+
+	// Priority orders the call within its workload: it is served before
+	// the calls of lower priority and, in a bounded queue
+	// (Workload.MaxWaiting), shed after them. Priorities are clamped to
+	// [-127, 127]. Between workloads, Workload.Reserve decides.
+	Priority int
+
+	// Tenant names the call's tenant (a customer, an API key of yours).
+	// Within a workload, while calls of several tenants wait, they are
+	// served by weighted fair queuing: each tenant gets its Weight's share
+	// of what the workload is given, so one tenant's flood waits behind
+	// itself and not in front of the others. A tenant alone takes
+	// everything; Priority and Reserve still come first. Once a workload
+	// has seen a tenant, its calls that name none share one tenant, "".
+	// Tenant keys stay inside pacer's queues: no observe.Event, metric or
+	// log line carries them, and what a workload remembers of its tenants
+	// is bounded by the calls waiting, not by how many tenants there are.
+	// A context that names no tenant leaves it to WithTenant.
+	Tenant string
+
+	// Weight is the tenant's weight, taken within [MinTenantWeight,
+	// MaxTenantWeight], 1/1000 to 1000: one below the range counts as
+	// MinTenantWeight, one above it (+Inf too) as MaxTenantWeight, and zero,
+	// a negative weight or NaN as 1. A Call that names a Tenant sets its
+	// weight too, zero meaning 1; one that names none re-weights the tenant
+	// the parent context names.
+	Weight float64
 }
 
-// ContextWithMaxWait returns a context whose calls wait at most d for
-// admission, each attempt on its own; a wait that cannot end within d fails
-// at once, as one past the context's deadline does, with a *ThrottledError
-// matching context.DeadlineExceeded. It bounds only pacer's wait, not the
-// call: the context's own deadline still bounds everything. A d of zero or
-// less removes a bound set by a parent context.
-func ContextWithMaxWait(ctx context.Context, d time.Duration) context.Context {
+// ContextWithCall returns a context whose calls are admitted as c says,
+// merged over what the parent context says (see Call). The workload and
+// the costs the context states (ContextWithWorkload, ContextWithCost,
+// ContextWithSpend) are kept: they say what the call is and what it
+// spends, not how it waits, and each is set on its own.
+func ContextWithCall(ctx context.Context, c Call) context.Context {
 	v := derive(ctx)
-	v.maxWait = max(d, 0)
-	return context.WithValue(ctx, callValuesKey{}, v)
-}
-
-// ContextWithPriority returns a context whose calls are served before the
-// calls of their workload with a lower priority, and, in a bounded queue
-// (Workload.MaxWaiting), shed after them. The default priority is 0;
-// priorities are clamped to [-127, 127]. Priority orders calls within a
-// workload only: between workloads, Workload.Reserve decides.
-func ContextWithPriority(ctx context.Context, p int) context.Context {
-	v := derive(ctx)
-	v.priority = max(-maxRank, min(maxRank, p))
+	if c.FailFast {
+		v.failFast = true
+	}
+	if c.MaxWait != 0 {
+		v.maxWait = c.MaxWait
+	}
+	if c.Priority != 0 {
+		v.priority = max(-maxRank, min(maxRank, c.Priority))
+	}
+	if c.Tenant != "" {
+		v.tenant, v.weight = c.Tenant, c.Weight
+	} else if c.Weight != 0 {
+		v.weight = c.Weight
+	}
 	return context.WithValue(ctx, callValuesKey{}, v)
 }
 
 // overrides reads the call's overrides from its context's values.
 func (c *call) overrides(vals *callValues) {
 	if vals == nil {
-		c.failFast, c.maxWait, c.priority = false, 0, 0
+		c.failFast, c.maxWait, c.priority, c.weight = false, 0, 0, 0
 		if c.tenant != "" {
 			c.tenant = ""
 		}

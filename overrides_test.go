@@ -16,21 +16,21 @@ import (
 	"github.com/pacer-go/pacer/retry"
 )
 
-// ContextWithMaxWait refuses at once a wait known to be too long, and ends
-// at the bound a wait whose length is unknown (a slot to be released).
-func TestContextWithMaxWait(t *testing.T) {
+// Call.MaxWait refuses at once a wait known to be too long, and ends at the
+// bound a wait whose length is unknown (a slot to be released).
+func TestCallMaxWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr := New(nil, WithLimit(Limit{Count: 1, Per: time.Second, Burst: 1}), WithHeadroom(1))
 		bg := context.Background()
-		mustAcquire(t, tr, bg).Done(Accepted())
+		mustAcquire(t, tr, bg).Accept()
 		start := time.Now()
-		_, err := tr.Acquire(ContextWithMaxWait(bg, 500*time.Millisecond))
+		_, err := tr.Acquire(ContextWithCall(bg, Call{MaxWait: 500 * time.Millisecond}))
 		var te *ThrottledError
 		if !errors.As(err, &te) || !errors.Is(err, context.DeadlineExceeded) || te.RetryAfter != time.Second || time.Since(start) != 0 {
 			t.Fatalf("a 1s wait under a 500ms bound: err = %v after %v, want throttled, DeadlineExceeded, at once", err, time.Since(start))
 		}
 		// A longer bound lets it wait.
-		mustAcquire(t, tr, ContextWithMaxWait(bg, 2*time.Second)).Done(Accepted())
+		mustAcquire(t, tr, ContextWithCall(bg, Call{MaxWait: 2 * time.Second})).Accept()
 		if w := time.Since(start); w != time.Second {
 			t.Errorf("under a 2s bound the call waited %v, want 1s", w)
 		}
@@ -40,37 +40,64 @@ func TestContextWithMaxWait(t *testing.T) {
 		bg := context.Background()
 		holder := mustAcquire(t, tr, bg)
 		start := time.Now()
-		_, err := tr.Acquire(ContextWithMaxWait(ContextWithWorkload(bg, "x"), 2*time.Second))
+		_, err := tr.Acquire(ContextWithCall(ContextWithWorkload(bg, "x"), Call{MaxWait: 2 * time.Second}))
 		if !errors.Is(err, ErrThrottled) || !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != 2*time.Second {
 			t.Fatalf("waiting on a slot under a 2s bound: err = %v after %v, want DeadlineExceeded after 2s", err, time.Since(start))
 		}
 		if s := tr.scopes[DefaultScope].shared; s.waiting.Load() != 0 {
 			t.Errorf("the call left %d waiters behind", s.waiting.Load())
 		}
-		holder.Done(Accepted())
-		// A zero bound removes the parent's.
-		if ctx := ContextWithMaxWait(ContextWithMaxWait(bg, time.Second), 0); valuesFrom(ctx).maxWait != 0 {
-			t.Error("ContextWithMaxWait(0) kept the parent's bound")
+		holder.Accept()
+	})
+	// A negative bound allows no wait, as a negative timeout does: the
+	// slot's wait fails at once, with the deadline's error.
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(nil, WithConcurrency(1))
+		bg := context.Background()
+		holder := mustAcquire(t, tr, bg)
+		start := time.Now()
+		_, err := tr.Acquire(ContextWithCall(bg, Call{MaxWait: -time.Second}))
+		if !errors.Is(err, ErrThrottled) || !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != 0 {
+			t.Fatalf("waiting on a slot under a negative bound: err = %v after %v, want DeadlineExceeded at once", err, time.Since(start))
 		}
+		holder.Accept()
 	})
 }
 
-// Overrides survive the other context helpers, in either order.
-func TestOverridesCompose(t *testing.T) {
-	ctx := ContextWithPriority(ContextWithFailFast(context.Background()), 3)
+// A Call merges over its parent context's: what it leaves at zero keeps the
+// parent's, the rest replaces it; the workload and costs survive, in
+// either order.
+func TestCallMerges(t *testing.T) {
+	bg := context.Background()
+	ctx := ContextWithCall(ContextWithCall(bg, Call{FailFast: true, MaxWait: time.Second, Tenant: "a", Weight: 4}), Call{Priority: 3})
 	ctx = ContextWithCost(ContextWithWorkload(ctx, "w"), "tokens", 5)
 	v := valuesFrom(ctx)
-	if !v.failFast || v.priority != 3 || v.workload != "w" || len(v.costs) != 1 {
+	if !v.failFast || v.maxWait != time.Second || v.priority != 3 || v.tenant != "a" || v.weight != 4 || v.workload != "w" || len(v.costs) != 1 {
 		t.Errorf("values = %+v", v)
 	}
-	if p := valuesFrom(ContextWithPriority(ctx, 1000)).priority; p != maxRank {
+	if p := valuesFrom(ContextWithCall(ctx, Call{Priority: 1000})).priority; p != maxRank {
 		t.Errorf("priority 1000 became %d, want %d", p, maxRank)
+	}
+	if v := valuesFrom(ContextWithCall(ctx, Call{MaxWait: 2 * time.Second, Priority: -1})); v.maxWait != 2*time.Second || v.priority != -1 || !v.failFast {
+		t.Errorf("a later Call's MaxWait and Priority: values = %+v", v)
+	}
+	// A new tenant comes with its own weight, zero meaning 1; a weight
+	// alone re-weights the parent's tenant.
+	if v := valuesFrom(ContextWithCall(ctx, Call{Tenant: "b"})); v.tenant != "b" || tenantWeight(v.weight) != 1 {
+		t.Errorf("tenant b kept a's weight: values = %+v", v)
+	}
+	if v := valuesFrom(ContextWithCall(ctx, Call{Weight: 2})); v.tenant != "a" || v.weight != 2 {
+		t.Errorf("re-weighting a: values = %+v", v)
+	}
+	// The parent's values are its own.
+	if v := valuesFrom(ctx); v.priority != 3 || v.tenant != "a" || v.weight != 4 || v.maxWait != time.Second {
+		t.Errorf("a child's Call changed its parent's: values = %+v", v)
 	}
 }
 
 // Within a workload, a call of higher priority is served first; equal
 // priorities go in arrival order.
-func TestContextWithPriorityOrdersTheLine(t *testing.T) {
+func TestCallPriorityOrdersTheLine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr := New(nil, WithConcurrency(1))
 		bg := context.Background()
@@ -82,14 +109,14 @@ func TestContextWithPriorityOrdersTheLine(t *testing.T) {
 			prio int
 		}{{"low", -1}, {"mid1", 0}, {"high", 5}, {"mid2", 0}} {
 			go func() {
-				p := mustAcquire(t, tr, ContextWithPriority(bg, c.prio))
+				p := mustAcquire(t, tr, ContextWithCall(bg, Call{Priority: c.prio}))
 				order = append(order, c.name) // one at a time: one slot
-				p.Done(Accepted())
+				p.Accept()
 				done <- struct{}{}
 			}()
 			synctest.Wait()
 		}
-		holder.Done(Accepted())
+		holder.Accept()
 		for range 4 {
 			<-done
 		}

@@ -19,12 +19,15 @@ import (
 // message, an SDK that takes no *http.Client, a job queue's worker. It was
 // admitted by the same path as a request through RoundTrip — the workload's
 // budget, the scopes' slots and tokens, the queue — and it holds what a
-// request holds until its response body is closed, until Done.
+// request holds until its response body is closed, until it is ended
+// (Accept, Reject or Drop).
 //
-// Done must be called exactly once, when the call is over, with what became
-// of it: it releases the permit's concurrency slots and teaches the scopes
-// what a response would (see Outcome). A second Done does nothing. A permit
-// never Done holds its slots for good, as an unclosed response body does:
+// The call must be ended once it is over, by what became of it: Accept,
+// Reject or Drop, after Settle if its cost differs from the one charged.
+// The end releases the permit's concurrency slots and teaches the scopes
+// what a response would. Only the first end counts, so that a deferred
+// Drop is a safety net; the ends are safe to call from any goroutine. A
+// permit never ended holds its slots for good, as an unclosed response body does:
 // observe.EventSlotHeld reports it (WithSlotAgeAlert) and Stats shows the slot's
 // age; pacer does not take the slot back.
 //
@@ -38,7 +41,7 @@ import (
 // requests. A budget in tokens or in money is charged the cost the
 // permit states in the budget's unit — a Charge on a scope counted in it,
 // or ContextWithCost; ContextWithSpend for money — at least one unit,
-// so that a spent budget refuses it; then what Done's Settle reports in
+// so that a spent budget refuses it; then what Settle reports in
 // that unit replaces it, in full. A permit that states no cost in its
 // budget's unit fails at once with an error that says how to state one:
 // it is never a free pass.
@@ -48,17 +51,17 @@ type Permit struct {
 	Workload string  // the workload, from the context
 	Cost     float64 // the cost charged on that scope, in its unit
 
-	c    *call
-	ctx  context.Context
-	done atomic.Bool
+	c      *call
+	ctx    context.Context
+	done   atomic.Bool
+	settle settlement // what Settle said, for the end to settle
 }
 
 // Acquire waits until a call charged as given is admitted, and returns its
 // Permit. Charges name the scopes (declared with WithScope), keys and
 // costs, as a Route's would; none means one request on DefaultScope. The
-// workload, a cost stated with ContextWithCost and the per-call overrides
-// (ContextWithFailFast, ContextWithMaxWait, ContextWithPriority) come from
-// ctx, as for a request.
+// workload, a cost stated with ContextWithCost and how the call waits
+// (ContextWithCall) come from ctx, as for a request.
 //
 // Acquire fails as RoundTrip would refuse a request: a *ThrottledError when
 // the wait cannot end in time (at once, not at the deadline), a
@@ -114,30 +117,12 @@ func (c *call) permit(ctx context.Context) *Permit {
 	return p
 }
 
-// An Outcome is what became of a permit's call, for Done: Accepted,
-// Rejected or Dropped, with the cost it really had if it differs from the
-// one charged (Settle).
-type Outcome struct {
-	kind       outcomeKind
-	retryAfter time.Duration
-	unit       string
-	cost       int64
-	settles    bool
-}
+// Accept ends the permit's call as one the provider served: as for a
+// successful response, a rate cut after a rejection climbs back. It
+// settles the cost if Settle said it, and releases the slots.
+func (p *Permit) Accept() { p.end(outcomeAccepted, 0) }
 
-type outcomeKind int
-
-const (
-	outcomeAccepted outcomeKind = iota
-	outcomeRejected
-	outcomeDropped
-)
-
-// Accepted is the outcome of a call the provider served: as for a
-// successful response, a rate cut after a rejection climbs back.
-func Accepted() Outcome { return Outcome{kind: outcomeAccepted} }
-
-// Rejected is the outcome of a call the provider refused for its limits
+// Reject ends the permit's call as one the provider refused for its limits
 // (gRPC's RESOURCE_EXHAUSTED, a 429 under another name).
 //
 // With retryAfter > 0 it is a pause, and only a pause: the permit's scopes
@@ -147,26 +132,30 @@ func Accepted() Outcome { return Outcome{kind: outcomeAccepted} }
 // the rate nor the cap on calls in flight is cut. (An HTTP 429 with
 // Retry-After is read as both: see the README.)
 //
-// With retryAfter 0 it is a bare refusal, as a bare 429: it empties the
-// scopes' buckets and cuts their rate, or the cap on calls in flight of a
-// scope that has no rate, and the cut climbs back by time — within about a
-// minute, however many refusals came first, whether or not calls succeed
-// meanwhile; calls waiting under a lowered cap are admitted as it climbs,
-// without waiting for a slot to be released. Stats shows a lowered cap
-// (ConcurrencyNow) and why.
-func Rejected(retryAfter time.Duration) Outcome {
-	return Outcome{kind: outcomeRejected, retryAfter: max(retryAfter, 0)}
-}
+// With retryAfter 0 (or less) it is a bare refusal, as a bare 429: it
+// empties the scopes' buckets and cuts their rate, or the cap on calls in
+// flight of a scope that has no rate, and the cut climbs back by time —
+// within about a minute, however many refusals came first, whether or not
+// calls succeed meanwhile; calls waiting under a lowered cap are admitted
+// as it climbs, without waiting for a slot to be released. Stats shows a
+// lowered cap (ConcurrencyNow) and why.
+func (p *Permit) Reject(retryAfter time.Duration) { p.end(outcomeRejected, max(retryAfter, 0)) }
 
-// Dropped is the outcome of a call that says nothing of the provider's
+// Drop ends the permit's call as one that says nothing of the provider's
 // limits: it failed for another reason, or was never made. Nothing is
-// learned (Netflix's concurrency-limits calls it "ignore"); the slots are
-// released all the same.
-func Dropped() Outcome { return Outcome{kind: outcomeDropped} }
+// learned (Netflix's concurrency-limits calls it "ignore"); the cost is
+// settled if Settle said it, and the slots are released all the same.
+// Deferred right after Acquire, it ends a call that returns early; a later
+// Accept or Reject, coming first, wins.
+func (p *Permit) Drop() { p.end(outcomeDropped, 0) }
 
-// Settle returns the outcome with the call's actual cost in unit (output
-// tokens counted once the call is over, say; SettleSpend for money). A
-// negative cost is zero.
+// Settle says the call's actual cost in unit (output tokens counted once
+// the call is over, say; SettleSpend for money), for the permit's end to
+// settle, and returns p, so that p.Settle("tokens", n).Accept() reads as
+// one step. A negative cost is zero. A permit settles one cost: a later
+// Settle or SettleSpend replaces an earlier one. Settle is for the
+// goroutine that ends the permit, before it ends; after the end it does
+// nothing.
 //
 // On every scope of the permit counted in unit, the difference from the
 // cost charged is given back, or taken. A call that cost more than it was
@@ -180,49 +169,66 @@ func Dropped() Outcome { return Outcome{kind: outcomeDropped} }
 // beyond the budget's whole Limit, is taken as implausible: the Transport
 // also emits observe.EventImplausibleUsage and logs a warning naming the permit's
 // workload and scope, so that a budget that runs out on it is explained.
-func (o Outcome) Settle(unit string, actual int64) Outcome {
-	o.unit, o.cost, o.settles = unit, max(actual, 0), true
-	return o
+func (p *Permit) Settle(unit string, actual int64) *Permit {
+	if p != nil && !p.done.Load() {
+		p.settle = settlement{unit: unit, cost: max(actual, 0), set: true}
+	}
+	return p
 }
 
 // SettleSpend is Settle for a budget in money (Budget.Spend): the call's
 // actual cost, pacer.Dollars(0.0042) say, charged to the budget in full.
-func (o Outcome) SettleSpend(m prices.Money) Outcome { return o.Settle(spendKey, m.Micros()) }
+func (p *Permit) SettleSpend(m prices.Money) *Permit { return p.Settle(spendKey, m.Micros()) }
+
+// A settlement is the cost a permit's caller said (Settle).
+type settlement struct {
+	unit string
+	cost int64
+	set  bool
+}
+
+type outcomeKind int
+
+const (
+	outcomeAccepted outcomeKind = iota
+	outcomeRejected
+	outcomeDropped
+)
 
 var (
 	acceptedResponse = http.Response{StatusCode: http.StatusOK}
 	rejectedResponse = http.Response{StatusCode: http.StatusTooManyRequests}
 )
 
-// Done ends the permit's call with its outcome: it settles the cost, learns
-// what the outcome teaches, and releases the slots. Only the first Done
-// counts; later ones, and Done on a nil Permit, do nothing.
-func (p *Permit) Done(o Outcome) {
+// end ends the permit's call as its outcome says: it settles the cost,
+// learns what the outcome teaches, and releases the slots. Only the first
+// end counts; later ones, and one on a nil Permit, do nothing.
+func (p *Permit) end(kind outcomeKind, retryAfter time.Duration) {
 	if p == nil || !p.done.CompareAndSwap(false, true) {
 		return
 	}
 	c := p.c
 	p.c = nil
-	if o.settles {
-		c.settleReported(o.unit, o.cost)
+	if p.settle.set {
+		c.settleReported(p.settle.unit, p.settle.cost)
 	}
 	// The outcome goes through the very learning a response does, as the
 	// response it stands for: a status and no headers (a nil Header reads
 	// as empty), the wait a classifier's classify.Verdict would give. learn bounds
 	// what it sends to the store without the caller's cancellation.
-	switch o.kind {
+	switch kind {
 	case outcomeAccepted:
 		resp := acceptedResponse
 		c.learn(p.ctx, &resp, classify.Verdict{})
 	case outcomeRejected:
 		resp := rejectedResponse
-		c.learnFrom(p.ctx, &resp, classify.Verdict{Wait: o.retryAfter}, o.retryAfter == 0)
+		c.learnFrom(p.ctx, &resp, classify.Verdict{Wait: retryAfter}, retryAfter == 0)
 	}
 	c.finish()
 }
 
 // settleReported settles a permit's call on the cost its caller reported
-// in unit (see Outcome.Settle): each bucket counted in unit is brought to
+// in unit (see Permit.Settle): each bucket counted in unit is brought to
 // actual, within boundSettlement, as a metered response's usage is
 // (budget.go); the workload's budget, if it counts unit, in full. A cost
 // bounded on a scope, or beyond the budget's Limit, is reported as an

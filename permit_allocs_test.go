@@ -17,9 +17,9 @@ func TestPermitAllocs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p.Done(Accepted())
+		p.Accept()
 	})
 	if got > 1 {
-		t.Errorf("TryAcquire+Done: %v allocations, want at most 1", got)
+		t.Errorf("TryAcquire+Accept: %v allocations, want at most 1", got)
 	}
 }

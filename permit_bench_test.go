@@ -48,7 +48,7 @@ func BenchmarkPermit(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					p.Done(Accepted())
+					p.Accept()
 				}
 			})
 		}

@@ -59,11 +59,11 @@ func TestPermitOnMeteredTransport(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Acquire: %v", err)
 			}
-			p.Done(pacer.Accepted().Settle("tokens", 10))
+			p.Settle("tokens", 10).Accept()
 			if p, err = tr.TryAcquire(ctx); err != nil {
 				t.Fatalf("TryAcquire: %v", err)
 			}
-			p.Done(pacer.Dropped())
+			p.Drop()
 			r, err := tr.Reserve(ctx)
 			if err != nil {
 				t.Fatalf("Reserve: %v", err)
@@ -71,7 +71,7 @@ func TestPermitOnMeteredTransport(t *testing.T) {
 			if p, err = r.Wait(ctx); err != nil {
 				t.Fatalf("Reservation.Wait: %v", err)
 			}
-			p.Done(pacer.Rejected(0))
+			p.Reject(0)
 		})
 	}
 }
@@ -104,7 +104,7 @@ func TestPermitMoneyBudget(t *testing.T) {
 			if got := spent(tr, "llm"); got != 0.01 {
 				t.Errorf("spent %v while in flight, want the 0.01 stated", got)
 			}
-			p.Done(pacer.Accepted().SettleSpend(prices.Micros(250_000)))
+			p.SettleSpend(prices.Micros(250_000)).Accept()
 			if got := spent(tr, "llm"); got != 0.25 {
 				t.Errorf("spent %v after Settle, want the 0.25 settled", got)
 			}
@@ -114,7 +114,7 @@ func TestPermitMoneyBudget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p.Done(pacer.Accepted().SettleSpend(prices.Micros(800_000)))
+			p.SettleSpend(prices.Micros(800_000)).Accept()
 			var be *pacer.BudgetError
 			if _, err := tr.TryAcquire(pacer.ContextWithSpend(ctx, prices.Micros(0))); !errors.As(err, &be) {
 				t.Errorf("with the budget spent: err = %v, want a *BudgetError", err)
@@ -162,11 +162,11 @@ func TestReadmePermitExample(t *testing.T) {
 	out, err := callTheModel(ctx)
 	switch {
 	case isRateLimited(err):
-		p.Done(pacer.Rejected(retryAfter)) // pauses the scope for every caller, like a 429
+		p.Reject(retryAfter) // pauses the scope for every caller, like a 429
 	case err != nil:
-		p.Done(pacer.Dropped()) // says nothing about limits; releases the slot
+		p.Drop() // says nothing about limits; releases the slot
 	default:
-		p.Done(pacer.Accepted().Settle("tokens", out.Usage.TotalTokens))
+		p.Settle("tokens", out.Usage.TotalTokens).Accept()
 	}
 
 	if got := spent(tr, "batch"); got != 1_200 {

@@ -28,16 +28,16 @@ func TestPermitSettleBoundsDebt(t *testing.T) {
 		t.Run(strconv.FormatInt(n, 10), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				tr := New(nil, WithScope(tpm), WithScope(tpd), WithHeadroom(1), WithMaxWait(time.Minute))
-				ctx := ContextWithFailFast(context.Background())
+				ctx := ContextWithCall(context.Background(), Call{FailFast: true})
 				// The call took 100 of 600 and reports n: the bucket is charged one
 				// burst more, owes 100, and a call of 100 waits 2s.
-				mustAcquire(t, tr, ctx, Charge{Scope: "tpm", Cost: 100}).Done(Accepted().Settle("tokens", n))
+				mustAcquire(t, tr, ctx, Charge{Scope: "tpm", Cost: 100}).Settle("tokens", n).Accept()
 				_, err := tr.TryAcquire(ctx, Charge{Scope: "tpm", Cost: 100})
 				if te := asThrottled(t, err); te.RetryAfter != 2*time.Second {
 					t.Errorf("Settle(%d) on a burst of 600: the next call waits %v, want 2s", n, te.RetryAfter)
 				}
 				// The per-day scope, emptied, owes 60: a call of 1 waits 61s.
-				mustAcquire(t, tr, ctx, Charge{Scope: "tpd", Cost: 3600}).Done(Accepted().Settle("tokens", n))
+				mustAcquire(t, tr, ctx, Charge{Scope: "tpd", Cost: 3600}).Settle("tokens", n).Accept()
 				_, err = tr.TryAcquire(ctx, Charge{Scope: "tpd", Cost: 1})
 				if te := asThrottled(t, err); te.RetryAfter != 61*time.Second {
 					t.Errorf("Settle(%d) on a per-day scope: the next call waits %v, want 61s", n, te.RetryAfter)
@@ -50,7 +50,7 @@ func TestPermitSettleBoundsDebt(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				tr := New(nil, WithScope(tpm), WithHeadroom(1))
 				ctx := context.Background()
-				mustAcquire(t, tr, ctx, Charge{Scope: "tpm", Cost: 600}).Done(Accepted().Settle("tokens", n))
+				mustAcquire(t, tr, ctx, Charge{Scope: "tpm", Cost: 600}).Settle("tokens", n).Accept()
 				if _, err := tr.TryAcquire(ctx, Charge{Scope: "tpm", Cost: 600}); err != nil {
 					t.Errorf("Settle(%d): the charge of 600 did not come back: %v", n, err)
 				}
@@ -77,12 +77,12 @@ func TestPermitSettleChargesBudgetInFull(t *testing.T) {
 			})))
 		batch := ContextWithWorkload(context.Background(), "batch")
 		// A plausible count settles quietly, and in full.
-		mustAcquire(t, tr, batch, Charge{Scope: "tpm", Cost: 100}).Done(Accepted().Settle("tokens", 300))
+		mustAcquire(t, tr, batch, Charge{Scope: "tpm", Cost: 100}).Settle("tokens", 300).Accept()
 		if got := tr.Stats().Workloads[0].Spent; got != 300 {
 			t.Fatalf("spent %v, want the 300 settled", got)
 		}
 		time.Sleep(10 * time.Second) // tpm refills
-		mustAcquire(t, tr, batch, Charge{Scope: "tpm", Cost: 100}).Done(Accepted().Settle("tokens", 1e9))
+		mustAcquire(t, tr, batch, Charge{Scope: "tpm", Cost: 100}).Settle("tokens", 1e9).Accept()
 		if got := tr.Stats().Workloads[0].Spent; got != 1e9+300 {
 			t.Errorf("spent %v, want 1e9+300: a budget is charged what was reported, in full", got)
 		}
@@ -136,13 +136,13 @@ func TestManySettlementsOweOneMaxWaitTogether(t *testing.T) {
 		// 86,400 tokens a day, burst 3,600: 1 a second.
 		tpd := Scope{Name: "tpd", Unit: "tokens", Limit: Limit{Count: 86400, Per: 24 * time.Hour, Burst: 3600}}
 		tr := New(nil, WithScope(tpd), WithHeadroom(1), WithMaxWait(time.Minute), WithLogger(slog.New(slog.DiscardHandler)))
-		ctx := ContextWithFailFast(context.Background())
+		ctx := ContextWithCall(context.Background(), Call{FailFast: true})
 		var permits []*Permit
 		for range 10 {
 			permits = append(permits, mustAcquire(t, tr, ctx, Charge{Scope: "tpd", Cost: 360}))
 		}
 		for _, p := range permits {
-			p.Done(Accepted().Settle("tokens", 1e9))
+			p.Settle("tokens", 1e9).Accept()
 		}
 		// The bucket, emptied, owes 60 at most: a call of 1 waits 61s.
 		_, err := tr.TryAcquire(ctx, Charge{Scope: "tpd", Cost: 1})
@@ -160,14 +160,14 @@ func TestAReservationAndASettlementOweOneMaxWaitTogether(t *testing.T) {
 		// refills 500.
 		tpm := Scope{Name: "tpm", Unit: "tokens", Limit: Limit{Count: 6000, Per: time.Minute, Burst: 600}}
 		tr := New(nil, WithScope(tpm), WithHeadroom(1), WithMaxWait(5*time.Second), WithLogger(slog.New(slog.DiscardHandler)))
-		ctx := ContextWithFailFast(context.Background())
+		ctx := ContextWithCall(context.Background(), Call{FailFast: true})
 		p := mustAcquire(t, tr, ctx, Charge{Scope: "tpm", Cost: 600}) // the bucket is empty
 		r, err := tr.Reserve(context.Background(), Charge{Scope: "tpm", Cost: 100})
 		mustNotErr(t, err)
 		if r.Delay() != time.Second {
 			t.Fatalf("the reservation's delay is %v, want 1s", r.Delay())
 		}
-		p.Done(Accepted().Settle("tokens", 1e9))
+		p.Settle("tokens", 1e9).Accept()
 		defer r.Cancel()
 		// The bucket owes 500 at most, the reservation's 100 with the
 		// settlement's: a call of 100 waits at most MaxWait and its own
@@ -175,6 +175,29 @@ func TestAReservationAndASettlementOweOneMaxWaitTogether(t *testing.T) {
 		_, err = tr.TryAcquire(ctx, Charge{Scope: "tpm", Cost: 100})
 		if te := asThrottled(t, err); te.RetryAfter > 6*time.Second {
 			t.Errorf("after a reservation and a settlement of a billion tokens, the next call waits %v, want at most 6s (MaxWait and the call)", te.RetryAfter)
+		}
+	})
+}
+
+// Settle is applied by whichever end comes, Drop's too; a later Settle
+// replaces an earlier one; a Settle after the end does nothing, to this
+// permit or to the pooled call that now serves another.
+func TestPermitSettleAtTheEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tpm := Scope{Name: "tpm", Unit: "tokens", Limit: Limit{Count: 6000, Per: time.Minute, Burst: 600}}
+		tr := New(nil, WithScope(tpm), WithHeadroom(1))
+		ctx := ContextWithCall(context.Background(), Call{FailFast: true})
+		// Charged 600, settled at 0 by a Drop: the whole charge comes back.
+		p := mustAcquire(t, tr, ctx, Charge{Scope: "tpm", Cost: 600})
+		p.Settle("tokens", 500).Settle("tokens", 0).Drop()
+		q := mustAcquire(t, tr, ctx, Charge{Scope: "tpm", Cost: 600})
+		// p's call most likely serves q now: settling p again must not
+		// give q's charge back.
+		p.Settle("tokens", 0)
+		p.SettleSpend(Dollars(1))
+		q.Accept()
+		if _, err := tr.TryAcquire(ctx, Charge{Scope: "tpm", Cost: 1}); err == nil {
+			t.Error("a Settle after its permit's end gave tokens back")
 		}
 	})
 }

@@ -39,13 +39,13 @@ func TestPermitRejectedPausesLikeRetryAfter(t *testing.T) {
 			tr := New(api, WithLimit(PerSecond(100)), WithoutRetry())
 			reject(tr)
 			start := time.Now()
-			mustAcquire(t, tr, context.Background()).Done(Accepted())
+			mustAcquire(t, tr, context.Background()).Accept()
 			d = time.Since(start)
 		})
 		return d
 	}
 	byPermit := pauseAfter(t, func(tr *Transport) {
-		mustAcquire(t, tr, context.Background()).Done(Rejected(2 * time.Second))
+		mustAcquire(t, tr, context.Background()).Reject(2 * time.Second)
 	})
 	byResponse := pauseAfter(t, func(tr *Transport) {
 		resp := roundTrip(t, tr)
@@ -54,7 +54,7 @@ func TestPermitRejectedPausesLikeRetryAfter(t *testing.T) {
 	// The response's 429 cuts the pace too; the permit's pause does not
 	// (Rejected's doc), and its restart waits one token at the full pace.
 	if token := time.Second / 90; byResponse < 2*time.Second || byPermit < byResponse || byPermit > byResponse+token+time.Millisecond {
-		t.Errorf("after Done(Rejected(2s)) the next call waited %v; after a 429 with Retry-After: 2, %v; want both 2s or more, within a token (%v)", byPermit, byResponse, token)
+		t.Errorf("after Reject(2s) the next call waited %v; after a 429 with Retry-After: 2, %v; want both 2s or more, within a token (%v)", byPermit, byResponse, token)
 	}
 }
 
@@ -67,52 +67,52 @@ func TestPermitRejectedWithoutWaitCutsRate(t *testing.T) {
 		byResponse := New(api, WithLimit(PerSecond(100)), WithoutRetry())
 		p, r := byPermit.scopes[DefaultScope].shared, byResponse.scopes[DefaultScope].shared
 
-		mustAcquire(t, byPermit, context.Background()).Done(Rejected(0))
+		mustAcquire(t, byPermit, context.Background()).Reject(0)
 		roundTrip(t, byResponse).Body.Close()
 		if fp, fr := p.rateFactor(), r.rateFactor(); fp >= 1 || fp != fr {
 			t.Fatalf("rate factor after a bare rejection = %v, after a bare 429 %v; want them equal and below 1", fp, fr)
 		}
 		time.Sleep(time.Second)
-		mustAcquire(t, byPermit, context.Background()).Done(Accepted())
+		mustAcquire(t, byPermit, context.Background()).Accept()
 		roundTrip(t, byResponse).Body.Close()
 		if fp, fr := p.rateFactor(), r.rateFactor(); fp != fr {
 			t.Errorf("rate factor after an acceptance = %v, after a 200 %v; want them equal", fp, fr)
 		}
 		before := p.rateFactor()
-		mustAcquire(t, byPermit, context.Background()).Done(Dropped())
+		mustAcquire(t, byPermit, context.Background()).Drop()
 		if p.rateFactor() != before {
 			t.Errorf("a dropped call changed the rate factor")
 		}
 	})
 }
 
-// Done releases the slot once, however often it is called; a permit never
-// Done keeps its slot.
+// An end releases the slot once, however often it is called; a permit never
+// ended keeps its slot.
 func TestPermitDoneReleasesOnce(t *testing.T) {
 	tr := New(nil, WithConcurrency(1))
 	ctx := context.Background()
 	p := mustAcquire(t, tr, ctx)
-	p.Done(Accepted())
+	p.Accept()
 	// The pooled call p held most likely serves q now (sync.Pool hands back
-	// what was put last, but under the race detector): a second Done of p
+	// what was put last, but under the race detector): a second end of p
 	// must not touch it.
 	q := mustAcquire(t, tr, ctx)
-	p.Done(Accepted())
-	p.Done(Rejected(time.Second)) // ignored: no pause either
+	p.Accept()
+	p.Reject(time.Second) // ignored: no pause either
 	var nilPermit *Permit
-	nilPermit.Done(Accepted())
+	nilPermit.Accept()
 	if n := inFlight(tr); n != 1 {
-		t.Fatalf("in flight after a double Done and a new permit = %d, want 1", n)
+		t.Fatalf("in flight after a double end and a new permit = %d, want 1", n)
 	}
 	if _, err := tr.TryAcquire(ctx); !errors.Is(err, ErrThrottled) {
-		t.Fatalf("a second Done released a slot twice: a second permit was granted (err = %v)", err)
+		t.Fatalf("a second end released a slot twice: a second permit was granted (err = %v)", err)
 	}
-	// Never Done: the slot stays held.
+	// Never ended: the slot stays held.
 	var te *ThrottledError
 	if _, err := tr.TryAcquire(ctx); !errors.As(err, &te) || te.Reason != ReasonConcurrency {
 		t.Fatalf("err = %v, want a concurrency refusal", err)
 	}
-	q.Done(Accepted())
+	q.Accept()
 	if n := inFlight(tr); n != 0 {
 		t.Errorf("in flight at the end = %d, want 0", n)
 	}
@@ -128,7 +128,7 @@ func TestTryAcquireGrantsNoTokenTwice(t *testing.T) {
 			wg.Go(func() {
 				if p, err := tr.TryAcquire(context.Background()); err == nil {
 					granted.Add(1)
-					p.Done(Accepted())
+					p.Accept()
 				} else if !errors.Is(err, ErrThrottled) {
 					t.Error(err)
 				}
@@ -148,12 +148,12 @@ func TestPermitAndRequestShareAdmission(t *testing.T) {
 		api := &stubAPI{clock: clock.System}
 		tr := New(api, WithLimit(Limit{Count: 1, Per: time.Second, Burst: 1}), WithHeadroom(1))
 		p := mustAcquire(t, tr, context.Background())
-		err := get(tr, ContextWithFailFast(context.Background()), "http://api.test/")
+		err := get(tr, ContextWithCall(context.Background(), Call{FailFast: true}), "http://api.test/")
 		var te *ThrottledError
 		if !errors.As(err, &te) || te.Reason != ReasonRate || te.RetryAfter != time.Second {
 			t.Fatalf("a request after the permit took the token: err = %v, want throttled on rate, retry after 1s", err)
 		}
-		p.Done(Accepted())
+		p.Accept()
 		start := time.Now()
 		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
 		if _, err := tr.TryAcquire(context.Background()); !errors.Is(err, ErrThrottled) {
@@ -179,8 +179,8 @@ func TestTryAcquireDoesNotQueue(t *testing.T) {
 		if _, err := tr.TryAcquire(context.Background()); asThrottled(t, err).Reason != ReasonConcurrency {
 			t.Errorf("with a call waiting: err = %v, want a concurrency refusal", err)
 		}
-		holder.Done(Accepted())
-		(<-done).Done(Accepted())
+		holder.Accept()
+		(<-done).Accept()
 		if s := tr.scopes[DefaultScope].shared; s.waiting.Load() != 0 {
 			t.Errorf("TryAcquire left %d calls queued", s.waiting.Load())
 		}
@@ -214,15 +214,15 @@ func TestPermitCarriesChargeAndSettles(t *testing.T) {
 			t.Fatalf("permit = %+v", p)
 		}
 		// It cost 900: the bucket holds 100, and a call of 200 waits 100ms.
-		p.Done(Accepted().Settle("tokens", 900))
+		p.Settle("tokens", 900).Accept()
 		start := time.Now()
-		mustAcquire(t, tr, ctx, Charge{Scope: "tpm", Key: "k1", Cost: 200}).Done(Accepted())
+		mustAcquire(t, tr, ctx, Charge{Scope: "tpm", Key: "k1", Cost: 200}).Accept()
 		if w := time.Since(start); w != 100*time.Millisecond {
 			t.Errorf("after settling at 900, a call of 200 waited %v, want 100ms", w)
 		}
 		// It cost 50: 150 comes back, and a call of 150 goes at once.
 		q := mustAcquire(t, tr, ctx, Charge{Scope: "tpm", Key: "k1", Cost: 200})
-		q.Done(Accepted().Settle("tokens", 50))
+		q.Settle("tokens", 50).Accept()
 		if _, err := tr.TryAcquire(ctx, Charge{Scope: "tpm", Key: "k1", Cost: 150}); err != nil {
 			t.Errorf("after settling at 50, a call of 150: %v", err)
 		}
@@ -261,12 +261,12 @@ func TestReservationDelayAndCancel(t *testing.T) {
 		if w := time.Since(start); w != time.Second {
 			t.Errorf("Wait took %v, want 1s", w)
 		}
-		p.Done(Accepted())
+		p.Accept()
 		r1.Cancel()
 		// r1's token is back, r3's was spent: the bucket holds one token.
 		q, err := tr.TryAcquire(ctx)
 		mustNotErr(t, err)
-		q.Done(Accepted())
+		q.Accept()
 		if _, err := tr.TryAcquire(ctx); !errors.Is(err, ErrThrottled) {
 			t.Errorf("a second token appeared: err = %v", err)
 		}
@@ -309,7 +309,7 @@ func TestReservationDeadlineAndDebt(t *testing.T) {
 	})
 }
 
-// A permit never Done keeps its slot, and the slot-age alert reports it, as
+// A permit never ended keeps its slot, and the slot-age alert reports it, as
 // it reports an unclosed body.
 func TestPermitNeverDoneIsReported(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -319,7 +319,7 @@ func TestPermitNeverDoneIsReported(t *testing.T) {
 				held = append(held, e)
 			}
 		})))
-		mustAcquire(t, tr, context.Background()) // never Done
+		mustAcquire(t, tr, context.Background()) // never ended
 		time.Sleep(3 * time.Second)
 		tr.Stats()
 		if len(held) != 1 || held[0].Scope != DefaultScope {
@@ -341,7 +341,7 @@ func TestReservationIsCountedOnce(t *testing.T) {
 		mustNotErr(t, err)
 		p, err := r.Wait(context.Background())
 		mustNotErr(t, err)
-		p.Done(Accepted())
+		p.Accept()
 		if admitted, spent := s.admitted.Load(), s.spent.Load(); admitted != 1 || spent != 1 {
 			t.Errorf("after one reserved call, admitted %d and spent %d; want 1 and 1", admitted, spent)
 		}
@@ -349,7 +349,7 @@ func TestReservationIsCountedOnce(t *testing.T) {
 }
 
 // The first app's permit loop: a cap of 4, 80 calls, one in 16 rejected
-// with a Retry-After of 200ms. Rejected(d > 0) is a pause, as the README
+// with a Retry-After of 200ms. Reject(d > 0) is a pause, as the README
 // says: it leaves the cap whole, so four calls are admitted at once after
 // the loop, none waiting.
 func TestPermitRejectedWithWaitPausesAndKeepsTheCap(t *testing.T) {
@@ -363,9 +363,9 @@ func TestPermitRejectedWithWaitPausesAndKeepsTheCap(t *testing.T) {
 					p := mustAcquire(t, tr, context.Background())
 					time.Sleep(50 * time.Millisecond)
 					if n.Add(1)%16 == 0 {
-						p.Done(Rejected(200 * time.Millisecond))
+						p.Reject(200 * time.Millisecond)
 					} else {
-						p.Done(Accepted())
+						p.Accept()
 					}
 				}
 			})
@@ -374,7 +374,7 @@ func TestPermitRejectedWithWaitPausesAndKeepsTheCap(t *testing.T) {
 		time.Sleep(time.Second) // the last call's pause
 		st := tr.Stats().Scopes[0]
 		if st.Factor != 1 || st.ConcurrencyNow != 4 || st.Concurrency != 4 {
-			t.Fatalf("after five Rejected(200ms): factor %v, cap %d of %d; want 1, 4 of 4: a pause must not cut the cap", st.Factor, st.ConcurrencyNow, st.Concurrency)
+			t.Fatalf("after five Reject(200ms): factor %v, cap %d of %d; want 1, 4 of 4: a pause must not cut the cap", st.Factor, st.ConcurrencyNow, st.Concurrency)
 		}
 		var held []*Permit
 		for range 4 {
@@ -385,17 +385,17 @@ func TestPermitRejectedWithWaitPausesAndKeepsTheCap(t *testing.T) {
 			held = append(held, p)
 		}
 		for _, p := range held {
-			p.Done(Dropped())
+			p.Drop()
 		}
 		// The pause itself holds every caller, for as long as it said.
-		mustAcquire(t, tr, context.Background()).Done(Rejected(200 * time.Millisecond))
+		mustAcquire(t, tr, context.Background()).Reject(200 * time.Millisecond)
 		if _, err := tr.TryAcquire(context.Background()); asThrottled(t, err).Reason != ReasonCooldown {
-			t.Fatalf("right after Rejected(200ms): %v, want a cooldown", err)
+			t.Fatalf("right after Reject(200ms): %v, want a cooldown", err)
 		}
 		time.Sleep(200 * time.Millisecond)
 		p, err := tr.TryAcquire(context.Background())
 		mustNotErr(t, err)
-		p.Done(Accepted())
+		p.Accept()
 	})
 }
 
@@ -407,9 +407,9 @@ func TestALoweredCapAdmitsItsWaitersByTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr := New(nil, WithConcurrency(4))
 		// Two cuts, a second apart: 4 slots at about 0.85² is 2.
-		mustAcquire(t, tr, context.Background()).Done(Rejected(0))
+		mustAcquire(t, tr, context.Background()).Reject(0)
 		time.Sleep(time.Second)
-		mustAcquire(t, tr, context.Background()).Done(Rejected(0))
+		mustAcquire(t, tr, context.Background()).Reject(0)
 		st := tr.Stats().Scopes[0]
 		if st.ConcurrencyNow != 2 || st.Concurrency != 4 || st.RecoveredIn <= 0 || !strings.Contains(st.Why, "lowered the cap") {
 			t.Fatalf("Stats after two bare rejections: cap %d of %d, recovered in %v, why %q; want 2 of 4, a time, and the refusal named",
@@ -419,7 +419,7 @@ func TestALoweredCapAdmitsItsWaitersByTime(t *testing.T) {
 		go func() {
 			time.Sleep(10 * time.Minute)
 			for _, p := range holders {
-				p.Done(Accepted())
+				p.Accept()
 			}
 		}()
 		// Two waiters, which keep their slots too: all four are in flight
@@ -448,7 +448,7 @@ func TestALoweredCapAdmitsItsWaitersByTime(t *testing.T) {
 			t.Errorf("Stats once recovered: cap %d, recovered in %v, factor %v; want 4, 0, 1", st.ConcurrencyNow, st.RecoveredIn, st.Factor)
 		}
 		for _, p := range waiters {
-			p.Done(Accepted())
+			p.Accept()
 		}
 		time.Sleep(10 * time.Minute) // the holders finish
 	})
@@ -464,14 +464,14 @@ func TestAQueuedRefusalNamesWhatHoldsTheQueue(t *testing.T) {
 		want ThrottleReason
 	}{
 		{"rate", []Option{WithLimit(Limit{Count: 1, Per: time.Second, Burst: 1})}, func(t *testing.T, tr *Transport) *Permit {
-			mustAcquire(t, tr, context.Background()).Done(Accepted())
+			mustAcquire(t, tr, context.Background()).Accept()
 			return nil
 		}, ReasonRate},
 		{"cap of a paced scope", []Option{WithLimit(PerSecond(100)), WithConcurrency(1)}, func(t *testing.T, tr *Transport) *Permit {
 			return mustAcquire(t, tr, context.Background())
 		}, ReasonConcurrency},
 		{"pause", []Option{WithLimit(PerSecond(100))}, func(t *testing.T, tr *Transport) *Permit {
-			mustAcquire(t, tr, context.Background()).Done(Rejected(time.Second))
+			mustAcquire(t, tr, context.Background()).Reject(time.Second)
 			return nil
 		}, ReasonCooldown},
 	} {
@@ -485,8 +485,8 @@ func TestAQueuedRefusalNamesWhatHoldsTheQueue(t *testing.T) {
 				if _, err := tr.TryAcquire(context.Background()); asThrottled(t, err).Reason != tt.want {
 					t.Errorf("with a call waiting: err = %v, want reason %q", err, tt.want)
 				}
-				holder.Done(Accepted())
-				(<-done).Done(Accepted())
+				holder.Accept()
+				(<-done).Accept()
 			})
 		})
 	}

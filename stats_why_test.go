@@ -68,7 +68,7 @@ func TestStatsSayWhyACallWaits(t *testing.T) {
 			// says so, and so does Stats.
 			failFast := func() {
 				t.Helper()
-				err := get(tr, ContextWithFailFast(batch), statsURL)
+				err := get(tr, ContextWithCall(batch, Call{FailFast: true}), statsURL)
 				if te := asThrottled(t, err); te.Reason != ReasonReserve {
 					t.Errorf("a call the reserve holds back: %v, want reason %q", err, ReasonReserve)
 				}
@@ -98,9 +98,9 @@ func TestStatsSayWhyACallWaits(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			tr := New(nil, WithConcurrency(4))
 			// Two bare rejections a second apart: the cap of 4 is 2.
-			mustAcquire(t, tr, context.Background()).Done(Rejected(0))
+			mustAcquire(t, tr, context.Background()).Reject(0)
 			time.Sleep(time.Second)
-			mustAcquire(t, tr, context.Background()).Done(Rejected(0))
+			mustAcquire(t, tr, context.Background()).Reject(0)
 			held := []*Permit{mustAcquire(t, tr, context.Background()), mustAcquire(t, tr, context.Background())}
 			start := time.Now()
 			done := make(chan *Permit, 1)
@@ -114,9 +114,9 @@ func TestStatsSayWhyACallWaits(t *testing.T) {
 				t.Errorf("cap %d of %d after %d rejections; want 2 of 4 after 2", s.ConcurrencyNow, s.Concurrency, s.Rejected)
 			}
 			for _, p := range held {
-				p.Done(Accepted())
+				p.Accept()
 			}
-			(<-done).Done(Accepted())
+			(<-done).Accept()
 		})
 	})
 	t.Run("cooldown", func(t *testing.T) {
@@ -196,7 +196,7 @@ func TestStatsListTheDefaultsOnlyWhenUsed(t *testing.T) {
 	mustNotErr(t, get(tr, context.Background(), statsURL)) // charged to the default workload
 	check(t, tr, []string{"api"}, []string{"batch", DefaultWorkload})
 	p := mustAcquire(t, tr, context.Background()) // a permit charged to nothing: DefaultScope
-	p.Done(Accepted())
+	p.Accept()
 	check(t, tr, []string{"api", DefaultScope}, []string{"batch", DefaultWorkload})
 
 	// Declared, they are listed at once.

@@ -1,41 +1,17 @@
 package pacer
 
 import (
-	"context"
 	"fmt"
 	"math/bits"
 	"net/http"
 	"sync"
 )
 
-// ContextWithTenant returns a context whose calls belong to the named
-// tenant (a customer, an API key of yours) with the given weight. Weights
-// are taken within [MinTenantWeight, MaxTenantWeight], 1/1000 to 1000, a
-// ratio of a million between the lightest tenant and the heaviest: a
-// weight below the range counts as MinTenantWeight, one above it (+Inf
-// too) as MaxTenantWeight, and a weight of zero or less, or NaN, as 1.
-//
-// Within a workload, while calls of several tenants wait, they are served
-// by weighted fair queuing: each tenant gets its weight's share of what the
-// workload is given, so one tenant's flood waits behind itself and not in
-// front of the others. A tenant alone takes everything. Priority
-// (ContextWithPriority) and Reserve still come first.
-//
-// Once a workload has seen a tenant, its calls that name none share one
-// tenant, "". Tenant keys stay inside pacer's queues: no observe.Event, metric or
-// log line carries them. What a workload remembers of its tenants is
-// bounded by the calls waiting, not by how many tenants there are.
-func ContextWithTenant(ctx context.Context, tenant string, weight float64) context.Context {
-	v := derive(ctx)
-	v.tenant, v.weight = tenant, weight
-	return context.WithValue(ctx, callValuesKey{}, v)
-}
-
 // WithTenant names the tenant of a request whose context names none
-// (ContextWithTenant), and its weight: by an API key header, a path
+// (Call.Tenant), and its weight: by an API key header, a path
 // segment, a query parameter. It runs once per attempt, on the request's
 // goroutine, and must not modify the request; "" means no tenant. The
-// weight is taken as ContextWithTenant says.
+// weight is taken as Call.Weight says.
 func WithTenant(f func(req *http.Request) (tenant string, weight float64)) Option {
 	return func(c *config) {
 		if f == nil {
@@ -46,14 +22,14 @@ func WithTenant(f func(req *http.Request) (tenant string, weight float64)) Optio
 	}
 }
 
-// The range of tenant weights (ContextWithTenant).
+// The range of tenant weights (Call.Weight).
 const (
 	MinTenantWeight = 1.0 / 1000
 	MaxTenantWeight = 1000.0
 )
 
 // tenantWeight returns the weight a call of weight w is served by, as
-// ContextWithTenant says.
+// Call.Weight says.
 func tenantWeight(w float64) float64 {
 	switch {
 	case !(w > 0): // NaN too

@@ -56,7 +56,7 @@ func floodWaits(t *testing.T, flood, tenants bool) []time.Duration {
 				ctx = floodCtx
 			}
 			if tenants {
-				ctx = ContextWithTenant(ctx, fmt.Sprintf("tenant-%d", a.tenant), 1)
+				ctx = ContextWithCall(ctx, Call{Tenant: fmt.Sprintf("tenant-%d", a.tenant), Weight: 1})
 			}
 			wg := &all
 			if a.tenant != 99 {
@@ -71,7 +71,7 @@ func floodWaits(t *testing.T, flood, tenants bool) []time.Duration {
 					}
 					return
 				}
-				p.Done(Accepted())
+				p.Accept()
 				if a.tenant != 99 {
 					mu.Lock()
 					waits = append(waits, time.Since(began))
@@ -176,7 +176,7 @@ func TestWithTenantFromRequest(t *testing.T) {
 			})
 			synctest.Wait()
 		}
-		holder.Done(Accepted())
+		holder.Accept()
 		wg.Wait()
 		if got := strings.Join(order, ""); got != "abaaaa" {
 			t.Errorf("served %s, want abaaaa", got)

@@ -21,11 +21,11 @@ func newcomerPlace(t *testing.T, weight *float64) int {
 			holder := mustAcquire(t, tr, bg)
 			done := make(chan struct{})
 			go func() {
-				mustAcquire(t, tr, ContextWithTenant(bg, "t", *weight)).Done(Accepted())
+				mustAcquire(t, tr, ContextWithCall(bg, Call{Tenant: "t", Weight: *weight})).Accept()
 				close(done)
 			}()
 			synctest.Wait() // waiting: it is tagged
-			holder.Done(Accepted())
+			holder.Accept()
 			<-done
 		}
 		calls := make([]tenantCall, 21)
@@ -60,15 +60,15 @@ func servedOrder(t *testing.T, tr *Transport, calls []tenantCall) []string {
 	var wg sync.WaitGroup
 	for _, c := range calls {
 		wg.Go(func() {
-			p := mustAcquire(t, tr, ContextWithTenant(bg, c.name, c.weight))
+			p := mustAcquire(t, tr, ContextWithCall(bg, Call{Tenant: c.name, Weight: c.weight}))
 			mu.Lock()
 			order = append(order, c.name)
 			mu.Unlock()
-			p.Done(Accepted())
+			p.Accept()
 		})
 		synctest.Wait()
 	}
-	holder.Done(Accepted())
+	holder.Accept()
 	wg.Wait()
 	return order
 }

@@ -10,7 +10,7 @@ type waiter struct {
 	workload int     // the workload's index
 	priority float64 // the workload's Reserve: larger is served first
 	seq      uint64  // arrival order, kept when the call moves between scopes
-	rank     int     // the call's priority within its workload (ContextWithPriority)
+	rank     int     // the call's priority within its workload (Call.Priority)
 	tag      vtime   // its virtual finish among its workload's tenants (tenant.go); 0 without tenants
 	cost     float64 // what the call takes from the scope it waits on
 	wake     chan struct{}

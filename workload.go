@@ -68,16 +68,21 @@ type Workload struct {
 	Budget Budget
 	// MaxWaiting bounds the workload's calls waiting for admission, on
 	// every scope together; zero means no bound. A call that would wait
-	// beyond it is refused, or makes room by shedding another, as WhenFull
-	// says; either way the call refused gets a *ThrottledError whose Reason
+	// beyond it is refused, or makes room by shedding another, as
+	// ShedLowest says; either way the call refused gets a *ThrottledError whose Reason
 	// is ReasonQueueFull. A call that is admitted at once never counts.
 	// SetWorkload may change it while calls wait, to or from zero too: it
 	// refuses or sheds none of them, and they count against the new bound
 	// whenever they began waiting.
 	MaxWaiting int
-	// WhenFull is what a full queue does: RefuseNewest (the default) or
-	// ShedLowest.
-	WhenFull WhenFull
+	// ShedLowest says what a full queue (MaxWaiting) does with a call that
+	// would wait. False, the default, refuses that call (Bottleneck's
+	// OVERFLOW): the calls already waiting keep their places. True drops
+	// the waiting call of the lowest priority (Call.Priority), the oldest
+	// among equals, to make room (Bottleneck's LEAK); a newcomer whose
+	// priority is below every waiter's is the one refused. Without
+	// MaxWaiting nothing is full, and it has no effect.
+	ShedLowest bool
 	// TakesUndeclared makes this workload take the calls whose context
 	// names a workload the Transport does not declare, as if they were its
 	// own; Stats.Undeclared counts them by name, and the log says each name
@@ -101,8 +106,6 @@ func (w Workload) validate(name string) error {
 		return fmt.Errorf("workload %q: Max %v is below its Reserve %v", name, w.Max, w.Reserve)
 	case w.MaxWaiting < 0:
 		return fmt.Errorf("workload %q: MaxWaiting %d must not be negative (0 means no bound)", name, w.MaxWaiting)
-	case w.WhenFull != RefuseNewest && w.WhenFull != ShedLowest:
-		return fmt.Errorf("workload %q: WhenFull %d is neither RefuseNewest nor ShedLowest", name, w.WhenFull)
 	}
 	return w.Budget.validate(name)
 }

@@ -76,7 +76,7 @@ func UnaryClientInterceptor(t *pacer.Transport, opts ...Option) grpc.UnaryClient
 		}
 		var trailer metadata.MD
 		err = invoker(ctx, method, req, reply, cc, append(callOpts, grpc.Trailer(&trailer))...)
-		p.Done(outcome(err, trailer))
+		end(p, err, trailer)
 		return err
 	}
 }
@@ -92,7 +92,7 @@ func StreamClientInterceptor(t *pacer.Transport, opts ...Option) grpc.StreamClie
 		}
 		cs, err := streamer(ctx, desc, cc, method, callOpts...)
 		if err != nil {
-			p.Done(outcome(err, nil))
+			end(p, err, nil)
 			return nil, err
 		}
 		s := &stream{ClientStream: cs, permit: p}
@@ -123,28 +123,47 @@ func (s *stream) end(err error) {
 		if errors.Is(err, io.EOF) {
 			err = nil
 		}
-		s.permit.Done(outcome(err, s.Trailer()))
+		end(s.permit, err, s.Trailer())
 	})
 }
 
-// outcome says what a call's end teaches pacer.
-func outcome(err error, trailer metadata.MD) pacer.Outcome {
+// end ends a call's permit by what its end teaches pacer.
+func end(p *pacer.Permit, err error, trailer metadata.MD) {
+	switch o, wait := outcome(err, trailer); o {
+	case accepted:
+		p.Accept()
+	case rejected:
+		p.Reject(wait)
+	default:
+		p.Drop()
+	}
+}
+
+// An outcomeKind is how a call's permit ends (pacer.Permit's Accept, Reject
+// or Drop).
+type outcomeKind int
+
+const (
+	dropped outcomeKind = iota
+	accepted
+	rejected
+)
+
+// outcome says what a call's end teaches pacer, and for a rejection the
+// wait the server asked for.
+func outcome(err error, trailer metadata.MD) (outcomeKind, time.Duration) {
 	st, ok := status.FromError(err)
 	if !ok {
-		return pacer.Dropped() // not a status: the call failed before it was made
+		return dropped, 0 // not a status: the call failed before it was made
 	}
 	wait, said := retryWait(st, trailer)
-	switch st.Code() {
-	case codes.OK:
-		return pacer.Accepted()
-	case codes.ResourceExhausted:
-		return pacer.Rejected(wait)
-	case codes.Unavailable:
-		if said {
-			return pacer.Rejected(wait)
-		}
+	switch code := st.Code(); {
+	case code == codes.OK:
+		return accepted, 0
+	case code == codes.ResourceExhausted, code == codes.Unavailable && said:
+		return rejected, wait
 	}
-	return pacer.Dropped()
+	return dropped, 0
 }
 
 const maxPushbackMs = int64(24 * time.Hour / time.Millisecond)

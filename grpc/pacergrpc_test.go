@@ -82,7 +82,7 @@ func TestUnaryRejectionPausesScope(t *testing.T) {
 	if _, err := client.Check(ctx, &healthpb.HealthCheckRequest{}); status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("err = %v, want the server's RESOURCE_EXHAUSTED", err)
 	}
-	_, err := client.Check(pacer.ContextWithFailFast(ctx), &healthpb.HealthCheckRequest{})
+	_, err := client.Check(pacer.ContextWithCall(ctx, pacer.Call{FailFast: true}), &healthpb.HealthCheckRequest{})
 	var te *pacer.ThrottledError
 	if !errors.As(err, &te) || te.Reason != pacer.ReasonCooldown || te.RetryAfter != 2*time.Second {
 		t.Fatalf("the call after the rejection: err = %v, want a 2s cooldown", err)
@@ -104,7 +104,7 @@ func TestUnaryUnavailablePushback(t *testing.T) {
 		}
 		return nil, status.Error(codes.Unavailable, "shedding")
 	}
-	ctx := pacer.ContextWithFailFast(context.Background())
+	ctx := pacer.ContextWithCall(context.Background(), pacer.Call{FailFast: true})
 	pushback = ""
 	client.Check(ctx, &healthpb.HealthCheckRequest{})
 	if _, err := tr.TryAcquire(ctx); err != nil {
@@ -131,7 +131,7 @@ func TestConcurrencyAcrossUnaryAndStream(t *testing.T) {
 	if _, err := watch.Recv(); err != nil {
 		t.Fatal(err)
 	}
-	_, err = client.Check(pacer.ContextWithFailFast(context.Background()), &healthpb.HealthCheckRequest{})
+	_, err = client.Check(pacer.ContextWithCall(context.Background(), pacer.Call{FailFast: true}), &healthpb.HealthCheckRequest{})
 	if !errors.Is(err, pacer.ErrThrottled) || hs.calls.Load() != 0 {
 		t.Fatalf("a unary call beside an open stream on one slot: err = %v, %d sent; want ErrThrottled, none sent", err, hs.calls.Load())
 	}
@@ -139,14 +139,14 @@ func TestConcurrencyAcrossUnaryAndStream(t *testing.T) {
 	if _, err := watch.Recv(); status.Code(err) != codes.Canceled {
 		t.Fatalf("Recv after cancel: %v", err)
 	}
-	resp, err := client.Check(pacer.ContextWithFailFast(context.Background()), &healthpb.HealthCheckRequest{})
+	resp, err := client.Check(pacer.ContextWithCall(context.Background(), pacer.Call{FailFast: true}), &healthpb.HealthCheckRequest{})
 	if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		t.Fatalf("after the stream ended: %v, %v", resp, err)
 	}
 	if p, err := tr.TryAcquire(context.Background()); err != nil {
 		t.Errorf("the unary call kept its slot: %v", err)
 	} else {
-		p.Done(pacer.Accepted())
+		p.Accept()
 	}
 }
 
@@ -154,18 +154,19 @@ func TestOutcome(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
 		md   metadata.MD
-		want pacer.Outcome
+		want outcomeKind
+		wait time.Duration
 	}{
-		{nil, nil, pacer.Accepted()},
-		{status.Error(codes.ResourceExhausted, ""), nil, pacer.Rejected(0)},
-		{status.Error(codes.Unavailable, ""), nil, pacer.Dropped()},
-		{status.Error(codes.Unavailable, ""), metadata.Pairs("grpc-retry-pushback-ms", "-1"), pacer.Dropped()},
-		{status.Error(codes.Unavailable, ""), metadata.Pairs("grpc-retry-pushback-ms", "99999999999999999"), pacer.Rejected(24 * time.Hour)},
-		{status.Error(codes.InvalidArgument, ""), nil, pacer.Dropped()},
-		{errors.New("not a status"), nil, pacer.Dropped()},
+		{nil, nil, accepted, 0},
+		{status.Error(codes.ResourceExhausted, ""), nil, rejected, 0},
+		{status.Error(codes.Unavailable, ""), nil, dropped, 0},
+		{status.Error(codes.Unavailable, ""), metadata.Pairs("grpc-retry-pushback-ms", "-1"), dropped, 0},
+		{status.Error(codes.Unavailable, ""), metadata.Pairs("grpc-retry-pushback-ms", "99999999999999999"), rejected, 24 * time.Hour},
+		{status.Error(codes.InvalidArgument, ""), nil, dropped, 0},
+		{errors.New("not a status"), nil, dropped, 0},
 	} {
-		if got := outcome(tc.err, tc.md); got != tc.want {
-			t.Errorf("outcome(%v, %v) = %+v, want %+v", tc.err, tc.md, got, tc.want)
+		if got, wait := outcome(tc.err, tc.md); got != tc.want || wait != tc.wait {
+			t.Errorf("outcome(%v, %v) = %v, %v; want %v, %v", tc.err, tc.md, got, wait, tc.want, tc.wait)
 		}
 	}
 }

@@ -82,7 +82,7 @@ func LimitSync(t *testing.T, s store.Store) {
 		if err != nil {
 			t.Fatalf("a call of the fleet: %v", err)
 		}
-		p.Done(pacer.Accepted())
+		p.Accept()
 	}
 	for _, tr := range fleet {
 		call(tr) // each reads the limits now, and next in an interval
@@ -136,13 +136,13 @@ func CutSync(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	// A call syncs before it is admitted, so one the emptied bucket
 	// refuses has synced too.
-	call := func(tr *pacer.Transport, o pacer.Outcome) {
+	call := func(tr *pacer.Transport, end func(*pacer.Permit)) {
 		t.Helper()
 		p, err := tr.TryAcquire(ctx, pacer.Charge{Scope: scope})
 		if _, throttled := err.(*pacer.ThrottledError); err != nil && !throttled {
 			t.Fatalf("a call of the fleet: %v", err)
 		}
-		p.Done(o)
+		end(p)
 	}
 	factor := func(tr *pacer.Transport) float64 {
 		for _, sc := range tr.Stats().Scopes {
@@ -154,16 +154,16 @@ func CutSync(t *testing.T, s store.Store) {
 		return 0
 	}
 	for _, tr := range fleet {
-		call(tr, pacer.Accepted()) // each reads now, and next in an interval
+		call(tr, (*pacer.Permit).Accept) // each reads now, and next in an interval
 	}
-	call(fleet[0], pacer.Rejected(0))
+	call(fleet[0], func(p *pacer.Permit) { p.Reject(0) })
 	cut := factor(fleet[0])
 	if cut >= 1 {
 		t.Fatalf("a refusal left instance 0 at factor %v, want a cut", cut)
 	}
 	clk.advance(interval / 2)
 	for i, tr := range fleet[1:] {
-		call(tr, pacer.Accepted())
+		call(tr, (*pacer.Permit).Accept)
 		if f := factor(tr); f != 1 {
 			t.Errorf("instance %d before the interval: factor %v, want 1 (it read at the start)", i+1, f)
 		}
@@ -171,11 +171,11 @@ func CutSync(t *testing.T, s store.Store) {
 	clk.advance(interval / 2)
 	want := factor(fleet[0])
 	for _, tr := range fleet[1:] {
-		call(tr, pacer.Accepted())
+		call(tr, (*pacer.Permit).Accept)
 	}
 	clk.advance(interval)
 	for _, tr := range fleet {
-		call(tr, pacer.Accepted()) // nothing new to apply, nor its own
+		call(tr, (*pacer.Permit).Accept) // nothing new to apply, nor its own
 	}
 	mu.Lock()
 	defer mu.Unlock()
