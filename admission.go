@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/internal/queue"
 	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/store"
 )
@@ -258,12 +259,12 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 		return err // before queueing: a call that will not wait takes no place
 	}
 	start := c.t.clock.Now()
-	w := &waiter{workload: c.workload.index, priority: b.bucket.scope.shares.Load().reserve[c.workload.index], seq: c.t.arrivals.Add(1), rank: c.priority, wake: make(chan struct{}, 1), since: start}
-	w.tag = c.workload.fair.tag(c.tenant, c.weight, c.costOn(b.bucket))
-	if err := c.workload.waiting.join(w); err != nil {
+	w := queue.NewWaiter(c.workload.index, b.bucket.scope.shares.Load().reserve[c.workload.index], c.t.arrivals.Add(1), c.priority, start)
+	w.Tag = c.workload.fair.Tag(c.tenant, tenantWeight(c.weight), c.costOn(b.bucket))
+	if err := c.workload.waiting.Join(w); err != nil {
 		return b.queueFull(c.workload, err)
 	}
-	defer c.workload.waiting.leave(w)
+	defer c.workload.waiting.Leave(w)
 	c.waiter = w
 	var in *bucket // the scope whose queue the call is in
 	sleep := c.newWaitTimers()
@@ -281,9 +282,9 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 				in.leave(w)
 			}
 			in, woken = b.bucket, false
-			w.cost, w.reason = c.costOn(in), b.reason // in no queue: Stats cannot see it
+			w.Cost, w.Reason = c.costOn(in), string(b.reason) // in no queue: Stats cannot see it
 			b.wait += c.aheadOf(in, w)
-		} else if w.reason != b.reason {
+		} else if w.Reason != string(b.reason) {
 			in.setReason(w, b.reason)
 		}
 		if err := c.cannotWait(ctx, b); err != nil {
@@ -296,7 +297,7 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 				return err
 			}
 			if next.bucket == nil {
-				c.workload.fair.served(w.tag)
+				c.workload.fair.Served(w.Tag)
 				c.workload.counts.admitted.Add(1)
 				c.workload.counts.waited.Add(1)
 				c.emitAdmitted()
@@ -311,15 +312,15 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 		if head != w && woken {
 			// The head can change with no call leaving (a workload took or
 			// gave back its reserved slots): pass the wake on.
-			head.signal()
+			head.Signal()
 		}
 		if err := sleep.until(ctx, w, b, head == w); err != nil {
 			return err
 		}
-		if w.shed.Load() {
+		if w.Shed() {
 			// A newcomer of higher priority took this call's place in its
 			// workload's bounded queue (Workload.MaxWaiting).
-			return b.queueFull(c.workload, errShed)
+			return b.queueFull(c.workload, queue.ErrShed)
 		}
 		// The wait b told of is over, or a wake says to look again: what
 		// is left of it is known only from the next try.
@@ -331,7 +332,7 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 // aheadOf queues w on s and returns a lower bound on its wait for the calls
 // ahead of it, which must be paid for before it: good enough to give up at
 // once on a deadline.
-func (c *call) aheadOf(s *bucket, w *waiter) time.Duration {
+func (c *call) aheadOf(s *bucket, w *queue.Waiter) time.Duration {
 	ahead := s.enqueue(w)
 	if rate, _ := s.scope.configuredPace(); rate > 0 && ahead > 0 {
 		return time.Duration(ahead / rate * float64(time.Second))
@@ -361,7 +362,7 @@ func (c *call) newWaitTimers() *waitTimers {
 // store asked for has passed, or a lowered cap has risen (for the head of
 // its queue only), or until the call must stop waiting: its context ended,
 // or its Call.MaxWait passed.
-func (t *waitTimers) until(ctx context.Context, w *waiter, b blocked, head bool) error {
+func (t *waitTimers) until(ctx context.Context, w *queue.Waiter, b blocked, head bool) error {
 	var fire, expire <-chan time.Time
 	d := b.wait
 	if d <= 0 && head && (b.reason == ReasonConcurrency || b.reason == ReasonReserve) {
@@ -370,7 +371,7 @@ func (t *waitTimers) until(ctx context.Context, w *waiter, b blocked, head bool)
 		// Unlike b.wait this bounds the wait from above, so no deadline is
 		// judged by it; it is found here, off the path of a call admitted
 		// at once.
-		d = b.bucket.slotsRiseIn(w.workload, t.clock.Now())
+		d = b.bucket.slotsRiseIn(w.Workload, t.clock.Now())
 	}
 	if d > 0 && head {
 		if t.tokens == nil {
@@ -388,7 +389,7 @@ func (t *waitTimers) until(ctx context.Context, w *waiter, b blocked, head bool)
 		return b.error(ctx.Err())
 	case <-expire:
 		return b.error(context.DeadlineExceeded)
-	case <-w.wake:
+	case <-w.Wake():
 	case <-fire:
 	}
 	return nil

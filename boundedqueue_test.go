@@ -45,7 +45,7 @@ func TestBoundedQueueShedsLowest(t *testing.T) {
 			}()
 			synctest.Wait() // queued, in order
 		}
-		if got := tr.workloads[DefaultWorkload].waiting.len(); got != bound {
+		if got := tr.workloads[DefaultWorkload].waiting.Len(); got != bound {
 			t.Fatalf("%d calls counted as waiting, want %d", got, bound)
 		}
 		holder.Accept()
@@ -111,7 +111,7 @@ func TestBoundedQueueRefusesNewest(t *testing.T) {
 		for range 2 {
 			mustNotErr(t, <-done)
 		}
-		if n := tr.workloads["batch"].waiting.len(); n != 0 {
+		if n := tr.workloads["batch"].waiting.Len(); n != 0 {
 			t.Errorf("%d calls still counted as waiting", n)
 		}
 	})

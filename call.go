@@ -8,6 +8,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/queue"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -22,7 +23,7 @@ type call struct {
 	demands []store.Demand // what Take asks of the store
 	owners  []int          // owners[i] is the charge that demands[i] serves
 
-	waiter      *waiter         // while the call waits in a queue
+	waiter      *queue.Waiter   // while the call waits in a queue
 	budget      [1]store.Demand // the budget demand with this call's cost; Cost 0 if none
 	budgetSpent bool
 	metered     callMeter // budget.go

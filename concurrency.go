@@ -5,6 +5,8 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/queue"
 )
 
 // acquireSlot takes one of the scope's concurrency slots for workload w, if
@@ -77,8 +79,8 @@ func (s *bucket) reserveKeeps(sh *workloadShares, w, n, limit int, share float64
 		return false // its own reserved slots: not borrowing
 	}
 	heldBack := 0
-	for v, line := range s.queue.lines {
-		if v != w && line.n > 0 {
+	for v := range s.inFlightBy {
+		if v != w && s.queue.Waiting(v) {
 			heldBack += max(0, scaledReserve(sh.reservedSlots[v], share)-int(s.inFlightBy[v].Load()))
 		}
 	}
@@ -189,7 +191,7 @@ func scaled(n int, share float64) int {
 // and wakes the call at the head of the queue so that it can try for it —
 // unless that call is self, the one giving the slot back after a failed
 // attempt, which would only wake itself and spin.
-func (s *bucket) releaseSlot(w int, epoch int64, self *waiter) {
+func (s *bucket) releaseSlot(w int, epoch int64, self *queue.Waiter) {
 	if s.scope.Concurrency == 0 {
 		return
 	}
@@ -204,7 +206,7 @@ func (s *bucket) releaseSlot(w int, epoch int64, self *waiter) {
 		return
 	}
 	if head := s.headOf(); head != self {
-		head.signal()
+		head.Signal()
 	}
 }
 

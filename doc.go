@@ -40,7 +40,7 @@
 // workload's budget (budget.go); admit it — a concurrency slot and tokens on
 // every scope, all or none, higher-reserve workloads first, failing at once
 // when the wait cannot end before the context's deadline (admission.go,
-// waitqueue.go, concurrency.go); send it; learn from the response's headers
+// waitqueue.go with package internal/queue, concurrency.go); send it; learn from the response's headers
 // (adaptive.go, with package ratelimitheader, and the provider's
 // classifiers: classify.go, with package classify); retry it if that is
 // safe (retry.go, with package retry); and hand back the response with its body wrapped, so the
@@ -55,8 +55,9 @@
 // end (Accept, Reject, Drop) goes through the same learning as a response,
 // and releases its slots once. The grpc module's interceptors are built on it.
 // Inside a workload, calls are ordered by priority (Call.Priority),
-// then by their tenant's fair-queuing tag (tenant.go), then by arrival;
-// Workload.MaxWaiting bounds the waiting (boundedqueue.go). SetLimit and
+// then by their tenant's fair-queuing tag (tenant.go names the tenant,
+// internal/queue tags it), then by arrival; Workload.MaxWaiting bounds the
+// waiting (internal/queue again). SetLimit and
 // SetWorkload change limits and shares at runtime (livelimit.go), and
 // WithLimitSync carries a SetLimit, and a cut a refusal makes, to the fleet
 // (limitsync.go).

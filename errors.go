@@ -41,6 +41,9 @@ const (
 	// ThrottledError says it (a *BudgetError does); Stats does, in
 	// WorkloadStats.LastRefusedReason.
 	ReasonBudget ThrottleReason = "budget"
+	// ReasonQueueFull: the call was refused, or shed, because its
+	// workload's queue held Workload.MaxWaiting calls.
+	ReasonQueueFull ThrottleReason = "queue"
 )
 
 // A ThrottledError says that a request was not sent because a scope's limits

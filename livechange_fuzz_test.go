@@ -98,7 +98,7 @@ func runLiveChanges(t *testing.T, script []byte) {
 		}
 	}
 	for name, ws := range tr.workloads {
-		if n := ws.waiting.len(); n != 0 {
+		if n := ws.waiting.Len(); n != 0 {
 			t.Fatalf("after every call ended, workload %q counts %d calls waiting", name, n)
 		}
 	}

@@ -132,7 +132,7 @@ func TestSetWorkloadWhileWaiting(t *testing.T) {
 							synctest.Wait()
 							waiting--
 						}
-						if got := q.len(); got != waiting {
+						if got := q.Len(); got != waiting {
 							t.Errorf("after change %d to %+v: %d calls counted as waiting, want the %d waiting", i+1, w, got, waiting)
 						}
 					}
@@ -144,7 +144,7 @@ func TestSetWorkloadWhileWaiting(t *testing.T) {
 					}
 					holder.Accept()
 					checkEnds(t, results, tc.waiters, cancelledBy(end, false), time.Hour)
-					if n := q.len(); n != 0 {
+					if n := q.Len(); n != 0 {
 						t.Errorf("%d calls counted as waiting, with none waiting", n)
 					}
 					checkBound(t, tr, ctx, tc.steps[len(tc.steps)-1].MaxWaiting)

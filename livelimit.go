@@ -75,7 +75,7 @@ func (t *Transport) applyLimit(cs *configuredScope, l Limit, origin string) {
 		s.learned.Store(nil)
 		// The head's timer was set at the old pace: wake it to re-read.
 		if s.waiting.Load() > 0 {
-			s.headOf().signal()
+			s.headOf().Signal()
 		}
 	})
 	t.emit(observe.Event{Kind: observe.EventLimitChanged, Scope: cs.Name, Limit: observe.Limit(l), Previous: observe.Limit(old.limit), Origin: origin})
@@ -181,11 +181,11 @@ func (t *Transport) SetWorkload(name string, w Workload) error {
 		// with no slot released: wake each queue's head to look again.
 		cs.eachBucket(func(s *bucket) {
 			if s.waiting.Load() > 0 {
-				s.headOf().signal()
+				s.headOf().Signal()
 			}
 		})
 	}
-	ws.waiting.set(w.MaxWaiting, w.ShedLowest)
+	ws.waiting.Set(w.MaxWaiting, w.ShedLowest)
 	t.current[ws.index] = w
 	t.emit(observe.Event{Kind: observe.EventWorkloadChanged, Workload: name, Origin: observe.OriginSetWorkload})
 	return nil

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/internal/queue"
 )
 
 // DefaultScope is the scope every request is charged to unless a route
@@ -233,7 +234,7 @@ type bucket struct {
 	inFlightBy []atomic.Int32 // by workload index
 
 	mu    sync.Mutex
-	queue waitQueue
+	queue queue.Queue
 
 	ages slotAges // the slots in flight by when they were taken
 }

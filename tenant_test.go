@@ -113,21 +113,6 @@ func TestFairTenantsUnderFlood(t *testing.T) {
 	}
 }
 
-// A million tenants, each calling once, leave the workload remembering a
-// bounded number of them.
-func TestFairQueueMemoryBounded(t *testing.T) {
-	var f fairQueue
-	most := 0
-	for i := range 1_000_000 {
-		tag := f.tag(fmt.Sprint(i), 1, 1)
-		f.served(tag)
-		most = max(most, len(f.finish))
-	}
-	if most > 2*fairSweepFloor {
-		t.Errorf("remembered up to %d tenants of a million, want at most %d", most, 2*fairSweepFloor)
-	}
-}
-
 // Weights share the workload: a tenant of weight 3 beside one of weight 1,
 // both backlogged, is served three times as often.
 func TestFairTenantsWeights(t *testing.T) {

@@ -99,25 +99,3 @@ func TestTenantWeightRange(t *testing.T) {
 		}
 	}
 }
-
-// After traffic that moved the virtual time a long way (a million calls of
-// a million tokens at the lightest weight: weeks of a busy workload), tags
-// still tell the lightest steps apart: a tenant of weight 1000 is served
-// before one of weight 500 that queued first, and each tenant's calls
-// stay in order.
-func TestFairQueueExactAfterLongTraffic(t *testing.T) {
-	var f fairQueue
-	for range 1 << 20 {
-		f.served(f.tag("bulk", MinTenantWeight, 1e6))
-	}
-	mid := &waiter{seq: 1, tag: f.tag("mid", 500, 1)}
-	light := &waiter{seq: 2, tag: f.tag("light", 1000, 1)}
-	light2 := &waiter{seq: 3, tag: f.tag("light", 1000, 1)}
-	light3 := &waiter{seq: 4, tag: f.tag("light", 1000, 1)}
-	if !light.precedes(mid) {
-		t.Error("a call of weight 1000 is not served before one of weight 500 of the same cost: the virtual time has lost the light steps")
-	}
-	if !light2.precedes(light3) || !mid.precedes(light3) {
-		t.Error("tags after long traffic do not grow by each call's step")
-	}
-}

@@ -207,7 +207,7 @@ func (t *Transport) addWorkloads(cfg *config) []*workloadState {
 		}
 		reserves += w.Reserve
 		ws := &workloadState{Workload: w.Workload, name: w.name, index: len(list), implicit: w.name == DefaultWorkload && !declared}
-		ws.waiting.max, ws.waiting.shed = w.MaxWaiting, w.ShedLowest
+		ws.waiting.Set(w.MaxWaiting, w.ShedLowest)
 		if err := t.initBudget(ws); err != nil {
 			cfg.errs = append(cfg.errs, err)
 		}

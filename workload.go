@@ -3,6 +3,7 @@ package pacer
 import (
 	"context"
 	"fmt"
+	"github.com/pacer-go/pacer/internal/queue"
 	"github.com/pacer-go/pacer/usage/prices"
 	"slices"
 	"strconv"
@@ -217,9 +218,9 @@ type workloadState struct {
 	Workload
 	name        string
 	index       int
-	budgetState              // budget.go
-	waiting     boundedQueue // its waiting calls, when MaxWaiting bounds them
-	fair        fairQueue    // its tenants' fair-queuing tags (tenant.go)
+	budgetState               // budget.go
+	waiting     queue.Bounded // its waiting calls, when MaxWaiting bounds them
+	fair        queue.Fair    // its tenants' fair-queuing tags
 	// implicit: New made it, as DefaultWorkload, for no WithWorkload
 	// declared it; Stats lists it only once something was charged to it.
 	implicit bool
