@@ -61,7 +61,7 @@ func main() {
 	)
 	flag.StringVar(&o.NginxBin, "nginx", bench.FindNginx(), "nginx binary")
 	flag.StringVar(&o.RedisAddr, "redis", os.Getenv("PACER_REDIS_ADDR"), "Redis host:port for pacer in scenarios 3, 13 and 14")
-	flag.DurationVar(&o.LimitSync, "pacer-limit-sync", time.Second, "pacer's WithLimitSync interval in scenarios 3, 13 and 14, where its processes share Redis; 0: each process learns on its own")
+	flag.DurationVar(&o.LimitSync, "pacer-limit-sync", time.Second, "pacer's store.Policy.LimitSync interval in scenarios 3, 13 and 14, where its processes share Redis; 0: each process learns on its own")
 	flag.DurationVar(&o.Duration, "duration", 12*time.Second, "length of each client × scenario run")
 	flag.IntVar(&o.Goroutines, "goroutines", 16, "callers, in all processes together")
 	flag.IntVar(&o.Server.Rate, "rate", 50, "nginx limit_req rate, requests a second")
