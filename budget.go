@@ -135,12 +135,13 @@ type Budget struct {
 	// state a cost in it spend the budget; every other call passes it free.
 	Stated bool
 	// FollowStoreFailure makes the budget follow the Transport's
-	// StoreFailure policy while its shared store is down, instead of
-	// refusing every call: FailOpen spends without the store, and
-	// FallBackLocal(n) lets this process spend Limit/n in the period. Set it
-	// for a workload that must keep working through an outage more than it
-	// must hold its cap. Either way, a process never spends more than Limit
-	// in a period by its own count. See Budgets on StoreFailure.
+	// store.Policy.OnFailure while its shared store is down, instead of
+	// refusing every call: store.FailOpen spends without the store, and
+	// store.FallBackLocal lets this process spend Limit/Instances in the
+	// period. Set it for a workload that must keep working through an
+	// outage more than it must hold its cap. Either way, a process never
+	// spends more than Limit in a period by its own count. See
+	// store.Policy.OnFailure.
 	FollowStoreFailure bool
 }
 
@@ -874,7 +875,7 @@ func (t *Transport) adjust(now time.Time, ds []store.Demand) {
 }
 
 // adjustBudget settles a budget demand: this process's own count at once
-// (see Budgets on StoreFailure), the shared store's in the background.
+// (see store.Policy.OnFailure), the shared store's in the background.
 func (t *Transport) adjustBudget(now time.Time, d store.Demand) {
 	ds := []store.Demand{d}
 	if g := t.guard(); g != nil {

@@ -164,7 +164,7 @@ func TestFlushNilContext(t *testing.T) {
 // Before the process exits, send what the Transport still has queued for
 // its shared store, for at most five seconds.
 func ExampleTransport_Flush() {
-	tr := New(nil) // with WithStore(redisstore.New(...)) in a fleet
+	tr := New(nil) // with WithStore(redisstore.New(...), store.Policy{}) in a fleet
 	// ... the process's calls ...
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -491,7 +491,7 @@ func (g *guardedStore) takeBudget(ctx context.Context, now time.Time, demands []
 	if g.mode == store.FailOpen {
 		return g.ledger.Take(ctx, now, demands)
 	}
-	// FallBackLocal(n): 1/n of the budget in the period, this process's
+	// FallBackLocal: 1/instances of the budget in the period, this process's
 	// spend before the outage counted: the take must leave the rest.
 	share := demands[0]
 	share.Floor = share.Burst - share.Burst/float64(g.instances)

@@ -77,7 +77,7 @@ type Transport struct {
 	setMu   sync.Mutex
 	current []Workload
 
-	limitSync *limitSync                            // nil unless WithLimitSync (limitsync.go)
+	limitSync *limitSync                            // nil unless store.Policy.LimitSync (limitsync.go)
 	tenantOf  func(*http.Request) (string, float64) // WithTenant (tenant.go)
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/pacer-go/pacer/store"
 )
 
-// Outage runs, in wall time, one Transport per StoreFailure policy (fail
+// Outage runs, in wall time, one Transport per store.Policy.OnFailure (fail
 // open, fail closed, fall back to a quarter of the limit), each on its own
 // store from newStore, all sending to one counting server on loopback. Mid
 // run it calls stop, which must stop the stores' server, and later start,

@@ -154,7 +154,7 @@ func Budgets(t *testing.T, newStore func(t *testing.T) store.Store, stop, start 
 	}
 	// Half the budget for this process, of which it spent 10 already.
 	if n, _ := send(followLocal, 200); n != limit/2-10 {
-		t.Errorf("a budget following FallBackLocal(2) sent %d while the store was down, want %d", n, limit/2-10)
+		t.Errorf("a budget following FallBackLocal with 2 instances sent %d while the store was down, want %d", n, limit/2-10)
 	}
 
 	start()

@@ -1,6 +1,6 @@
 // Package storebench drives a shared store through a Transport, for the
 // benchmarks of store/redisstore and store/pgstore that measure what only a
-// Transport reaches: the lease (pacer.WithLease, pacer.WithAdaptiveLease).
+// Transport reaches: the lease (store.Policy.Lease and AdaptiveLease).
 package storebench
 
 import (
