@@ -127,10 +127,10 @@ func TestAlertsRefuseABadConfiguration(t *testing.T) {
 func TestAlertsAreDecidedByTheSharedStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		log := &alertLog{}
-		store := store.NewMemory()
+		shared := store.NewMemory()
 		var trs [2]*Transport
 		for i := range trs {
-			trs[i] = New(&stubAPI{clock: clock.System}, WithStore(store), WithFailFast(),
+			trs[i] = New(&stubAPI{clock: clock.System}, WithStore(shared, store.Policy{}), WithFailFast(),
 				WithLimit(Limit{Count: 1, Per: 24 * time.Hour, Burst: 1}), WithAlerts(time.Minute, log.notify))
 		}
 		// The bucket is shared too: one call is sent, the rest throttled.

@@ -102,7 +102,7 @@ import (
 // bring their provider's; WithPrices overrides them model by model), in
 // integer micro-dollars, so a fleet's sum is exact. A
 // call to a model without a price is refused with an error matching
-// ErrNoPrice, never counted as free; a call the Meter does not estimate (a
+// prices.ErrNoPrice, never counted as free; a call the Meter does not estimate (a
 // request that bills no tokens, such as a list of models) costs what its
 // context states (ContextWithSpend), else nothing. A Permit is never metered: see Permit for what it is charged.
 type Budget struct {
@@ -135,12 +135,13 @@ type Budget struct {
 	// state a cost in it spend the budget; every other call passes it free.
 	Stated bool
 	// FollowStoreFailure makes the budget follow the Transport's
-	// StoreFailure policy while its shared store is down, instead of
-	// refusing every call: FailOpen spends without the store, and
-	// FallBackLocal(n) lets this process spend Limit/n in the period. Set it
-	// for a workload that must keep working through an outage more than it
-	// must hold its cap. Either way, a process never spends more than Limit
-	// in a period by its own count. See Budgets on StoreFailure.
+	// store.Policy.OnFailure while its shared store is down, instead of
+	// refusing every call: store.FailOpen spends without the store, and
+	// store.FallBackLocal lets this process spend Limit/Instances in the
+	// period. Set it for a workload that must keep working through an
+	// outage more than it must hold its cap. Either way, a process never
+	// spends more than Limit in a period by its own count. See
+	// store.Policy.OnFailure.
 	FollowStoreFailure bool
 }
 
@@ -162,10 +163,6 @@ const spendKey = "\x00money"
 // implausibleSpend is the Spend from which a budget is said in the log: a
 // budget that large is most likely micro-dollars given as dollars.
 var implausibleSpend = prices.Dollars(100_000)
-
-// ErrNoPrice is matched by the error of a call that a money budget refused
-// because its model has no price: give one WithPrices.
-var ErrNoPrice = errors.New("pacer: the model has no price")
 
 func (b Budget) unit() string {
 	switch {
@@ -497,7 +494,7 @@ func (c *call) meterFor(req *http.Request, m *Meter) error {
 		c.metered.on = false
 		return fmt.Errorf("%w: workload %q has a budget in money, and model %q has no price in the Meter's table; "+
 			"give its price WithPrices (from the provider's pricing page) so that its calls are counted, not free",
-			ErrNoPrice, c.workload.name, e.Model)
+			prices.ErrNoPrice, c.workload.name, e.Model)
 	}
 	c.metered.price, c.metered.priced = p, true
 	return nil
@@ -878,7 +875,7 @@ func (t *Transport) adjust(now time.Time, ds []store.Demand) {
 }
 
 // adjustBudget settles a budget demand: this process's own count at once
-// (see Budgets on StoreFailure), the shared store's in the background.
+// (see store.Policy.OnFailure), the shared store's in the background.
 func (t *Transport) adjustBudget(now time.Time, d store.Demand) {
 	ds := []store.Demand{d}
 	if g := t.guard(); g != nil {

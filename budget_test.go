@@ -292,8 +292,8 @@ func TestMoneyBudget(t *testing.T) {
 
 	// A model without a price is refused, not counted as free.
 	_, err = chat(t, tr, ContextWithWorkload(context.Background(), "backfill"), "unpriced")
-	if !errors.Is(err, ErrNoPrice) || !strings.Contains(err.Error(), "WithPrices") {
-		t.Errorf("a call to a model without a price: %v, want ErrNoPrice saying to give one WithPrices", err)
+	if !errors.Is(err, prices.ErrNoPrice) || !strings.Contains(err.Error(), "WithPrices") {
+		t.Errorf("a call to a model without a price: %v, want prices.ErrNoPrice saying to give one WithPrices", err)
 	}
 	// The user's price is used.
 	tr2 := newMetered(t, llm, clock, Budget{Spend: Dollars(1), Per: 24 * time.Hour}, roomy,
@@ -390,10 +390,10 @@ func (s *adjustGate) Adjust(ctx context.Context, now time.Time, ds []store.Deman
 // last Read: the caller gets its EOF while the store has yet to answer.
 func TestSettlementIsOffTheCallersRead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := &adjustGate{Memory: store.NewMemory(), gate: make(chan struct{})}
+		gate := &adjustGate{Memory: store.NewMemory(), gate: make(chan struct{})}
 		llm := &fakeLLM{reply: llmReply{stream: true, input: 10, output: 20}}
 		tr := newMetered(t, llm, clock.System, Budget{Limit: 10_000, Per: time.Hour, Unit: "tokens"},
-			WithStore(store), WithStoreTimeout(time.Hour))
+			WithStore(gate, store.Policy{Timeout: time.Hour}))
 		resp, err := chat(t, tr, ContextWithWorkload(context.Background(), "backfill"), "")
 		mustNotErr(t, err)
 		read := make(chan struct{})
@@ -408,12 +408,12 @@ func TestSettlementIsOffTheCallersRead(t *testing.T) {
 		default:
 			t.Fatal("the caller's last Read waits for the store to settle the call")
 		}
-		close(store.gate)
+		close(gate.gate)
 		synctest.Wait()
-		store.mu.Lock()
-		defer store.mu.Unlock()
+		gate.mu.Lock()
+		defer gate.mu.Unlock()
 		var costs []float64
-		for _, d := range store.adjusted {
+		for _, d := range gate.adjusted {
 			costs = append(costs, d.Cost)
 		}
 		// 300 reserved, 30 billed: 270 back on the tokens scope and on the budget.
@@ -428,7 +428,7 @@ func TestSettlementIsOffTheCallersRead(t *testing.T) {
 // same store, spending the same budget, tells none of them again.
 func TestBudgetThresholds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := store.NewMemory()
+		shared := store.NewMemory()
 		var mu sync.Mutex
 		var alerts []string
 		thresholds := &recorder{}
@@ -441,7 +441,7 @@ func TestBudgetThresholds(t *testing.T) {
 		}
 		b := Budget{Limit: 10, Per: time.Hour}
 		newTr := func() *Transport {
-			tr := New(&stubAPI{clock: clock.System}, WithStore(store), WithObserver(thresholds), WithAlerts(time.Minute, notify),
+			tr := New(&stubAPI{clock: clock.System}, WithStore(shared, store.Policy{}), WithObserver(thresholds), WithAlerts(time.Minute, notify),
 				WithWorkload("nightly", Workload{Budget: b}))
 			mustNotErr(t, tr.Err())
 			return tr

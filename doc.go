@@ -59,8 +59,8 @@
 // internal/queue tags it), then by arrival; Workload.MaxWaiting bounds the
 // waiting (internal/queue again). SetLimit and
 // SetWorkload change limits and shares at runtime (livelimit.go), and
-// WithLimitSync carries a SetLimit, and a cut a refusal makes, to the fleet
-// (limitsync.go).
+// store.Policy.LimitSync carries a SetLimit, and a cut a refusal makes, to
+// the fleet (limitsync.go).
 //
 // # Watching it work
 //
@@ -101,20 +101,20 @@
 // times that limit. With a shared store they pace against one bucket:
 //
 //	t := pacer.New(nil, pacer.WithLimit(pacer.PerSecond(100)),
-//		pacer.WithStore(redisstore.New(rdb)),   // or pgstore.New(pool)
-//		pacer.WithStoreFailure(pacer.FallBackLocal(10)), // 10 instances
-//		pacer.WithAdaptiveLease(16))
+//		pacer.WithStore(redisstore.New(rdb), // or pgstore.New(pool)
+//			store.Policy{Instances: 10, Lease: 16, AdaptiveLease: true}))
 //
 // Packages store/redisstore and store/pgstore are the shared stores; package
 // store holds the interface they implement and its contract, and package
 // storetest is the conformance suite every store passes, so all of them pace
-// alike. WithStoreFailure chooses what happens while the store is down (fail
-// open, fail closed, or pace locally at 1/N of the limit, the default with
-// N = 1); WithStoreTimeout bounds each call. WithLease and
-// WithAdaptiveLease trade a bounded overshoot (k units per instance) for
-// fewer round trips; BENCHMARKS.md has the figures. A refusal that cuts a
+// alike. A store.Policy, whose zero value is the default, says how a
+// Transport uses its store: OnFailure chooses what happens while the store
+// is down (fail open, fail closed, or pace locally at 1/Instances of the
+// limit, the default with one instance); Timeout bounds each call; Lease
+// and AdaptiveLease trade a bounded overshoot (Lease units per instance)
+// for fewer round trips, BENCHMARKS.md has the figures. A refusal that cuts a
 // shared scope's pace is measured as the share of the instance's calls
-// the provider accepted, and with WithLimitSync the whole fleet climbs back
+// the provider accepted, and with Policy.LimitSync the whole fleet climbs back
 // from it together; without it, each instance learns it on its own. A
 // provider's remaining count is measured against what the whole fleet took
 // from the shared bucket, which the store reports with each take

@@ -1,6 +1,6 @@
 package pacer
 
-// The lease is reached through WithLease and WithAdaptiveLease; its tests
+// The lease is reached through store.Policy.Lease and AdaptiveLease; its tests
 // (package pacer_test) drive the store decorator directly.
 type LeaseConfig = leaseConfig
 

@@ -80,10 +80,7 @@ func runFleet(t *testing.T, api *limitedAPI, n, callers int, told int, every tim
 	var trs []*Transport
 	for range n {
 		m := &member{next: &wire{next: api}}
-		opts := []Option{WithLimit(PerSecond(told)), WithoutRetry(), WithStore(shared), WithObserver(m)}
-		if every > 0 {
-			opts = append(opts, WithLimitSync(every))
-		}
+		opts := []Option{WithLimit(PerSecond(told)), WithoutRetry(), WithStore(shared, store.Policy{LimitSync: every}), WithObserver(m)}
 		tr := New(m, opts...)
 		if err := tr.Err(); err != nil {
 			t.Fatal(err)
@@ -178,8 +175,8 @@ func TestACutFromTheStoreIsAppliedOnce(t *testing.T) {
 		toPresent()
 		shared := fleetStore{store.NewMemory()}
 		a, b := &member{next: &scriptedAPI{steps: []scripted{{status: http.StatusTooManyRequests}}}}, &member{next: &scriptedAPI{}}
-		ta := New(a, WithLimit(PerSecond(100)), WithoutRetry(), WithStore(shared), WithLimitSync(time.Second), WithObserver(a))
-		tb := New(b, WithLimit(PerSecond(100)), WithoutRetry(), WithStore(shared), WithLimitSync(time.Second), WithObserver(b))
+		ta := New(a, WithLimit(PerSecond(100)), WithoutRetry(), WithStore(shared, store.Policy{LimitSync: time.Second}), WithObserver(a))
+		tb := New(b, WithLimit(PerSecond(100)), WithoutRetry(), WithStore(shared, store.Policy{LimitSync: time.Second}), WithObserver(b))
 		get(tb, context.Background(), "http://api.test/") // b reads now, and next in a second
 		get(ta, context.Background(), "http://api.test/") // refused: a cuts
 		time.Sleep(time.Second)
@@ -276,8 +273,7 @@ func TestACutThatCannotBePublishedIsReported(t *testing.T) {
 		toPresent()
 		var failures []observe.Event
 		tr := New(&scriptedAPI{steps: []scripted{{status: http.StatusTooManyRequests}}}, WithLimit(PerSecond(100)), WithoutRetry(),
-			WithStore(failingPaces{fleetStore{store.NewMemory()}}), WithLimitSync(time.Second),
-			WithObserver(observe.Func(func(e observe.Event) {
+			WithStore(failingPaces{fleetStore{store.NewMemory()}}, store.Policy{LimitSync: time.Second}), WithObserver(observe.Func(func(e observe.Event) {
 				if e.Kind == observe.EventStoreFailure {
 					failures = append(failures, e)
 				}
@@ -404,7 +400,7 @@ func TestACutIsNotPublishedToAStoreKnownToBeDown(t *testing.T) {
 		var mu sync.Mutex
 		var failures []error
 		tr := New(&scriptedAPI{steps: []scripted{{status: http.StatusTooManyRequests}}}, WithLimit(PerSecond(100)), WithoutRetry(),
-			WithStore(s), WithLimitSync(time.Second), WithObserver(observe.Func(func(e observe.Event) {
+			WithStore(s, store.Policy{LimitSync: time.Second}), WithObserver(observe.Func(func(e observe.Event) {
 				if e.Kind == observe.EventStoreFailure {
 					mu.Lock()
 					failures = append(failures, e.Err)

@@ -30,7 +30,7 @@ func (s *fallibleStore) Take(ctx context.Context, now time.Time, ds []store.Dema
 // back) would measure a supply that is not there.
 func TestLocalFallbackReportsNoFleetTotal(t *testing.T) {
 	remote := &fallibleStore{Memory: store.NewMemory()}
-	g := guardStore(remote, FallBackLocal(1), time.Second)
+	g := guardStore(remote, store.Policy{})
 	d := store.Demand{Scope: "api", Rate: 1, Burst: 100, Cost: 1}
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	for range 3 {

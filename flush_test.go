@@ -70,7 +70,7 @@ func (s *slowStore) Clamp(ctx context.Context, now time.Time, d store.Demand, to
 // backfill, whose calls reserve 300 and are billed 100.
 func flushSetup(t *testing.T, s *slowStore) (*Transport, func() float64) {
 	t.Helper()
-	tr := New(&fakeLLM{reply: llmReply{input: 40, output: 60}}, WithMeter(testMeter()), WithStore(s),
+	tr := New(&fakeLLM{reply: llmReply{input: 40, output: 60}}, WithMeter(testMeter()), WithStore(s, store.Policy{}),
 		WithWorkload("backfill", Workload{Budget: Budget{Limit: 10_000, Per: time.Hour, Unit: "tokens"}}))
 	if err := tr.Err(); err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func TestFlushMemoryStore(t *testing.T) {
 // A nil context is a mistake the caller hears about, not a panic or a
 // wait without end, whatever the store.
 func TestFlushNilContext(t *testing.T) {
-	for _, tr := range []*Transport{New(nil), New(nil, WithStore(&slowStore{Memory: store.NewMemory()}))} {
+	for _, tr := range []*Transport{New(nil), New(nil, WithStore(&slowStore{Memory: store.NewMemory()}, store.Policy{}))} {
 		//lint:ignore SA1012 a nil context is the input under test
 		if err := tr.Flush(nil); err == nil || !strings.Contains(err.Error(), "needs a context") {
 			t.Errorf("Flush(nil) = %v, want an error saying it needs a context", err)
@@ -164,7 +164,7 @@ func TestFlushNilContext(t *testing.T) {
 // Before the process exits, send what the Transport still has queued for
 // its shared store, for at most five seconds.
 func ExampleTransport_Flush() {
-	tr := New(nil) // with WithStore(redisstore.New(...)) in a fleet
+	tr := New(nil) // with WithStore(redisstore.New(...), store.Policy{}) in a fleet
 	// ... the process's calls ...
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

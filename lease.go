@@ -2,51 +2,11 @@ package pacer
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/pacer-go/pacer/store"
 )
-
-// WithLease makes a Transport take tokens from its shared store k units
-// beyond what a request costs, in the same round trip, and spend them on its
-// next requests without asking the store. A busy instance then makes about
-// one round trip per k+1 requests instead of one per request.
-//
-// The price is precision: tokens leased by one instance are spent by it
-// alone, and later than the shared bucket counted them. In any window the
-// fleet sends at most k units per instance more than the bucket allows, and
-// an instance that goes idle holding a lease wastes it. Choose k well below
-// the burst; a lease never takes more than the burst allows. Leased tokens
-// are spent within a second of their lease or dropped, so a lease never
-// lets a stale limit live on.
-//
-// Leases apply to refilling buckets, not to spend budgets (fixed windows),
-// and not to the in-memory store, which has no round trip to save.
-func WithLease(k int) Option {
-	return func(c *config) {
-		if k < 1 {
-			c.errs = append(c.errs, fmt.Errorf("WithLease(%d): the lease must be at least 1", k))
-			return
-		}
-		c.lease = leaseConfig{Size: k}
-	}
-}
-
-// WithAdaptiveLease is WithLease with a size that follows demand: each
-// bucket's lease starts at 1, doubles, up to max, when it is spent before it
-// expires, and halves when it expires unspent. A quiet instance leases
-// little, so wastes little; a busy one saves most of its round trips.
-func WithAdaptiveLease(max int) Option {
-	return func(c *config) {
-		if max < 1 {
-			c.errs = append(c.errs, fmt.Errorf("WithAdaptiveLease(%d): the maximum must be at least 1", max))
-			return
-		}
-		c.lease = leaseConfig{Size: max, Adaptive: true}
-	}
-}
 
 // leaseConfig configures newLeaseStore.
 type leaseConfig struct {
@@ -63,7 +23,7 @@ type leaseConfig struct {
 const defaultLeaseAge = time.Second
 
 // leaseStore is a Store decorator that takes tokens from its store in
-// leases and spends them locally (see WithLease). It is safe for concurrent
+// leases and spends them locally (see store.Policy.Lease). It is safe for concurrent
 // use.
 type leaseStore struct {
 	store store.Store

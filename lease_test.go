@@ -175,15 +175,9 @@ func takeAll(t *testing.T, s store.Store, now time.Time, d store.Demand) int {
 }
 
 func TestLeaseOptions(t *testing.T) {
-	if pacer.New(nil, pacer.WithLease(0)).Err() == nil {
-		t.Error("WithLease(0) was accepted")
-	}
-	if pacer.New(nil, pacer.WithAdaptiveLease(0)).Err() == nil {
-		t.Error("WithAdaptiveLease(0) was accepted")
-	}
 	// Through a Transport: 6 requests, a lease of 2, 2 round trips.
 	remote := &countingStore{Memory: store.NewMemory()}
-	tr := pacer.New(&okTransport{}, pacer.WithLimit(pacer.PerSecond(100)), pacer.WithStore(remote), pacer.WithLease(2))
+	tr := pacer.New(&okTransport{}, pacer.WithLimit(pacer.PerSecond(100)), pacer.WithStore(remote, store.Policy{Lease: 2}))
 	for range 6 {
 		if err := send(context.Background(), tr); err != nil {
 			t.Fatal(err)
@@ -204,8 +198,7 @@ func TestLeasedTokensNeedNoStore(t *testing.T) {
 	})
 	perPath := pacer.WithScope(pacer.Scope{Name: "per-path", Limit: pacer.PerSecond(1000)})
 	remote := newFlakyStore()
-	tr := pacer.New(&okTransport{}, byPath, perPath, pacer.WithStore(remote), pacer.WithLease(8),
-		pacer.WithStoreFailure(pacer.FailClosed()), pacer.WithoutRetry())
+	tr := pacer.New(&okTransport{}, byPath, perPath, pacer.WithStore(remote, store.Policy{Lease: 8, OnFailure: store.FailClosed}), pacer.WithoutRetry())
 	get := func(path string) error {
 		req, _ := http.NewRequest("GET", "http://api.example"+path, nil)
 		resp, err := tr.RoundTrip(req)
@@ -228,7 +221,7 @@ func TestLeasedTokensNeedNoStore(t *testing.T) {
 	}
 
 	local := pacer.New(&okTransport{}, byPath, perPath, pacer.WithoutRetry())
-	leased := pacer.New(&okTransport{}, byPath, perPath, pacer.WithStore(newFlakyStore()), pacer.WithLease(64), pacer.WithoutRetry())
+	leased := pacer.New(&okTransport{}, byPath, perPath, pacer.WithStore(newFlakyStore(), store.Policy{Lease: 64}), pacer.WithoutRetry())
 	req, _ := http.NewRequest("GET", "http://api.example/x", nil)
 	allocs := func(tr *pacer.Transport) float64 {
 		return testing.AllocsPerRun(20, func() {

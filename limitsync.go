@@ -11,44 +11,7 @@ import (
 	"github.com/pacer-go/pacer/store"
 )
 
-// WithLimitSync makes SetLimit a change for the whole fleet: it publishes
-// the limit in the Transport's store, which must be a LimitStore, and every
-// Transport sharing the store with this option reads the published limits
-// at most interval apart, on the path of its first call after interval has
-// passed (one store round trip, bounded by WithStoreTimeout), and applies
-// the newer ones as SetLimit would. So every instance that makes calls
-// paces by a change within interval of it. A Transport with no calls reads
-// nothing, and needs nothing.
-//
-// A store that fails to publish makes SetLimit fail, and nothing changes;
-// one that fails to be read is reported (observe.EventStoreFailure) and read again
-// at the next interval. Limits given to New are each instance's own until
-// a SetLimit publishes one.
-//
-// The same sync carries what a refusal teaches, so that a fleet learns it
-// once, not once per instance: a cut of a scope's pace (a 429 that teaches
-// nothing else) is published in the store, on the refused call's path
-// (one round trip, bounded as above; a failure is reported as an
-// observe.EventStoreFailure and the call returns as it would have), and every
-// other instance applies it at its next read: the same cut and the same
-// climb back, its start time included, so the fleet climbs back together.
-// A cut is applied once, and never over a deeper one the instance took
-// since; each is an observe.EventPaceChanged whose Origin is observe.OriginStore. Only a
-// scope's shared bucket is published; a keyed bucket's cut (Charge.Key)
-// stays its instance's. Without WithLimitSync, each instance of a fleet
-// learns a refusal on its own, and the others are refused in turn before
-// they do.
-func WithLimitSync(interval time.Duration) Option {
-	return func(c *config) {
-		if interval <= 0 {
-			c.errs = append(c.errs, fmt.Errorf("WithLimitSync(%v): the interval must be positive", interval))
-			return
-		}
-		c.limitSync = interval
-	}
-}
-
-// limitSync is what a Transport keeps for WithLimitSync.
+// limitSync is what a Transport keeps for store.Policy.LimitSync.
 type limitSync struct {
 	store    store.LimitStore
 	interval time.Duration

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/observe"
+	"github.com/pacer-go/pacer/store"
 )
 
 // events is an observe.Observer that keeps what it hears.
@@ -40,16 +41,16 @@ func (e *events) of(kind observe.EventKind) []observe.Event {
 func TestStoreFailureIsObservedUnderEveryPolicy(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		policy pacer.StoreFailure
+		policy store.Policy
 		failed bool // the request fails
 	}{
-		{"FallBackLocal", pacer.FallBackLocal(2), false},
-		{"FailOpen", pacer.FailOpen(), false},
-		{"FailClosed", pacer.FailClosed(), true},
+		{"FallBackLocal", store.Policy{Instances: 2}, false},
+		{"FailOpen", store.Policy{OnFailure: store.FailOpen}, false},
+		{"FailClosed", store.Policy{OnFailure: store.FailClosed}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &events{}
-			tr, store, _, _ := failureSetup(t, pacer.WithStoreFailure(tc.policy), pacer.WithObserver(rec))
+			tr, store, _, _ := failureSetup(t, tc.policy, pacer.WithObserver(rec))
 			store.down.Store(true)
 			err := send(context.Background(), tr)
 			if (err != nil) != tc.failed {

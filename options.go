@@ -46,13 +46,9 @@ type config struct {
 	// to say once what it means.
 	concurrencyZero bool
 
-	// What to do when a shared store fails (storefailure.go).
-	storeFailure StoreFailure
-	storeTimeout time.Duration
-	lease        leaseConfig // lease.go; Size 0: no lease
+	storePolicy store.Policy // WithStore's, checked; zero fields mean the defaults
 
 	slotAgeAlert time.Duration                         // slotage.go; 0: defaultSlotAgeAlert
-	limitSync    time.Duration                         // limitsync.go; 0: none
 	tenantOf     func(*http.Request) (string, float64) // tenant.go
 
 	meter  *Meter       // budget.go
@@ -167,15 +163,44 @@ func WithWorkload(name string, w Workload) Option {
 }
 
 // WithStore keeps the buckets in s instead of this process's memory, so that
-// a fleet can share them.
-func WithStore(s store.Store) Option {
+// a fleet can share them, and uses s as p says: what to do while s does not
+// answer, how long to wait for it, whether to lease tokens and whether to
+// share limits with the fleet (see store.Policy). The zero Policy is the
+// default. A field of p out of range makes Err name it.
+func WithStore(s store.Store, p store.Policy) Option {
 	return func(c *config) {
 		if s == nil {
 			c.errs = append(c.errs, fmt.Errorf("WithStore: the store must not be nil"))
 			return
 		}
-		c.store = s
+		if err := checkStorePolicy(p); err != nil {
+			c.errs = append(c.errs, fmt.Errorf("WithStore: %w", err))
+			return
+		}
+		c.store, c.storePolicy = s, p
 	}
+}
+
+// checkStorePolicy returns an error naming the first field of p out of
+// range.
+func checkStorePolicy(p store.Policy) error {
+	switch {
+	case p.OnFailure < store.FallBackLocal || p.OnFailure > store.FailClosed:
+		return fmt.Errorf("store.Policy.OnFailure is %v; use store.FallBackLocal, store.FailOpen or store.FailClosed", p.OnFailure)
+	case p.Instances < 0:
+		return fmt.Errorf("store.Policy.Instances is %d; it must be at least 1, or 0 for 1", p.Instances)
+	case p.Instances > 0 && p.OnFailure != store.FallBackLocal:
+		return fmt.Errorf("store.Policy.Instances is %d with OnFailure %v; Instances is FallBackLocal's share, so leave it 0", p.Instances, p.OnFailure)
+	case p.Timeout < 0:
+		return fmt.Errorf("store.Policy.Timeout is %v; it must be positive, or 0 for the default, one second", p.Timeout)
+	case p.Lease < 0:
+		return fmt.Errorf("store.Policy.Lease is %d; it must be at least 1, or 0 for no lease", p.Lease)
+	case p.AdaptiveLease && p.Lease == 0:
+		return fmt.Errorf("store.Policy.AdaptiveLease is set with Lease 0; set Lease to the largest lease, at least 1")
+	case p.LimitSync < 0:
+		return fmt.Errorf("store.Policy.LimitSync is %v; it must be positive, or 0 for no sync", p.LimitSync)
+	}
+	return nil
 }
 
 // SetClock makes the Transport tell time and wait by clk. It is how

@@ -894,7 +894,7 @@ func againstHTTPRateAsAFleetOn(t *testing.T, shared store.Store, n, callers, rat
 		api := &windowAPI{limit: 100, window: time.Second, sliding: true, retryAfter: true}
 		var trs []*Transport
 		for range n {
-			trs = append(trs, New(&wire{next: api}, WithLimit(PerSecond(rate)), WithStore(shared), WithLogger(slogTo(io.Discard))))
+			trs = append(trs, New(&wire{next: api}, WithLimit(PerSecond(rate)), WithStore(shared, store.Policy{}), WithLogger(slogTo(io.Discard))))
 		}
 		start := time.Now()
 		if neighbourRate > 0 {
@@ -980,7 +980,7 @@ func TestFleetWithoutTheTotalKeepsItsBlindPace(t *testing.T) {
 // the last it had seen; it measures afresh instead.
 func TestAFleetTotalThatStartsAgainIsMeasuredAfresh(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := New(http.DefaultTransport, WithLimit(PerSecond(100)), WithStore(fleetStore{store.NewMemory()}))
+		tr := New(http.DefaultTransport, WithLimit(PerSecond(100)), WithStore(fleetStore{store.NewMemory()}, store.Policy{}))
 		s := tr.defaultScope.shared
 		var total int64 = 5000
 		for range 20 {
@@ -1009,7 +1009,7 @@ func TestAFleetTotalThatStartsAgainIsMeasuredAfresh(t *testing.T) {
 // there. The scope measures afresh from the first report in the new unit.
 func TestMarksThatChangeUnitAreMeasuredAfresh(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tr := New(http.DefaultTransport, WithLimit(PerSecond(100)), WithStore(fleetStore{store.NewMemory()}))
+		tr := New(http.DefaultTransport, WithLimit(PerSecond(100)), WithStore(fleetStore{store.NewMemory()}, store.Policy{}))
 		s := tr.defaultScope.shared
 		for range 5 { // the scope's own spent, no total
 			time.Sleep(50 * time.Millisecond)

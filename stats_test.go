@@ -87,7 +87,7 @@ func TestStatsCountBudgetsAndTokens(t *testing.T) {
 }
 
 func TestStatsDoNotAskASharedStoreForTokens(t *testing.T) {
-	tr := New(nil, WithLimit(PerSecond(10)), WithStore(&countingStore{Store: store.NewMemory()}))
+	tr := New(nil, WithLimit(PerSecond(10)), WithStore(&countingStore{Store: store.NewMemory()}, store.Policy{}))
 	if d := tr.Stats().Scopes[0]; d.TokensKnown {
 		t.Errorf("tokens known for a shared store: %+v", d)
 	}

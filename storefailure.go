@@ -15,134 +15,19 @@ import (
 )
 
 // ErrStoreUnavailable is the cause of the error a request gets when the
-// shared store did not answer and the policy is FailClosed.
+// shared store did not answer and its store.Policy is store.FailClosed.
 var ErrStoreUnavailable = errors.New("pacer: the shared store is unavailable")
 
-// A StoreFailure says what a Transport does while its shared store (Redis,
-// Postgres) does not answer: FailOpen, FailClosed or FallBackLocal. The
-// default is FallBackLocal(1).
-//
-// A call to the store fails when it returns an error or takes longer than
-// the store timeout (WithStoreTimeout). An error the store raises about the
-// call's own values (store.ErrInvalidDemand: a value it cannot hold) is not a
-// failure: the request that made the call gets it, and the store serves
-// every other request as before.
-//
-// A request whose own context ends first gets its context's error,
-// whatever the policy. That alone says nothing about the store, but callers
-// whose deadlines are all shorter than the store timeout must not keep the
-// policy from ever applying: when a caller gives up on a call and the store
-// has answered nobody since that call began, the store is checked once, in
-// the background, by a call bounded by the store timeout alone, and a check
-// that fails is a failure like any other. So the policy takes effect within
-// about the store timeout of the store going silent, however short the
-// callers' deadlines; only one check runs at a time.
-//
-// After a failure the store is left alone for a short while, then asked
-// again by one request at a time, the wait growing while it stays down; the
-// first answer ends the failure, and every request goes to the store again.
-//
-// What a request learns from a response (a bucket lowered to what the
-// provider reported) and a budget given back by a call that was not sent go
-// to the store in the background, from one goroutine per Transport that
-// runs while there is something to send: a request never waits for them.
-// One write per bucket waits at a time; a newer clamp replaces an older
-// one, refunds add up, and at most 4096 buckets wait, the rest being
-// dropped (with an observe.EventStoreFailure) while the store does not keep up.
-// While the store is known to be down they go to the local fallback at once.
-//
-// Tokens already leased from the store (WithLease) were granted by it: they
-// are spent while it is down, whatever the policy, and the policy applies to
-// the requests that need a round trip.
-//
-// # Budgets
-//
-// A workload's spend budget (Workload.Budget) is a hard cap, so while the
-// store is down it fails closed whatever the policy: its calls fail with an
-// error matching ErrStoreUnavailable. A workload that prefers to keep
-// working sets Budget.FollowStoreFailure; its budget then follows the
-// policy: FailClosed refuses, FailOpen spends without the store, and
-// FallBackLocal(n) lets this process spend 1/n of the budget's Limit in the
-// period, counting what it spent before the store went down.
-//
-// Whatever the policy and the store, a process never spends more than a
-// budget's Limit in one period by its own count (the period starting with
-// its first spend after the previous one ended). That is what a store that
-// loses its data cannot undo: a Redis restarted without persistence has
-// forgotten what the fleet spent and would grant the whole budget again,
-// but each process still refuses what it alone has spent. What the other
-// processes spent is lost with the store: each restart in a period can
-// grant the fleet up to one budget more between them, though never one
-// process more than one budget. A lone process holds its budget exactly.
-// Run Redis with persistence (AOF) or use Postgres where a fleet's budget
-// must hold across a restart.
-type StoreFailure struct {
-	mode      failureMode
-	instances int
-}
-
-type failureMode int
-
-const (
-	fallBackLocal failureMode = iota
-	failOpen
-	failClosed
-)
-
-// FailOpen sends requests without shared pacing while the store is down.
-// Each instance still caps concurrency, and still obeys what the provider
-// says (Retry-After), but nothing stops the fleet from sending faster than
-// the limit.
-func FailOpen() StoreFailure { return StoreFailure{mode: failOpen} }
-
-// FailClosed refuses requests while the store is down, with an error that
-// matches ErrStoreUnavailable. Nothing is sent that the shared bucket did not
-// allow.
-func FailClosed() StoreFailure { return StoreFailure{mode: failClosed} }
-
-// FallBackLocal paces requests with a bucket in this process while the store
-// is down, at 1/instances of every limit: instances is how many processes
-// share the store, so that together they stay near the limit. The share is
-// of the rate, the burst and the floors; costs are unchanged, so a request
-// that costs more than the shrunk burst fails at once, as one that exceeds
-// any bucket does (ErrExceedsCapacity), until the store is back.
-//
-// The default is FallBackLocal(1): each instance alone at the full limit,
-// which a fleet of N exceeds N times over. Set your fleet's size.
-func FallBackLocal(instances int) StoreFailure {
-	return StoreFailure{mode: fallBackLocal, instances: instances}
-}
-
 // defaultStoreTimeout bounds each call to a shared store unless
-// WithStoreTimeout says otherwise. A store answers in a round trip; a second
-// means it is not answering.
+// store.Policy.Timeout says otherwise.
 const defaultStoreTimeout = time.Second
 
-// WithStoreFailure sets what happens while the shared store set WithStore
-// does not answer. It has no effect on the in-memory store, which cannot
-// fail.
-func WithStoreFailure(f StoreFailure) Option {
-	return func(c *config) {
-		if f.mode == fallBackLocal && f.instances < 1 {
-			c.errs = append(c.errs, fmt.Errorf("WithStoreFailure(FallBackLocal(%d)): the number of instances must be at least 1", f.instances))
-			return
-		}
-		c.storeFailure = f
+// storeTimeout returns the bound of each call to a store used under p.
+func storeTimeout(p store.Policy) time.Duration {
+	if p.Timeout == 0 {
+		return defaultStoreTimeout
 	}
-}
-
-// WithStoreTimeout bounds each call to the shared store set WithStore; a
-// call that takes longer is a failure, handled as WithStoreFailure says.
-// The default is one second: a store answers in a round trip, and a second
-// means it is not answering.
-func WithStoreTimeout(d time.Duration) Option {
-	return func(c *config) {
-		if d <= 0 {
-			c.errs = append(c.errs, fmt.Errorf("WithStoreTimeout(%v): the timeout must be positive", d))
-			return
-		}
-		c.storeTimeout = d
-	}
+	return p.Timeout
 }
 
 // How long a failed store is left alone before it is asked again: the
@@ -152,18 +37,19 @@ const (
 	maxRetry = 2 * time.Second
 )
 
-// guardedStore is a Store decorator that applies a StoreFailure policy to
+// guardedStore is a Store decorator that applies a store.Policy's failure mode to
 // a remote store, bounds every call to it, and sends the writes nobody
 // waits for (clamps, refunds) in the background.
 type guardedStore struct {
-	remote  store.Store
-	inline  bool // remote honours its context: call it on the caller's goroutine
-	policy  StoreFailure
-	timeout time.Duration
-	clock   clock.Clock
-	local   *store.Memory // for FallBackLocal
+	remote    store.Store
+	inline    bool // remote honours its context: call it on the caller's goroutine
+	mode      store.FailureMode
+	instances int // FallBackLocal's share, at least 1
+	timeout   time.Duration
+	clock     clock.Clock
+	local     *store.Memory // for FallBackLocal
 	// ledger is this process's own count of each budget's spend, which no
-	// store's answer overrules (see Budgets on StoreFailure).
+	// store's answer overrules (see store.Policy.OnFailure).
 	ledger *store.Memory
 	writes writeQueue // clamps and refunds on their way to the store
 
@@ -187,12 +73,11 @@ type guardedStore struct {
 	warn func(scope string, err error)
 }
 
-func guardStore(s store.Store, f StoreFailure, timeout time.Duration) *guardedStore {
-	if f.mode == fallBackLocal && f.instances < 1 {
-		f.instances = 1
-	}
+// guardStore returns the guard of s under p, a policy WithStore checked;
+// its zero fields mean the defaults.
+func guardStore(s store.Store, p store.Policy) *guardedStore {
 	cs, ok := s.(store.ContextStore)
-	return &guardedStore{remote: s, inline: ok && cs.HonoursContext(), policy: f, timeout: timeout,
+	return &guardedStore{remote: s, inline: ok && cs.HonoursContext(), mode: p.OnFailure, instances: max(p.Instances, 1), timeout: storeTimeout(p),
 		clock: clock.System, local: store.NewMemory(), ledger: store.NewMemory(), backoff: minRetry}
 }
 
@@ -389,7 +274,7 @@ func (g *guardedStore) share(demands []store.Demand) []store.Demand {
 
 // shareOf returns d with its limits cut to this instance's share of them.
 func (g *guardedStore) shareOf(d store.Demand) store.Demand {
-	n := float64(g.policy.instances)
+	n := float64(g.instances)
 	d.Rate, d.Burst, d.Floor = d.Rate/n, d.Burst/n, d.Floor/n
 	return d
 }
@@ -410,13 +295,13 @@ func (g *guardedStore) Take(ctx context.Context, now time.Time, demands []store.
 	if err != nil || !failed {
 		return d, err
 	}
-	if g.policy.mode == failClosed {
+	if g.mode == store.FailClosed {
 		return store.Decision{}, g.unavailable()
 	}
 	if len(demands) > 0 {
 		g.cover(demands[0].Scope)
 	}
-	if g.policy.mode == failOpen {
+	if g.mode == store.FailOpen {
 		return store.Decision{OK: true}, nil
 	}
 	d, err = g.local.Take(ctx, now, g.share(demands))
@@ -463,7 +348,7 @@ func (g *guardedStore) giveBack(ctx context.Context, kind writeKind, now time.Ti
 			}
 		}
 		switch {
-		case g.policy.mode != fallBackLocal:
+		case g.mode != store.FallBackLocal:
 			return nil
 		case kind == adjustWrite:
 			return g.local.Adjust(ctx, now, g.share(demands))
@@ -492,10 +377,10 @@ func (g *guardedStore) Clamp(ctx context.Context, now time.Time, d store.Demand,
 }
 
 func (g *guardedStore) clampLocal(now time.Time, d store.Demand, tokens float64) error {
-	if g.policy.mode != fallBackLocal {
+	if g.mode != store.FallBackLocal {
 		return nil
 	}
-	return g.local.Clamp(context.Background(), now, g.shareOf(d), tokens/float64(g.policy.instances))
+	return g.local.Clamp(context.Background(), now, g.shareOf(d), tokens/float64(g.instances))
 }
 
 // enqueue queues a write for the store, and starts the goroutine that sends
@@ -547,7 +432,7 @@ func (g *guardedStore) write(w pendingWrite) {
 		switch {
 		case w.kind == clampWrite:
 			g.clampLocal(w.now, d, w.tokens)
-		case g.policy.mode != fallBackLocal:
+		case g.mode != store.FallBackLocal:
 		case w.kind == adjustWrite:
 			g.local.Adjust(context.Background(), w.now, g.share([]store.Demand{d}))
 		default:
@@ -584,8 +469,8 @@ func adjustOrRefund(ctx context.Context, s store.Store, now time.Time, demands [
 }
 
 // takeBudget spends a workload's budget: demands is its one budget demand.
-// follow is the workload's Budget.FollowStoreFailure. See Budgets on
-// StoreFailure.
+// follow is the workload's Budget.FollowStoreFailure. See the budgets
+// paragraph of store.Policy.OnFailure.
 func (g *guardedStore) takeBudget(ctx context.Context, now time.Time, demands []store.Demand, follow bool) (store.Decision, error) {
 	// This process's own count comes first, and no store overrules it.
 	if dec, _ := g.ledger.Take(ctx, now, demands); !dec.OK {
@@ -599,17 +484,17 @@ func (g *guardedStore) takeBudget(ctx context.Context, now time.Time, demands []
 	switch {
 	case err != nil || !failed:
 		return dec, err
-	case !follow || g.policy.mode == failClosed:
+	case !follow || g.mode == store.FailClosed:
 		return store.Decision{}, fmt.Errorf("%w (a budget fails closed while the store is down, unless its Budget.FollowStoreFailure is set)", g.unavailable())
 	}
 	g.cover(demands[0].Scope)
-	if g.policy.mode == failOpen {
+	if g.mode == store.FailOpen {
 		return g.ledger.Take(ctx, now, demands)
 	}
-	// FallBackLocal(n): 1/n of the budget in the period, this process's
+	// FallBackLocal: 1/instances of the budget in the period, this process's
 	// spend before the outage counted: the take must leave the rest.
 	share := demands[0]
-	share.Floor = share.Burst - share.Burst/float64(g.policy.instances)
+	share.Floor = share.Burst - share.Burst/float64(g.instances)
 	return g.ledger.Take(ctx, now, []store.Demand{share})
 }
 

@@ -76,13 +76,13 @@ func (o *okTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // failureSetup is a transport over a flaky store with a bucket of 8 that
 // hardly refills, failing fast so that a denial is an error, not a wait.
-func failureSetup(t *testing.T, opts ...pacer.Option) (*pacer.Transport, *flakyStore, *okTransport, *fakeclock.Clock) {
+func failureSetup(t *testing.T, p store.Policy, opts ...pacer.Option) (*pacer.Transport, *flakyStore, *okTransport, *fakeclock.Clock) {
 	store := newFlakyStore()
 	base := &okTransport{}
 	clk := fakeclock.New(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 	tr := pacer.New(base, append([]pacer.Option{
 		pacer.WithLimit(pacer.Limit{Count: 8, Per: time.Hour, Burst: 8}), pacer.WithHeadroom(1),
-		pacer.WithFailFast(), pacer.WithStore(store), clock.With[pacer.Option](virtualClock{clk}),
+		pacer.WithFailFast(), pacer.WithStore(store, p), clock.With[pacer.Option](virtualClock{clk}),
 	}, opts...)...)
 	if err := tr.Err(); err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ func sendN(t *testing.T, tr *pacer.Transport, n int) (sent int, errs []error) {
 }
 
 func TestStoreFailureFallBackLocal(t *testing.T) {
-	tr, store, _, clk := failureSetup(t, pacer.WithStoreFailure(pacer.FallBackLocal(4)))
+	tr, store, _, clk := failureSetup(t, store.Policy{Instances: 4})
 	if sent, _ := sendN(t, tr, 3); sent != 3 {
 		t.Fatalf("with the store up sent %d of 3", sent)
 	}
@@ -137,7 +137,7 @@ func TestStoreFailureFallBackLocal(t *testing.T) {
 }
 
 func TestStoreFailureFailOpen(t *testing.T) {
-	tr, store, _, _ := failureSetup(t, pacer.WithStoreFailure(pacer.FailOpen()))
+	tr, store, _, _ := failureSetup(t, store.Policy{OnFailure: store.FailOpen})
 	store.down.Store(true)
 	if sent, errs := sendN(t, tr, 20); sent != 20 {
 		t.Fatalf("failing open sent %d of 20: %v", sent, errs)
@@ -145,7 +145,7 @@ func TestStoreFailureFailOpen(t *testing.T) {
 }
 
 func TestStoreFailureFailClosed(t *testing.T) {
-	tr, store, base, _ := failureSetup(t, pacer.WithStoreFailure(pacer.FailClosed()))
+	tr, store, base, _ := failureSetup(t, store.Policy{OnFailure: store.FailClosed})
 	store.down.Store(true)
 	sent, errs := sendN(t, tr, 3)
 	if sent != 0 || base.sent.Load() != 0 {
@@ -161,7 +161,7 @@ func TestStoreFailureFailClosed(t *testing.T) {
 // A failed store is asked again after a short wait, by one request, not by
 // every request in the meantime.
 func TestStoreFailureBacksOff(t *testing.T) {
-	tr, store, _, clk := failureSetup(t, pacer.WithStoreFailure(pacer.FailOpen()))
+	tr, store, _, clk := failureSetup(t, store.Policy{OnFailure: store.FailOpen})
 	store.down.Store(true)
 	sendN(t, tr, 10)
 	if n := store.calls.Load(); n != 1 {
@@ -184,7 +184,7 @@ func TestStoreFailureBacksOff(t *testing.T) {
 func TestStoreFailureHangingStore(t *testing.T) {
 	// In virtual time: the store timeout and the deadlines are timers.
 	synctest.Test(t, func(t *testing.T) {
-		tr, store, _, _ := failureSetup(t, pacer.WithStoreFailure(pacer.FailOpen()), pacer.WithStoreTimeout(50*time.Millisecond))
+		tr, store, _, _ := failureSetup(t, store.Policy{OnFailure: store.FailOpen, Timeout: 50 * time.Millisecond})
 		store.hang.Store(true)
 
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
@@ -208,12 +208,33 @@ func TestStoreFailureHangingStore(t *testing.T) {
 	})
 }
 
-func TestStoreFailureInvalid(t *testing.T) {
-	if pacer.New(nil, pacer.WithStoreFailure(pacer.FallBackLocal(0))).Err() == nil {
-		t.Error("FallBackLocal(0) was accepted")
+// A store.Policy field out of range is an error from Err that names the
+// field, never corrected in silence.
+func TestStorePolicyInvalid(t *testing.T) {
+	for _, c := range []struct {
+		p     store.Policy
+		field string
+	}{
+		{store.Policy{OnFailure: store.FailClosed + 1}, "OnFailure"},
+		{store.Policy{OnFailure: -1}, "OnFailure"},
+		{store.Policy{Instances: -1}, "Instances"},
+		{store.Policy{OnFailure: store.FailOpen, Instances: 2}, "Instances"},
+		{store.Policy{Timeout: -time.Second}, "Timeout"},
+		{store.Policy{Lease: -1}, "Lease"},
+		{store.Policy{AdaptiveLease: true}, "AdaptiveLease"},
+		{store.Policy{LimitSync: -time.Second}, "LimitSync"},
+	} {
+		err := pacer.New(nil, pacer.WithStore(newFlakyStore(), c.p)).Err()
+		if err == nil || !strings.Contains(err.Error(), "store.Policy."+c.field) {
+			t.Errorf("WithStore(%+v): Err() = %v, want an error naming store.Policy.%s", c.p, err, c.field)
+		}
 	}
-	if pacer.New(nil, pacer.WithStoreTimeout(0)).Err() == nil {
-		t.Error("WithStoreTimeout(0) was accepted")
+	if err := pacer.New(nil, pacer.WithStore(nil, store.Policy{})).Err(); err == nil {
+		t.Error("WithStore(nil) was accepted")
+	}
+	// The zero Policy is the default, and valid.
+	if err := pacer.New(nil, pacer.WithStore(newFlakyStore(), store.Policy{})).Err(); err != nil {
+		t.Errorf("WithStore with the zero Policy: %v", err)
 	}
 }
 
@@ -231,8 +252,8 @@ func TestStoreThatHonoursItsContextIsCalledInline(t *testing.T) {
 	// In virtual time: the store timeout and the deadlines are timers.
 	synctest.Test(t, func(t *testing.T) {
 		honouring := honouringStore{newFlakyStore()}
-		tr := pacer.New(&okTransport{}, pacer.WithLimit(pacer.PerSecond(1000)), pacer.WithStore(honouring),
-			pacer.WithStoreFailure(pacer.FailOpen()), pacer.WithStoreTimeout(50*time.Millisecond), pacer.WithoutRetry())
+		tr := pacer.New(&okTransport{}, pacer.WithLimit(pacer.PerSecond(1000)), pacer.WithStore(honouring, store.Policy{OnFailure: store.FailOpen, Timeout: 50 * time.Millisecond}),
+			pacer.WithoutRetry())
 		honouring.hang.Store(true)
 		start := time.Now()
 		if err := send(context.Background(), tr); err != nil {
@@ -243,7 +264,7 @@ func TestStoreThatHonoursItsContextIsCalledInline(t *testing.T) {
 		}
 
 		allocs := func(s store.Store) float64 {
-			tr := pacer.New(&okTransport{}, pacer.WithLimit(pacer.PerSecond(1e9)), pacer.WithStore(s), pacer.WithoutRetry())
+			tr := pacer.New(&okTransport{}, pacer.WithLimit(pacer.PerSecond(1e9)), pacer.WithStore(s, store.Policy{}), pacer.WithoutRetry())
 			return testing.AllocsPerRun(100, func() {
 				if err := send(context.Background(), tr); err != nil {
 					t.Fatal(err)
@@ -277,8 +298,8 @@ func (deadlineStore) Take(ctx context.Context, _ time.Time, _ []store.Demand) (s
 // marked itself done yet.
 func TestStoreFailureAtTheRequestsDeadlineIsTheRequests(t *testing.T) {
 	base := &okTransport{}
-	tr := pacer.New(base, pacer.WithLimit(pacer.PerSecond(100)), pacer.WithStore(deadlineStore{store.NewMemory()}),
-		pacer.WithStoreFailure(pacer.FailOpen()), pacer.WithoutRetry())
+	tr := pacer.New(base, pacer.WithLimit(pacer.PerSecond(100)), pacer.WithStore(deadlineStore{store.NewMemory()}, store.Policy{OnFailure: store.FailOpen}),
+		pacer.WithoutRetry())
 	if err := send(lateContext{context.Background()}, tr); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("err = %v, want the request's deadline", err)
 	}

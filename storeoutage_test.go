@@ -73,7 +73,7 @@ func (p pickyStore) Take(ctx context.Context, now time.Time, ds []store.Demand) 
 func TestInvalidDemandIsTheRequestsError(t *testing.T) {
 	picky := pickyStore{newFlakyStore()}
 	base := &okTransport{}
-	tr := pacer.New(base, pacer.WithStore(picky), pacer.WithStoreFailure(pacer.FailOpen()), pacer.WithoutRetry(),
+	tr := pacer.New(base, pacer.WithStore(picky, store.Policy{OnFailure: store.FailOpen}), pacer.WithoutRetry(),
 		pacer.WithScope(pacer.Scope{Name: "per-key", Limit: pacer.PerSecond(100)}),
 		pacer.WithRoute(func(req *http.Request, cs []pacer.Charge) []pacer.Charge {
 			return []pacer.Charge{{Scope: "per-key", Key: strings.TrimPrefix(req.URL.Path, "/")}}
@@ -165,30 +165,30 @@ func (f *forgetfulStore) Clamp(ctx context.Context, now time.Time, d store.Deman
 func TestBudgetAcrossAStoreOutage(t *testing.T) {
 	const limit = 50
 	cases := []struct {
-		policy    pacer.StoreFailure
+		policy    store.Policy
 		follow    bool
 		before    int // spent while the store was up
 		want      int // sent of 200 while it is down
 		wantCause error
 	}{
 		// What this process spent itself it knows without the store.
-		{pacer.FallBackLocal(1), false, limit, 0, pacer.ErrBudgetExhausted},
-		{pacer.FailOpen(), false, limit, 0, pacer.ErrBudgetExhausted},
-		{pacer.FallBackLocal(1), false, 0, 0, pacer.ErrStoreUnavailable},
-		{pacer.FailOpen(), false, 10, 0, pacer.ErrStoreUnavailable},
-		{pacer.FailClosed(), true, 0, 0, pacer.ErrStoreUnavailable},
-		{pacer.FailOpen(), true, limit, 0, pacer.ErrBudgetExhausted},
-		{pacer.FailOpen(), true, 10, limit - 10, pacer.ErrBudgetExhausted},
-		{pacer.FallBackLocal(1), true, 10, limit - 10, pacer.ErrBudgetExhausted},
-		{pacer.FallBackLocal(2), true, 10, limit/2 - 10, pacer.ErrBudgetExhausted},
-		{pacer.FallBackLocal(5), true, 20, 0, pacer.ErrBudgetExhausted},
+		{store.Policy{Instances: 1}, false, limit, 0, pacer.ErrBudgetExhausted},
+		{store.Policy{OnFailure: store.FailOpen}, false, limit, 0, pacer.ErrBudgetExhausted},
+		{store.Policy{Instances: 1}, false, 0, 0, pacer.ErrStoreUnavailable},
+		{store.Policy{OnFailure: store.FailOpen}, false, 10, 0, pacer.ErrStoreUnavailable},
+		{store.Policy{OnFailure: store.FailClosed}, true, 0, 0, pacer.ErrStoreUnavailable},
+		{store.Policy{OnFailure: store.FailOpen}, true, limit, 0, pacer.ErrBudgetExhausted},
+		{store.Policy{OnFailure: store.FailOpen}, true, 10, limit - 10, pacer.ErrBudgetExhausted},
+		{store.Policy{Instances: 1}, true, 10, limit - 10, pacer.ErrBudgetExhausted},
+		{store.Policy{Instances: 2}, true, 10, limit/2 - 10, pacer.ErrBudgetExhausted},
+		{store.Policy{Instances: 5}, true, 20, 0, pacer.ErrBudgetExhausted},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%+v/follow=%v/spent=%d", c.policy, c.follow, c.before), func(t *testing.T) {
 			forgetful := newForgetfulStore()
 			base := &okTransport{}
-			tr := pacer.New(base, pacer.WithLimit(pacer.PerSecond(1e6)), pacer.WithStore(forgetful),
-				pacer.WithStoreFailure(c.policy), pacer.WithoutRetry(),
+			tr := pacer.New(base, pacer.WithLimit(pacer.PerSecond(1e6)), pacer.WithStore(forgetful, c.policy),
+				pacer.WithoutRetry(),
 				pacer.WithWorkload(pacer.DefaultWorkload, pacer.Workload{
 					Budget: pacer.Budget{Limit: limit, Per: 24 * time.Hour, FollowStoreFailure: c.follow}}))
 			if sent, errs := sendN(t, tr, c.before); sent != c.before {
@@ -211,14 +211,14 @@ func TestBudgetAcrossAStoreOutage(t *testing.T) {
 // A store that forgets what was spent (a Redis restarted without
 // persistence) does not hand this process its budget again.
 func TestBudgetHoldsWhenTheStoreForgets(t *testing.T) {
-	store := newForgetfulStore()
+	forgetful := newForgetfulStore()
 	base := &okTransport{}
-	tr := pacer.New(base, pacer.WithLimit(pacer.PerSecond(1e6)), pacer.WithStore(store), pacer.WithoutRetry(),
+	tr := pacer.New(base, pacer.WithLimit(pacer.PerSecond(1e6)), pacer.WithStore(forgetful, store.Policy{}), pacer.WithoutRetry(),
 		pacer.WithWorkload(pacer.DefaultWorkload, pacer.Workload{Budget: pacer.Budget{Limit: 50, Per: 24 * time.Hour}}))
 	if sent, _ := sendN(t, tr, 60); sent != 50 {
 		t.Fatalf("sent %d, want the budget of 50", sent)
 	}
-	store.forget()
+	forgetful.forget()
 	sent, errs := sendN(t, tr, 200)
 	if sent != 0 {
 		t.Errorf("after the store forgot what was spent, sent %d more of a spent budget", sent)

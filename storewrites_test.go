@@ -42,7 +42,7 @@ func (s *stuckStore) Clamp(ctx context.Context, now time.Time, d store.Demand, t
 func TestClampsWaitingForTheStoreAreBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := &stuckStore{Memory: store.NewMemory(), release: make(chan struct{}), clamps: map[string][]float64{}}
-		g := guardStore(s, FailOpen(), time.Hour)
+		g := guardStore(s, store.Policy{OnFailure: store.FailOpen, Timeout: time.Hour})
 		ctx, now := context.Background(), time.Now()
 		d := store.Demand{Scope: "s", Key: "hot", Rate: 1, Burst: 100}
 		g.Clamp(ctx, now, d, 0)
@@ -93,7 +93,7 @@ func (s lateStore) Take(context.Context, time.Time, []store.Demand) (store.Decis
 // future has not reached.)
 func TestStoreCallPastTheDeadlineOnTheTransportClock(t *testing.T) {
 	fc := fakeclock.New(time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC))
-	g := guardStore(lateStore{store.NewMemory(), fc}, FailOpen(), time.Hour)
+	g := guardStore(lateStore{store.NewMemory(), fc}, store.Policy{OnFailure: store.FailOpen, Timeout: time.Hour})
 	g.clock = fakeClock{fc}
 	ctx, cancel := context.WithDeadline(context.Background(), fc.Now().Add(time.Millisecond))
 	defer cancel()

@@ -77,7 +77,7 @@ type Transport struct {
 	setMu   sync.Mutex
 	current []Workload
 
-	limitSync *limitSync                            // nil unless WithLimitSync (limitsync.go)
+	limitSync *limitSync                            // nil unless store.Policy.LimitSync (limitsync.go)
 	tenantOf  func(*http.Request) (string, float64) // WithTenant (tenant.go)
 }
 
@@ -128,7 +128,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 // them is kept in the config's errs, never a panic.
 func configure(base http.RoundTripper, opts []Option) config {
 	cfg := config{base: base, headroom: DefaultHeadroom, clock: clock.System, maxWait: DefaultMaxWait,
-		storeFailure: FallBackLocal(1), storeTimeout: defaultStoreTimeout, retries: true}
+		retries: true}
 	if base == nil {
 		cfg.base = http.DefaultTransport
 	} else if isNil(base) {
@@ -160,19 +160,20 @@ func (t *Transport) useStore(cfg *config) {
 	if s == nil {
 		s = store.NewMemory()
 	}
-	if cfg.limitSync > 0 {
+	p := cfg.storePolicy
+	if p.LimitSync > 0 {
 		if ls, ok := s.(store.LimitStore); ok {
-			t.limitSync = &limitSync{store: ls, interval: cfg.limitSync, timeout: cfg.storeTimeout, versions: make(map[string]int64), paces: make(map[string]int64)}
+			t.limitSync = &limitSync{store: ls, interval: p.LimitSync, timeout: storeTimeout(p), versions: make(map[string]int64), paces: make(map[string]int64)}
 		} else {
-			cfg.errs = append(cfg.errs, fmt.Errorf("WithLimitSync: the store (%T) keeps no limits; use one that implements LimitStore (store.Memory, store/redisstore, store/pgstore)", s))
+			cfg.errs = append(cfg.errs, fmt.Errorf("WithStore: store.Policy.LimitSync is set, but the store (%T) keeps no limits; use one that implements store.LimitStore (store.Memory, store/redisstore, store/pgstore)", s))
 		}
 	}
 	if _, ok := s.(*store.Memory); !ok {
-		guard := guardStore(s, cfg.storeFailure, cfg.storeTimeout)
+		guard := guardStore(s, p)
 		guard.bind(t)
 		s = guard
-		if cfg.lease.Size > 0 {
-			s = newLeaseStore(guard, cfg.lease)
+		if p.Lease > 0 {
+			s = newLeaseStore(guard, leaseConfig{Size: p.Lease, Adaptive: p.AdaptiveLease})
 		}
 	}
 	t.store = s

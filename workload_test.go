@@ -234,7 +234,7 @@ func TestBudgetIsRefundedWhenTheCallerCancels(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := &stubAPI{clock: clock.System}
 		tr := New(api, WithLimit(Limit{Count: 1, Per: time.Minute, Burst: 1}),
-			WithStore(contextStore{store.NewMemory()}), WithoutRetry(),
+			WithStore(contextStore{store.NewMemory()}, store.Policy{}), WithoutRetry(),
 			WithWorkload("backfill", Workload{Budget: Budget{Limit: 2, Per: time.Hour}}))
 		ctx := ContextWithWorkload(context.Background(), "backfill")
 		mustNotErr(t, get(tr, ctx, "http://api.test/"))

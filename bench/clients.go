@@ -17,6 +17,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/store/redisstore"
 )
 
@@ -49,7 +50,7 @@ type ClientConfig struct {
 	RedisAddr   string
 	RedisPrefix string
 	// LimitSync, when positive with RedisAddr, makes pacer's processes
-	// share what they learn through the store (pacer.WithLimitSync).
+	// share what they learn through the store (store.Policy.LimitSync).
 	LimitSync time.Duration
 
 	// MaxWait is the longest a limiter may make a call wait: the run's
@@ -139,7 +140,7 @@ func (w *Wire) CloseIdle() { w.transport.CloseIdleConnections() }
 //   - pacer: pacer.WithLimit(pacer.PerSecond(cfg.Rate)) at the default
 //     headroom (0.9), unless cfg.Headroom or cfg.PacerBurst say otherwise, or
 //     pacer.WithConcurrency(cfg.Conn); the Redis store when cfg.RedisAddr is
-//     set, and pacer.WithLimitSync(cfg.LimitSync) with it when that is set;
+//     set, with store.Policy{LimitSync: cfg.LimitSync};
 //     everything else default.
 func NewClient(name string, cfg ClientConfig, base http.RoundTripper) (*http.Client, func(), error) {
 	none := func() {}
@@ -180,10 +181,7 @@ func NewClient(name string, cfg ClientConfig, base http.RoundTripper) (*http.Cli
 		release := none
 		if cfg.RedisAddr != "" {
 			rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, PoolSize: 16})
-			opts = append(opts, pacer.WithStore(redisstore.New(rdb, redisstore.WithPrefix(cfg.RedisPrefix))))
-			if cfg.LimitSync > 0 {
-				opts = append(opts, pacer.WithLimitSync(cfg.LimitSync))
-			}
+			opts = append(opts, pacer.WithStore(redisstore.New(rdb, redisstore.WithPrefix(cfg.RedisPrefix)), store.Policy{LimitSync: cfg.LimitSync}))
 			release = func() { rdb.Close() }
 		}
 		tr := pacer.New(base, opts...)

@@ -25,7 +25,7 @@ type Options struct {
 	Goroutines int           // the workload's callers, in all processes together
 	RedisAddr  string        // for pacer in scenarios 3, 13 and 14; required there
 	// LimitSync is how often pacer's processes sharing Redis read what the
-	// fleet learned (pacer.WithLimitSync); 0: they do not share it.
+	// fleet learned (store.Policy.LimitSync); 0: they do not share it.
 	LimitSync  time.Duration
 	Headroom   float64 // pacer's headroom; 0: its default
 	PacerBurst int     // the Burst of pacer's Limit; 0: its default

@@ -89,7 +89,7 @@ const (
 	OriginSetWorkload = "set_workload"
 	// OriginStore is the Origin of an EventLimitChanged that another
 	// instance made, or of an EventPaceChanged that applies a cut another
-	// instance took, read from the shared store (pacer.WithLimitSync).
+	// instance took, read from the shared store (store.Policy.LimitSync).
 	OriginStore = "store"
 )
 

@@ -9,7 +9,7 @@ import (
 
 // A LimitStore keeps what a fleet learns about its scopes, beside the
 // buckets, for every instance sharing the store to read
-// (pacer.WithLimitSync): the limits one instance's Transport.SetLimit
+// (Policy.LimitSync): the limits one instance's Transport.SetLimit
 // publishes, and the pace records its Transport publishes when the
 // provider refuses a call (a cut, and the climb back from it), so that the
 // fleet learns a refusal once. Memory, store/redisstore and store/pgstore
@@ -85,7 +85,7 @@ func (p *publishedLimits) record(scope string) PublishedLimit {
 }
 
 // PublishLimit records l as the scope's limit, for the Transports sharing
-// the store that sync limits (pacer.WithLimitSync).
+// the store that sync limits (Policy.LimitSync).
 func (s *Memory) PublishLimit(_ context.Context, scope string, l Limit) (int64, error) {
 	p := &s.published
 	p.mu.Lock()
@@ -98,7 +98,7 @@ func (s *Memory) PublishLimit(_ context.Context, scope string, l Limit) (int64, 
 }
 
 // PublishPace records pace as the scope's pace record, for the Transports
-// sharing the store that sync limits (pacer.WithLimitSync).
+// sharing the store that sync limits (Policy.LimitSync).
 func (s *Memory) PublishPace(_ context.Context, scope string, pace string) (int64, error) {
 	if err := CheckPaceRecord(pace); err != nil {
 		return 0, err

@@ -14,7 +14,7 @@ func TestMemoryStoreConformance(t *testing.T) {
 		storetest.WithEviction(memoryHeld))
 }
 
-// The zero Memory is a store as NewMemory's is: `pacer.WithStore(&store.Memory{})`
+// The zero Memory is a store as NewMemory's is: `pacer.WithStore(&store.Memory{}, store.Policy{})`
 // must not panic on its first call.
 func TestZeroMemoryStoreConformance(t *testing.T) {
 	storetest.Run(t, func(*testing.T) store.Store { return new(store.Memory) })

@@ -26,7 +26,7 @@
 //
 // A store that answers but refuses a value it cannot hold returns an error
 // matching ErrInvalidDemand; any other error is a failure of the store,
-// handled as pacer.WithStoreFailure says. storetest.Run checks a store
+// handled as Policy.OnFailure says. storetest.Run checks a store
 // against the whole contract; store/redisstore and store/pgstore pass it.
 //
 // # What a fleet spends
@@ -52,7 +52,7 @@
 // # What a fleet learns
 //
 // A store may also keep, beside the buckets, what the fleet learns about
-// its scopes (LimitStore, for pacer.WithLimitSync): each scope's published
+// its scopes (LimitStore, for Policy.LimitSync): each scope's published
 // limit, and its pace record — a cut a refusal made, and the climb back
 // from it, that one instance publishes so that the others apply it instead
 // of being refused in turn. Each is kept under a version from one
@@ -99,7 +99,7 @@ type Store interface {
 
 // A ContextStore is a Store that says whether its calls return promptly
 // once their context ends. A Transport bounds each call to a shared store
-// by the store timeout (pacer.WithStoreTimeout). A store that honours its context
+// by the store timeout (Policy.Timeout). A store that honours its context
 // is bounded by the context's deadline alone, and called on the request's
 // own goroutine. Any other is called in a goroutine of its own, which is
 // abandoned at the deadline: a client that ignores its context (go-redis
@@ -180,7 +180,7 @@ const LongestWait = time.Duration(1 << 62)
 // because of what the call asked, not because the store is unavailable: the
 // store answered, and refused a value it cannot hold. A Transport returns
 // such an error to the request that made the call, and does not count it
-// as a failure of the store (see pacer.StoreFailure): one request's bad input
+// as a failure of the store (see Policy.OnFailure): one request's bad input
 // must not take the store away from every other request.
 var ErrInvalidDemand = errors.New("pacer: the store refused the demand")
 

@@ -27,8 +27,7 @@ func Hang(t *testing.T, s store.Store, hang, resume func()) {
 		sent.Add(1)
 		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: req}, nil
 	})
-	tr := pacer.New(base, pacer.WithLimit(pacer.PerSecond(100)), pacer.WithStore(s),
-		pacer.WithStoreFailure(pacer.FailOpen()), pacer.WithStoreTimeout(100*time.Millisecond))
+	tr := pacer.New(base, pacer.WithLimit(pacer.PerSecond(100)), pacer.WithStore(s, store.Policy{OnFailure: store.FailOpen, Timeout: 100 * time.Millisecond}))
 	get := func(timeout time.Duration) (time.Duration, error) { return timedGet(tr, timeout) }
 	if _, err := get(time.Second); err != nil {
 		t.Fatal(err)

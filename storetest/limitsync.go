@@ -47,8 +47,7 @@ func newFleet(t *testing.T, s store.Store, scope string, interval time.Duration,
 	clk := &stepClock{now: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
 	fleet := make([]*pacer.Transport, 4)
 	for i := range fleet {
-		fleet[i] = pacer.New(nil, pacer.WithStore(s), clock.With[pacer.Option](clk), pacer.WithLimitSync(interval),
-			pacer.WithScope(pacer.Scope{Name: scope, Limit: pacer.PerSecond(1000), FailFast: true}),
+		fleet[i] = pacer.New(nil, pacer.WithStore(s, store.Policy{LimitSync: interval}), clock.With[pacer.Option](clk), pacer.WithScope(pacer.Scope{Name: scope, Limit: pacer.PerSecond(1000), FailFast: true}),
 			pacer.WithObserver(observe.Func(func(e observe.Event) { hear(i, e) })))
 		if err := fleet[i].Err(); err != nil {
 			t.Fatal(err)

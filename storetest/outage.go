@@ -13,7 +13,7 @@ import (
 	"github.com/pacer-go/pacer/store"
 )
 
-// Outage runs, in wall time, one Transport per StoreFailure policy (fail
+// Outage runs, in wall time, one Transport per store.Policy.OnFailure (fail
 // open, fail closed, fall back to a quarter of the limit), each on its own
 // store from newStore, all sending to one counting server on loopback. Mid
 // run it calls stop, which must stop the stores' server, and later start,
@@ -48,11 +48,11 @@ func Outage(t *testing.T, newStore func(t *testing.T) store.Store, stop, start f
 
 	policies := []struct {
 		path   string
-		policy pacer.StoreFailure
+		policy store.Policy
 	}{
-		{"/open", pacer.FailOpen()},
-		{"/closed", pacer.FailClosed()},
-		{"/local", pacer.FallBackLocal(instances)},
+		{"/open", store.Policy{OnFailure: store.FailOpen, Timeout: storeLimit}},
+		{"/closed", store.Policy{OnFailure: store.FailClosed, Timeout: storeLimit}},
+		{"/local", store.Policy{Instances: instances, Timeout: storeLimit}},
 	}
 	type result struct {
 		path       string
@@ -69,7 +69,7 @@ func Outage(t *testing.T, newStore func(t *testing.T) store.Store, stop, start f
 	for _, p := range policies {
 		tr := pacer.New(srv.Client().Transport,
 			pacer.WithLimit(pacer.Limit{Count: rate, Per: time.Second, Burst: rate / 10}), pacer.WithHeadroom(1),
-			pacer.WithStore(newStore(t)), pacer.WithStoreFailure(p.policy), pacer.WithStoreTimeout(storeLimit))
+			pacer.WithStore(newStore(t), p.policy))
 		if err := tr.Err(); err != nil {
 			t.Fatal(err)
 		}

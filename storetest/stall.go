@@ -29,8 +29,8 @@ func LearnWhileHung(t *testing.T, s store.Store, hang, resume func()) {
 		return &http.Response{StatusCode: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"1"}},
 			Body: io.NopCloser(strings.NewReader("")), Request: req}, nil
 	})
-	tr := pacer.New(base, pacer.WithLimit(pacer.PerSecond(100)), pacer.WithStore(s),
-		pacer.WithStoreTimeout(2*time.Second), pacer.WithoutRetry())
+	tr := pacer.New(base, pacer.WithLimit(pacer.PerSecond(100)), pacer.WithStore(s, store.Policy{Timeout: 2 * time.Second}),
+		pacer.WithoutRetry())
 	took, err := timedGet(tr, deadline)
 	if err != nil {
 		t.Fatalf("RoundTrip: %v", err)
@@ -55,8 +55,8 @@ func ShortDeadlines(t *testing.T, s store.Store, hang, resume func()) {
 		sent.Add(1)
 		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: req}, nil
 	})
-	tr := pacer.New(base, pacer.WithLimit(pacer.PerSecond(1000)), pacer.WithStore(s),
-		pacer.WithStoreFailure(pacer.FailOpen()), pacer.WithStoreTimeout(storeTimeout), pacer.WithoutRetry())
+	tr := pacer.New(base, pacer.WithLimit(pacer.PerSecond(1000)), pacer.WithStore(s, store.Policy{OnFailure: store.FailOpen, Timeout: storeTimeout}),
+		pacer.WithoutRetry())
 	get := func() (time.Duration, error) { return timedGet(tr, deadline) }
 	if _, err := get(); err != nil {
 		t.Fatal(err)
@@ -101,9 +101,10 @@ func Budgets(t *testing.T, newStore func(t *testing.T) store.Store, stop, start 
 		sent.Add(1)
 		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: req}, nil
 	})
-	transport := func(policy pacer.StoreFailure, follow bool) *pacer.Transport {
-		tr := pacer.New(base, pacer.WithLimit(pacer.PerSecond(1e6)), pacer.WithStore(newStore(t)),
-			pacer.WithStoreFailure(policy), pacer.WithStoreTimeout(200*time.Millisecond), pacer.WithoutRetry(),
+	transport := func(p store.Policy, follow bool) *pacer.Transport {
+		p.Timeout = 200 * time.Millisecond
+		tr := pacer.New(base, pacer.WithLimit(pacer.PerSecond(1e6)), pacer.WithStore(newStore(t), p),
+			pacer.WithoutRetry(),
 			pacer.WithWorkload(pacer.DefaultWorkload, pacer.Workload{
 				Budget: pacer.Budget{Limit: limit, Per: 24 * time.Hour, FollowStoreFailure: follow}}))
 		if err := tr.Err(); err != nil {
@@ -125,9 +126,9 @@ func Budgets(t *testing.T, newStore func(t *testing.T) store.Store, stop, start 
 		}
 		return sent.Load() - before, errs
 	}
-	spent := transport(pacer.FallBackLocal(1), false) // the default policy
-	open := transport(pacer.FailOpen(), false)
-	followLocal := transport(pacer.FallBackLocal(2), true)
+	spent := transport(store.Policy{}, false) // the default policy
+	open := transport(store.Policy{OnFailure: store.FailOpen}, false)
+	followLocal := transport(store.Policy{Instances: 2}, true)
 	if n, errs := send(spent, limit+1); n != limit || len(errs) != 1 || !errors.Is(errs[0], pacer.ErrBudgetExhausted) {
 		t.Fatalf("with the store up sent %d of %d, errors %v; want the budget, %d, then ErrBudgetExhausted", n, limit+1, errs, limit)
 	}
@@ -153,7 +154,7 @@ func Budgets(t *testing.T, newStore func(t *testing.T) store.Store, stop, start 
 	}
 	// Half the budget for this process, of which it spent 10 already.
 	if n, _ := send(followLocal, 200); n != limit/2-10 {
-		t.Errorf("a budget following FallBackLocal(2) sent %d while the store was down, want %d", n, limit/2-10)
+		t.Errorf("a budget following FallBackLocal with 2 instances sent %d while the store was down, want %d", n, limit/2-10)
 	}
 
 	start()

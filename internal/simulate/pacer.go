@@ -72,8 +72,8 @@ type Pace struct {
 // tells both.
 func MeasurePace(c Config) (Pace, error) {
 	p := Pace{Limit: pacer.Limit{Count: c.PacerCount(), Per: c.PacerPer}}
-	store := &listeningStore{Store: store.NewMemory()}
-	tr := pacer.New(sentOK{}, pacer.WithLimit(p.Limit), pacer.WithHeadroom(c.Headroom), pacer.WithStore(store), clock.With[pacer.Option](newVirtualClock()))
+	listener := &listeningStore{Store: store.NewMemory()}
+	tr := pacer.New(sentOK{}, pacer.WithLimit(p.Limit), pacer.WithHeadroom(c.Headroom), pacer.WithStore(listener, store.Policy{}), clock.With[pacer.Option](newVirtualClock()))
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://api.simulated/", nil)
 	if err != nil {
 		return p, err
@@ -81,10 +81,10 @@ func MeasurePace(c Config) (Pace, error) {
 	if _, err := admit(tr, req); err != nil {
 		return p, err
 	}
-	if len(store.demands) != 1 {
-		return p, fmt.Errorf("simulating pacer: a request took from %d buckets, want 1", len(store.demands))
+	if len(listener.demands) != 1 {
+		return p, fmt.Errorf("simulating pacer: a request took from %d buckets, want 1", len(listener.demands))
 	}
-	p.Rate, p.Burst = store.demands[0].Rate, int(store.demands[0].Burst)
+	p.Rate, p.Burst = listener.demands[0].Rate, int(listener.demands[0].Burst)
 	return p, nil
 }
 

@@ -1,6 +1,6 @@
 // Package storebench drives a shared store through a Transport, for the
 // benchmarks of store/redisstore and store/pgstore that measure what only a
-// Transport reaches: the lease (pacer.WithLease, pacer.WithAdaptiveLease).
+// Transport reaches: the lease (store.Policy.Lease and AdaptiveLease).
 package storebench
 
 import (
@@ -20,15 +20,15 @@ import (
 // Decide returns a decision made by a Transport on s: a request charged to
 // one bucket, named for b, that never runs dry (a billion a second, all of
 // it burst, no headroom), sent to a base that answers at once. Each call is
-// one admission, as one Take on s was; opts add the lease. The Transport's
+// one admission, as one Take on s was; p sets the lease. The Transport's
 // own work is a microsecond or two, small beside a round trip.
-func Decide(b testing.TB, s store.Store, opts ...pacer.Option) func(ctx context.Context) error {
+func Decide(b testing.TB, s store.Store, p store.Policy) func(ctx context.Context) error {
 	scope := storetest.Scope(b)
-	opts = append([]pacer.Option{
-		pacer.WithStore(s), pacer.WithHeadroom(1), pacer.WithoutRetry(),
+	opts := []pacer.Option{
+		pacer.WithStore(s, p), pacer.WithHeadroom(1), pacer.WithoutRetry(),
 		pacer.WithScope(pacer.Scope{Name: scope, Limit: pacer.Limit{Count: 1e9, Per: time.Second, Burst: 1e9}}),
 		pacer.WithRoute(func(*http.Request, []pacer.Charge) []pacer.Charge { return []pacer.Charge{{Scope: scope}} }),
-	}, opts...)
+	}
 	tr := pacer.New(answer{}, opts...)
 	if err := tr.Err(); err != nil {
 		b.Fatal(err)

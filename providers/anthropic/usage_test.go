@@ -57,8 +57,8 @@ func TestPresetSettlesMoneyOnTheStreamsUsage(t *testing.T) {
 	if w := tr.Stats().Workloads[0]; w.SpentMoney != want || !w.ReservedMoney.IsZero() {
 		t.Errorf("stats %+v, want %v spent and nothing reserved", w, want)
 	}
-	if err := send("claude-unknown-1"); !errors.Is(err, pacer.ErrNoPrice) {
-		t.Errorf("a model without a price: %v, want ErrNoPrice", err)
+	if err := send("claude-unknown-1"); !errors.Is(err, prices.ErrNoPrice) {
+		t.Errorf("a model without a price: %v, want prices.ErrNoPrice", err)
 	}
 	if api.calls != 1 {
 		t.Errorf("%d calls sent, want 1: the unpriced one is refused before it is sent", api.calls)

@@ -29,7 +29,7 @@ import (
 // The prices are prices.OpenAI(), the list prices of the models the
 // presets and examples use, each with its source; a model it does not list
 // needs a price from pacer.WithPrices, or a money budget refuses its calls
-// with pacer.ErrNoPrice.
+// with prices.ErrNoPrice.
 func (r *router) meter() pacer.Option {
 	return pacer.WithMeter(pacer.Meter{
 		Estimate: func(req *http.Request) (pacer.CallEstimate, bool) {

@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/storebench"
 	"github.com/pacer-go/pacer/internal/testservers"
 	"github.com/pacer-go/pacer/store"
@@ -103,12 +102,12 @@ func BenchmarkPgstore(b *testing.B) {
 // microsecond or two, is in them.
 func BenchmarkPgstoreLease16(b *testing.B) {
 	p, rt := benchPool(b)
-	runDecide(b, rt, storebench.Decide(b, newStore(b, p), pacer.WithLease(16)))
+	runDecide(b, rt, storebench.Decide(b, newStore(b, p), store.Policy{Lease: 16}))
 }
 
 func BenchmarkPgstoreAdaptiveLease64(b *testing.B) {
 	p, rt := benchPool(b)
-	runDecide(b, rt, storebench.Decide(b, newStore(b, p), pacer.WithAdaptiveLease(64)))
+	runDecide(b, rt, storebench.Decide(b, newStore(b, p), store.Policy{Lease: 64, AdaptiveLease: true}))
 }
 
 // Two scopes in one decision: a pipelined transaction, then its COMMIT.

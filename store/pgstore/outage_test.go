@@ -14,7 +14,7 @@ import (
 )
 
 // A private PostgreSQL, stopped mid-run and started again: no request hangs
-// past its context, each StoreFailure policy holds, and the stores recover.
+// past its context, each store.Policy.OnFailure holds, and the stores recover.
 func TestOutage(t *testing.T) {
 	srv := testservers.StartPostgres(t)
 	storetest.Outage(t, privateStore(srv), srv.Stop, srv.Start)

@@ -4,7 +4,7 @@
 //	pool, _ := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
 //	s := pgstore.New(pool)
 //	if err := s.Migrate(ctx); err != nil { ... }
-//	t := pacer.New(nil, pacer.WithLimit(pacer.PerSecond(50)), pacer.WithStore(s))
+//	t := pacer.New(nil, pacer.WithLimit(pacer.PerSecond(50)), pacer.WithStore(s, store.Policy{}))
 //
 // # The table
 //
@@ -103,7 +103,7 @@
 // # Limits for the fleet
 //
 // The store is a store.LimitStore: a SetLimit on a Transport built
-// WithLimitSync is published in "<table>_limits", one row a scope, under a
+// store.Policy.LimitSync is published in "<table>_limits", one row a scope, under a
 // version from the sequence "<table>_limits_version", and every instance
 // reads the table at its sync interval. A cut a refusal made is published
 // in the scope's row too (the pace and pace_version columns), under a

@@ -13,7 +13,6 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/storebench"
 	"github.com/pacer-go/pacer/internal/testservers"
 	"github.com/pacer-go/pacer/store"
@@ -160,12 +159,12 @@ func BenchmarkRedisstore(b *testing.B) {
 // microsecond or two, is in them.
 func BenchmarkRedisstoreLease16(b *testing.B) {
 	rdb, rt := benchClient(b)
-	run(b, rt, storebench.Decide(b, redisstore.New(rdb, redisstore.WithPrefix("pacer-bench")), pacer.WithLease(16)))
+	run(b, rt, storebench.Decide(b, redisstore.New(rdb, redisstore.WithPrefix("pacer-bench")), store.Policy{Lease: 16}))
 }
 
 func BenchmarkRedisstoreAdaptiveLease64(b *testing.B) {
 	rdb, rt := benchClient(b)
-	run(b, rt, storebench.Decide(b, redisstore.New(rdb, redisstore.WithPrefix("pacer-bench")), pacer.WithAdaptiveLease(64)))
+	run(b, rt, storebench.Decide(b, redisstore.New(rdb, redisstore.WithPrefix("pacer-bench")), store.Policy{Lease: 64, AdaptiveLease: true}))
 }
 
 // Two scopes in one decision: one script over two keys.

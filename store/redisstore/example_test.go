@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/store/redisstore"
 )
 
@@ -21,20 +22,14 @@ func Example_fleet() {
 	rdb := redis.NewClient(&redis.Options{
 		Addr: "localhost:6379",
 		// Gives up at each call's deadline, so a hung Redis holds no
-		// request longer than pacer.WithStoreTimeout.
+		// request longer than store.Policy.Timeout.
 		ContextTimeoutEnabled: true,
 	})
 	defer rdb.Close()
 
 	transport := pacer.New(nil,
 		pacer.WithLimit(pacer.PerMinute(3500)), // the provider's limit, for the whole fleet
-		pacer.WithStore(redisstore.New(rdb)),
-		// While Redis is unreachable, each of the 10 instances paces itself
-		// at a tenth of the limit.
-		pacer.WithStoreFailure(pacer.FallBackLocal(10)),
-		// A busy instance takes up to 16 calls' tokens per round trip to
-		// Redis, a quiet one 1: fewer round trips for a bounded overshoot.
-		pacer.WithAdaptiveLease(16),
+		pacer.WithStore(redisstore.New(rdb), store.Policy{Instances: 10, Lease: 16, AdaptiveLease: true}),
 	)
 	if err := transport.Err(); err != nil {
 		log.Fatal(err)

@@ -116,7 +116,7 @@ func failover(t *testing.T, c *testservers.RedisCluster) {
 	rec := &recorder{Store: s}
 	tr := pacer.New(srv.Client().Transport,
 		pacer.WithLimit(pacer.Limit{Count: rate, Per: time.Second, Burst: rate / 10}), pacer.WithHeadroom(1),
-		pacer.WithStore(rec), pacer.WithStoreFailure(pacer.FailClosed()), pacer.WithStoreTimeout(storeLimit))
+		pacer.WithStore(rec, store.Policy{OnFailure: store.FailClosed, Timeout: storeLimit}))
 	if err := tr.Err(); err != nil {
 		t.Fatal(err)
 	}

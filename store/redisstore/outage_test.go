@@ -13,7 +13,7 @@ import (
 )
 
 // A private Redis, stopped mid-run and started again: no request hangs past
-// its context, each StoreFailure policy holds, and the stores recover.
+// its context, each store.Policy.OnFailure holds, and the stores recover.
 func TestOutage(t *testing.T) {
 	srv := testservers.StartRedis(t)
 	storetest.Outage(t, newRedisStore(srv, false), srv.Stop, srv.Start)

@@ -3,7 +3,7 @@
 //
 //	rdb := redis.NewClient(&redis.Options{Addr: "redis:6379"})
 //	t := pacer.New(nil, pacer.WithLimit(pacer.PerSecond(50)),
-//		pacer.WithStore(redisstore.New(rdb)))
+//		pacer.WithStore(redisstore.New(rdb), store.Policy{}))
 //
 // Every operation is one Lua script (take.lua, embedded), run with EVALSHA
 // and sent again with EVAL when the server answers NOSCRIPT (after a restart
@@ -140,7 +140,7 @@
 // go-redis ignores a context's deadline unless the client is built with
 // ContextTimeoutEnabled: a hung server then holds a call for the client's
 // own timeouts (3 s reads by default). The Transport does not wait for it
-// (see pacer.WithStoreTimeout), but set ContextTimeoutEnabled anyway so that
+// (see store.Policy.Timeout), but set ContextTimeoutEnabled anyway so that
 // the client gives up too and frees its connection: the Transport then also
 // calls the store on the request's goroutine (see store.ContextStore)
 // rather than in one of its own.

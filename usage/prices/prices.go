@@ -12,6 +12,7 @@
 package prices
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -19,6 +20,12 @@ import (
 
 	"github.com/pacer-go/pacer/usage"
 )
+
+// ErrNoPrice is matched by the error of a call that a money budget
+// (pacer.Budget.Spend) refused because its model has no price in the
+// Meter's table: give the model's price (pacer.WithPrices), so that its
+// calls are counted, not free.
+var ErrNoPrice = errors.New("pacer: the model has no price")
 
 // A Price is what a model charges per million tokens, in US dollars:
 // Price{Input: Dollars(3)} is $3 per million input tokens, 3 micro-dollars a

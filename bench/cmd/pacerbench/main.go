@@ -61,7 +61,7 @@ func main() {
 	)
 	flag.StringVar(&o.NginxBin, "nginx", bench.FindNginx(), "nginx binary")
 	flag.StringVar(&o.RedisAddr, "redis", os.Getenv("PACER_REDIS_ADDR"), "Redis host:port for pacer in scenarios 3, 13 and 14")
-	flag.DurationVar(&o.LimitSync, "pacer-limit-sync", time.Second, "pacer's WithLimitSync interval in scenarios 3, 13 and 14, where its processes share Redis; 0: each process learns on its own")
+	flag.DurationVar(&o.LimitSync, "pacer-limit-sync", time.Second, "pacer's store.Policy.LimitSync interval in scenarios 3, 13 and 14, where its processes share Redis; 0: each process learns on its own")
 	flag.DurationVar(&o.Duration, "duration", 12*time.Second, "length of each client × scenario run")
 	flag.IntVar(&o.Goroutines, "goroutines", 16, "callers, in all processes together")
 	flag.IntVar(&o.Server.Rate, "rate", 50, "nginx limit_req rate, requests a second")
@@ -128,7 +128,7 @@ func run(o bench.Options, scenarioList, clientList, out string) error {
 	}
 	fmt.Fprintf(&b, ". %d goroutines, %v per run (scenarios 6–11, 13, 14: 20 s; 12: 2 min), each server started afresh for every run; "+
 		"scenarios 6–9, 12 and 14: go-chi/httprate 100 calls a 1 s sliding window, in the harness's process; "+
-		"3, 13 and 14: pacer's four processes share Redis, with WithLimitSync(%v).\n\n", o.Goroutines, o.Duration, o.LimitSync)
+		"3, 13 and 14: pacer's four processes share Redis, with store.Policy.LimitSync %v.\n\n", o.Goroutines, o.Duration, o.LimitSync)
 	bench.WriteTables(&b, results)
 	os.Stdout.Write(b.Bytes())
 	if out != "" {

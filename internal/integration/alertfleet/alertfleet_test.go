@@ -24,6 +24,7 @@ import (
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/testservers"
 	"github.com/pacer-go/pacer/observe"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/store/redisstore"
 )
 
@@ -78,8 +79,7 @@ func child(addr string) (report, error) {
 	var r report
 	var throttled atomic.Int64
 	tr := pacer.New(okAPI{},
-		pacer.WithStore(redisstore.New(rdb, redisstore.WithPrefix(os.Getenv(envPrefix)))),
-		pacer.WithStoreFailure(pacer.FailClosed()), // a store error must show, not be paced around
+		pacer.WithStore(redisstore.New(rdb, redisstore.WithPrefix(os.Getenv(envPrefix))), store.Policy{OnFailure: store.FailClosed}),
 		pacer.WithLimit(pacer.Limit{Count: 1, Per: 24 * time.Hour, Burst: 1}), pacer.WithFailFast(),
 		pacer.WithObserver(observe.Func(func(e observe.Event) {
 			if e.Kind == observe.EventThrottled {

@@ -69,13 +69,12 @@ func TestMain(m *testing.M) {
 // sending until the deadline. It returns how many requests it sent.
 func child(kind string) (int64, error) {
 	ctx := context.Background()
-	store, until, closeStore, err := childStore(ctx, kind, senders)
+	shared, until, closeStore, err := childStore(ctx, kind, senders)
 	if err != nil {
 		return 0, err
 	}
 	defer closeStore()
-	tr := pacer.New(nil, pacer.WithLimit(pacer.PerSecond(limit)), pacer.WithStore(store),
-		pacer.WithStoreFailure(pacer.FailClosed())) // a store error must show, not be paced around
+	tr := pacer.New(nil, pacer.WithLimit(pacer.PerSecond(limit)), pacer.WithStore(shared, store.Policy{OnFailure: store.FailClosed})) // a store error must show, not be paced around
 	if err := tr.Err(); err != nil {
 		return 0, err
 	}

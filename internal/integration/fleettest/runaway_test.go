@@ -21,6 +21,7 @@ import (
 	"github.com/pacer-go/pacer/internal/testservers"
 	"github.com/pacer-go/pacer/period"
 	"github.com/pacer-go/pacer/providers/openai"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/usage"
 	"github.com/pacer-go/pacer/usage/prices"
 )
@@ -118,7 +119,7 @@ func (f *fakeOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // prints "interactive-ok interactive-failed interactive-ok-after-exhaustion".
 func runawayChild(kind string) (int64, error) {
 	ctx := context.Background()
-	store, until, closeStore, err := childStore(ctx, kind, looping+2)
+	shared, until, closeStore, err := childStore(ctx, kind, looping+2)
 	if err != nil {
 		return 0, err
 	}
@@ -126,7 +127,7 @@ func runawayChild(kind string) (int64, error) {
 	tr := pacer.New(nil,
 		openai.PresetLimits(openai.Limits{Default: openai.ModelLimits{RPM: 1_000_000, TPM: 1_000_000_000}}),
 		pacer.WithPrices(fakePrices),
-		pacer.WithStore(store), pacer.WithStoreFailure(pacer.FailClosed()), pacer.WithoutRetry(),
+		pacer.WithStore(shared, store.Policy{OnFailure: store.FailClosed}), pacer.WithoutRetry(),
 		pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Spend: pacer.Dollars(budgetUSD), Period: period.Daily(0, 0, time.UTC)}}),
 		pacer.WithWorkload("interactive", pacer.Workload{}))
 	if err := tr.Err(); err != nil {
