@@ -203,13 +203,18 @@ type featureActions struct {
 }
 
 func (a *featureActions) op(i int) (op, arg byte) {
-	if len(a.script) == 0 {
-		return 0, 0
-	}
-	step := i % ((len(a.script) + 3) / 4)
-	var b [4]byte
-	copy(b[:], a.script[4*step:])
+	b := scriptStep(a.script, i)
 	return b[3], b[2]
+}
+
+// scriptStep is the i-th group of four bytes of script, taken in a loop
+// (zeros past its end, and for an empty script).
+func scriptStep(script []byte, i int) [4]byte {
+	var b [4]byte
+	if len(script) > 0 {
+		copy(b[:], script[4*(i%((len(script)+3)/4)):])
+	}
+	return b
 }
 
 // permits acquires, tries and reserves permits, and ends each with an
@@ -346,10 +351,7 @@ func (a *featureAPI) RoundTrip(req *http.Request) (*http.Response, error) {
 	if a.healthy.Load() || len(a.script) == 0 {
 		return usageResponse(req, anth, 0, 10), nil
 	}
-	steps := (len(a.script) + 3) / 4
-	i := int(a.next.Add(1)-1) % steps
-	var b [4]byte
-	copy(b[:], a.script[4*i:])
+	b := scriptStep(a.script, int(a.next.Add(1)-1))
 	if b[0]%4 == 1 {
 		h := http.Header{"Retry-After": {strconv.Itoa(int(b[2] % 3))}}
 		return &http.Response{StatusCode: http.StatusTooManyRequests, Header: h, Body: io.NopCloser(strings.NewReader(`{}`)), Request: req}, nil
