@@ -40,7 +40,8 @@
 // workload's budget (budget.go); admit it — a concurrency slot and tokens on
 // every scope, all or none, higher-reserve workloads first, failing at once
 // when the wait cannot end before the context's deadline (admission.go,
-// waitqueue.go with package internal/queue, concurrency.go); send it; learn from the response's headers
+// waitqueue.go with package internal/queue, concurrency.go with package
+// internal/slots); send it; learn from the response's headers
 // (adaptive.go, with package ratelimitheader, and the provider's
 // classifiers: classify.go, with package classify); retry it if that is
 // safe (retry.go, with package retry); and hand back the response with its body wrapped, so the
