@@ -14,6 +14,7 @@ import (
 
 	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/internal/queue"
+	"github.com/pacer-go/pacer/internal/slots"
 	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/store"
 )
@@ -130,7 +131,7 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 		}
 	}
 	if c.needsSlots {
-		epoch := slotEpoch(now)
+		epoch := slots.Epoch(now)
 		for i := range c.charges {
 			ch := &c.charges[i]
 			ch.slotEpoch = epoch

@@ -53,7 +53,7 @@ type charge struct {
 	admittedAt int64 // the scope's admitted count when this call was admitted
 	spentAt    int64 // the scope's spent units, this call's included, then
 	takenAt    int64 // the fleet's, in a store that says (feedback.taken); else 0
-	slotEpoch  int64 // when the call took its slot (slotage.go)
+	slotEpoch  int64 // when the call took its slot (slots.Epoch)
 }
 
 // newPooledCall returns a call for the Transport's pool, its slices on its

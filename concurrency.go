@@ -10,7 +10,7 @@ import (
 )
 
 // acquireSlot takes one of the scope's concurrency slots for workload w, if
-// one is free to w, and counts it as taken in the given epoch (slotage.go).
+// one is free to w, and counts it as taken in the given epoch (internal/slots).
 //
 // A workload's reserved slots are its own: while it holds fewer, it takes
 // any free slot. Beyond them it borrows: it takes a free slot only if that
@@ -45,8 +45,8 @@ func (s *bucket) acquireSlot(w int, epoch int64) bool {
 			}
 			if s.inFlight.CompareAndSwap(n, n+1) {
 				s.inFlightBy[w].Add(1)
-				if !s.ages.tryAdd(epoch) {
-					s.ages.addSlow(epoch)
+				if !s.ages.TryAdd(epoch) {
+					s.ages.Add(epoch)
 				}
 				return true
 			}
@@ -67,7 +67,7 @@ func (s *bucket) acquireSlot(w int, epoch int64) bool {
 	}
 	s.inFlight.Add(1)
 	s.inFlightBy[w].Add(1)
-	s.ages.add(epoch)
+	s.ages.Add(epoch)
 	return true
 }
 
@@ -195,8 +195,8 @@ func (s *bucket) releaseSlot(w int, epoch int64, self *queue.Waiter) {
 	if s.scope.Concurrency == 0 {
 		return
 	}
-	if !s.ages.tryRemove(epoch) {
-		s.ages.removeSlow(epoch)
+	if !s.ages.TryRemove(epoch) {
+		s.ages.Remove(epoch)
 	}
 	s.inFlightBy[w].Add(-1)
 	s.inFlight.Add(-1)

@@ -37,10 +37,12 @@
 // RoundTrip, in transport.go, takes each request through the same steps:
 // route it to the scopes it is charged to and its cost on each (route.go,
 // scope.go); read its workload from the context (workload.go); spend the
-// workload's budget (budget.go); admit it — a concurrency slot and tokens on
+// workload's budget (budget.go, whose meter learns what each model's calls
+// produce in internal/outputs); admit it — a concurrency slot and tokens on
 // every scope, all or none, higher-reserve workloads first, failing at once
 // when the wait cannot end before the context's deadline (admission.go,
-// waitqueue.go with package internal/queue, concurrency.go); send it; learn from the response's headers
+// waitqueue.go with package internal/queue, concurrency.go with package
+// internal/slots); send it; learn from the response's headers
 // (adaptive.go, with package ratelimitheader, and the provider's
 // classifiers: classify.go, with package classify); retry it if that is
 // safe (retry.go, with package retry); and hand back the response with its body wrapped, so the
@@ -111,7 +113,7 @@
 // Transport uses its store: OnFailure chooses what happens while the store
 // is down (fail open, fail closed, or pace locally at 1/Instances of the
 // limit, the default with one instance); Timeout bounds each call; Lease
-// and AdaptiveLease trade a bounded overshoot (Lease units per instance)
+// and AdaptiveLease (internal/lease) trade a bounded overshoot (Lease units per instance)
 // for fewer round trips, BENCHMARKS.md has the figures. A refusal that cuts a
 // shared scope's pace is measured as the share of the instance's calls
 // the provider accepted, and with Policy.LimitSync the whole fleet climbs back

@@ -9,58 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/outputs"
 )
-
-func TestOutputSketchBuckets(t *testing.T) {
-	prev := -1
-	for n := int64(0); n <= sketchMax+1000; n += 1 + n/64 {
-		i := sketchIndex(n)
-		if i < prev || i >= sketchBuckets {
-			t.Fatalf("sketchIndex(%d) = %d after %d: out of order or range", n, i, prev)
-		}
-		prev = i
-		c := sketchCeil(i)
-		if n <= sketchMax && (c < n || float64(c) > float64(n)*1.125+1) {
-			t.Fatalf("sketchCeil(sketchIndex(%d)) = %d: below the output or more than 12.5 %% above it", n, c)
-		}
-		if i > 0 && sketchCeil(i-1) >= n && n <= sketchMax {
-			t.Fatalf("%d fits bucket %d (ceil %d) but went to %d", n, i-1, sketchCeil(i-1), i)
-		}
-	}
-	if sketchIndex(-5) != 0 || sketchCeil(sketchIndex(sketchMax*4)) != sketchMax {
-		t.Errorf("outputs out of range are not clamped")
-	}
-}
-
-func TestOutputLearnerIsBounded(t *testing.T) {
-	var l outputLearner
-	for i := range outputMaxModels + 10 {
-		for range outputMinSamples {
-			l.observe(fmt.Sprint("model-", i), 7)
-		}
-	}
-	if n := len(*l.models.Load()); n != outputMaxModels {
-		t.Errorf("%d models learned, want at most %d", n, outputMaxModels)
-	}
-	if _, ok := l.estimate(fmt.Sprint("model-", outputMaxModels)); ok {
-		t.Errorf("a model beyond the bound has an estimate; want its worst case")
-	}
-	if n, ok := l.estimate("model-0"); !ok || n != 7 {
-		t.Errorf("estimate = %d, %v; want 7", n, ok)
-	}
-	// Once a model is known, learning and reading cost no allocation.
-	if n := testing.AllocsPerRun(100, func() {
-		l.observe("model-1", 9)
-		l.estimate("model-1")
-	}); n != 0 {
-		t.Errorf("%v allocations to learn and read a known model's estimate, want 0", n)
-	}
-	var none *outputLearner
-	none.observe("m", 1) // no meter: nothing learned, no panic
-	if _, ok := none.estimate("m"); ok {
-		t.Error("a nil learner has an estimate")
-	}
-}
 
 // reservedNow makes a call, and returns what the budget holds reserved
 // while its body is open; then reads the body, which settles it.
@@ -88,15 +39,15 @@ func TestOutputEstimateLearned(t *testing.T) {
 	const limit = 1_000_000
 	tr := newMetered(t, llm, clock, Budget{Limit: limit, Per: time.Hour, Unit: "tokens"}, roomy)
 	var billed float64
-	for i := range outputMinSamples {
+	for i := range outputs.MinSamples {
 		if r := reservedNow(t, tr, backfill); r != estIn+estOut {
-			t.Fatalf("call %d reserved %v before %d were settled, want the worst case %d", i+1, r, outputMinSamples, estIn+estOut)
+			t.Fatalf("call %d reserved %v before %d were settled, want the worst case %d", i+1, r, outputs.MinSamples, estIn+estOut)
 		}
 		billed += estIn + 20
 	}
 	// 20 tokens fall in the bucket [20, 21]: the estimate is its top.
 	if r := reservedNow(t, tr, backfill); r != estIn+21 {
-		t.Fatalf("after %d calls of 20 output tokens, a call reserved %v, want %d", outputMinSamples, r, estIn+21)
+		t.Fatalf("after %d calls of 20 output tokens, a call reserved %v, want %d", outputs.MinSamples, r, estIn+21)
 	}
 	billed += estIn + 20
 	if got := budgetLevel(tr, "backfill", clock.Now()); got != limit-billed {
@@ -142,7 +93,7 @@ func TestOutputEstimateOvershootBound(t *testing.T) {
 	roomy := WithScope(Scope{Name: "tokens", Unit: "tokens", Limit: Limit{Count: 1e9, Per: time.Second, Burst: 1e9}})
 	tr := newMetered(t, llm, clock, Budget{Limit: 1e6, Per: time.Hour, Unit: "tokens"}, roomy,
 		WithWorkload("small", Workload{Budget: Budget{Limit: 1000, Per: time.Hour, Unit: "tokens"}}))
-	for range outputMinSamples {
+	for range outputs.MinSamples {
 		mustNotErr(t, chatAll(t, tr, backfill))
 	}
 	llm.mu.Lock()
@@ -185,7 +136,7 @@ func TestOutputEstimateOvershootBound(t *testing.T) {
 	llm.mu.Lock()
 	llm.reply.output = 20
 	llm.mu.Unlock()
-	for range outputMinSamples {
+	for range outputs.MinSamples {
 		mustNotErr(t, chatAll(t, tr2, backfill))
 	}
 	llm.mu.Lock()
@@ -202,21 +153,5 @@ func TestOutputEstimateOvershootBound(t *testing.T) {
 	}
 	if got := strings.Join(thresholds.thresholds(), ", "); got != "small 50%, small 100%" {
 		t.Errorf("threshold events %q, want the 50 %% one, then the 100 %% one at the refusal", got)
-	}
-}
-
-// BenchmarkOutputLearner is what a metered call adds: a read of its model's
-// estimate when it is planned, and a sample when it settles.
-func BenchmarkOutputLearner(b *testing.B) {
-	var l outputLearner
-	for i := range outputHalfWindow * 2 {
-		l.observe("gpt-x", int64(i%700))
-	}
-	b.ReportAllocs()
-	i := int64(0)
-	for b.Loop() {
-		l.estimate("gpt-x")
-		l.observe("gpt-x", i%700)
-		i++
 	}
 }

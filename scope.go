@@ -10,6 +10,7 @@ import (
 
 	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/internal/queue"
+	"github.com/pacer-go/pacer/internal/slots"
 )
 
 // DefaultScope is the scope every request is charged to unless a route
@@ -236,7 +237,7 @@ type bucket struct {
 	mu    sync.Mutex
 	queue queue.Queue
 
-	ages slotAges // the slots in flight by when they were taken
+	ages slots.Ages // the slots in flight by when they were taken
 }
 
 func newBucket(c *configuredScope, key string) *bucket {

@@ -151,7 +151,8 @@ func configure(base http.RoundTripper, opts []Option) config {
 }
 
 // useStore sets the Transport's store: the memory store by default; a shared
-// one behind its failure guard (storefailure.go) and its lease (lease.go).
+// one behind its failure guard (storefailure.go) and its lease (lease.go,
+// internal/lease).
 // The lease is outside the guard: tokens it holds were granted by the store,
 // so they are spent while the store is down, and spending them needs none of
 // what the guard spends on a round trip.
@@ -173,7 +174,7 @@ func (t *Transport) useStore(cfg *config) {
 		guard.bind(t)
 		s = guard
 		if p.Lease > 0 {
-			s = newLeaseStore(guard, leaseConfig{Size: p.Lease, Adaptive: p.AdaptiveLease})
+			s = newLeaseStore(guard, p)
 		}
 	}
 	t.store = s
