@@ -55,9 +55,21 @@ import (
 //   - A call the provider rejected (a 4xx or 5xx status, or a connection
 //     that could not be made) settles at zero: OpenAI and Anthropic bill
 //     nothing for those.
+//   - A stream that ends before the provider reported its usage (closed
+//     mid-way, as a chat UI's "stop" does) settles on what streamed: its
+//     input (the provider's figure when the stream gave it, else the
+//     estimate), the output the usage.Counter counted pass
+//     (usage.StreamBytesPerToken), and cutMargin (64 tokens) for what the
+//     provider generated but had not sent, never more than its
+//     reservation. A cut stream is then billed beyond its charge only by
+//     the output generated more than 64 tokens past the last byte read,
+//     and by what the input estimate misses. A stream that may hold
+//     output it does not show (CallEstimate.HiddenOutput, or a reasoning
+//     item or thinking block in the stream), or that showed none of its
+//     provider's events, settles at its estimate, as below.
 //   - A call whose body is closed before the provider reported its usage
-//     (an early close, a stream cut short, a body pacer cannot read)
-//     settles at its estimate: what was reserved stays spent. A body
+//     (an early close, a body pacer cannot read) otherwise settles at its
+//     estimate: what was reserved stays spent. A body
 //     pacer cannot read is one the Meter's Usage gives no reader for — for
 //     the presets, a Content-Type other than JSON or an event stream, or a
 //     Content-Encoding such as gzip (which Go's transport decodes before
