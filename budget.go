@@ -55,9 +55,21 @@ import (
 //   - A call the provider rejected (a 4xx or 5xx status, or a connection
 //     that could not be made) settles at zero: OpenAI and Anthropic bill
 //     nothing for those.
+//   - A stream that ends before the provider reported its usage (closed
+//     mid-way, as a chat UI's "stop" does) settles on what streamed: its
+//     input (the provider's figure when the stream gave it, else the
+//     estimate), the output the usage.Counter counted pass
+//     (usage.StreamBytesPerToken), and cutMargin (64 tokens) for what the
+//     provider generated but had not sent, never more than its
+//     reservation. A cut stream is then billed beyond its charge only by
+//     the output generated more than 64 tokens past the last byte read,
+//     and by what the input estimate misses. A stream that may hold
+//     output it does not show (CallEstimate.HiddenOutput, or a reasoning
+//     item or thinking block in the stream), or that showed none of its
+//     provider's events, settles at its estimate, as below.
 //   - A call whose body is closed before the provider reported its usage
-//     (an early close, a stream cut short, a body pacer cannot read)
-//     settles at its estimate: what was reserved stays spent. A body
+//     (an early close, a body pacer cannot read) otherwise settles at its
+//     estimate: what was reserved stays spent. A body
 //     pacer cannot read is one the Meter's Usage gives no reader for — for
 //     the presets, a Content-Type other than JSON or an event stream, or a
 //     Content-Encoding such as gzip (which Go's transport decodes before
@@ -304,6 +316,11 @@ type Meter struct {
 type CallEstimate struct {
 	Model string
 	Usage usage.Usage
+	// HiddenOutput says the call may be billed output that its stream
+	// does not show (a reasoning model's thinking): a stream of it cut
+	// before its usage settles at its reservation, not on what it
+	// streamed (see Budget).
+	HiddenOutput bool
 }
 
 // WithMeter sets the Transport's Meter; a later one replaces it, but for
@@ -432,6 +449,7 @@ type callMeter struct {
 	est, worst usage.Usage
 	price      prices.Price // the model's, for a budget in money, when priced
 	priced     bool
+	hidden     bool // CallEstimate.HiddenOutput
 	// periodStart is the start of the budget's period when the call spent
 	// it, so that Stats count a settlement in the period it belongs to.
 	periodStart time.Time
@@ -482,7 +500,7 @@ func (c *call) meterFor(req *http.Request, m *Meter) error {
 	if !ok {
 		return nil
 	}
-	c.metered = callMeter{on: true, model: e.Model, est: e.Usage, worst: e.Usage}
+	c.metered = callMeter{on: true, model: e.Model, est: e.Usage, worst: e.Usage, hidden: e.HiddenOutput}
 	if n, ok := m.outputs.estimate(e.Model); ok && n < e.Usage.Output {
 		c.metered.est.Output = n
 	}
@@ -714,21 +732,65 @@ func (c *call) settle(u usage.Usage, final, rejected bool) {
 	if !c.budgetSpent || !c.workload.settles {
 		return
 	}
-	var actual float64
-	switch unit := c.workload.Budget.unit(); {
-	case c.workload.Budget.money():
-		if c.metered.priced {
-			actual = float64(c.metered.price.Cost(u).Micros())
-		}
-	default:
-		n, ok := m.tokens(unit, u)
-		if !ok {
-			c.settleAtEstimate() // a unit the meter does not count
-			return
-		}
-		actual = float64(n)
+	actual, ok := c.budgetActual(u)
+	if !ok {
+		c.settleAtEstimate() // a unit the meter does not count
+		return
 	}
 	c.settleBudget(now, actual, true)
+}
+
+// budgetActual is what u costs in the unit of the call's budget (in
+// micro-dollars for money), or false for a unit the meter does not count.
+func (c *call) budgetActual(u usage.Usage) (float64, bool) {
+	if c.workload.Budget.money() {
+		if c.metered.priced {
+			return float64(c.metered.price.Cost(u).Micros()), true
+		}
+		return 0, true
+	}
+	n, ok := c.t.meter.tokens(c.workload.Budget.unit(), u)
+	return float64(n), ok
+}
+
+// cutMargin is the output a stream cut before its usage is charged beyond
+// what it streamed: what the provider may have generated but not yet sent
+// when the body was closed. 64 tokens is about half a second of a fast
+// model's output (OpenAI's and Anthropic's stream at 50 to 150 tokens a
+// second): the time a close takes to reach the provider through a proxy,
+// and the provider to stop, with the bytes in flight in the connection's
+// buffers that the caller never read. It is pacer's figure, not a
+// provider's.
+const cutMargin = 64
+
+// settleCut settles a metered call whose stream ended before the
+// provider's usage, on what it streamed (usage.Counter): its input as the
+// stream reported it, else as estimated, and the output counted plus
+// cutMargin, never more than the call reserved. Its scopes keep their
+// charges, as for a call settled at its estimate. A call whose estimate
+// says it has hidden output, or whose output would cost more than it
+// reserved, settles at the reservation.
+func (c *call) settleCut(s usage.Streamed) {
+	if !c.metered.on {
+		return
+	}
+	if c.metered.hidden || !c.budgetSpent || !c.workload.settles {
+		c.settleAtEstimate()
+		return
+	}
+	u := s.Usage
+	if !s.InputKnown {
+		e := c.metered.est
+		u.Input, u.CacheRead, u.CacheWrite, u.CacheWrite1h = e.Input, e.CacheRead, e.CacheWrite, e.CacheWrite1h
+	}
+	u.Output = min(s.Output, plausibleOutput) + cutMargin
+	actual, ok := c.budgetActual(u)
+	if reserved := c.budget[0].Cost; !ok || actual >= reserved {
+		c.settleAtEstimate()
+		return
+	}
+	c.metered.on = false
+	c.settleBudget(c.t.clock.Now(), actual, true)
 }
 
 // settleBudget replaces what the call reserved of its workload's budget by
@@ -1024,6 +1086,11 @@ func (b *meteredBody) release() {
 	if b.done.CompareAndSwap(false, true) {
 		b.mu.Lock()
 		u, final := b.r.End()
+		var cut usage.Streamed
+		counted := false
+		if sc, ok := b.r.(usage.Counter); ok && !final {
+			cut, counted = sc.Streamed()
+		}
 		b.mu.Unlock()
 		if c := b.call; final && c.metered.on {
 			if c.metered.implausible(u) {
@@ -1032,7 +1099,11 @@ func (b *meteredBody) release() {
 				c.t.meter.outputs.observe(c.metered.model, u.Output)
 			}
 		}
-		b.call.settle(u, final, false)
+		if counted {
+			b.call.settleCut(cut)
+		} else {
+			b.call.settle(u, final, false)
+		}
 		b.call.finish()
 	}
 }

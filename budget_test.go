@@ -231,8 +231,9 @@ func TestUsageSettlement(t *testing.T) {
 		{"a rejected call settles at zero", llmReply{status: 429}, false, full, 0, false},
 		{"a server error settles at zero", llmReply{status: 503}, false, full, full, false},
 		{"a refused connection settles at zero", llmReply{refused: true}, false, full, full, false},
-		{"a stream cut before its usage settles at the estimate", llmReply{stream: true, cut: true}, false, reserved, reserved, false},
-		{"an early close settles at the estimate", llmReply{stream: true, input: 1, output: 1}, true, reserved, reserved, false},
+		// Its one delta, "hi", is a token; the input is the estimate's.
+		{"a stream cut before its usage settles on what it streamed", llmReply{stream: true, cut: true}, false, full - estIn - 1 - cutMargin, reserved, false},
+		{"an early close before any event settles at the estimate", llmReply{stream: true, input: 1, output: 1}, true, reserved, reserved, false},
 		{"kept charges: billed less than charged", llmReply{input: 40, output: 60}, false, full - 100, reserved, true},
 		{"kept charges: billed more than charged", llmReply{input: 250, output: 250}, false, full - 500, reserved, true},
 		{"kept charges: a server error settles at zero", llmReply{status: 503}, false, full, full, true},

@@ -36,8 +36,10 @@
 // closing brace, or an event of a stream whose data is a whole JSON document
 // and that ended with its blank line. A body cut short therefore never
 // yields a count that may have lost digits, nor a total the provider did not
-// finish sending; End then reports final false, and the caller settles on
-// its estimate.
+// finish sending; End then reports final false. A stream's reader is also a
+// Counter: it counts the output text of the deltas that passed, which the
+// caller may settle on (pacer does); else the caller settles on its
+// estimate.
 //
 // # Providers
 //

@@ -33,6 +33,14 @@ func FuzzReader(f *testing.F) {
 				if u1.Input < 0 || u1.CacheRead < 0 || u1.CacheWrite < 0 || u1.CacheWrite1h < 0 || u1.Output < 0 {
 					t.Fatalf("%s: negative usage %+v", ct, u1)
 				}
+				s1, ok1 := whole.(Counter).Streamed()
+				s2, ok2 := cut.(Counter).Streamed()
+				if s1 != s2 || ok1 != ok2 {
+					t.Fatalf("%s: whole streamed %+v %v, in chunks of %d %+v %v", ct, s1, ok1, step, s2, ok2)
+				}
+				if s1.Input < 0 || s1.CacheRead < 0 || s1.CacheWrite < 0 || s1.CacheWrite1h < 0 || s1.Output < 0 {
+					t.Fatalf("%s: negative count %+v", ct, s1)
+				}
 			}
 		}
 	})

@@ -50,7 +50,38 @@ var openAITree = newTree(map[string]int8{
 	"response.usage.output_tokens":                           slotOutput,
 	"response.usage.input_tokens_details.cached_tokens":      slotCacheRead,
 	"response.usage.input_tokens_details.cache_write_tokens": slotCacheWrite,
-})
+	"object=chat.completion.chunk":                           slotStreaming,
+	"type=response.created":                                  slotStreaming,
+	"item.type=reasoning":                                    slotHidden,
+}, openAIDeltas...)
+
+// The output OpenAI streams, counted for a stream cut before its usage
+// (Counter), from the same definitions:
+//
+//   - chat.completion.chunk: choices[].delta's content, refusal,
+//     tool_calls[].function.arguments and the deprecated
+//     function_call.arguments; the legacy completions' chunks, choices[].text;
+//   - the Responses API's delta events (response.output_text.delta,
+//     response.refusal.delta, response.function_call_arguments.delta and
+//     the rest): their top-level "delta". The ".done" events and
+//     response.completed repeat the text in full under other keys, and are
+//     not counted.
+//
+// A stream is known as OpenAI's by its chunks' object, or by
+// response.created, the Responses stream's first event. A Responses
+// stream with a reasoning item (an output item of type "reasoning") is
+// billed reasoning tokens that it does not stream, at most as a summary:
+// its count is not offered. A reasoning model's chat completion streams
+// no sign of its reasoning; the caller must know the model (see pacer's
+// CallEstimate.HiddenOutput).
+var openAIDeltas = []string{
+	"choices[].delta.content",
+	"choices[].delta.refusal",
+	"choices[].delta.tool_calls[].function.arguments",
+	"choices[].delta.function_call.arguments",
+	"choices[].text",
+	"delta",
+}
 
 // openAIResult: the usage is final once a usage object gave the input,
 // which every one of OpenAI's does (an embedding has no output).
@@ -102,7 +133,19 @@ var anthropicTree = newTree(map[string]int8{
 	"message.usage.cache_creation.ephemeral_1h_input_tokens": slotCacheWrite1h,
 	"message.usage.output_tokens":                            slotOutputSoFar,
 	"type=message_stop":                                      slotStopped,
-})
+	"content_block.type=thinking":                            slotHidden,
+	"content_block.data=*":                                   slotHidden,
+}, anthropicDeltas...)
+
+// The output Anthropic streams, counted for a stream cut before its
+// message_stop (Counter): content_block_delta events' delta.text
+// (text_delta), delta.partial_json (input_json_delta, a tool's input) and
+// delta.thinking (thinking_delta), as in message.go's delta types. A stream
+// is known as Anthropic's by message_start's input. One with a thinking
+// block (content_block_start of type "thinking", or "redacted_thinking",
+// whose "data" is encrypted) is billed its full thinking, of which the
+// Claude 4 models stream a summary: its count is not offered.
+var anthropicDeltas = []string{"delta.text", "delta.partial_json", "delta.thinking"}
 
 func anthropicResult(v *values, stream bool) (Usage, bool) {
 	written := v.n[slotCacheWrite]

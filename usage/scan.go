@@ -58,11 +58,24 @@ type scanner struct {
 	keyLen uint8 // maxKey+1: too long to match
 	num    uint64
 	numBad bool // signed, fractional, exponent or too large
+	// counting: the string being read is output (a counted leaf's), whose
+	// bytes strLen counts.
+	counting bool
+	strLen   int64
+	// out counts the output that streamed past, across documents.
+	out streamCount
+}
+
+// streamCount is the output a stream showed: the bytes of its deltas'
+// text, and how many deltas had any. It counts text as it passes, whether
+// or not its document turns out whole: the caller has those bytes.
+type streamCount struct {
+	bytes, deltas int64
 }
 
 func (s *scanner) reset() {
-	t := s.tree
-	*s = scanner{tree: t, member: 0}
+	t, out := s.tree, s.out
+	*s = scanner{tree: t, member: 0, out: out}
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
@@ -119,13 +132,17 @@ func (s *scanner) step(c byte, v *values) {
 		case '\\':
 			s.state, s.keyLen = jStringEscape, maxKey+1
 		default:
-			// Only a string under a leaf is compared; any other is
-			// skipped unread.
+			// Only a string under a leaf is compared or counted; any
+			// other is skipped unread.
 			if s.member >= 0 {
 				s.keep(c)
+				s.count()
 			}
 		}
 	case jStringEscape:
+		// The escaped character counts as one byte of output (the 4 hex
+		// digits of a \u escape as one each: more, never less).
+		s.count()
 		s.state = jString
 	case jNumber:
 		switch {
@@ -175,6 +192,7 @@ func (s *scanner) value(c byte) {
 		s.open(c)
 	case c == '"':
 		s.state, s.keyLen = jString, 0
+		s.counting, s.strLen = s.member >= 0 && s.tree.nodes[s.member].counted, 0
 	case c >= '0' && c <= '9':
 		s.state, s.num, s.numBad = jNumber, uint64(c-'0'), false
 	case c == '-':
@@ -196,7 +214,9 @@ func (s *scanner) open(c byte) {
 	node := s.member
 	if c == '[' {
 		s.array |= 1 << d
-		node = -1 // no path runs through an array
+		if node >= 0 && !s.tree.nodes[node].elems {
+			node = -1 // no path runs through an array, but for a "key[]"
+		}
 		s.state = jArrayFirst
 	} else {
 		s.array &^= 1 << d
@@ -206,6 +226,26 @@ func (s *scanner) open(c byte) {
 		s.node[d] = node
 	}
 	s.member = -1
+	if c == '[' {
+		s.member = s.element()
+	}
+}
+
+// element is the node of the elements of the array now open: its own for a
+// "key[]", else -1.
+func (s *scanner) element() int16 {
+	if int(s.depth) > len(s.node) {
+		return -1
+	}
+	return s.node[s.depth-1]
+}
+
+// count counts a byte of a counted string.
+func (s *scanner) count() {
+	if s.counting {
+		s.strLen++
+		s.out.bytes++
+	}
 }
 
 func (s *scanner) close(c byte) {
@@ -233,7 +273,7 @@ func (s *scanner) after(c byte) {
 	case isSpace(c):
 	case c == ',':
 		if s.inArray() {
-			s.state, s.member = jValue, -1
+			s.state, s.member = jValue, s.element()
 		} else {
 			s.state = jKey
 		}
@@ -258,11 +298,19 @@ func (s *scanner) child() int16 {
 }
 
 // endString records 1 if the string just read is the one its leaf wants.
+// A counted string is one delta if it holds any text.
 func (s *scanner) endString(v *values) {
-	if s.member < 0 || v == nil || s.keyLen > maxKey {
+	if s.counting {
+		s.counting = false
+		if s.strLen > 0 {
+			s.out.deltas++
+		}
+	}
+	if s.member < 0 || v == nil {
 		return
 	}
-	if n := &s.tree.nodes[s.member]; n.slot >= 0 && n.is != "" && n.is == string(s.key[:s.keyLen]) {
+	n := &s.tree.nodes[s.member]
+	if n.slot >= 0 && (n.is == "*" || n.is != "" && s.keyLen <= maxKey && n.is == string(s.key[:s.keyLen])) {
 		v.set(n.slot, 1)
 	}
 }
@@ -443,6 +491,31 @@ func (r *reader) commit() {
 		r.values.merge(&r.pending)
 	}
 	r.pending = values{}
+}
+
+// Streamed returns what the stream showed before it ended without the
+// provider's final usage: see Counter.
+func (r *reader) Streamed() (Streamed, bool) {
+	v := &r.values
+	hidden := v.has(slotHidden) || r.pending.has(slotHidden)
+	if !r.stream || hidden || !r.ended || !(v.has(slotStreaming) || v.has(slotInput) || r.out.deltas > 0) {
+		return Streamed{}, false
+	}
+	u, final := r.result(v, r.stream)
+	if final {
+		return Streamed{}, false
+	}
+	s := Streamed{Usage: u, InputKnown: v.has(slotInput)}
+	if !s.InputKnown {
+		s.Input, s.CacheRead, s.CacheWrite, s.CacheWrite1h = 0, 0, 0, 0
+	}
+	s.Output = max(u.Output, r.out.tokens())
+	return s, true
+}
+
+// tokens is the output counted, in tokens: see StreamBytesPerToken.
+func (c streamCount) tokens() int64 {
+	return max(c.deltas, (c.bytes+StreamBytesPerToken-1)/StreamBytesPerToken)
 }
 
 func (r *reader) End() (Usage, bool) {

@@ -13,6 +13,8 @@ const (
 	slotOutput                   // output tokens, final
 	slotOutputSoFar              // output tokens counted when a stream began (Anthropic)
 	slotStopped                  // the stream said it ended (Anthropic's message_stop)
+	slotStreaming                // an event only a stream sends (a chunk, response.created)
+	slotHidden                   // the stream has output it does not show (reasoning)
 	numSlots
 )
 
@@ -28,31 +30,51 @@ type treeNode struct {
 	slot     int8 // -1: not a leaf
 	children []int16
 	// is, when set, makes the leaf record 1 when its value is this string
-	// (at most maxKey bytes), instead of recording an integer.
+	// (at most maxKey bytes), instead of recording an integer; "*" matches
+	// any string.
 	is string
+	// counted: the leaf's string value is output that streamed past (a
+	// delta), whose bytes the reader counts (streamCount).
+	counted bool
+	// elems: an array under this node has elements read as the node
+	// itself ("choices[]"); under any other array nothing is read.
+	elems bool
 }
 
 // newTree builds a tree from dotted paths ("usage.prompt_tokens_details.
 // cached_tokens") and the slot each records into. A path may end in
 // "=value" ("type=message_stop"): its leaf records 1 when its value is that
-// string.
-func newTree(paths map[string]int8) *tree {
+// string. A key may end in "[]" ("choices[]"): the elements of an array
+// under it are read as the key itself. counted are the paths of strings
+// whose bytes are output (see streamCount).
+func newTree(paths map[string]int8, counted ...string) *tree {
 	t := &tree{nodes: []treeNode{{slot: -1}}}
 	for path, slot := range paths {
 		path, is, _ := strings.Cut(path, "=")
-		n := int16(0)
-		for _, key := range strings.Split(path, ".") {
-			c := t.child(n, []byte(key))
-			if c < 0 {
-				c = int16(len(t.nodes))
-				t.nodes = append(t.nodes, treeNode{key: key, slot: -1})
-				t.nodes[n].children = append(t.nodes[n].children, c)
-			}
-			n = c
-		}
+		n := t.path(path)
 		t.nodes[n].slot, t.nodes[n].is = slot, is
 	}
+	for _, path := range counted {
+		t.nodes[t.path(path)].counted = true
+	}
 	return t
+}
+
+// path returns the node of a dotted path, adding the nodes it lacks.
+func (t *tree) path(path string) int16 {
+	n := int16(0)
+	for _, key := range strings.Split(path, ".") {
+		key, elems := strings.CutSuffix(key, "[]")
+		c := t.child(n, []byte(key))
+		if c < 0 {
+			c = int16(len(t.nodes))
+			t.nodes = append(t.nodes, treeNode{key: key, slot: -1})
+			t.nodes[n].children = append(t.nodes[n].children, c)
+		}
+		t.nodes[c].elems = t.nodes[c].elems || elems
+		n = c
+	}
+	return n
 }
 
 // child returns the child of node n under key, or -1. The trees are a few

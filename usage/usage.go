@@ -48,6 +48,45 @@ type Reader interface {
 	End() (u Usage, final bool)
 }
 
+// A Counter is a Reader of an event stream that counts the output it has
+// seen pass, for a stream that ends before the provider reports its usage
+// (a chat UI's "stop" button closes the body mid-way). The readers of
+// OpenAI and Anthropic are Counters.
+//
+// Streamed, called after End reported no final usage, returns what the
+// stream showed: the input the provider reported before its final usage
+// (Anthropic's message_start; InputKnown says whether it did, and when it
+// did not, the input is zero), and the output counted from the text of the
+// deltas that passed (see StreamBytesPerToken), or the provider's running
+// count of it if that is larger. It reports false when it has no count
+// to offer: the body is not a stream, End has not been called or found a
+// final usage, the stream showed no event of its provider's (it may not
+// be one), or it showed output it does not stream in full (reasoning:
+// OpenAI's Responses reasoning items, Anthropic's thinking blocks, both
+// billed beyond the text, if any, that they stream). The count is what
+// passed to the caller: what the provider generated but had not yet
+// sent is the caller's to add.
+type Counter interface {
+	Reader
+	Streamed() (s Streamed, ok bool)
+}
+
+// Streamed is what a stream showed of a call's usage: see Counter.
+type Streamed struct {
+	Usage
+	InputKnown bool
+}
+
+// StreamBytesPerToken is how many bytes of a stream's delta text a
+// Counter counts as one output token, with at least one token per delta
+// that holds any text. Three, where English averages about four characters
+// a token in OpenAI's and Anthropic's tokenizers: a character of Chinese,
+// Japanese or Korean is three bytes of UTF-8 and about a token, so three
+// bytes a token counts those right and English a third high, never low:
+// a cut stream's count errs toward charging the budget more, not less.
+// A delta is at least a token, as OpenAI sends one per token or so.
+const StreamBytesPerToken = 3
+
 // A Selector returns the Reader for a response, or nil when the response
 // carries no usage it knows how to read. It runs on every response, before
 // the body is handed to the caller, so it must be quick and should not

@@ -242,10 +242,16 @@ type Estimate struct {
 	// Output is the output charged up front: DefaultOutputEstimate, or
 	// MaxTokens when that is less.
 	Output int64
+	// Thinking: the request turns on extended thinking (a "thinking"
+	// other than {"type":"disabled"}), billed as output in full while
+	// the Claude 4 models stream a summary of it; true too when the body
+	// could not be read. A stream of it cut before its usage settles at
+	// its reservation (pacer.CallEstimate.HiddenOutput).
+	Thinking bool
 }
 
 func estimateRequest(req *http.Request) Estimate {
-	fallback := Estimate{Input: DefaultRequestTokens, Output: DefaultOutputEstimate}
+	fallback := Estimate{Input: DefaultRequestTokens, Output: DefaultOutputEstimate, Thinking: true}
 	b, ok := reqbody.Read(req, maxEstimated+1)
 	if !ok || len(b) > maxEstimated {
 		return fallback
@@ -270,6 +276,9 @@ func EstimateTokens(body []byte) (Estimate, error) {
 		Messages  []json.RawMessage `json:"messages"`
 		Tools     json.RawMessage   `json:"tools"`
 		MaxTokens int64             `json:"max_tokens"`
+		Thinking  *struct {
+			Type string `json:"type"`
+		} `json:"thinking"`
 	}
 	if err := json.Unmarshal(body, &r); err != nil {
 		return Estimate{}, err
@@ -283,7 +292,8 @@ func EstimateTokens(body []byte) (Estimate, error) {
 	if len(r.Tools) > 0 && string(r.Tools) != "null" {
 		c.add(string(r.Tools))
 	}
-	e := Estimate{Model: r.Model, Input: c.total(), MaxTokens: max(r.MaxTokens, 0)}
+	e := Estimate{Model: r.Model, Input: c.total(), MaxTokens: max(r.MaxTokens, 0),
+		Thinking: r.Thinking != nil && r.Thinking.Type != "disabled"}
 	e.Output = outputCharge(e.MaxTokens, DefaultOutputEstimate)
 	return e, nil
 }

@@ -47,7 +47,7 @@ func meter() pacer.Option {
 			if e.MaxTokens > 0 {
 				out = e.MaxTokens // the worst case, not the route's typical answer
 			}
-			return pacer.CallEstimate{Model: e.Model, Usage: usage.Usage{Input: e.Input, Output: out}}, true
+			return pacer.CallEstimate{Model: e.Model, Usage: usage.Usage{Input: e.Input, Output: out}, HiddenOutput: e.Thinking}, true
 		},
 		Usage:  usage.Anthropic,
 		Prices: prices.Anthropic(),

@@ -87,3 +87,20 @@ func TestBudgetReservesMaxTokens(t *testing.T) {
 		t.Errorf("in flight, %v reserved, want %v: the input and max_tokens of output", w.ReservedMoney, want)
 	}
 }
+
+// A request that turns on extended thinking is one whose stream does not
+// show all the output it is billed: a cut stream of it settles at its
+// reservation.
+func TestEstimateTellsThinking(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"model":"m","max_tokens":100,"messages":[]}`:                                                    false,
+		`{"model":"m","max_tokens":100,"thinking":{"type":"disabled"},"messages":[]}`:                     false,
+		`{"model":"m","max_tokens":100,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[]}`: true,
+		`{"model":"m","max_tokens":100,"thinking":{"type":"adaptive"},"messages":[]}`:                     true,
+	} {
+		e, err := anthropic.EstimateTokens([]byte(body))
+		if err != nil || e.Thinking != want {
+			t.Errorf("%s: Thinking %v (%v), want %v", body, e.Thinking, err, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/usage"
@@ -38,7 +39,8 @@ func (r *router) meter() pacer.Option {
 				return pacer.CallEstimate{}, false
 			}
 			e := r.estimate(kind, req)
-			return pacer.CallEstimate{Model: e.Model, Usage: usage.Usage{Input: e.Input, Output: e.Output}}, true
+			return pacer.CallEstimate{Model: e.Model, Usage: usage.Usage{Input: e.Input, Output: e.Output},
+				HiddenOutput: mayReason(e.Model)}, true
 		},
 		Usage:            usage.OpenAI,
 		Prices:           prices.OpenAI(),
@@ -50,4 +52,22 @@ func (r *router) meter() pacer.Option {
 			return 0, false
 		},
 	})
+}
+
+// mayReason reports whether a model may bill reasoning tokens that its
+// stream does not show (pacer.CallEstimate.HiddenOutput): a chat
+// completion's chunks carry no sign of them, and OpenAI bills them as
+// output. A stream of such a model cut before its usage settles at its
+// reservation, not on the text that passed. Every model is taken to
+// reason but the families that do not (GPT-3.5, GPT-4, GPT-4o, GPT-4.1,
+// their fine-tunes, and the "-chat" variants of GPT-5): an unknown model,
+// or an Azure deployment's name, errs on the budget's side.
+func mayReason(model string) bool {
+	m := strings.TrimPrefix(strings.ToLower(model), "ft:")
+	for _, p := range []string{"gpt-3.5", "gpt-4"} {
+		if strings.HasPrefix(m, p) {
+			return false
+		}
+	}
+	return !(strings.HasPrefix(m, "gpt-5") && strings.Contains(m, "-chat"))
 }

@@ -84,3 +84,51 @@ func TestPresetSettlesTokensAndMoneyOnUsage(t *testing.T) {
 		}
 	})
 }
+
+// streaming answers every chat completion with a stream of ten chunks and
+// no usage yet: a body the caller closes after the first is a cut stream.
+type streaming struct{}
+
+func (streaming) RoundTrip(req *http.Request) (*http.Response, error) {
+	chunk := `data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"word"}}],"usage":null}` + "\n\n"
+	h := http.Header{"Content-Type": {"text/event-stream"}}
+	return &http.Response{StatusCode: 200, Header: h, Body: io.NopCloser(strings.NewReader(strings.Repeat(chunk, 10))), Request: req}, nil
+}
+
+// A cut stream of a model that does not reason settles on what it
+// streamed; one of a model that may reason, whose chunks do not show its
+// reasoning, settles at its reservation.
+func TestPresetCutStreamOfAReasoningModel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		price := prices.Price{Input: prices.Dollars(1), Output: prices.Dollars(4), Source: "https://example.test/prices", Read: "2026-12-01"}
+		for _, c := range []struct {
+			model  string
+			reason bool
+		}{{"gpt-4o-test", false}, {"gpt-5-chat-test", false}, {"o3-test", true}, {"gpt-5-test", true}, {"my-azure-deployment", true}} {
+			tr := pacer.New(streaming{},
+				openai.PresetLimits(openai.Limits{Models: map[string]openai.ModelLimits{c.model: {RPM: 1000, TPM: 100_000}}}),
+				pacer.WithPrices(prices.Table{c.model: price}),
+				pacer.WithWorkload("chat", pacer.Workload{Budget: pacer.Budget{Spend: pacer.Dollars(1), Per: time.Hour}}))
+			if err := tr.Err(); err != nil {
+				t.Fatal(err)
+			}
+			req, _ := http.NewRequestWithContext(pacer.ContextWithWorkload(context.Background(), "chat"), http.MethodPost,
+				"https://api.openai.com/v1/chat/completions",
+				strings.NewReader(`{"model":"`+c.model+`","max_tokens":2000,"stream":true,"messages":[{"role":"user","content":"hello"}]}`))
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Read(make([]byte, 100)) // the first chunk
+			resp.Body.Close()
+			spent := tr.Stats().Workloads[0].SpentMoney
+			if spent.IsZero() {
+				t.Fatalf("%s: nothing spent", c.model)
+			}
+			// Its reservation: its input and max_tokens, 2,000 at $4/M.
+			if atReservation := spent.Micros() >= 8000; atReservation != c.reason {
+				t.Errorf("%s: spent %v; want at its reservation: %v", c.model, spent, c.reason)
+			}
+		}
+	})
+}
