@@ -70,8 +70,9 @@ type ClientConfig struct {
 	Trace time.Duration
 
 	// Options, when set, are added to pacer's, after the ones above: an
-	// observer or a logger, in the virtual matrix.
-	Options []pacer.Option
+	// observer or a logger, in the virtual matrix; not sent to a process of
+	// a run (they do not marshal).
+	Options []pacer.Option `json:"-"`
 }
 
 // Wire counts the server's refusals, attempt by attempt, below any retries a
