@@ -1018,7 +1018,7 @@ func TestMarksThatChangeUnitAreMeasuredAfresh(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 		// What the fleet took, less than a refill's jump beyond the scope's
 		// own spent: as a gain, 25 calls in 0.2 s.
-		s.reportRemaining(time.Now(), remainingReport{remaining: 50, reset: time.Second, limit: 100, mark: s.spent.Load()+25, refused: 0, local: false, fleet: true}, DefaultMaxWait)
+		s.reportRemaining(time.Now(), remainingReport{remaining: 50, reset: time.Second, limit: 100, mark: s.spent.Load() + 25, refused: 0, local: false, fleet: true}, DefaultMaxWait)
 		s.mu.Lock()
 		known, supply := s.reports.known, s.reports.supply
 		s.mu.Unlock()
