@@ -223,7 +223,17 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 	}
 	t := c.t
 	now := t.clock.Now()
-	taught := false
+	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+		// Before the counts are read: a refused call was never counted.
+		for _, ch := range c.charges {
+			if concerns(verdict, ch.bucket.scope.Name) {
+				ch.bucket.noteRefused(ch.spentAt, int64(ch.cost))
+			}
+		}
+	}
+	// taught: the response teaches a limit or a count, so a 429 needs no
+	// cut; counted: it says what remains, which paces the scope.
+	taught, counted := false, false
 	wait, paused := ratelimitheader.RetryAfter(resp.Header, now)
 	if !paused && verdict.Wait > 0 {
 		wait, paused = verdict.Wait, true // the provider's documented wait
@@ -279,13 +289,20 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 			if status == http.StatusTooManyRequests {
 				refused = int64(c.charges[i].cost)
 			}
-			if _, began := s.reportRemaining(now, q.Remaining, q.Reset, q.Limit, mark, refused, local, fleet, t.maxWait); began {
+			rep := remainingReport{remaining: q.Remaining, reset: q.Reset, limit: q.Limit, mark: mark, refused: refused, sent: c.admitted, local: local, fleet: fleet}
+			var began bool
+			if left, _, began = s.reportRemaining(now, rep, t.maxWait); began {
 				c.paceChanged(s, "the provider reports what remains until its reset")
 			}
 		}
+		// What the calls in flight take beyond what remains, the provider
+		// refuses, and a refused call spends nothing: the count empties
+		// the bucket, no more. Taken as a debt, the calls in flight when
+		// a burst was refused stalled the scope for seconds.
+		left = max(0, left)
 		// A 429 that says what remains is the remaining count's lesson,
 		// which paces the scope: no cut on top.
-		taught = true
+		taught, counted = true, true
 		if q.Remaining == 0 && q.HasReset {
 			if pause := pauseForNoneLeft(q.Reset, t.maxWait); pause > 0 {
 				c.coolDown(s, now, pause)
@@ -312,7 +329,15 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 			if !concerns(verdict, ch.bucket.scope.Name) {
 				continue
 			}
-			pause := paused
+			// A Retry-After of a second or less beside a remaining count
+			// is the count's rounding (a token bucket says "1" for the
+			// 10 ms until its next token): where the scope knows what it
+			// spent since (its own bucket, or a fleet's total), the count
+			// paces the other callers from an empty bucket, and only the
+			// refused call waits it out. A longer one asks the scope to
+			// stop; so does a brief one where the count cannot be read
+			// against what was spent.
+			pause := paused && !(counted && wait <= briefRetryAfter && (local || ch.takenAt > 0))
 			if status == http.StatusTooManyRequests && !taught && cuts {
 				var retryAfter time.Duration
 				if paused {

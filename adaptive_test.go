@@ -263,10 +263,12 @@ func TestPublishedLimitOverridesAHigherConfiguredOne(t *testing.T) {
 		for time.Since(start) < 10*time.Second {
 			get(tr, context.Background(), "http://api.test/")
 		}
-		// The provider reports live remaining counts: pacer aims at 98% of
-		// its limit, not at the blind 90%, and draws no 429.
-		if n := between(api.accepted, start.Add(time.Second), start.Add(10*time.Second)); n < 87 || n > 90 {
-			t.Errorf("%d accepted in 9 s, want about 9.8 a second: 98%% of the published 10", n)
+		// The provider reports live remaining counts: they pace the scope,
+		// to the edge of the published 10 a second (98 %, not the blind
+		// 90 %), and a call beyond it where the server's bucket still
+		// holds one; no 429.
+		if n := between(api.accepted, start.Add(time.Second), start.Add(10*time.Second)); n < 87 || n > 92 {
+			t.Errorf("%d accepted in 9 s, want about 9.8 to 10 a second: the edge of the published 10", n)
 		}
 		if len(api.rejected) > 0 {
 			t.Errorf("%d 429s, want none", len(api.rejected))

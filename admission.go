@@ -152,6 +152,7 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 		d, err = c.t.store.Take(ctx, now, c.demands)
 	}
 	if err == nil && d.OK {
+		c.admitted = now.UnixNano()
 		if c.holdsSlots && c.t.slotCheckDue(now) {
 			c.t.checkAllSlots(now)
 		}

@@ -40,6 +40,10 @@ type call struct {
 	tenant   string        // the call's tenant, from its context or WithTenant; "" if none
 	weight   float64       // the tenant's weight
 
+	// admitted is when the call was admitted (UnixNano): about when it
+	// was sent, which a response's counts are read against.
+	admitted int64
+
 	routedBuf [4]Charge
 	chargeBuf [4]charge
 	demandBuf [4]store.Demand

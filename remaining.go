@@ -53,6 +53,9 @@ type remainingReports struct {
 	fleet     bool    // spent units are the fleet's (store.Decision.Taken), not the scope's own
 	known     bool    // supply has a first measurement
 	peak      float64 // the largest count seen, for a limit that is not published
+	rtt       roundTrips
+	refusals  [32]refusedCall // the latest refusals, by mark (sinceMarkLocked)
+	nrefusals int
 
 	// When a fixed window refills, from the jumps in the count: the
 	// report that saw the latest one, the gap to the one before, and the
@@ -81,6 +84,15 @@ func (s *bucket) basePace(now time.Time) (rate, burst float64) {
 	}
 	if tp := s.told.Load(); tp != nil && rate > 0 {
 		if now.UnixNano() < tp.until {
+			if p := s.learned.Load(); p != nil && cfg.rate > p.rate {
+				// A published figure below the configured limit is a
+				// reading of the headers; live counts are what the server
+				// does. While they come, they pace the scope up to the
+				// configured limit: a token bucket that publishes its
+				// capacity (11) with the seconds until it is full (1)
+				// reads as 11 a second while it accepts 100.
+				rate, burst, raw, edgeBurst = cfg.rate, cfg.burst, cfg.raw, cfg.edgeBurst
+			}
 			if tp.edge && edgeBurst > 0 && raw*toldHeadroom > rate {
 				// In any window, the burst and what refills add up to
 				// the limit, as Limit's doc says of the blind headroom.
@@ -142,28 +154,45 @@ func (s *bucket) pace() (rate, burst float64) {
 	return rate, burst
 }
 
+// A remainingReport is one answer's remaining count, as the scope reads it.
+type remainingReport struct {
+	remaining int64         // the units the provider says are left
+	reset     time.Duration // until the count is full again, or its window ends
+	limit     int64         // the published limit; -1 if none
+	// mark is the scope's spent units when the call it answers was
+	// admitted, this call's included: the calls admitted since were not
+	// all counted yet. In a shared store that says what the fleet took
+	// (fleet), it is the fleet's total then (store.Decision.Taken).
+	mark    int64
+	refused int64 // the answered call's cost if the provider refused it, which it did not spend; else 0
+	// sent is when the answered call was admitted (UnixNano): the count
+	// was made a little after, on the way (reportRemaining).
+	sent  int64
+	local bool // the scope's bucket is this process's alone
+	fleet bool // mark is the fleet's total
+}
+
 // reportRemaining takes a provider's report that remaining units are left
-// until reset, in answer to a call admitted when the scope had spent
-// spentAt, and sets the pace that spends them: what is left after the calls
-// admitted since, spread over the time to the reset (a whole-second reset
-// may be up to a second late), plus what the provider has been adding back
-// net of what others take — measured from successive reports, so that on a
-// key shared with clients pacer does not control it spends only what is
-// left. limit is the published limit, or -1. refused is the cost of the
-// call if the provider refused it (a 429 that says what remains), which it
-// did not spend: else 0. local says the scope's
-// bucket is this process's alone. In a shared store, fleet says that
-// spentAt is what the whole fleet had taken from the shared bucket when the
-// call was admitted (store.Decision.Taken): what the fleet spent between
-// two reports is then known, as one process knows its own, and the fleet
-// measures what the provider gives back net of what real neighbours take,
-// as a local scope does. Without it the other processes' calls would count
-// as a neighbour's, so only the spread applies, never at the edge. It
-// returns the new pace, and whether remaining-driven pacing has just
-// begun.
-func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Duration, limit int64, spentAt, refused int64, local, fleet bool, maxWait time.Duration) (float64, bool) {
+// until reset, and sets the pace that spends them: what is left after the
+// calls admitted since, spread over the time to the reset (a whole-second
+// reset may be up to a second late), plus what the provider has been
+// adding back net of what others take — measured from successive reports,
+// so that on a key shared with clients pacer does not control it spends
+// only what is left.
+//
+// In a shared store whose takes say what the whole fleet took (fleet),
+// what the fleet spent between two reports is known, as one process knows
+// its own, and the fleet measures what the provider gives back net of what
+// real neighbours take, as a local scope does. Without it the other
+// processes' calls would count as a neighbour's, so only the spread
+// applies, never at the edge.
+//
+// It returns what is left now by the report's reading (leftNow), the new
+// pace, and whether remaining-driven pacing has just begun.
+func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait time.Duration) (left, pace float64, began bool) {
+	remaining, reset, limit, spentAt, refused, local, fleet := rep.remaining, rep.reset, rep.limit, rep.mark, rep.refused, rep.local, rep.fleet
 	if reset < 0 || remaining < 0 {
-		return 0, false
+		return 0, 0, false
 	}
 	s.mu.Lock()
 	o := &s.reports
@@ -183,20 +212,30 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 	// A refusal counts even in an answer overtaken by a later one: the
 	// baseline took every call admitted before it as counted.
 	o.refused += refused
+	if rep.sent <= 0 || rep.sent > now.UnixNano() {
+		rep.sent = now.UnixNano() // unknown: counted as it arrived
+	}
+	o.rtt.observe(now.UnixNano() - rep.sent)
+	// When the server counted: the call's admission plus half the
+	// shortest round trip seen, never later than now. Measured so, what
+	// comes back does not depend on how late a busy host reads the
+	// answer, nor on the jitter of the way back.
+	seen := min(now.UnixNano(), rep.sent+o.rtt.floor/2)
 	if spentAt < o.latest {
+		left := r - float64(s.sinceMarkLocked(spentAt, fleet)) + s.flownBack(now, rep.sent)
 		s.mu.Unlock()
-		return 0, false // an answer overtaken by a later one: old news
+		return left, 0, false // an answer overtaken by a later one: old news
 	}
 	o.latest = spentAt
 	if o.last != 0 {
-		if dt := float64(now.UnixNano()-o.last) / 1e9; dt > 0 {
+		if dt := float64(seen-o.last) / 1e9; dt > 0 {
 			o.interval += (dt - o.interval) / 8
 		}
 	}
-	o.last = now.UnixNano()
+	o.last = max(o.last, seen)
 	move := o.at == 0 || !local
-	if o.at != 0 && local && spentAt >= o.spent {
-		dt := float64(now.UnixNano()-o.at) / 1e9
+	if o.at != 0 && local && spentAt >= o.spent && seen > o.at {
+		dt := float64(seen-o.at) / 1e9
 		// What the provider's count says it added back: the calls
 		// admitted since that it did not count — less those it refused,
 		// which it never counted, and which would otherwise read as
@@ -204,17 +243,14 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 		gain := r - o.remaining + float64(spentAt-o.spent) - float64(o.refused-o.refusedAt)
 		// A gain of a large part of the limit at once is a fixed window
 		// refilled at its reset, not a rate: spreading takes care of it.
-		jump := max(3, 0.2*math.Max(float64(limit), o.peak))
-		if fleet {
-			// A process of a fleet may hear a report only every second
-			// or two, when the others win the shared bucket's tokens: what
-			// came back over that span, at up to the blind pace, is
-			// supply, not a refill. Unmeasured, its pace stayed where an
-			// early report left it, and each of its takes refilled the
-			// shared bucket at that pace (a fleet of four beside a
-			// neighbour took 0.86 of what was left).
-			jump += dt * s.blindRate()
-		}
+		// But what came back over the span at up to the pace the scope
+		// may go is supply, not a refill: a token bucket of 11 that
+		// refills at 100 a second gives back 10 in a tenth of a second,
+		// and read as refills it measured no supply at all. So does a
+		// process of a fleet that hears a report only every second or
+		// two, when the others win the shared bucket's tokens (a fleet
+		// of four beside a neighbour took 0.86 of what was left).
+		jump := max(3, 0.2*math.Max(float64(limit), o.peak)) + dt*max(s.blindRate(), s.scope.configured.Load().rate)
 		switch {
 		case gain > jump:
 			move = true
@@ -240,7 +276,7 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 		}
 	}
 	if move {
-		o.at, o.remaining, o.spent, o.refusedAt = now.UnixNano(), r, spentAt, o.refused
+		o.at, o.remaining, o.spent, o.refusedAt = seen, r, spentAt, o.refused
 	}
 	if o.first == 0 {
 		o.first = now.UnixNano()
@@ -258,13 +294,19 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 	// count fell no faster than the scope spent, within the noise of calls
 	// counted out of order (neighbourNoise).
 	alone := local && o.known && o.supply > -neighbourNoise*s.blindRate()
+	left = r - float64(s.sinceMarkLocked(spentAt, fleet)) + s.flownBack(now, rep.sent)
+	jitter := o.rtt.spread / 1e9
 	s.mu.Unlock()
 
 	margin := 1.0
 	if limit > 0 {
 		margin = max(0.25, remainingMargin*float64(limit))
 	}
-	left := r - float64(s.sinceMark(spentAt, fleet))
+	// A count read over a jittery route is as uncertain as what comes
+	// back in the jitter of half a trip: on a 200–400 ms round trip at
+	// 100 a second, five calls. Kept as margin, it is what the count's
+	// age may hide; without it one call in seventy was refused.
+	margin = max(margin, supply*jitter/2)
 	// Spread over the reset as stated: a whole-second reset may be up to a
 	// second later, but spending what is left a little early is safe (the
 	// clamp keeps the bucket within it), and spreading it over the longer
@@ -335,7 +377,7 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 		// The scope pauses until the reset and probes at its own pace
 		// after it: the report sets no pace of its own.
 		s.told.Store(nil)
-		return 0, false
+		return left, 0, false
 	}
 	// A report holds until its reset, at the latest.
 	hold := min(reset+wholeSecondSlack(reset), maxWait)
@@ -348,7 +390,78 @@ func (s *bucket) reportRemaining(now time.Time, remaining int64, reset time.Dura
 	// and the next one starts full.
 	edge = edge && !first
 	old := s.told.Swap(&toldPace{rate: rate, until: now.Add(hold).UnixNano(), edge: edge})
-	return rate, old == nil || old.until <= now.UnixNano()
+	return left, rate, old == nil || old.until <= now.UnixNano()
+}
+
+// sinceMarkLocked is sinceMark less what the provider has refused since
+// mark, as far as the answers in hand say: a refused call was never
+// counted, and never will be. Taken off again, the calls refused in a
+// burst sent together read as spent, and an empty bucket stalled the
+// scope for seconds. Under s.mu.
+func (s *bucket) sinceMarkLocked(mark int64, fleet bool) int64 {
+	n := s.sinceMark(mark, fleet)
+	if fleet {
+		return n // the fleet's refusals are not all this process's to know
+	}
+	o := &s.reports
+	for _, r := range o.refusals[:min(o.nrefusals, len(o.refusals))] {
+		if r.mark > mark {
+			n -= r.cost
+		}
+	}
+	return max(0, n)
+}
+
+// noteRefused remembers that the provider refused a call of cost admitted
+// at mark (sinceMarkLocked).
+func (s *bucket) noteRefused(mark, cost int64) {
+	s.mu.Lock()
+	o := &s.reports
+	o.refusals[o.nrefusals%len(o.refusals)] = refusedCall{mark, cost}
+	o.nrefusals++
+	s.mu.Unlock()
+}
+
+// A refusedCall is a refused call's mark and cost (noteRefused).
+type refusedCall struct{ mark, cost int64 }
+
+// flownBack is what the provider gives back, by the supply measured,
+// between counting the call admitted at sent (UnixNano) and the arrival of
+// a call sent now: a sliding window returns what was spent a window ago, a
+// bucket refills. The calls sent since the counted one (sinceMark) arrive
+// over that span too, so the two are read over the same time: the
+// count's age on the way back, and a new call's on the way there, about
+// one round trip. Over a round trip of 300 ms at 100 a second, 30 calls
+// are in flight, and a window that gives back what it was given keeps
+// what remains where it is: taking off the calls in flight alone read
+// that as scarcity, and paced a sliding window at 0.73. Under s.mu.
+func (s *bucket) flownBack(now time.Time, sent int64) float64 {
+	o := &s.reports
+	if !o.known || o.supply <= 0 || sent <= 0 || sent > now.UnixNano() {
+		return 0
+	}
+	return o.supply * float64(now.UnixNano()-sent) / 1e9
+}
+
+// A roundTrips keeps the shortest round trip of late: the floor under the
+// jitter of the network and the lateness of a busy host.
+type roundTrips struct {
+	floor  int64   // nanoseconds; 0 until a first is seen
+	spread float64 // nanoseconds by which a round trip exceeds the floor, on average
+}
+
+// observe takes one round trip of d nanoseconds. A shorter one lowers the
+// floor at once; a longer one raises it by 1/64 of the difference, so that
+// the floor follows a route that got longer, in a few hundred calls.
+func (r *roundTrips) observe(d int64) {
+	switch {
+	case d <= 0:
+	case r.floor == 0 || d < r.floor:
+		r.floor = d
+	default:
+		r.floor += (d - r.floor) / 64
+	}
+	r.spread += (float64(d-r.floor) - r.spread) / 64
 }
 
 // sinceMark is what was spent since mark, a call's spent units at its

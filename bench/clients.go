@@ -68,6 +68,11 @@ type ClientConfig struct {
 	// calls in flight and waiting — so that a cell's figure can be read
 	// against the rule that set the pace.
 	Trace time.Duration
+
+	// Options, when set, are added to pacer's, after the ones above: an
+	// observer or a logger, in the virtual matrix; not sent to a process of
+	// a run (they do not marshal).
+	Options []pacer.Option `json:"-"`
 }
 
 // Wire counts the server's refusals, attempt by attempt, below any retries a
@@ -91,7 +96,7 @@ func NewWireOver(n Network) *Wire {
 	t.MaxIdleConnsPerHost = max(64, n.Goroutines)
 	w := &Wire{next: t, transport: t}
 	if n.Delay > 0 || n.Jitter > 0 {
-		w.next = delayed{n, t}
+		w.next = delayed{n.ways, t}
 	}
 	return w
 }
@@ -178,6 +183,7 @@ func NewClient(name string, cfg ClientConfig, base http.RoundTripper) (*http.Cli
 		if cfg.Headroom > 0 {
 			opts = append(opts, pacer.WithHeadroom(cfg.Headroom))
 		}
+		opts = append(opts, cfg.Options...)
 		release := none
 		if cfg.RedisAddr != "" {
 			rdb := redis.NewClient(&redis.Options{Addr: cfg.RedisAddr, PoolSize: 16})

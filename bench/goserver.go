@@ -83,6 +83,12 @@ func (l GoLimiter) Capacity() int {
 
 // handler returns the family's middleware, from its library, around h.
 func (l GoLimiter) handler(h http.Handler) (http.Handler, error) {
+	return l.handlerOver(h, memory.NewStore())
+}
+
+// handlerOver is handler with fixed as ulule's store (the fixed window's;
+// the other families ignore it).
+func (l GoLimiter) handlerOver(h http.Handler, fixed limiter.Store) (http.Handler, error) {
 	switch l.Kind {
 	case Sliding:
 		opts := []httprate.Option{}
@@ -92,7 +98,7 @@ func (l GoLimiter) handler(h http.Handler) (http.Handler, error) {
 		}
 		return httprate.LimitBy(l.Limit, l.Window, httprate.Key("everyone"), opts...)(h), nil
 	case Fixed:
-		lim := limiter.New(memory.NewStore(), limiter.Rate{Period: l.Window, Limit: int64(l.Limit)})
+		lim := limiter.New(fixed, limiter.Rate{Period: l.Window, Limit: int64(l.Limit)})
 		mw := stdlib.NewMiddleware(lim, stdlib.WithKeyGetter(func(*http.Request) string { return "everyone" }))
 		return mw.Handler(h), nil
 	case GCRA:

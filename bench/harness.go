@@ -186,6 +186,11 @@ func runSpec(o Options, sc Scenario, spec childSpec, serverRate float64, res *Re
 func neighbour(url string, rate float64, start time.Time, d time.Duration, net Network) Counts {
 	wire := NewWireOver(net)
 	defer wire.CloseIdle()
+	return neighbourOver(wire, url, rate, start, d)
+}
+
+// neighbourOver is neighbour through wire, whatever lies below it.
+func neighbourOver(wire *Wire, url string, rate float64, start time.Time, d time.Duration) Counts {
 	c := &http.Client{Transport: wire}
 	ctx, cancel := context.WithDeadline(context.Background(), start.Add(d))
 	defer cancel()

@@ -89,7 +89,7 @@ func (s *stamp) RoundTrip(req *http.Request) (*http.Response, error) {
 // another order than the one they reached the server in.
 func TestDelayedReorders(t *testing.T) {
 	s := &stamp{}
-	d := delayed{Network{Delay: 5 * time.Millisecond, Jitter: 20 * time.Millisecond}, s}
+	d := delayed{Network{Delay: 5 * time.Millisecond, Jitter: 20 * time.Millisecond}.ways, s}
 	var mu sync.Mutex
 	var back []string
 	var wg sync.WaitGroup

@@ -56,9 +56,14 @@ func (n Network) delay() time.Duration {
 	return d
 }
 
-// delayed adds a Network's delay each way to every call through next.
+// ways is a Network's delays for one call: one way's, then the other's.
+func (n Network) ways() (out, back time.Duration) { return n.delay(), n.delay() }
+
+// delayed adds a delay each way to every call through next: ways gives
+// each call's two, the one before the request is sent and the one before
+// its response is returned.
 type delayed struct {
-	net  Network
+	ways func() (out, back time.Duration)
 	next http.RoundTripper
 }
 
@@ -66,7 +71,8 @@ type delayed struct {
 // returning the response; a context done while waiting ends the call with
 // its error (and closes a response already back).
 func (d delayed) RoundTrip(req *http.Request) (*http.Response, error) {
-	if err := sleepCtx(req.Context(), d.net.delay()); err != nil {
+	out, back := d.ways()
+	if err := sleepCtx(req.Context(), out); err != nil {
 		if req.Body != nil {
 			req.Body.Close()
 		}
@@ -76,7 +82,7 @@ func (d delayed) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return resp, err
 	}
-	if err := sleepCtx(req.Context(), d.net.delay()); err != nil {
+	if err := sleepCtx(req.Context(), back); err != nil {
 		resp.Body.Close()
 		return nil, err
 	}

@@ -1,0 +1,373 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pacer-go/pacer"
+	"github.com/pacer-go/pacer/observe"
+)
+
+// A vRatchet is what a cell of the virtual matrix must still do: goodput
+// from the start at least floor, refusals per call accepted at most
+// refused, the neighbour's refusals per call of its answered at most
+// neighbour; target is issue 25's goodput for the cell (0: none set).
+type vRatchet struct {
+	floor, refused, neighbour, target float64
+}
+
+// vRatchets are pacer's figures since counts are read as of when they
+// were made (issue 25), the lowest goodput and the most refusals of three
+// runs, beside those at b211167 (the controller before, of 13 runs): the
+// floor 0.02 below the lowest (goroutines woken at one instant run in
+// varying order, and a few cells move between runs), a refusal bound the most seen + 0.002 (× 1.2 + 0.002 above one
+// a call) or the issue's 1 %, whichever is more, so that a cell within the
+// target never fails on refusals. Where pacer takes the neighbour's share
+// (goodput above 1) the floor is 0.5: giving the share back is no
+// regression. Raise the floors as the controller improves; the comment
+// beside each gives the issue's target (every cell also: ≤ 1 % refused,
+// the neighbour's too) and today's goodput · refused per accepted (·
+// the neighbour's refused per call).
+var vRatchets = map[string]vRatchet{
+	"sliding window, loopback, limit known":                       {0.958, 0.01, 0.01, 0.97},    // target ≥ 0.97 (publishes its state); b211167 0.978 · 0; now 0.978 · 0.0000
+	"sliding window, loopback, told 2×":                           {0.95, 0.01, 0.01, 0.95},     // target ≥ 0.95 (publishes its state); b211167 0.963 · 0; now 0.970 · 0.0000
+	"sliding window, loopback, neighbour at 40%":                  {0.941, 0.01, 0.01, 0.9},     // target ≥ 0.90 (publishes its state); b211167 0.961 · 0 · 0; now 0.961 · 0.0000
+	"sliding window, rtt 200–400 ms, limit known":                 {0.915, 0.01, 0.01, 0.95},    // target ≥ 0.95 (publishes its state, over the round trip); b211167 0.717 · 0; now 0.935 · 0.0000
+	"sliding window, rtt 200–400 ms, told 2×":                     {0.916, 0.01, 0.01, 0.93},    // target ≥ 0.93 (publishes its state, over the round trip); b211167 0.736 · 0; now 0.936 · 0.0070
+	"sliding window, rtt 200–400 ms, neighbour at 40%":            {0.945, 0.01, 0.0236, 0.88},  // target ≥ 0.88 (publishes its state, over the round trip); b211167 0.751 · 0 · 0; now 0.965 · 0.0061 · 0.0216
+	"sliding window, busy, limit known":                           {0.956, 0.01, 0.01, 0.97},    // target ≥ 0.97 (publishes its state); b211167 0.964 · 0; now 0.976 · 0.0000
+	"sliding window, busy, told 2×":                               {0.952, 0.01, 0.01, 0.95},    // target ≥ 0.95 (publishes its state); b211167 0.950–0.951 · 0; now 0.972 · 0.0000
+	"sliding window, busy, neighbour at 40%":                      {0.94, 0.01, 0.01, 0.9},      // target ≥ 0.90 (publishes its state); b211167 0.945 · 0 · 0; now 0.960 · 0.0000
+	"fixed window, loopback, limit known":                         {0.939, 0.01, 0.01, 0.97},    // target ≥ 0.97 (publishes its state); b211167 0.959 · 0; now 0.959 · 0.0000
+	"fixed window, loopback, told 2×":                             {0.931, 0.01, 0.01, 0.95},    // target ≥ 0.95 (publishes its state); b211167 0.947 · 0; now 0.951 · 0.0000
+	"fixed window, loopback, neighbour at 40%":                    {0.942, 0.01, 0.0358, 0.9},   // target ≥ 0.90 (publishes its state); b211167 0.976 · 0.0043 · 0.0375; now 0.962 · 0.0043 · 0.0338
+	"fixed window, rtt 200–400 ms, limit known":                   {0.75, 0.01, 0.01, 0.95},     // target ≥ 0.95 (publishes its state, over the round trip); b211167 0.781 · 0; now 0.770 · 0.0000
+	"fixed window, rtt 200–400 ms, told 2×":                       {0.826, 0.01, 0.01, 0.93},    // target ≥ 0.93 (publishes its state, over the round trip); b211167 0.703–0.753 · 0; now 0.846 · 0.0006
+	"fixed window, rtt 200–400 ms, neighbour at 40%":              {0.902, 0.013, 0.0236, 0.88}, // target ≥ 0.88 (publishes its state, over the round trip); b211167 0.916 · 0.0083 · 0.0114; now 0.922 · 0.0110 · 0.0216
+	"fixed window, busy, limit known":                             {0.875, 0.01, 0.01, 0.97},    // target ≥ 0.97 (publishes its state); b211167 0.923–0.947 · 0; now 0.895 · 0.0000
+	"fixed window, busy, told 2×":                                 {0.927, 0.01, 0.01, 0.95},    // target ≥ 0.95 (publishes its state); b211167 0.870–0.926 · 0; now 0.947 · 0.0000
+	"fixed window, busy, neighbour at 40%":                        {0.951, 0.0123, 0.0458, 0.9}, // target ≥ 0.90 (publishes its state); b211167 0.949 · 0.0088 · 0.0413; now 0.971 · 0.0103 · 0.0438
+	"token bucket (GCRA), loopback, limit known":                  {0.912, 0.01, 0.01, 0.97},    // target ≥ 0.97 (publishes its state); b211167 0.110 · 0; now 0.932 · 0.0000
+	"token bucket (GCRA), loopback, told 2×":                      {0.962, 0.01, 0.01, 0.95},    // target ≥ 0.95 (publishes its state); b211167 0.105 · 0.0236; now 0.982 · 0.0051
+	"token bucket (GCRA), loopback, neighbour at 40%":             {0.935, 0.01, 0.01, 0.9},     // target ≥ 0.90 (publishes its state); b211167 0.188 · 0 · 0; now 0.955 · 0.0000
+	"token bucket (GCRA), rtt 200–400 ms, limit known":            {0.926, 0.01, 0.01, 0.95},    // target ≥ 0.95 (publishes its state, over the round trip); b211167 0.139 · 0; now 0.946 · 0.0000
+	"token bucket (GCRA), rtt 200–400 ms, told 2×":                {0.952, 0.0154, 0.01, 0.93},  // target ≥ 0.93 (publishes its state, over the round trip); b211167 0.100 · 0.1106; now 0.972 · 0.0134
+	"token bucket (GCRA), rtt 200–400 ms, neighbour at 40%":       {0.962, 0.0113, 0.016, 0.88}, // target ≥ 0.88 (publishes its state, over the round trip); b211167 0.188 · 0.0044 · 0; now 0.982 · 0.0093 · 0.0140
+	"token bucket (GCRA), busy, limit known":                      {0.906, 0.01, 0.01, 0.97},    // target ≥ 0.97 (publishes its state); b211167 0.106 · 0; now 0.926 · 0.0000
+	"token bucket (GCRA), busy, told 2×":                          {0.972, 0.01, 0.01, 0.95},    // target ≥ 0.95 (publishes its state); b211167 0.101 · 0.0245; now 0.992 · 0.0025
+	"token bucket (GCRA), busy, neighbour at 40%":                 {0.959, 0.01, 0.01, 0.9},     // target ≥ 0.90 (publishes its state); b211167 0.189 · 0 · 0; now 0.979 · 0.0017
+	"leaky bucket, loopback, limit known":                         {0.876, 0.01, 0.01, 0.89},    // target ≥ 0.89 (nginx); b211167 0.896 · 0; now 0.896 · 0.0000
+	"leaky bucket, loopback, told 2×":                             {0.973, 0.01, 0.01, 0.95},    // target ≥ 0.95 (nginx, bare 429s); b211167 0.993 · 0.0015; now 0.993 · 0.0015
+	"leaky bucket, loopback, neighbour at 40%":                    {0.969, 0.01, 0.0138, 0},     // (no goodput target beside a neighbour); today 0.989 · 0.005 · 0.0088
+	"leaky bucket, rtt 200–400 ms, limit known":                   {0.87, 0.01, 0.01, 0.89},     // target ≥ 0.89 (nginx); b211167 0.890 · 0; now 0.890 · 0.0000
+	"leaky bucket, rtt 200–400 ms, told 2×":                       {0.943, 0.0207, 0.01, 0.95},  // target ≥ 0.95 (nginx, bare 429s); b211167 0.963 · 0.0187; now 0.963 · 0.0187
+	"leaky bucket, rtt 200–400 ms, neighbour at 40%":              {0.947, 0.0131, 0.0126, 0},   // (no goodput target beside a neighbour); today 0.967 · 0.0111 · 0.0076
+	"leaky bucket, busy, limit known":                             {0.876, 0.01, 0.01, 0.89},    // target ≥ 0.89 (nginx); b211167 0.896 · 0; now 0.896 · 0.0000
+	"leaky bucket, busy, told 2×":                                 {0.966, 0.01, 0.01, 0.95},    // target ≥ 0.95 (nginx, bare 429s); b211167 0.986 · 0.002; now 0.986 · 0.0020
+	"leaky bucket, busy, neighbour at 40%":                        {0.957, 0.01, 0.01, 0},       // (no goodput target beside a neighbour); today 0.977 · 0.005 · 0.0025
+	"leaky bucket, Retry-After, loopback, limit known":            {0.876, 0.01, 0.01, 0.89},    // target ≥ 0.89 (nginx); b211167 0.896 · 0; now 0.896 · 0.0000
+	"leaky bucket, Retry-After, loopback, told 2×":                {0.924, 0.01, 0.01, 0.93},    // target ≥ 0.93 (nginx, Retry-After: 1); b211167 0.944 · 0.0016; now 0.944 · 0.0016
+	"leaky bucket, Retry-After, loopback, neighbour at 40%":       {0.887, 0.01, 0.01, 0},       // (no goodput target beside a neighbour); today 0.907 · 0.0018 · 0
+	"leaky bucket, Retry-After, rtt 200–400 ms, limit known":      {0.871, 0.01, 0.01, 0.89},    // target ≥ 0.89 (nginx); b211167 0.891 · 0; now 0.891 · 0.0000
+	"leaky bucket, Retry-After, rtt 200–400 ms, told 2×":          {0.907, 0.016, 0.01, 0.93},   // target ≥ 0.93 (nginx, Retry-After: 1); b211167 0.927 · 0.014; now 0.927 · 0.0140
+	"leaky bucket, Retry-After, rtt 200–400 ms, neighbour at 40%": {0.605, 0.0219, 0.0152, 0},   // (no goodput target beside a neighbour); today 0.625 · 0.0199 · 0.0102
+	"leaky bucket, Retry-After, busy, limit known":                {0.875, 0.01, 0.01, 0.89},    // target ≥ 0.89 (nginx); b211167 0.895 · 0; now 0.895 · 0.0000
+	"leaky bucket, Retry-After, busy, told 2×":                    {0.922, 0.01, 0.01, 0.93},    // target ≥ 0.93 (nginx, Retry-After: 1); b211167 0.942 · 0.0021; now 0.942 · 0.0021
+	"leaky bucket, Retry-After, busy, neighbour at 40%":           {0.886, 0.01, 0.01, 0},       // (no goodput target beside a neighbour); today 0.906 · 0.0018 · 0
+	"concurrency cap, loopback, limit known":                      {0.968, 0.01, 0.01, 0.89},    // target ≥ 0.89 (nginx); b211167 0.988 · 0; now 0.988 · 0.0000
+	"concurrency cap, loopback, told 2×":                          {0.968, 22.551, 0.01, 0.95},  // target ≥ 0.95 (nginx); b211167 0.988 · 19.7437; now 0.988 · 18.7911
+	"concurrency cap, loopback, neighbour at 40%":                 {0.5, 0.01, 1.005, 0},        // (no goodput target beside a neighbour); today 1.646 · 0 · 1, takes the neighbour's share
+	"concurrency cap, busy, limit known":                          {0.918, 0.01, 0.01, 0.89},    // target ≥ 0.89 (nginx); b211167 0.938 · 0; now 0.938 · 0.0000
+	"concurrency cap, busy, told 2×":                              {0.955, 13.91, 0.01, 0.95},   // target ≥ 0.95 (nginx); b211167 0.975 · 11.7083; now 0.975 · 11.5897
+	"concurrency cap, busy, neighbour at 40%":                     {0.5, 1.724, 0.7924, 0},      // (no goodput target beside a neighbour); today 1.438 · 1.4348 · 0.7874, takes the neighbour's share
+}
+
+// TestVirtualMatrix is issue 25's judge in virtual time: every cell of
+// VCells for 20 virtual seconds (with -short, limit known and told 2× on
+// loopback and over the round trip), held to vRatchets. With -v it prints
+// the table, each cell marked against the issue's target.
+func TestVirtualMatrix(t *testing.T) {
+	cells := VCells(testing.Short(), 20*time.Second)
+	began := time.Now()
+	rs := VirtualMatrix(t, cells)
+	took := time.Since(began)
+	if t.Failed() {
+		return
+	}
+	var b bytes.Buffer
+	WriteVirtualMatrix(&b, rs, func(r VResult) string { return vMark(r, vRatchets[r.Cell.Name()]) })
+	if testing.Verbose() {
+		fmt.Printf("\nThe virtual matrix, pacer, %d cells of %v, in %v:\n\n%s\n", len(cells), cells[0].Duration, took.Round(time.Millisecond), b.String())
+	}
+	seen := map[string]bool{}
+	for _, r := range rs {
+		name := r.Cell.Name()
+		seen[name] = true
+		want, ok := vRatchets[name]
+		if !ok {
+			t.Errorf("%s: no entry in vRatchets", name)
+			continue
+		}
+		s := r.Score()
+		if g := s.Goodput(); g < want.floor {
+			t.Errorf("%s: goodput %.3f, below its floor %.3f", name, g, want.floor)
+		}
+		if f := s.RefusedPerAccepted(); f > want.refused {
+			t.Errorf("%s: %d refused for %d accepted (%.4f a call), above its bound %.4f", name, s.Refused, s.Accepted, f, want.refused)
+		}
+		if r.NeighbourRate > 0 {
+			if f := r.NeighbourRefused(); f > want.neighbour {
+				t.Errorf("%s: the neighbour refused %.4f of its calls, above its bound %.4f", name, f, want.neighbour)
+			}
+		}
+	}
+	if !testing.Short() {
+		for name := range vRatchets {
+			if !seen[name] {
+				t.Errorf("vRatchets has %q, which is no cell", name)
+			}
+		}
+	}
+}
+
+// vMark says where r stands against issue 25's target.
+func vMark(r VResult, want vRatchet) string {
+	s := r.Score()
+	var miss []string
+	if want.target > 0 && s.Goodput() < want.target {
+		miss = append(miss, fmt.Sprintf("goodput < %.2f", want.target))
+	}
+	if s.RefusedPerAccepted() > 0.01 {
+		miss = append(miss, "refused > 1 %")
+	}
+	if r.NeighbourRate > 0 && r.NeighbourRefused() > 0.01 {
+		miss = append(miss, "neighbour refused > 1 %")
+	}
+	if len(miss) == 0 {
+		return "meets the target"
+	}
+	return "**below target**: " + strings.Join(miss, ", ")
+}
+
+// get sends a GET for path through rt and returns its status and headers.
+func get(t *testing.T, rt http.RoundTripper, path string) (int, http.Header) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, "http://api.test"+path, nil)
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header
+}
+
+// TestVirtualServersLimit checks that each family's server limits in
+// virtual time, as its library or nginx does: of 150 calls at one instant
+// it lets through its quota (httprate's and ulule's 100), its bucket
+// (throttled's 11, nginx's 1 + 20) or its cap (4); then, each alone for 5
+// virtual seconds, it takes a call every 10 ms (100/s) without a refusal
+// (the windows all but a few) and of a call every 5 ms (200/s) about half. Its headers are the
+// library's: throttled's X-RateLimit-Limit is 11.
+func TestVirtualServersLimit(t *testing.T) {
+	want := map[string]struct {
+		burst          int
+		limit          string
+		tooMany, retry bool
+	}{
+		"sliding window":            {100, "100", true, true},
+		"fixed window":              {100, "100", true, false},
+		"token bucket (GCRA)":       {11, "11", true, true},
+		"leaky bucket":              {21, "", true, false},
+		"leaky bucket, Retry-After": {21, "", true, true},
+		"concurrency cap":           {4, "", false, false},
+	}
+	for _, f := range VFamilies {
+		w, ok := want[f.Name]
+		if !ok {
+			t.Fatalf("%s: no expectation", f.Name)
+		}
+		t.Run(f.Name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				time.Sleep(time.Until(vStart))
+				h, err := f.server()
+				if err != nil {
+					t.Fatal(err)
+				}
+				srv := inProcess{h}
+				var mu sync.Mutex
+				codes := map[int]int{}
+				var refused http.Header
+				var wg sync.WaitGroup
+				for range 150 {
+					wg.Go(func() {
+						code, hdr := get(t, srv, f.Path)
+						mu.Lock()
+						defer mu.Unlock()
+						codes[code]++
+						if code != http.StatusOK && refused == nil {
+							refused = hdr
+						}
+					})
+				}
+				wg.Wait()
+				over := http.StatusTooManyRequests
+				if !w.tooMany {
+					over = http.StatusServiceUnavailable
+				}
+				if codes[http.StatusOK] != w.burst || codes[over] != 150-w.burst {
+					t.Errorf("150 calls at once: %v, want %d × 200 and %d × %d", codes, w.burst, 150-w.burst, over)
+				}
+				if got := refused.Get("X-RateLimit-Limit"); got != w.limit {
+					t.Errorf("X-RateLimit-Limit %q, want %q", got, w.limit)
+				}
+				if got := refused.Get("Retry-After") != ""; got != w.retry {
+					t.Errorf("a refusal carries Retry-After: %v, want %v (%v)", got, w.retry, refused)
+				}
+				if refused.Get("Date") == "" {
+					t.Errorf("no Date header: %v", refused)
+				}
+				if f.Path == PathConn {
+					return // a call lasts connService: a pace of calls one at a time never fills it
+				}
+				for _, every := range []time.Duration{10 * time.Millisecond, 5 * time.Millisecond} {
+					time.Sleep(3 * time.Second) // a full bucket, a fresh window
+					ok := 0
+					for range int(5 * time.Second / every) {
+						if code, _ := get(t, srv, f.Path); code == http.StatusOK {
+							ok++
+						}
+						time.Sleep(every)
+					}
+					lo, hi := 500, 500
+					if every == 5*time.Millisecond {
+						lo, hi = 450, 600 // 100/s over 5 s, and what a quota or a bucket let through at once
+					}
+					if (f.Kind() == Sliding || f.Kind() == Fixed) && every == 10*time.Millisecond {
+						// At exactly the rate a window refuses now and then:
+						// httprate's weighted count rounds up, ulule's window
+						// still holds a call that arrives as it expires.
+						lo = 490
+					}
+					if ok < lo || ok > hi {
+						t.Errorf("a call every %v for 5 s: %d accepted, want %d–%d", every, ok, lo, hi)
+					}
+				}
+			})
+		})
+	}
+}
+
+// Kind is f's library kind, or -1 for nginx's models.
+func (f Family) Kind() Kind {
+	if f.Go == nil {
+		return -1
+	}
+	return f.Go.Kind
+}
+
+// TestVNetworks checks the virtual networks: each call's round trip within
+// the network's bounds; calls sent together reach the server in another
+// order than they were sent in; over the round trip and on the busy host,
+// answers come back in another order than the server gave them; and the
+// same seed gives the same round trips, run after run.
+func TestVNetworks(t *testing.T) {
+	for _, n := range VNetworks {
+		t.Run(n.Name, func(t *testing.T) {
+			lo, hi := time.Millisecond, 1100*time.Microsecond
+			switch n.Name {
+			case VRoundTrip.Name:
+				lo, hi = 200*time.Millisecond, 400*time.Millisecond
+			case VBusy.Name:
+				hi += 30 * time.Millisecond
+			}
+			run := func() (trips []time.Duration, sent, arrived, back string) {
+				synctest.Test(t, func(t *testing.T) {
+					s := &stamp{}
+					wire := n.wire(7, s)
+					var mu sync.Mutex
+					var wg sync.WaitGroup
+					for i := range 40 {
+						sent += string(rune('A' + i))
+						wg.Go(func() {
+							t0 := time.Now()
+							get(t, wire, "/"+string(rune('A'+i)))
+							mu.Lock()
+							defer mu.Unlock()
+							trips = append(trips, time.Since(t0))
+							back += string(rune('A' + i))
+						})
+						time.Sleep(time.Nanosecond) // sent in order, at distinct instants
+					}
+					wg.Wait()
+					for _, p := range s.order {
+						arrived += p[1:]
+					}
+				})
+				slices.Sort(trips)
+				return
+			}
+			trips, sent, arrived, back := run()
+			if trips[0] < lo || trips[len(trips)-1] > hi+time.Microsecond {
+				t.Errorf("round trips %v–%v, want within %v–%v", trips[0], trips[len(trips)-1], lo, hi)
+			}
+			if arrived == sent {
+				t.Errorf("40 calls reached the server in the order they were sent")
+			}
+			if n.Name != VLoopback.Name && back == arrived {
+				t.Errorf("40 calls came back in the order the server answered them")
+			}
+			again, _, _, _ := run()
+			if !slices.Equal(trips, again) {
+				t.Errorf("the same seed drew other round trips: %v, then %v", trips, again)
+			}
+		})
+	}
+}
+
+// TestVirtualGCRAPace runs the token bucket's cell "limit known" on
+// loopback and logs what pacer says its pace is and why: every
+// EventPaceChanged and the scope's Stats at the end, beside the calls the
+// server accepted each second. It checks that they explain the pace: the
+// last event's Rate is the Stats' Rate, and Stats says why.
+func TestVirtualGCRAPace(t *testing.T) {
+	i := slices.IndexFunc(VCells(false, 20*time.Second), func(c VCell) bool {
+		return c.Family.Kind() == GCRA && c.Net.Name == VLoopback.Name && c.Situation.Scale == 1 && c.Situation.NeighbourShare == 0
+	})
+	c := VCells(false, 20*time.Second)[i]
+	var mu sync.Mutex
+	var events []observe.Event
+	var at []time.Duration
+	c.Options = []pacer.Option{pacer.WithObserver(observe.Func(func(e observe.Event) {
+		if e.Kind == observe.EventPaceChanged {
+			mu.Lock()
+			events, at = append(events, e), append(at, time.Since(vStart))
+			mu.Unlock()
+		}
+	}))}
+	var stats pacer.ScopeStats
+	c.AtEnd = func(tr *pacer.Transport) { stats = tr.Stats().Scopes[0] }
+	r := VirtualMatrix(t, []VCell{c})[0]
+	for i, e := range events {
+		t.Logf("%7.3fs EventPaceChanged scope %q rate %.2f/s why %q", at[i].Seconds(), e.Scope, e.Rate, e.Why)
+	}
+	t.Logf("Stats at %v: rate %.2f/s burst %.2f learned %v why %q admitted %d rejected %d", c.Duration, stats.Rate, stats.Burst, stats.Learned, stats.Why, stats.Admitted, stats.Rejected)
+	t.Logf("accepted each second %v, 429s %d: goodput %.3f", r.PerSecond, r.Rejected(), r.Score().Goodput())
+	if len(events) == 0 {
+		t.Fatal("no EventPaceChanged")
+	}
+	if last := events[len(events)-1].Rate; last < 0.99*stats.Rate || last > 1.01*stats.Rate {
+		t.Errorf("the last EventPaceChanged says %.2f/s, Stats %.2f/s", last, stats.Rate)
+	}
+	if stats.Why == "" {
+		t.Error("Stats says nothing of why")
+	}
+}
