@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/retryrule"
+	"github.com/pacer-go/pacer/internal/storeguard"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -18,6 +19,10 @@ var ErrThrottled = errors.New("pacer: throttled")
 // budget stops a call between retries, the *BudgetError comes wrapped in a
 // *retry.Error that says how many attempts were sent.
 var ErrBudgetExhausted = retryrule.ErrBudgetExhausted
+
+// ErrStoreUnavailable is the cause of the error a request gets when the
+// shared store did not answer and its store.Policy is store.FailClosed.
+var ErrStoreUnavailable = storeguard.ErrUnavailable
 
 // ErrExceedsCapacity is the cause of a *ThrottledError for a request that
 // costs more than its scope's bucket can ever hold: no wait would admit it.

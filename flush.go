@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/pacer-go/pacer/internal/storeguard"
 )
 
 // Flush waits until the writes this Transport sends its shared store in the
@@ -36,17 +38,17 @@ func (t *Transport) Flush(ctx context.Context) error {
 	if ctx == nil {
 		return errors.New("pacer: Flush needs a context; pass one with a deadline, such as context.WithTimeout(context.Background(), 5*time.Second)")
 	}
-	g := t.guard()
+	g := t.guard
 	if g == nil {
 		return nil
 	}
 	var ctxErr error
 	select {
-	case <-g.writes.drained():
+	case <-g.Drained():
 	case <-ctx.Done():
 		ctxErr = ctx.Err()
 	}
-	pending, lost, lastErr := g.writes.report()
+	pending, lost, lastErr := g.Writes()
 	e := &FlushError{Pending: sum(pending), Lost: sum(lost)}
 	if e.Pending == 0 && e.Lost == 0 {
 		return nil
@@ -69,7 +71,7 @@ type FlushError struct {
 	// Lost is how many writes did not reach the store since the last Flush.
 	Lost int
 
-	byKind [2][3]int // pending, lost; by writeKind
+	byKind [2][3]int // pending, lost; by storeguard.WriteKind
 	errs   []error   // the last store error, ctx's error
 }
 
@@ -81,7 +83,7 @@ func (e *FlushError) Error() string {
 		if sum(n) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, " %d %s (%d settlements, %d refunds, %d clamps);", sum(n), what, n[adjustWrite], n[refundWrite], n[clampWrite])
+		fmt.Fprintf(&b, " %d %s (%d settlements, %d refunds, %d clamps);", sum(n), what, n[storeguard.AdjustWrite], n[storeguard.RefundWrite], n[storeguard.ClampWrite])
 	}
 	for _, err := range e.errs {
 		fmt.Fprintf(&b, " %v;", err)
