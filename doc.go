@@ -127,5 +127,5 @@
 // bounds each call, sends the writes nobody waits for (clamps, refunds,
 // settlements) in the background, which Flush waits for (flush.go), and
 // keeps this process's own count of each budget, so that a budget holds
-// across an outage.
+// across an outage. Every error the root returns is declared in errors.go.
 package pacer

@@ -3,10 +3,6 @@ package pacer
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
-
-	"github.com/pacer-go/pacer/internal/storeguard"
 )
 
 // Flush waits until the writes this Transport sends its shared store in the
@@ -62,37 +58,5 @@ func (t *Transport) Flush(ctx context.Context) error {
 	}
 	return e
 }
-
-// A FlushError is what Flush could not write to the shared store.
-type FlushError struct {
-	// Pending is how many writes were still queued when Flush's context
-	// ended; they are still sent, unless the process exits.
-	Pending int
-	// Lost is how many writes did not reach the store since the last Flush.
-	Lost int
-
-	byKind [2][3]int // pending, lost; by storeguard.WriteKind
-	errs   []error   // the last store error, ctx's error
-}
-
-func (e *FlushError) Error() string {
-	var b strings.Builder
-	b.WriteString("pacer: writes to the shared store did not all reach it:")
-	for i, what := range [2]string{"still queued", "lost"} {
-		n := e.byKind[i]
-		if sum(n) == 0 {
-			continue
-		}
-		fmt.Fprintf(&b, " %d %s (%d settlements, %d refunds, %d clamps);", sum(n), what, n[storeguard.AdjustWrite], n[storeguard.RefundWrite], n[storeguard.ClampWrite])
-	}
-	for _, err := range e.errs {
-		fmt.Fprintf(&b, " %v;", err)
-	}
-	return strings.TrimSuffix(b.String(), ";") + ". The shared counts miss them: a call whose settlement is missing counts at its reservation, one whose refund is missing as spent"
-}
-
-// Unwrap returns the store's last error and the context's, so that the
-// error matches ErrStoreUnavailable or context.DeadlineExceeded.
-func (e *FlushError) Unwrap() []error { return e.errs }
 
 func sum(n [3]int) int { return n[0] + n[1] + n[2] }
