@@ -28,10 +28,11 @@
 //     call it: each store call is bounded by the policy's Timeout; a store
 //     that does not honour its context (store.ContextStore) is called on a
 //     goroutine of its own, abandoned if the bound passes first.
-//   - Time: every method takes now as an argument, the time the caller's
-//     decision is made at. The Now hook is read only where no caller is
-//     there to pass it: a background check, and whether a context's
-//     deadline has passed on the caller's clock after a store call returns.
+//   - Time: every method that decides by the time takes now as an
+//     argument, the time the caller's decision is made at. The Now hook is
+//     read only where no caller is there to pass it: a background check,
+//     and whether a context's deadline has passed on the caller's clock
+//     after a store call returns.
 //   - No pointer back to the Transport: what the guard tells its owner, a
 //     failure the policy covered and a background write that was lost, it
 //     tells through the Hooks given to New, called on whatever goroutine

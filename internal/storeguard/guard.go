@@ -17,14 +17,14 @@ import (
 // pacer.ErrStoreUnavailable.
 var ErrUnavailable = errors.New("pacer: the shared store is unavailable")
 
-// DefaultTimeout bounds each call to a shared store unless
+// defaultTimeout bounds each call to a shared store unless
 // store.Policy.Timeout says otherwise.
-const DefaultTimeout = time.Second
+const defaultTimeout = time.Second
 
 // Timeout returns the bound of each call to a store used under p.
 func Timeout(p store.Policy) time.Duration {
 	if p.Timeout == 0 {
-		return DefaultTimeout
+		return defaultTimeout
 	}
 	return p.Timeout
 }
