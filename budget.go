@@ -930,8 +930,8 @@ func (t *Transport) adjust(now time.Time, ds []store.Demand) {
 		return
 	}
 	var s store.Store = t.store
-	if g := t.guard(); g != nil {
-		s = g
+	if t.guard != nil {
+		s = t.guard
 	}
 	_ = adjustOrRefund(context.Background(), s, now, ds)
 }
@@ -939,13 +939,11 @@ func (t *Transport) adjust(now time.Time, ds []store.Demand) {
 // adjustBudget settles a budget demand: this process's own count at once
 // (see store.Policy.OnFailure), the shared store's in the background.
 func (t *Transport) adjustBudget(now time.Time, d store.Demand) {
-	ds := []store.Demand{d}
-	if g := t.guard(); g != nil {
-		g.ledger.Adjust(context.Background(), now, ds)
-		g.Adjust(context.Background(), now, ds)
+	if t.guard != nil {
+		t.guard.AdjustBudget(now, d)
 		return
 	}
-	_ = adjustOrRefund(context.Background(), t.store, now, ds)
+	_ = adjustOrRefund(context.Background(), t.store, now, []store.Demand{d})
 }
 
 // budgetMeter counts what a process spends of a workload's budget in the

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/classify"
-	"github.com/pacer-go/pacer/internal/retryrule"
 )
 
 // mergeVerdicts combines the verdicts of two classifiers, as
@@ -148,22 +147,4 @@ func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 type peekedBody struct {
 	io.Reader
 	io.Closer
-}
-
-// A QuotaError says the provider refused a call because a spend cap or
-// quota is exhausted — a state waiting will not end. It matches
-// ErrBudgetExhausted with errors.Is: to the caller, the provider's budget and
-// pacer's are the same kind of stop.
-type QuotaError struct {
-	Status  int    // the provider's status
-	Message string // what the provider said, as its classifier put it (classify.Verdict.Quota)
-}
-
-func (e *QuotaError) Error() string {
-	return fmt.Sprintf("pacer: the provider refused the call with status %d for a spent quota, which waiting will not restore: %s", e.Status, e.Message)
-}
-
-// Is reports whether target is ErrBudgetExhausted.
-func (e *QuotaError) Is(target error) bool {
-	return target == ErrBudgetExhausted || target == retryrule.ErrSpentQuota
 }

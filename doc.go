@@ -123,4 +123,11 @@
 // (store.Decision.Taken), so a fleet paces at the edge of the provider's
 // limit as one process does; a lease takes in batches and reports no such
 // total, and a fleet on one keeps its blind pace behind a remaining count.
+//
+// Between a Transport and a shared store stands internal/storeguard
+// (storeguard.go is the seam): it applies the Policy's failure mode,
+// bounds each call, sends the writes nobody waits for (clamps, refunds,
+// settlements) in the background, which Flush waits for (flush.go), and
+// keeps this process's own count of each budget, so that a budget holds
+// across an outage. Every error the root returns is declared in errors.go.
 package pacer

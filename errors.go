@@ -3,9 +3,11 @@ package pacer
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pacer-go/pacer/internal/retryrule"
+	"github.com/pacer-go/pacer/internal/storeguard"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -18,6 +20,10 @@ var ErrThrottled = errors.New("pacer: throttled")
 // budget stops a call between retries, the *BudgetError comes wrapped in a
 // *retry.Error that says how many attempts were sent.
 var ErrBudgetExhausted = retryrule.ErrBudgetExhausted
+
+// ErrStoreUnavailable is the cause of the error a request gets when the
+// shared store did not answer and its store.Policy is store.FailClosed.
+var ErrStoreUnavailable = storeguard.ErrUnavailable
 
 // ErrExceedsCapacity is the cause of a *ThrottledError for a request that
 // costs more than its scope's bucket can ever hold: no wait would admit it.
@@ -105,3 +111,53 @@ func (e *BudgetError) Error() string {
 
 // Is reports whether target is ErrBudgetExhausted.
 func (e *BudgetError) Is(target error) bool { return target == ErrBudgetExhausted }
+
+// A QuotaError says the provider refused a call because a spend cap or
+// quota is exhausted — a state waiting will not end. It matches
+// ErrBudgetExhausted with errors.Is: to the caller, the provider's budget and
+// pacer's are the same kind of stop.
+type QuotaError struct {
+	Status  int    // the provider's status
+	Message string // what the provider said, as its classifier put it (classify.Verdict.Quota)
+}
+
+func (e *QuotaError) Error() string {
+	return fmt.Sprintf("pacer: the provider refused the call with status %d for a spent quota, which waiting will not restore: %s", e.Status, e.Message)
+}
+
+// Is reports whether target is ErrBudgetExhausted.
+func (e *QuotaError) Is(target error) bool {
+	return target == ErrBudgetExhausted || target == retryrule.ErrSpentQuota
+}
+
+// A FlushError is what Flush could not write to the shared store.
+type FlushError struct {
+	// Pending is how many writes were still queued when Flush's context
+	// ended; they are still sent, unless the process exits.
+	Pending int
+	// Lost is how many writes did not reach the store since the last Flush.
+	Lost int
+
+	byKind [2][3]int // pending, lost; by storeguard.WriteKind
+	errs   []error   // the last store error, ctx's error
+}
+
+func (e *FlushError) Error() string {
+	var b strings.Builder
+	b.WriteString("pacer: writes to the shared store did not all reach it:")
+	for i, what := range [2]string{"still queued", "lost"} {
+		n := e.byKind[i]
+		if sum(n) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, " %d %s (%d settlements, %d refunds, %d clamps);", sum(n), what, n[storeguard.AdjustWrite], n[storeguard.RefundWrite], n[storeguard.ClampWrite])
+	}
+	for _, err := range e.errs {
+		fmt.Fprintf(&b, " %v;", err)
+	}
+	return strings.TrimSuffix(b.String(), ";") + ". The shared counts miss them: a call whose settlement is missing counts at its reservation, one whose refund is missing as spent"
+}
+
+// Unwrap returns the store's last error and the context's, so that the
+// error matches ErrStoreUnavailable or context.DeadlineExceeded.
+func (e *FlushError) Unwrap() []error { return e.errs }

@@ -3,8 +3,6 @@ package pacer
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
 )
 
 // Flush waits until the writes this Transport sends its shared store in the
@@ -36,17 +34,17 @@ func (t *Transport) Flush(ctx context.Context) error {
 	if ctx == nil {
 		return errors.New("pacer: Flush needs a context; pass one with a deadline, such as context.WithTimeout(context.Background(), 5*time.Second)")
 	}
-	g := t.guard()
+	g := t.guard
 	if g == nil {
 		return nil
 	}
 	var ctxErr error
 	select {
-	case <-g.writes.drained():
+	case <-g.Drained():
 	case <-ctx.Done():
 		ctxErr = ctx.Err()
 	}
-	pending, lost, lastErr := g.writes.report()
+	pending, lost, lastErr := g.Writes()
 	e := &FlushError{Pending: sum(pending), Lost: sum(lost)}
 	if e.Pending == 0 && e.Lost == 0 {
 		return nil
@@ -60,37 +58,5 @@ func (t *Transport) Flush(ctx context.Context) error {
 	}
 	return e
 }
-
-// A FlushError is what Flush could not write to the shared store.
-type FlushError struct {
-	// Pending is how many writes were still queued when Flush's context
-	// ended; they are still sent, unless the process exits.
-	Pending int
-	// Lost is how many writes did not reach the store since the last Flush.
-	Lost int
-
-	byKind [2][3]int // pending, lost; by writeKind
-	errs   []error   // the last store error, ctx's error
-}
-
-func (e *FlushError) Error() string {
-	var b strings.Builder
-	b.WriteString("pacer: writes to the shared store did not all reach it:")
-	for i, what := range [2]string{"still queued", "lost"} {
-		n := e.byKind[i]
-		if sum(n) == 0 {
-			continue
-		}
-		fmt.Fprintf(&b, " %d %s (%d settlements, %d refunds, %d clamps);", sum(n), what, n[adjustWrite], n[refundWrite], n[clampWrite])
-	}
-	for _, err := range e.errs {
-		fmt.Fprintf(&b, " %v;", err)
-	}
-	return strings.TrimSuffix(b.String(), ";") + ". The shared counts miss them: a call whose settlement is missing counts at its reservation, one whose refund is missing as spent"
-}
-
-// Unwrap returns the store's last error and the context's, so that the
-// error matches ErrStoreUnavailable or context.DeadlineExceeded.
-func (e *FlushError) Unwrap() []error { return e.errs }
 
 func sum(n [3]int) int { return n[0] + n[1] + n[2] }

@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/storeguard"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -123,7 +124,7 @@ func TestFlushStoreDown(t *testing.T) {
 		backfill := ContextWithWorkload(context.Background(), "backfill")
 		for range 2 {
 			s.down.Store(false)
-			time.Sleep(maxRetry) // the guard asks the store again
+			time.Sleep(storeguard.MaxRetry) // the guard asks the store again
 			resp, err := chat(t, tr, backfill, "")
 			mustNotErr(t, err)
 			s.down.Store(true) // after the take, before the settlement

@@ -118,13 +118,13 @@ func (c *call) publishCut(s *bucket) {
 		return err
 	}
 	var err error
-	if g := t.guard(); g == nil { // the in-memory store: no round trip
+	if g := t.guard; g == nil { // the in-memory store: no round trip
 		err = publish(context.Background())
-	} else if g.isDown() {
-		err = g.unavailable() // not one more wait on a store known to be down
+	} else if g.IsDown() {
+		err = g.Unavailable() // not one more wait on a store known to be down
 	} else {
 		// Bounded even for a store that ignores its context.
-		err = g.bounded(context.Background(), publish)
+		err = g.Bounded(context.Background(), publish)
 	}
 	if err != nil {
 		t.emit(observe.Event{Kind: observe.EventStoreFailure, Scope: s.scope.Name, Workload: c.workload.name,

@@ -13,7 +13,9 @@ import (
 
 	"github.com/pacer-go/pacer/classify"
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/internal/lease"
 	"github.com/pacer-go/pacer/internal/retryrule"
+	"github.com/pacer-go/pacer/internal/storeguard"
 	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/retry"
 	"github.com/pacer-go/pacer/store"
@@ -42,6 +44,7 @@ type Transport struct {
 	base  http.RoundTripper
 	clock clock.Clock
 	store store.Store
+	guard *storeguard.Guard // in front of a shared store; nil for the in-memory one (storeguard.go)
 
 	headroom       float64
 	maxWait        time.Duration
@@ -151,8 +154,8 @@ func configure(base http.RoundTripper, opts []Option) config {
 }
 
 // useStore sets the Transport's store: the memory store by default; a shared
-// one behind its failure guard (storefailure.go) and its lease (lease.go,
-// internal/lease).
+// one behind its failure guard (storeguard.go, internal/storeguard) and its
+// lease (internal/lease).
 // The lease is outside the guard: tokens it holds were granted by the store,
 // so they are spent while the store is down, and spending them needs none of
 // what the guard spends on a round trip.
@@ -164,17 +167,16 @@ func (t *Transport) useStore(cfg *config) {
 	p := cfg.storePolicy
 	if p.LimitSync > 0 {
 		if ls, ok := s.(store.LimitStore); ok {
-			t.limitSync = &limitSync{store: ls, interval: p.LimitSync, timeout: storeTimeout(p), versions: make(map[string]int64), paces: make(map[string]int64)}
+			t.limitSync = &limitSync{store: ls, interval: p.LimitSync, timeout: storeguard.Timeout(p), versions: make(map[string]int64), paces: make(map[string]int64)}
 		} else {
 			cfg.errs = append(cfg.errs, fmt.Errorf("WithStore: store.Policy.LimitSync is set, but the store (%T) keeps no limits; use one that implements store.LimitStore (store.Memory, store/redisstore, store/pgstore)", s))
 		}
 	}
 	if _, ok := s.(*store.Memory); !ok {
-		guard := guardStore(s, p)
-		guard.bind(t)
-		s = guard
+		t.guard = t.guardStore(s, p)
+		s = t.guard
 		if p.Lease > 0 {
-			s = newLeaseStore(guard, p)
+			s = lease.New(t.guard, lease.Config{Size: p.Lease, Adaptive: p.AdaptiveLease})
 		}
 	}
 	t.store = s

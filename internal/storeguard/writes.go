@@ -1,6 +1,7 @@
-package pacer
+package storeguard
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -8,39 +9,40 @@ import (
 	"github.com/pacer-go/pacer/store"
 )
 
-// maxPendingWrites bounds the writes waiting for a shared store: one per
+// MaxPendingWrites bounds the writes waiting for a shared store: one per
 // bucket and kind. While the store hangs, clamps pile up no further than
 // this; a newer clamp of a bucket replaces the pending one.
-const maxPendingWrites = 4096
+const MaxPendingWrites = 4096
 
-// A writeKind is what a write in the background does to its bucket.
-type writeKind uint8
+// A WriteKind is what a write in the background does to its bucket. The
+// counts Writes returns are indexed by it.
+type WriteKind uint8
 
 const (
-	clampWrite writeKind = iota
-	refundWrite
-	adjustWrite // a call's settlement (Adjuster): a signed Cost
+	ClampWrite  WriteKind = iota // a bucket lowered to what the provider reported
+	RefundWrite                  // tokens given back by a call not sent
+	AdjustWrite                  // a call's settlement (store.Adjuster): a signed Cost
 )
 
-func (k writeKind) String() string {
+func (k WriteKind) String() string {
 	switch k {
-	case clampWrite:
+	case ClampWrite:
 		return "clamp"
-	case adjustWrite:
+	case AdjustWrite:
 		return "adjustment"
 	}
 	return "refund"
 }
 
 type writeKey struct {
-	kind       writeKind
+	kind       WriteKind
 	scope, key string
 }
 
 // A pendingWrite is a clamp, a refund or an adjustment of one bucket,
 // waiting to be sent.
 type pendingWrite struct {
-	kind   writeKind
+	kind   WriteKind
 	now    time.Time
 	demand store.Demand // the bucket's shape as last seen; a refund's or an adjustment's Cost is the sum
 	tokens float64      // a clamp's level
@@ -63,11 +65,11 @@ type writeQueue struct {
 	order   []writeKey
 	running bool // a goroutine is sending
 	full    bool // a write was dropped since the queue was last empty
-	// idle, when someone waits for the queue (Flush), is closed once it is
-	// empty and no write is being sent.
+	// idle, when someone waits for the queue (Drained), is closed once it
+	// is empty and no write is being sent.
 	idle chan struct{}
 	// lost counts the writes that did not reach the store since the last
-	// Flush — refused, unanswered, dropped from a full queue, or not sent
+	// report — refused, unanswered, dropped from a full queue, or not sent
 	// because the store was down — by kind; lastErr is the latest reason.
 	lost    [3]int
 	lastErr error
@@ -78,18 +80,18 @@ type writeQueue struct {
 // add queues a write. It reports whether the caller must start a goroutine
 // to send the queue, and whether the write was dropped because the queue is
 // full: only the first drop until the queue empties is reported.
-func (q *writeQueue) add(kind writeKind, now time.Time, d store.Demand, tokens float64) (start, dropped bool) {
+func (q *writeQueue) add(kind WriteKind, now time.Time, d store.Demand, tokens float64) (start, dropped bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	k := writeKey{kind, d.Scope, d.Key}
 	if p := q.pending[k]; p != nil {
-		if kind != clampWrite {
+		if kind != ClampWrite {
 			d.Cost += p.demand.Cost
 		}
 		p.now, p.demand, p.tokens = now, d, tokens
 		return false, false
 	}
-	if len(q.pending) >= maxPendingWrites {
+	if len(q.pending) >= MaxPendingWrites {
 		first := !q.full
 		q.full = true
 		q.lost[kind]++
@@ -137,10 +139,10 @@ func (q *writeQueue) len() int {
 }
 
 // errWritesDropped is why a write dropped from a full queue was lost.
-var errWritesDropped = fmt.Errorf("%w: too many writes were waiting for it", ErrStoreUnavailable)
+var errWritesDropped = fmt.Errorf("%w: too many writes were waiting for it", ErrUnavailable)
 
 // failed records a write that did not reach the store, and why.
-func (q *writeQueue) failed(kind writeKind, err error) {
+func (q *writeQueue) failed(kind WriteKind, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.lost[kind]++
@@ -148,9 +150,10 @@ func (q *writeQueue) failed(kind writeKind, err error) {
 	q.sending[kind] = 0 // counted as lost, not as still being sent
 }
 
-// drained returns a channel closed once the queue is empty and no write is
-// being sent: at once if it is so now.
-func (q *writeQueue) drained() <-chan struct{} {
+// Drained returns a channel closed once no write is waiting for the store
+// or being sent: closed already if it is so now.
+func (g *Guard) Drained() <-chan struct{} {
+	q := &g.writes
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if !q.running {
@@ -164,9 +167,11 @@ func (q *writeQueue) drained() <-chan struct{} {
 	return q.idle
 }
 
-// report returns what is waiting or being sent, by kind, and what was lost
-// since the last report, and forgets the losses.
-func (q *writeQueue) report() (pending, lost [3]int, lastErr error) {
+// Writes returns the writes waiting or being sent, by WriteKind, and those
+// lost since it was last called, with the latest reason one was lost; it
+// forgets the losses.
+func (g *Guard) Writes() (pending, lost [3]int, lastErr error) {
+	q := &g.writes
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	pending = q.sending
@@ -176,4 +181,60 @@ func (q *writeQueue) report() (pending, lost [3]int, lastErr error) {
 	lost, lastErr = q.lost, q.lastErr
 	q.lost, q.lastErr = [3]int{}, nil
 	return pending, lost, lastErr
+}
+
+// enqueue queues a write for the store, and starts the goroutine that sends
+// the queue if none is running.
+func (g *Guard) enqueue(kind WriteKind, now time.Time, d store.Demand, tokens float64) {
+	start, dropped := g.writes.add(kind, now, d, tokens)
+	if dropped {
+		g.warn(d.Scope, fmt.Errorf("%w: %d buckets' writes are waiting for it; dropping more (a %v first)",
+			ErrUnavailable, MaxPendingWrites, kind))
+	}
+	if start {
+		go g.sendWrites()
+	}
+}
+
+// sendWrites sends queued writes until there are none.
+func (g *Guard) sendWrites() {
+	for {
+		w, ok := g.writes.next()
+		if !ok {
+			return
+		}
+		g.write(w)
+	}
+}
+
+// write sends one write to the store; one it does not answer goes to the
+// local fallback.
+func (g *Guard) write(w pendingWrite) {
+	d := w.demand
+	failed, err := g.call(context.Background(), w.now, func(ctx context.Context) error {
+		switch w.kind {
+		case ClampWrite:
+			return g.remote.Clamp(ctx, w.now, d, w.tokens)
+		case AdjustWrite:
+			return AdjustOrRefund(ctx, g.remote, w.now, []store.Demand{d})
+		}
+		return g.remote.Refund(ctx, w.now, []store.Demand{d})
+	})
+	switch {
+	case err != nil:
+		g.writes.failed(w.kind, err) // for Flush
+		g.warn(d.Scope, err)
+	case failed:
+		g.writes.failed(w.kind, g.Unavailable())
+		g.cover(d.Scope)
+		switch {
+		case w.kind == ClampWrite:
+			g.clampLocal(w.now, d, w.tokens)
+		case g.mode != store.FallBackLocal:
+		case w.kind == AdjustWrite:
+			g.local.Adjust(context.Background(), w.now, g.share([]store.Demand{d}))
+		default:
+			g.local.Refund(context.Background(), w.now, g.share([]store.Demand{d}))
+		}
+	}
 }

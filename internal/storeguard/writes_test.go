@@ -1,4 +1,4 @@
-package pacer
+package storeguard
 
 import (
 	"context"
@@ -37,13 +37,13 @@ func (s *stuckStore) Clamp(ctx context.Context, now time.Time, d store.Demand, t
 }
 
 // While the store hangs, clamps pile up no further than one per bucket, the
-// latest winning, and no further than maxPendingWrites buckets; one
+// latest winning, and no further than MaxPendingWrites buckets; one
 // goroutine sends them, and is gone once they are sent. In virtual time.
 func TestClampsWaitingForTheStoreAreBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := &stuckStore{Memory: store.NewMemory(), release: make(chan struct{}), clamps: map[string][]float64{}}
-		g := guardStore(s, store.Policy{OnFailure: store.FailOpen, Timeout: time.Hour})
-		ctx, now := context.Background(), time.Now()
+		g := New(s, store.Policy{OnFailure: store.FailOpen, Timeout: time.Hour}, Hooks{})
+		ctx, now := context.Background(), time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 		d := store.Demand{Scope: "s", Key: "hot", Rate: 1, Burst: 100}
 		g.Clamp(ctx, now, d, 0)
 		synctest.Wait() // the sender holds the first clamp, and waits
@@ -53,12 +53,12 @@ func TestClampsWaitingForTheStoreAreBounded(t *testing.T) {
 		if n := g.writes.len(); n != 1 {
 			t.Fatalf("999 clamps of one bucket behind the one in flight hold %d places, want 1", n)
 		}
-		for i := range 2 * maxPendingWrites {
+		for i := range 2 * MaxPendingWrites {
 			d.Key = strconv.Itoa(i)
 			g.Clamp(ctx, now, d, 0)
 		}
-		if n := g.writes.len(); n != maxPendingWrites {
-			t.Fatalf("clamps of %d buckets hold %d places, want the bound, %d", 2*maxPendingWrites, n, maxPendingWrites)
+		if n := g.writes.len(); n != MaxPendingWrites {
+			t.Fatalf("clamps of %d buckets hold %d places, want the bound, %d", 2*MaxPendingWrites, n, MaxPendingWrites)
 		}
 		close(s.release)
 		synctest.Wait() // every goroutine, the sender's included, is done
@@ -87,24 +87,20 @@ func (s lateStore) Take(context.Context, time.Time, []store.Demand) (store.Decis
 }
 
 // A call that fails because the request's deadline passed says nothing
-// about the store: the guard compares the deadline on the Transport's
-// clock, the one the request's wait was measured on, and does not take the
-// store for down. (It compared it on the wall clock, which a clock in the
-// future has not reached.)
+// about the store: the guard compares the deadline on its owner's clock
+// (Hooks.Now), the one the request's wait was measured on, and does not
+// take the store for down. (It compared it on the wall clock, which a
+// clock in the future has not reached.)
 func TestStoreCallPastTheDeadlineOnTheTransportClock(t *testing.T) {
 	fc := fakeclock.New(time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC))
-	g := guardStore(lateStore{store.NewMemory(), fc}, store.Policy{OnFailure: store.FailOpen, Timeout: time.Hour})
-	g.clock = fakeClock{fc}
+	g := New(lateStore{store.NewMemory(), fc}, store.Policy{OnFailure: store.FailOpen, Timeout: time.Hour}, Hooks{Now: fc.Now})
 	ctx, cancel := context.WithDeadline(context.Background(), fc.Now().Add(time.Millisecond))
 	defer cancel()
 	_, err := g.Take(ctx, fc.Now(), []store.Demand{{Scope: "s", Rate: 1, Burst: 1, Cost: 1}})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("a take past the request's deadline returned %v, want context.DeadlineExceeded", err)
 	}
-	g.mu.Lock()
-	down := g.down
-	g.mu.Unlock()
-	if down {
+	if g.IsDown() {
 		t.Error("a take that failed past the request's deadline marked the store down")
 	}
 }
