@@ -84,13 +84,15 @@ func (s *bucket) basePace(now time.Time) (rate, burst float64) {
 	}
 	if tp := s.told.Load(); tp != nil && rate > 0 {
 		if now.UnixNano() < tp.until {
-			if p := s.learned.Load(); p != nil && cfg.rate > p.rate {
+			if p := s.learned.Load(); p != nil && cfg.rate > p.rate && !s.scope.Provisional {
 				// A published figure below the configured limit is a
 				// reading of the headers; live counts are what the server
 				// does. While they come, they pace the scope up to the
 				// configured limit: a token bucket that publishes its
 				// capacity (11) with the seconds until it is full (1)
-				// reads as 11 a second while it accepts 100.
+				// reads as 11 a second while it accepts 100. A
+				// provisional limit is only a stand-in for the published
+				// one (a preset's placeholder may be no limit at all).
 				rate, burst, raw, edgeBurst = cfg.rate, cfg.burst, cfg.raw, cfg.edgeBurst
 			}
 			if tp.edge && edgeBurst > 0 && raw*toldHeadroom > rate {
