@@ -269,7 +269,11 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 		if q.Limit > 0 && q.Window > 0 {
 			s.believed.Store(now.Add(believeFor(q.Window, t.maxWait)).UnixNano())
 			if s.learnLimit(q, t.headroom, t.maxWait, t.log) {
-				c.paceChanged(s, "the provider published its limit")
+				why := "the provider published its limit"
+				if tp, p := s.told.Load(), s.learned.Load(); tp != nil && now.UnixNano() < tp.until && p != nil && s.countsOutrank(p, s.scope.configured.Load()) {
+					why = "the provider published a limit below the configured one; what it reports remains paces the scope meanwhile, up to the configured limit"
+				}
+				c.paceChanged(s, why)
 			}
 			taught = true
 		}

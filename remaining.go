@@ -84,7 +84,7 @@ func (s *bucket) basePace(now time.Time) (rate, burst float64) {
 	}
 	if tp := s.told.Load(); tp != nil && rate > 0 {
 		if now.UnixNano() < tp.until {
-			if p := s.learned.Load(); p != nil && cfg.rate > p.rate && !s.scope.Provisional {
+			if p := s.learned.Load(); p != nil && s.countsOutrank(p, cfg) {
 				// A published figure below the configured limit is a
 				// reading of the headers; live counts are what the server
 				// does. While they come, they pace the scope up to the
@@ -109,6 +109,13 @@ func (s *bucket) basePace(now time.Time) (rate, burst float64) {
 		}
 	}
 	return rate, burst
+}
+
+// countsOutrank reports whether live remaining counts pace the scope above
+// p, a published limit below cfg, the configured one (basePace): not for
+// a provisional scope, whose published limit replaces its stand-in.
+func (s *bucket) countsOutrank(p *learnedLimit, cfg *configuredLimit) bool {
+	return cfg.rate > p.rate && !s.scope.Provisional
 }
 
 // steadyPace is pace's common case, small enough to be inlined where every
