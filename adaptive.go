@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/pacer-go/pacer/classify"
@@ -342,7 +343,15 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 			// stop; so does a brief one where the count cannot be read
 			// against what was spent.
 			pause := paused && !(counted && wait <= briefRetryAfter && (local || ch.takenAt > 0))
-			if status == http.StatusTooManyRequests && !taught && cuts {
+			if !taught && cuts && ch.bucket.limitsOnlyConcurrency(now) {
+				// A 503 too: nginx's limit_conn answers one, and an
+				// overloaded server as well, which fewer calls at once
+				// is what helps.
+				if ch.bucket.cutSlots(ch.heldWith, now) {
+					c.paceChanged(ch.bucket, "the provider refused a call sent while the scope held "+strconv.Itoa(int(ch.heldWith))+" others: it holds no more at once")
+					c.publishCut(ch.bucket)
+				}
+			} else if status == http.StatusTooManyRequests && !taught && cuts {
 				var retryAfter time.Duration
 				if paused {
 					retryAfter = max(wait, 1) // "Retry-After: 0" still asks for a pause

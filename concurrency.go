@@ -25,10 +25,13 @@ import (
 // decision may see a count a moment old and refuse: the refused call then
 // queues and tries again, and the release, which looks for a queue after it
 // counts, wakes it.
-func (s *bucket) acquireSlot(w int, epoch int64) bool {
+//
+// held is how many slots were taken, the new one not counted, when it was
+// taken; -1 when none was (and 0 on a scope without a cap).
+func (s *bucket) acquireSlot(w int, epoch int64) (held int32) {
 	c := s.scope
 	if c.Concurrency == 0 {
-		return true
+		return 0
 	}
 	// Nothing cut, the common case, is the whole cap without slots' call:
 	// its share is then 1 either way.
@@ -41,14 +44,14 @@ func (s *bucket) acquireSlot(w int, epoch int64) bool {
 		for {
 			n := s.inFlight.Load()
 			if n >= int32(limit) {
-				return false
+				return -1
 			}
 			if s.inFlight.CompareAndSwap(n, n+1) {
 				s.inFlightBy[w].Add(1)
 				if !s.ages.TryAdd(epoch) {
 					s.ages.Add(epoch)
 				}
-				return true
+				return n
 			}
 		}
 	}
@@ -56,19 +59,19 @@ func (s *bucket) acquireSlot(w int, epoch int64) bool {
 	defer s.mu.Unlock()
 	mine := int(s.inFlightBy[w].Load())
 	if sh.maxSlots[w] > 0 && mine >= scaled(sh.maxSlots[w], share) {
-		return false
+		return -1
 	}
 	n := int(s.inFlight.Load())
 	if n >= limit {
-		return false
+		return -1
 	}
 	if s.reserveKeeps(sh, w, n, limit, share) {
-		return false
+		return -1
 	}
 	s.inFlight.Add(1)
 	s.inFlightBy[w].Add(1)
 	s.ages.Add(epoch)
-	return true
+	return int32(n)
 }
 
 // reserveKeeps reports whether workload w, borrowing beyond its own
@@ -253,4 +256,65 @@ func wrapBody(rc io.ReadCloser, c *call) io.ReadCloser {
 		return releasingReadWriteBody{b, w}
 	}
 	return b
+}
+
+// cutSlots lowers the cap on calls in flight of a scope that limits only
+// concurrency, after the provider refused a call that took its slot while
+// held others were taken (charge.heldWith), and reports whether it did.
+//
+// Server property: a concurrency cap refuses a call that arrives while it
+// holds its cap, and what it held then were calls this scope had in flight
+// when the refused one was sent, so for this scope its cap is at most
+// held. The cap drops there at once — a factor of the configured cap took
+// one refusal per step to reach a server's half, and a retry that took the
+// freed slot drew the next one — then climbs back by time, flat at held
+// first (the cubic curve of recovery.go, over cheapRecovery: the slot
+// above 4 of 8 is tried again about 20 s on). A refusal of a call sent with
+// more in flight than the cap allows now says nothing new, so the refusals
+// of one burst cut once, to the least of them.
+func (s *bucket) cutSlots(held int32, now time.Time) bool {
+	n := s.scope.Concurrency
+	if n == 0 || held < 0 {
+		return false
+	}
+	// Calls reach the server out of the order they took their slots in: a
+	// call sent with one other in flight may arrive after seven, still in
+	// flight now. What the scope holds now, the refused call not counted,
+	// is the other bound; the larger of the two is the safe one.
+	held = max(held, s.inFlight.Load()-1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := 1.0
+	if r := s.recov.Load(); r != nil {
+		cur = r.factor(now.UnixNano())
+	}
+	// A hair over held's share, so that scaled gives held slots; but no
+	// refusal more than halves the cap (the multiplicative decrease of
+	// AIMD): a refusal that was not the cap's — a rate limit's, an
+	// overloaded server's, a neighbour's calls — would otherwise take a
+	// cap of ten to one at once.
+	f := max(minFactor, (float64(held)+1e-6)/float64(n), cur*slotsCutFloor)
+	if scaled(n, f) >= scaled(n, cur) {
+		return false
+	}
+	s.accepted.refused++
+	s.cutAt = s.admitted.Load()
+	s.recov.Store(newRecovery(now, f, f, cheapRecovery, true))
+	s.recovered.Store(false)
+	return true
+}
+
+// slotsCutFloor is the least share of its cap one refusal leaves a scope
+// that limits only concurrency (cutSlots).
+const slotsCutFloor = 0.5
+
+// limitsOnlyConcurrency reports whether the scope caps calls in flight and
+// has no rate, configured or published: its refusals then lower the cap
+// (cutSlots), there being no pace to cut.
+func (s *bucket) limitsOnlyConcurrency(now time.Time) bool {
+	if s.scope.Concurrency == 0 {
+		return false
+	}
+	rate, _ := s.basePace(now)
+	return rate == 0
 }
