@@ -228,13 +228,17 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 		// Before the counts are read: a refused call was never counted.
 		for _, ch := range c.charges {
 			if concerns(verdict, ch.bucket.scope.Name) {
-				ch.bucket.noteRefused(ch.spentAt, int64(ch.cost))
+				ch.bucket.noteRefused(now, ch.spentAt, int64(ch.cost))
 			}
 		}
 	}
 	// taught: the response teaches a limit or a count, so a 429 needs no
 	// cut; counted: it says what remains, which paces the scope.
 	taught, counted := false, false
+	// roomless: every count has no room to pace by (reportRemaining), so
+	// neither it nor a published limit it outranks teaches anything: a
+	// refusal is the lesson, as a bare 429's is.
+	roomless := true
 	wait, paused := ratelimitheader.RetryAfter(resp.Header, now)
 	if !paused && verdict.Wait > 0 {
 		wait, paused = verdict.Wait, true // the provider's documented wait
@@ -306,8 +310,13 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 		// a burst was refused stalled the scope for seconds.
 		left = max(0, left)
 		// A 429 that says what remains is the remaining count's lesson,
-		// which paces the scope: no cut on top.
-		taught, counted = true, true
+		// which paces the scope: no cut on top — unless the count has no
+		// room to pace by (reportRemaining), when the refusal is the
+		// lesson.
+		counted = true
+		if tp := s.told.Load(); tp == nil || !tp.roomless {
+			taught, roomless = true, false
+		}
 		if q.Remaining == 0 && q.HasReset {
 			if pause := pauseForNoneLeft(q.Reset, t.maxWait); pause > 0 {
 				c.coolDown(s, now, pause)
@@ -318,6 +327,9 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 			}
 		}
 		c.clamp(ctx, now, i, left)
+	}
+	if counted && roomless {
+		taught = false
 	}
 	switch status {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:

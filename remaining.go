@@ -34,28 +34,37 @@ type toldPace struct {
 	// configured limit is below the published one: a limit set low on
 	// purpose keeps its headroom.
 	edge bool
+	// room is, for a count with no room for its margin (roomless), the
+	// most calls it has shown it holds at once; else 0. A burst beyond it
+	// is refused whatever the pace: a server bucket of one refuses the
+	// second of two calls sent together.
+	room float64
+	// roomless says the count has no room for its margin, and set no pace
+	// (reportRemaining): a cut applies, as to a scope without counts.
+	roomless bool
 }
 
 // remainingReports is what a scope remembers of the provider's last
 // remaining count, to measure how fast the provider gives quota back.
 // Under the bucket's mu.
 type remainingReports struct {
-	at        int64   // UnixNano of the report the next measure of supply starts from
-	remaining float64 // the count it gave
-	spent     int64   // the scope's spent units when the call it answered was admitted
-	refusedAt int64   // refused then
-	refused   int64   // units of the scope's calls refused with a remaining count, ever
-	last      int64   // UnixNano of the last report
-	supply    float64 // units a second the provider adds back, less what others take
-	interval  float64 // seconds between reports, averaged
-	first     int64   // UnixNano of the first report
-	latest    int64   // the spent units of the latest report taken
-	fleet     bool    // spent units are the fleet's (store.Decision.Taken), not the scope's own
-	known     bool    // supply has a first measurement
-	peak      float64 // the largest count seen, for a limit that is not published
-	rtt       roundTrips
-	refusals  [32]refusedCall // the latest refusals, by mark (sinceMarkLocked)
-	nrefusals int
+	at          int64   // UnixNano of the report the next measure of supply starts from
+	remaining   float64 // the count it gave
+	spent       int64   // the scope's spent units when the call it answered was admitted
+	refusedAt   int64   // refused then
+	refused     int64   // units of the scope's calls refused with a remaining count, ever
+	last        int64   // UnixNano of the last report
+	supply      float64 // units a second the provider adds back, less what others take
+	interval    float64 // seconds between reports, averaged
+	first       int64   // UnixNano of the first report
+	latest      int64   // the spent units of the latest report taken
+	fleet       bool    // spent units are the fleet's (store.Decision.Taken), not the scope's own
+	known       bool    // supply has a first measurement
+	peak        float64 // the largest count seen, for a limit that is not published
+	rtt         roundTrips
+	refusals    [32]refusedCall // the latest refusals, by mark (sinceMarkLocked)
+	nrefusals   int
+	refusedLast int64 // UnixNano of the latest refusal, counted or not (noteRefused)
 
 	// When a fixed window refills, from the jumps in the count: the
 	// report that saw the latest one, the gap to the one before, and the
@@ -100,6 +109,9 @@ func (s *bucket) basePace(now time.Time) (rate, burst float64) {
 				// the limit, as Limit's doc says of the blind headroom.
 				rate, burst = raw*toldHeadroom, edgeBurst
 			}
+			if tp.room > 0 {
+				burst = min(burst, tp.room)
+			}
 			// A call that waits at the reported pace wakes by the time the
 			// report runs out, to pace itself anew: nothing else wakes it
 			// when no call is in flight.
@@ -129,6 +141,17 @@ func (s *bucket) steadyPace() (rate, burst float64, ok bool) {
 	return rate, burst, true
 }
 
+// unreportedPace is the rate basePace gives the scope without a report of
+// what remains: the configured limit's, or the published one's where that
+// is lower and the counts do not outrank it.
+func (s *bucket) unreportedPace() float64 {
+	cfg := s.scope.configured.Load()
+	if p := s.learned.Load(); p != nil && !(cfg.rate > 0 && s.countsOutrank(p, cfg)) {
+		return p.rate
+	}
+	return cfg.rate
+}
+
 // blindRate is the scope's rate from its configured or published limit
 // alone: the pace it returns to once a report of what remains has run out.
 func (s *bucket) blindRate() float64 {
@@ -154,7 +177,7 @@ func (s *bucket) pace() (rate, burst float64) {
 	rate, burst = s.basePace(now)
 	if r := s.recov.Load(); r != nil {
 		f := s.factorOf(r, now.UnixNano())
-		if tp := s.told.Load(); tp == nil || now.UnixNano() >= tp.until {
+		if tp := s.told.Load(); tp == nil || now.UnixNano() >= tp.until || tp.roomless {
 			// A live remaining count paces by what it says; a cut is
 			// for the pace without one.
 			rate *= f
@@ -304,9 +327,6 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 	// counted out of order (neighbourNoise).
 	alone := local && o.known && o.supply > -neighbourNoise*s.blindRate()
 	left = r - float64(s.sinceMarkLocked(spentAt, fleet)) + s.flownBack(now, rep.sent)
-	jitter := o.rtt.spread / 1e9
-	s.mu.Unlock()
-
 	margin := 1.0
 	if limit > 0 {
 		margin = max(0.25, remainingMargin*float64(limit))
@@ -315,7 +335,21 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 	// back in the jitter of half a trip: on a 200–400 ms round trip at
 	// 100 a second, five calls. Kept as margin, it is what the count's
 	// age may hide; without it one call in seventy was refused.
-	margin = max(margin, supply*jitter/2)
+	margin = max(margin, supply*(o.rtt.spread/1e9)/2)
+	peak := o.peak
+	s.mu.Unlock()
+	// A count with no room for its margin: a server bucket that holds
+	// about one call reads empty after every call it accepts, so its
+	// zeros are its size, not a scarcity, and what it was measured to
+	// give back is only what the scope asked of it. Read as scarcity,
+	// each answer took the pace a little lower, and a server of 100 a
+	// second with a burst of one was paced at 2 a second. Such a count
+	// sets no pace: the limit does, at a burst the count's room holds,
+	// and a refusal cuts it as a bare 429 does (learnFrom).
+	// The room is what the count has shown after a call it accepted, or
+	// what a published limit says it holds.
+	room := max(peak, float64(limit)-1)
+	roomless := s.scope.countsRequests && room <= margin+1
 	// Spread over the reset as stated: a whole-second reset may be up to a
 	// second later, but spending what is left a little early is safe (the
 	// clamp keeps the bucket within it), and spreading it over the longer
@@ -379,6 +413,9 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 		// the blind one.
 		rate = max(rate, blind)
 	}
+	if roomless {
+		rate = s.unreportedPace()
+	}
 	// However little is left, the scope sends again within the maximum
 	// wait, and a corrected report can teach it back.
 	rate = max(rate, s.floorRate(maxWait))
@@ -398,7 +435,20 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 	// a sliding window that has been idle lets a whole window through,
 	// and the next one starts full.
 	edge = edge && !first
-	old := s.told.Swap(&toldPace{rate: rate, until: now.Add(hold).UnixNano(), edge: edge})
+	tp := &toldPace{rate: rate, until: now.Add(hold).UnixNano(), edge: edge, roomless: roomless}
+	if roomless {
+		tp.room = room + 1 // what the count showed, and the call it answered
+	}
+	old := s.told.Swap(tp)
+	if roomless && (old == nil || !old.roomless) {
+		// The calls admitted before the room was known went out at a
+		// burst the server cannot hold: their refusals say nothing of
+		// its rate, and must not cut it (the first second of a bucket of
+		// one, at the default burst of 10, drew nine).
+		s.mu.Lock()
+		s.cutAt = max(s.cutAt, s.admitted.Load())
+		s.mu.Unlock()
+	}
 	return left, rate, old == nil || old.until <= now.UnixNano()
 }
 
@@ -421,13 +471,14 @@ func (s *bucket) sinceMarkLocked(mark int64, fleet bool) int64 {
 	return max(0, n)
 }
 
-// noteRefused remembers that the provider refused a call of cost admitted
-// at mark (sinceMarkLocked).
-func (s *bucket) noteRefused(mark, cost int64) {
+// noteRefused remembers that the provider refused, at now, a call of cost
+// admitted at mark (sinceMarkLocked).
+func (s *bucket) noteRefused(now time.Time, mark, cost int64) {
 	s.mu.Lock()
 	o := &s.reports
 	o.refusals[o.nrefusals%len(o.refusals)] = refusedCall{mark, cost}
 	o.nrefusals++
+	o.refusedLast = now.UnixNano()
 	s.mu.Unlock()
 }
 
