@@ -273,7 +273,11 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 		}
 		if q.Limit > 0 && q.Window > 0 {
 			s.believed.Store(now.Add(believeFor(q.Window, t.maxWait)).UnixNano())
+			_, before := s.basePace(now)
 			if s.learnLimit(q, t.headroom, t.maxWait, t.log) {
+				if rate, after := s.basePace(now); after > before {
+					c.grow(ctx, now, i, after-before, rate, after)
+				}
 				why := "the provider published its limit"
 				if tp, p := s.told.Load(), s.learned.Load(); tp != nil && now.UnixNano() < tp.until && p != nil && s.countsOutrank(p, s.scope.configured.Load()) {
 					why = "the provider published a limit below the configured one; what it reports remains paces the scope meanwhile, up to the configured limit"
@@ -458,6 +462,30 @@ func (c *call) chargeFor(q ratelimitheader.Quota) int {
 		}
 	}
 	return -1
+}
+
+// grow gives the bucket of the call's i-th charge units back, up to burst,
+// its new size (rate its new pace): a limit learned above the one that
+// sized the bucket — a provisional stand-in replaced by the published
+// limit — makes it larger by as much, not emptier. Kept at its old level
+// of a new size, a tier-1 bucket of 30,000 tokens became one of 2,000,000
+// holding 29,000, and with 30 % of it reserved for another workload the
+// next call waited 19 s while the provider reported nearly all of it
+// left. The count the same answer carries then clamps it to what is left.
+// Off the hot path: only a changed limit grows a bucket.
+func (c *call) grow(ctx context.Context, now time.Time, i int, units, rate, burst float64) {
+	name := c.charges[i].bucket.scope.Name
+	for j, owner := range c.owners {
+		if owner != i || c.demands[j].Scope != name {
+			continue // a workload's Max scope keeps its own size
+		}
+		d := c.demands[j]
+		d.Rate, d.Burst, d.Cost, d.Floor = rate, burst, -units, 0
+		if err := adjustOrRefund(context.WithoutCancel(ctx), c.t.store, now, []store.Demand{d}); err != nil {
+			c.t.emit(observe.Event{Kind: observe.EventStoreFailure, Scope: name, Workload: c.workload.name, Err: err})
+			c.t.log.Warn("pacer: growing a bucket to the limit the provider published", "scope", name, "err", err)
+		}
+	}
 }
 
 // clamp lowers charge i's bucket to at most tokens. A bucket never holds
