@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/classify"
+	"github.com/pacer-go/pacer/internal/pace"
 	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/ratelimitheader"
 	"github.com/pacer-go/pacer/store"
@@ -272,7 +273,7 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 			}
 		}
 		if q.Limit > 0 && q.Window > 0 {
-			s.believed.Store(now.Add(believeFor(q.Window, t.maxWait)).UnixNano())
+			s.believed.Store(now.Add(pace.BelieveFor(q.Window, t.maxWait)).UnixNano())
 			_, before := s.basePace(now)
 			if s.learnLimit(q, t.headroom, t.maxWait, t.log) {
 				if rate, after := s.basePace(now); after > before {
@@ -322,7 +323,7 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 			taught, roomless = true, false
 		}
 		if q.Remaining == 0 && q.HasReset {
-			if pause := pauseForNoneLeft(q.Reset, t.maxWait); pause > 0 {
+			if pause := pace.PauseForNoneLeft(q.Reset, t.maxWait); pause > 0 {
 				c.coolDown(s, now, pause)
 				// The bucket is empty, not full, when the pause ends: the
 				// restart is paced, at the pace after the reset.
@@ -403,16 +404,6 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 	for _, ch := range c.charges {
 		c.forgetUnconfirmed(ch.bucket, now)
 	}
-}
-
-// believeFor is how long a published limit holds without being published
-// again: its window, at least a minute, and at most maxWait. A limit from
-// one answer — a year's window, say — cannot hold a scope below its
-// configured pace for longer than the maximum wait, and a server that
-// stops publishing its limit is paced as configured again, until it
-// publishes one.
-func believeFor(window, maxWait time.Duration) time.Duration {
-	return min(max(window, time.Minute), maxWait)
 }
 
 // forgetUnconfirmed forgets the scope's published limit once no response

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/pace"
 	"github.com/pacer-go/pacer/internal/queue"
 )
 
@@ -58,7 +59,7 @@ func (s *bucket) acquireSlot(w int, epoch int64) (held int32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	mine := int(s.inFlightBy[w].Load())
-	if sh.maxSlots[w] > 0 && mine >= scaled(sh.maxSlots[w], share) {
+	if sh.maxSlots[w] > 0 && mine >= pace.Slots(sh.maxSlots[w], share) {
 		return -1
 	}
 	n := int(s.inFlight.Load())
@@ -107,7 +108,7 @@ func (s *bucket) slotRefusal(w int) ThrottleReason {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := int(s.inFlight.Load())
-	if n >= limit || sh.maxSlots[w] > 0 && int(s.inFlightBy[w].Load()) >= scaled(sh.maxSlots[w], share) {
+	if n >= limit || sh.maxSlots[w] > 0 && int(s.inFlightBy[w].Load()) >= pace.Slots(sh.maxSlots[w], share) {
 		return ReasonConcurrency
 	}
 	if s.reserveKeeps(sh, w, n, limit, share) {
@@ -145,7 +146,7 @@ func (s *bucket) slots() (limit int, share float64) {
 		return c.Concurrency, 1
 	}
 	share = s.rateFactor()
-	return scaled(c.Concurrency, share), share
+	return pace.Slots(c.Concurrency, share), share
 }
 
 // slotsRiseIn returns how long from now until the cap of a scope that a
@@ -173,21 +174,13 @@ func (s *bucket) slotsRiseIn(w int, now time.Time) time.Duration {
 	}
 	// A millisecond at least, and a hair past the share, so that the wait
 	// does not end a rounding short of the slot.
-	return max(time.Duration(r.reaches(next+1e-9)-n), time.Millisecond)
+	return max(time.Duration(r.Reaches(next+1e-9)-n), time.Millisecond)
 }
 
 // nextSlotShare returns the share of n slots at which scaled gives one slot
 // more than at share.
 func nextSlotShare(n int, share float64) float64 {
-	return float64(scaled(n, share)+1) / float64(n)
-}
-
-// scaled returns share of n slots, rounded down, and at least one.
-func scaled(n int, share float64) int {
-	if share >= 1 {
-		return n
-	}
-	return max(1, int(float64(n)*share))
+	return float64(pace.Slots(n, share)+1) / float64(n)
 }
 
 // releaseSlot gives back a slot taken by acquireSlot in the given epoch,
@@ -286,27 +279,18 @@ func (s *bucket) cutSlots(held int32, now time.Time) bool {
 	defer s.mu.Unlock()
 	cur := 1.0
 	if r := s.recov.Load(); r != nil {
-		cur = r.factor(now.UnixNano())
+		cur = r.Factor(now.UnixNano())
 	}
-	// A hair over held's share, so that scaled gives held slots; but no
-	// refusal more than halves the cap (the multiplicative decrease of
-	// AIMD): a refusal that was not the cap's — a rate limit's, an
-	// overloaded server's, a neighbour's calls — would otherwise take a
-	// cap of ten to one at once.
-	f := max(minFactor, (float64(held)+1e-6)/float64(n), cur*slotsCutFloor)
-	if scaled(n, f) >= scaled(n, cur) {
+	f, ok := pace.SlotsCut(int(held), n, cur)
+	if !ok {
 		return false
 	}
 	s.accepted.refused++
 	s.cutAt = s.admitted.Load()
-	s.recov.Store(newRecovery(now, f, f, cheapRecovery, true))
+	s.recov.Store(pace.NewCurve(now, f, f, cheapRecovery, true))
 	s.recovered.Store(false)
 	return true
 }
-
-// slotsCutFloor is the least share of its cap one refusal leaves a scope
-// that limits only concurrency (cutSlots).
-const slotsCutFloor = 0.5
 
 // limitsOnlyConcurrency reports whether the scope caps calls in flight and
 // has no rate, configured or published: its refusals then lower the cap

@@ -3,6 +3,8 @@ package pacer
 import (
 	"math"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/pace"
 )
 
 // toldHeadroom is the share of a limit pacer aims at while the provider
@@ -61,7 +63,7 @@ type remainingReports struct {
 	fleet       bool    // spent units are the fleet's (store.Decision.Taken), not the scope's own
 	known       bool    // supply has a first measurement
 	peak        float64 // the largest count seen, for a limit that is not published
-	rtt         roundTrips
+	rtt         pace.RoundTrips
 	refusals    [32]refusedCall // the latest refusals, by mark (sinceMarkLocked)
 	nrefusals   int
 	refusedLast int64 // UnixNano of the latest refusal, counted or not (noteRefused)
@@ -221,7 +223,7 @@ type remainingReport struct {
 //
 // It returns what is left now by the report's reading (leftNow), the new
 // pace, and whether remaining-driven pacing has just begun.
-func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait time.Duration) (left, pace float64, began bool) {
+func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait time.Duration) (left, paced float64, began bool) {
 	remaining, reset, limit, spentAt, refused, local, fleet := rep.remaining, rep.reset, rep.limit, rep.mark, rep.refused, rep.local, rep.fleet
 	if reset < 0 || remaining < 0 {
 		return 0, 0, false
@@ -247,12 +249,12 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 	if rep.sent <= 0 || rep.sent > now.UnixNano() {
 		rep.sent = now.UnixNano() // unknown: counted as it arrived
 	}
-	o.rtt.observe(now.UnixNano() - rep.sent)
+	o.rtt.Observe(now.UnixNano() - rep.sent)
 	// When the server counted: the call's admission plus half the
 	// shortest round trip seen, never later than now. Measured so, what
 	// comes back does not depend on how late a busy host reads the
 	// answer, nor on the jitter of the way back.
-	seen := min(now.UnixNano(), rep.sent+o.rtt.floor/2)
+	seen := min(now.UnixNano(), rep.sent+o.rtt.Floor/2)
 	if spentAt < o.latest {
 		left := r - float64(s.sinceMarkLocked(spentAt, fleet)) + s.flownBack(now, rep.sent)
 		s.mu.Unlock()
@@ -318,7 +320,7 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 	// out of what remains, and a negative measure is as likely the noise
 	// of calls answered out of order, which would stall the scope.
 	supply, first := 0.0, !o.known || now.UnixNano()-o.first < int64(trustAfter)
-	refill := nextRefill(now, o.refillAt, o.refillEvery)
+	refill := pace.NextRefill(now, o.refillAt, o.refillEvery)
 	if local && o.known {
 		supply = max(0, o.supply)
 	}
@@ -335,7 +337,7 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 	// back in the jitter of half a trip: on a 200–400 ms round trip at
 	// 100 a second, five calls. Kept as margin, it is what the count's
 	// age may hide; without it one call in seventy was refused.
-	margin = max(margin, supply*(o.rtt.spread/1e9)/2)
+	margin = max(margin, supply*(o.rtt.Spread/1e9)/2)
 	peak := o.peak
 	s.mu.Unlock()
 	// A count with no room for its margin: a server bucket that holds
@@ -369,14 +371,14 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 	if horizon <= 2*time.Second && !first {
 		horizon = min(horizon, catchUpTime)
 	}
-	if refill > 0 && wholeSecondSlack(reset) > 0 {
+	if refill > 0 && pace.WholeSecondSlack(reset) > 0 {
 		// A fixed window seen to refill every so often: its reset is when
 		// it refills next, which the whole-second reset cannot say within
 		// a second. Spread over the whole second instead, the pace follows
 		// what is left down and leaves a fifth of each window unspent.
 		// The refill is seen by the first answer after it, so the estimate
 		// errs late, and spending early is safe (above).
-		horizon = min(horizon, max(refill, refillFloor))
+		horizon = min(horizon, max(refill, pace.RefillFloor))
 	}
 	rate := supply + (left-margin)/horizon.Seconds()
 	if left < margin {
@@ -405,7 +407,7 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 	// local scope does (local is set above).
 	lasts := max(reset, horizon)
 	if first && (alone || !local) && s.blindWithin(limit) {
-		lasts = max(0, reset-wholeSecondSlack(reset))
+		lasts = max(0, reset-pace.WholeSecondSlack(reset))
 	}
 	if blind := s.blindRate(); left >= margin && left-margin >= (blind-supply)*lasts.Seconds() {
 		// What is left lasts until the reset at the blind pace: the
@@ -419,14 +421,14 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 	// However little is left, the scope sends again within the maximum
 	// wait, and a corrected report can teach it back.
 	rate = max(rate, s.floorRate(maxWait))
-	if remaining == 0 && pauseForNoneLeft(reset, maxWait) > 0 {
+	if remaining == 0 && pace.PauseForNoneLeft(reset, maxWait) > 0 {
 		// The scope pauses until the reset and probes at its own pace
 		// after it: the report sets no pace of its own.
 		s.told.Store(nil)
 		return left, 0, false
 	}
 	// A report holds until its reset, at the latest.
-	hold := min(reset+wholeSecondSlack(reset), maxWait)
+	hold := min(reset+pace.WholeSecondSlack(reset), maxWait)
 	edge := true
 	if cfg := s.scope.configured.Load(); cfg.rate > 0 && s.learned.Load() == nil && limit > int64(cfg.limit.Count) {
 		edge = false
@@ -501,27 +503,6 @@ func (s *bucket) flownBack(now time.Time, sent int64) float64 {
 		return 0
 	}
 	return o.supply * float64(now.UnixNano()-sent) / 1e9
-}
-
-// A roundTrips keeps the shortest round trip of late: the floor under the
-// jitter of the network and the lateness of a busy host.
-type roundTrips struct {
-	floor  int64   // nanoseconds; 0 until a first is seen
-	spread float64 // nanoseconds by which a round trip exceeds the floor, on average
-}
-
-// observe takes one round trip of d nanoseconds. A shorter one lowers the
-// floor at once; a longer one raises it by 1/64 of the difference, so that
-// the floor follows a route that got longer, in a few hundred calls.
-func (r *roundTrips) observe(d int64) {
-	switch {
-	case d <= 0:
-	case r.floor == 0 || d < r.floor:
-		r.floor = d
-	default:
-		r.floor += (d - r.floor) / 64
-	}
-	r.spread += (float64(d-r.floor) - r.spread) / 64
 }
 
 // sinceMark is what was spent since mark, a call's spent units at its
@@ -603,50 +584,6 @@ const supplyTime = 300 * time.Millisecond
 // a second, sixteen callers' disorder is a few calls.
 const supplySpan = 100 * time.Millisecond
 
-// refillFloor is the shortest time a scope spreads what is left over
-// when a fixed window's refill is near: the rest is spent at once, within
-// the clamp.
-const refillFloor = 20 * time.Millisecond
-
-// nextRefill is how long until a fixed window that refilled at refillAt
-// (UnixNano), and does every every, refills next; 0 when no regular
-// refill has been seen lately. A refill that is due but not yet seen is
-// taken as imminent for a quarter of a window (refillFloor): the gap
-// measured may be a little short, and a next one predicted a whole
-// window away would stall the scope until its answers brought the news.
-func nextRefill(now time.Time, refillAt int64, every time.Duration) time.Duration {
-	since := time.Duration(now.UnixNano() - refillAt)
-	switch {
-	case every <= 0 || refillAt == 0 || since < 0 || since >= every+every/4:
-		return 0
-	case since >= every:
-		return refillFloor
-	}
-	return every - since
-}
-
-// wholeSecondSlack is how late a reset given in whole seconds may be: a
-// reset written as Unix seconds, or measured against a Date header, is
-// truncated to the second.
-func wholeSecondSlack(reset time.Duration) time.Duration {
-	if reset%time.Second == 0 {
-		return time.Second
-	}
-	return 0
-}
-
-// pauseForNoneLeft is how long a success that took the last unit pauses
-// the scope: until the reset, at most maxWait — unless the reset is within
-// a whole-second reset's slack, and so may already be here. Then the scope
-// does not stop: it spends at the pace that what the provider adds back
-// allows (reportRemaining), and the next answer says more.
-func pauseForNoneLeft(reset, maxWait time.Duration) time.Duration {
-	if reset <= wholeSecondSlack(reset) {
-		return 0
-	}
-	return min(reset, maxWait)
-}
-
 // learnWindow learns the window of a limit published without one, from
 // successive resets: the reset moves on by one window each time one ends.
 // The shortest gap seen twice is taken, and replaced by a shorter one seen
@@ -701,7 +638,7 @@ func (s *bucket) windowHint(wait time.Duration) time.Duration {
 
 // why says what sets the scope's pace now, for Stats.
 func (s *bucket) why(now time.Time) string {
-	if r := s.recov.Load(); r != nil && now.UnixNano() < r.full {
+	if r := s.recov.Load(); r != nil && now.UnixNano() < r.Full {
 		if rate, _ := s.scope.configuredPace(); rate == 0 && s.scope.Concurrency > 0 {
 			return "a refusal lowered the cap on calls in flight; it climbs back by time"
 		}

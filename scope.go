@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/internal/pace"
 	"github.com/pacer-go/pacer/internal/queue"
 	"github.com/pacer-go/pacer/internal/slots"
 )
@@ -206,7 +207,7 @@ type feedback struct {
 	learned   atomic.Pointer[learnedLimit] // a limit the provider published; nil if none
 	believed  atomic.Int64                 // UnixNano until which learned holds unless published again
 	told      atomic.Pointer[toldPace]     // what a live remaining count allows; nil if none
-	recov     atomic.Pointer[recovery]     // the climb back after a cut; nil at the full pace
+	recov     atomic.Pointer[pace.Curve]   // the climb back after a cut; nil at the full pace
 	recovered atomic.Bool                  // a climb has just ended, not yet reported
 	admitted  atomic.Int64                 // calls admitted, to tell which 429s are news
 	spent     atomic.Int64                 // units admitted, to tell what was sent since a response
