@@ -329,6 +329,13 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 	// counted out of order (neighbourNoise).
 	alone := local && o.known && o.supply > -neighbourNoise*s.blindRate()
 	left = r - float64(s.sinceMarkLocked(spentAt, fleet)) + s.flownBack(now, rep.sent)
+	// A fixed window counts each call when it arrives, and refills at
+	// regular intervals (NextRefill), its window's length: a call sent
+	// later than a round trip's floor before the refill the answers see
+	// arrives after it, so this window's count is spent by then. Only
+	// while nobody else is seen spending on the key (alone).
+	floor := time.Duration(o.rtt.Floor)
+	windowed := alone && refill > 0 && limit > 0 && o.refillEvery > floor && s.refillsByWindow(o.refillEvery)
 	margin := 1.0
 	if limit > 0 {
 		margin = max(0.25, remainingMargin*float64(limit))
@@ -378,7 +385,13 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 		// what is left down and leaves a fifth of each window unspent.
 		// The refill is seen by the first answer after it, so the estimate
 		// errs late, and spending early is safe (above).
+		// A call sent later than half a round trip, twice, before the
+		// refill the answers see arrives after it: this window's count is
+		// spent by then.
 		horizon = min(horizon, max(refill, pace.RefillFloor))
+		if windowed {
+			horizon = min(horizon, max(refill-floor, pace.RefillFloor))
+		}
 	}
 	rate := supply + (left-margin)/horizon.Seconds()
 	if left < margin {
@@ -452,6 +465,20 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 		s.mu.Unlock()
 	}
 	return left, rate, old == nil || old.until <= now.UnixNano()
+}
+
+// refillsByWindow reports whether refills every every are the scope's
+// window turning, within a tenth: the window learned from its resets, else
+// the configured limit's. A token bucket's count jumps now and then as
+// answers overtake each other (every half second, over a jittery round
+// trip), which is not a window that ends. Under s.mu.
+func (s *bucket) refillsByWindow(every time.Duration) bool {
+	w := s.reports.window
+	if w == 0 {
+		w = s.scope.configured.Load().limit.Per
+	}
+	d := every - w
+	return w > 0 && d < w/10 && -d < w/10
 }
 
 // sinceMarkLocked is sinceMark less what the provider has refused since
