@@ -43,7 +43,7 @@
 // when the wait cannot end before the context's deadline (admission.go,
 // waitqueue.go with package internal/queue, concurrency.go with package
 // internal/slots); send it; learn from the response's headers
-// (adaptive.go, with package ratelimitheader, and the provider's
+// (learn.go, with package ratelimitheader, and the provider's
 // classifiers: classify.go, with package classify); retry it if that is
 // safe (retry.go, with package retry); and hand back the response with its body wrapped, so the
 // call's slot is released exactly once, when the body is closed or read to

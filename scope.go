@@ -200,7 +200,7 @@ func (c *configuredScope) sweep() {
 	}
 }
 
-// feedback is what a bucket has learned from the provider (adaptive.go,
+// feedback is what a bucket has learned from the provider (learn.go,
 // remaining.go, recovery.go). Every atomic field is read on the hot path
 // without a lock. It is declared here, beside the bucket that embeds it.
 type feedback struct {

@@ -35,7 +35,7 @@ import (
 //     context's deadline fails at once.
 //  5. Send, through the base RoundTripper.
 //  6. Learn: the response's Retry-After and rate-limit headers pause, clamp
-//     or re-pace the scopes for every caller (adaptive.go).
+//     or re-pace the scopes for every caller (learn.go).
 //  7. Retry, only when it is safe to send twice (retry.go); each attempt
 //     goes back to step 1, so retries are paced like first attempts.
 //  8. Return the response with its body wrapped, so that the call's slots
