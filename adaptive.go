@@ -13,11 +13,6 @@ import (
 	"github.com/pacer-go/pacer/store"
 )
 
-// DefaultMaxWait is the longest pause a provider's header can impose unless
-// WithMaxWait says otherwise. A server that answers "Retry-After: 999999999"
-// must not park a goroutine for 31 years.
-const DefaultMaxWait = 10 * time.Minute
-
 // learnedLimit is a limit the provider published, as a bucket paces by it:
 // its rate and capacity; raw, the limit it was taken from in
 // units a second, before any headroom; and the burst it keeps at the edge

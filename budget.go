@@ -23,7 +23,7 @@ import (
 // A Budget caps what a workload may spend in a period: Limit units (requests
 // by default) or Spend dollars, per Per or per calendar Period:
 //
-//	Budget{Spend: pacer.Dollars(0.50), Period: period.Daily(0, 0, time.UTC)} // 50 cents a day
+//	Budget{Spend: prices.Dollars(0.50), Period: period.Daily(0, 0, time.UTC)} // 50 cents a day
 //	Budget{Limit: 5000, Per: 24 * time.Hour}                                 // 5,000 requests a day
 //	Budget{Limit: 1e6, Unit: "tokens", Per: time.Hour}                       // a million tokens an hour
 //
@@ -121,7 +121,7 @@ type Budget struct {
 	// Limit is how many of Unit may be spent in a period.
 	Limit int64
 	// Spend, set instead of Limit, is how much money may be spent in a
-	// period: Spend: pacer.Dollars(0.50) is fifty cents. It needs a Meter
+	// period: Spend: prices.Dollars(0.50) is fifty cents. It needs a Meter
 	// to price calls (the OpenAI and Anthropic presets set one). A Spend of
 	// $100,000 or more in a period is said in the log, since it is most
 	// likely micro-dollars given as dollars (prices.Micros says those);
@@ -156,12 +156,6 @@ type Budget struct {
 	// store.Policy.OnFailure.
 	FollowStoreFailure bool
 }
-
-// Dollars returns d US dollars as prices.Money, for Budget.Spend:
-// Dollars(0.50) is fifty cents. It keeps d to the micro-dollar, dropping
-// the digits beyond it, so a limit is never more money than was said; see
-// prices.Dollars.
-func Dollars(d float64) prices.Money { return prices.Dollars(d) }
 
 // unitUSD is what a budget in money counts, as Stats and metrics name it;
 // the store counts it in micro-dollars.
@@ -487,7 +481,7 @@ func unstatedPermitCost(w *workloadState) error {
 	unit := w.Budget.unit()
 	if w.Budget.money() {
 		return fmt.Errorf("pacer: workload %q has a budget in money, and a permit runs no Meter: state the permit's estimated cost "+
-			"with ContextWithSpend(ctx, pacer.Dollars(x)) (0 if unknown), then report what it cost with p.SettleSpend(pacer.Dollars(y)).Accept()", w.name)
+			"with ContextWithSpend(ctx, prices.Dollars(x)) (0 if unknown), then report what it cost with p.SettleSpend(prices.Dollars(y)).Accept()", w.name)
 	}
 	return fmt.Errorf("pacer: workload %q has a budget in %s, and a permit runs no Meter: state the permit's estimated cost with "+
 		"a Charge on a scope counted in %q, or ContextWithCost(ctx, %q, n) (0 if unknown), then report what it cost with p.Settle(%q, n).Accept()",
@@ -603,7 +597,7 @@ func (c *call) spendBudget(ctx context.Context) error {
 		c.t.crossed(w, crossed, c.budget[0], now)
 	}
 	if !d.OK {
-		w.counts.refuse(&w.counts.refused, now, ReasonBudget, "")
+		w.counts.refuse(&w.counts.refused, now, observe.ReasonBudget, "")
 		c.t.emit(observe.Event{Kind: observe.EventBudgetExhausted, Workload: w.name})
 		e := &BudgetError{Workload: w.name, Budget: w.Budget, ResetIn: d.Wait}
 		if w.Budget.calendar() {

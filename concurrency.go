@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/queue"
+	"github.com/pacer-go/pacer/observe"
 )
 
 // acquireSlot takes one of the scope's concurrency slots for workload w, if
@@ -88,14 +89,14 @@ func (s *bucket) reserveKeeps(sh *workloadShares, w, n, limit int, share float64
 }
 
 // slotRefusal says why acquireSlot refused workload w a slot, as a second
-// look sees it: ReasonReserve when a slot is free but other workloads'
-// reserves keep it, else ReasonConcurrency (every slot w may use is taken,
+// look sees it: observe.ReasonReserve when a slot is free but other workloads'
+// reserves keep it, else observe.ReasonConcurrency (every slot w may use is taken,
 // or one was given back since). It is off the hot path: only a refused
 // call asks.
-func (s *bucket) slotRefusal(w int) ThrottleReason {
+func (s *bucket) slotRefusal(w int) observe.Reason {
 	sh := s.scope.shares.Load()
 	if !sh.sharesSlots {
-		return ReasonConcurrency
+		return observe.ReasonConcurrency
 	}
 	limit, share := s.scope.Concurrency, 1.0
 	if s.recov.Load() != nil {
@@ -105,12 +106,12 @@ func (s *bucket) slotRefusal(w int) ThrottleReason {
 	defer s.mu.Unlock()
 	n := int(s.inFlight.Load())
 	if n >= limit || sh.maxSlots[w] > 0 && int(s.inFlightBy[w].Load()) >= scaled(sh.maxSlots[w], share) {
-		return ReasonConcurrency
+		return observe.ReasonConcurrency
 	}
 	if s.reserveKeeps(sh, w, n, limit, share) {
-		return ReasonReserve
+		return observe.ReasonReserve
 	}
-	return ReasonConcurrency
+	return observe.ReasonConcurrency
 }
 
 // reservedSlots returns the slots that a reserve holds of a scope of n:

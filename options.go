@@ -7,8 +7,6 @@ import (
 	"github.com/pacer-go/pacer/usage/prices"
 
 	"fmt"
-	"github.com/pacer-go/pacer/classify"
-	"github.com/pacer-go/pacer/retry"
 	"log/slog"
 	"math"
 	"net/http"
@@ -16,6 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pacer-go/pacer/classify"
+	"github.com/pacer-go/pacer/retry"
 )
 
 // An Option configures a Transport.
@@ -71,14 +72,11 @@ func (c *config) scope(name string) *Scope {
 	return &c.scopes[len(c.scopes)-1]
 }
 
-// DefaultHeadroom is the share of a published limit that pacer uses unless
-// told otherwise: 90%. The last tenth absorbs what the client cannot see —
-// a provider that counts in windows shorter than the one it publishes, a
-// request that arrives later than it was sent and so lands in the next
-// window, another client on the same key — and it makes room for the
-// default burst, so that any window of the published length stays within
-// the published count.
-const DefaultHeadroom = 0.9
+// defaultHeadroom is WithHeadroom's default.
+const defaultHeadroom = 0.9
+
+// defaultMaxWait is WithMaxWait's default.
+const defaultMaxWait = 10 * time.Minute
 
 // WithLimit sets the provider's published limit for DefaultScope, counted
 // in requests. Pacer paces at the headroom below it.
@@ -87,7 +85,12 @@ func WithLimit(l Limit) Option {
 }
 
 // WithHeadroom sets the share of every published limit that pacer uses, in
-// (0, 1]. The default is DefaultHeadroom.
+// (0, 1]. The default is 0.9: the last tenth absorbs what the client cannot
+// see — a provider that counts in windows shorter than the one it
+// publishes, a request that arrives later than it was sent and so lands in
+// the next window, another client on the same key — and it makes room for
+// the default burst, so that any window of the published length stays
+// within the published count.
 func WithHeadroom(f float64) Option {
 	return func(c *config) {
 		if !(f > 0 && f <= 1) {
@@ -215,7 +218,8 @@ func (c *config) SetClock(clk clock.Clock) {
 }
 
 // WithMaxWait caps every wait a provider's headers can impose (Retry-After,
-// a quota's reset) at d. The default is DefaultMaxWait.
+// a quota's reset) at d. The default is ten minutes: a server that answers
+// "Retry-After: 999999999" must not park a goroutine for 31 years.
 func WithMaxWait(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
@@ -315,7 +319,7 @@ func (c *config) budgetUnit(name string, b Budget) (string, error) {
 	}
 	switch singular {
 	case unitUSD, "dollar", "$", "micro-dollar", "micro", "money", "cent":
-		hint = ". For money, set Spend: pacer.Dollars(…) instead of Limit and Unit"
+		hint = ". For money, set Spend: prices.Dollars(…) instead of Limit and Unit"
 	}
 	quoted := make([]string, len(known))
 	for i, k := range known {

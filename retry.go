@@ -137,7 +137,7 @@ func (r *retrier) retry(c *retryCall) (*http.Response, error) {
 			if c.resp != nil {
 				return c.resp, nil
 			}
-			throttled := &ThrottledError{Scope: c.info.scope.Name, Reason: ReasonRetry, RetryAfter: wait, Err: errors.Join(context.DeadlineExceeded, c.err)}
+			throttled := &ThrottledError{Scope: c.info.scope.Name, Reason: observe.ReasonRetry, RetryAfter: wait, Err: errors.Join(context.DeadlineExceeded, c.err)}
 			t.workloads[workloadName(t, ctx)].throttled(t.clock.Now(), throttled)
 			t.emit(observe.Event{Kind: observe.EventThrottled, Scope: c.info.scope.Name, Workload: workloadName(t, ctx), Wait: wait, Err: throttled})
 			return nil, c.stopped(fmt.Sprintf("the next attempt, in %v, would be past the deadline", wait), throttled)

@@ -130,7 +130,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 // configure returns the defaults with opts applied in order. A mistake in
 // them is kept in the config's errs, never a panic.
 func configure(base http.RoundTripper, opts []Option) config {
-	cfg := config{base: base, headroom: DefaultHeadroom, clock: clock.System, maxWait: DefaultMaxWait,
+	cfg := config{base: base, headroom: defaultHeadroom, clock: clock.System, maxWait: defaultMaxWait,
 		retries: true}
 	if base == nil {
 		cfg.base = http.DefaultTransport

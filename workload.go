@@ -3,13 +3,14 @@ package pacer
 import (
 	"context"
 	"fmt"
-	"github.com/pacer-go/pacer/internal/queue"
-	"github.com/pacer-go/pacer/usage/prices"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/queue"
+	"github.com/pacer-go/pacer/usage/prices"
 )
 
 // DefaultWorkload is the workload of a request whose context names none.
@@ -71,7 +72,7 @@ type Workload struct {
 	// every scope together; zero means no bound. A call that would wait
 	// beyond it is refused, or makes room by shedding another, as
 	// ShedLowest says; either way the call refused gets a *ThrottledError whose Reason
-	// is ReasonQueueFull. A call that is admitted at once never counts.
+	// is observe.ReasonQueueFull. A call that is admitted at once never counts.
 	// SetWorkload may change it while calls wait, to or from zero too: it
 	// refuses or sheds none of them, and they count against the new bound
 	// whenever they began waiting.
