@@ -51,10 +51,9 @@ type Call struct {
 	// A context that names no tenant leaves it to WithTenant.
 	Tenant string
 
-	// Weight is the tenant's weight, taken within [minTenantWeight,
-	// maxTenantWeight], 1/1000 to 1000: one below the range counts as
-	// minTenantWeight, one above it (+Inf too) as maxTenantWeight, and zero,
-	// a negative weight or NaN as 1. A Call that names a Tenant sets its
+	// Weight is the tenant's weight, taken within 1/1000 to 1000: one
+	// below the range counts as 1/1000, one above it (+Inf too) as 1000,
+	// and zero, a negative weight or NaN as 1. A Call that names a Tenant sets its
 	// weight too, zero meaning 1; one that names none re-weights the tenant
 	// the parent context names.
 	Weight float64
