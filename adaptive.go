@@ -344,10 +344,10 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 				}
 				// A brief Retry-After on a scope paced at a measured
 				// capacity pauses only this call (recovery.go's cut).
-				_, cut, pauses := ch.bucket.cut(ch.admittedAt, now, retryAfter, t.maxWait, !local)
-				pause = pause && pauses
+				cut := ch.bucket.cut(ch.admittedAt, now, retryAfter, t.maxWait, !local)
+				pause = pause && cut.pauses
 				c.clamp(ctx, now, i, 0) // the provider has nothing left
-				if cut {
+				if cut.cut {
 					c.paceChanged(ch.bucket, "the provider refused a call")
 					// After the clamp, which stops the fleet at once.
 					c.publishCut(ch.bucket)

@@ -365,11 +365,11 @@ func TestARefusalAfterAnAdoptedCutCuts(t *testing.T) {
 			t.Fatal("a cut from the store was not adopted")
 		}
 		admitted := s.admitted.Add(1) // a call sent at the adopted pace
-		if _, cut, _ := s.cut(admitted, now.Add(100*time.Millisecond), 0, defaultMaxWait, true); !cut {
+		if r := s.cut(admitted, now.Add(100*time.Millisecond), 0, defaultMaxWait, true); !r.cut {
 			t.Error("a refusal after an adopted cut did not cut")
 		}
 		admitted = s.admitted.Add(1)
-		if _, cut, _ := s.cut(admitted, now.Add(200*time.Millisecond), 0, defaultMaxWait, true); cut {
+		if r := s.cut(admitted, now.Add(200*time.Millisecond), 0, defaultMaxWait, true); r.cut {
 			t.Error("a refusal within the window of this process's own cut cut again")
 		}
 	})
