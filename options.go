@@ -49,10 +49,10 @@ type config struct {
 
 	storePolicy store.Policy // WithStore's, checked; zero fields mean the defaults
 
-	slotAgeAlert time.Duration                         // slotage.go; 0: defaultSlotAgeAlert
+	slotAgeAlert time.Duration                         // slots.go; 0: defaultSlotAgeAlert
 	tenantOf     func(*http.Request) (string, float64) // tenant.go
 
-	meter  *Meter       // budget.go
+	meter  *Meter       // meter.go
 	prices prices.Table // WithPrices, over the meter's
 }
 
@@ -170,6 +170,23 @@ func WithWorkload(name string, w Workload) Option {
 // answer, how long to wait for it, whether to lease tokens and whether to
 // share limits with the fleet (see store.Policy). The zero Policy is the
 // default. A field of p out of range makes Err name it.
+//
+// Without a shared store, N instances of a service, each paced to the
+// provider's limit, send N times that limit; with one they pace against one
+// bucket:
+//
+//	t := pacer.New(nil, pacer.WithLimit(pacer.PerSecond(100)),
+//		pacer.WithStore(redisstore.New(rdb), // or pgstore.New(pool)
+//			store.Policy{Instances: 10, Lease: 16, AdaptiveLease: true}))
+//
+// Package storetest is the conformance suite every store passes, so all of
+// them pace alike. A budget holds across an outage: this process keeps its
+// own count of each. A provider's remaining count is measured against what
+// the whole fleet took from the shared bucket (store.Decision.Taken), so a
+// fleet paces at the edge of the limit as one process does; a lease takes
+// in batches and reports no such total, and a fleet on one keeps its blind
+// pace behind a remaining count. Flush waits for the writes nobody waits
+// for (clamps, refunds, settlements), which go out in the background.
 func WithStore(s store.Store, p store.Policy) Option {
 	return func(c *config) {
 		if s == nil {
@@ -332,4 +349,23 @@ func (c *config) budgetUnit(name string, b Budget) (string, error) {
 	return "", fmt.Errorf("workload %q: Budget.Unit %q is not a unit this Transport counts, so no call would spend the budget; "+
 		"it counts %s%s; for a unit callers state with ContextWithCost, set Budget.Stated%s",
 		name, b.Unit, strings.Join(quoted, ", "), meter, hint)
+}
+
+// WithRetry sets the retry policy: see package retry. Retries are on by
+// default, with the zero retry.Policy's defaults.
+func WithRetry(p retry.Policy) Option {
+	return func(c *config) { c.retry, c.retries = p, true }
+}
+
+// WithoutRetry turns retries off: every call is sent once.
+func WithoutRetry() Option {
+	return func(c *config) { c.retries = false }
+}
+
+// WithIdempotencyKey makes pacer add an Idempotency-Key to every POST and
+// PATCH that carries none, for APIs that honour it (Stripe does, and many
+// follow). The key is made once per call and stays the same on every
+// attempt, so such calls can be retried safely.
+func WithIdempotencyKey() Option {
+	return func(c *config) { c.idempotencyKey = true }
 }

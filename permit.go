@@ -231,7 +231,7 @@ func (p *Permit) end(kind outcomeKind, retryAfter time.Duration) {
 // settleReported settles a permit's call on the cost its caller reported
 // in unit (see Permit.Settle): each bucket counted in unit is brought to
 // actual, within boundSettlement, as a metered response's usage is
-// (budget.go); the workload's budget, if it counts unit, in full. A cost
+// (settle.go); the workload's budget, if it counts unit, in full. A cost
 // bounded on a scope, or beyond the budget's Limit, is reported as an
 // implausible usage.
 func (c *call) settleReported(unit string, n int64) {
