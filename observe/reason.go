@@ -3,7 +3,8 @@ package observe
 // A Reason says why pacer held a call back or refused it: one of the
 // Reason constants. A *pacer.ThrottledError carries one, and Stats counts
 // the calls waiting and refused by it. It prints as a word fit for a log
-// line or a metric label.
+// line or a metric label. The zero Reason, "", says that nothing holds a
+// call back.
 type Reason string
 
 // Why a call was held back or refused.
