@@ -29,8 +29,8 @@ import (
 //
 //  1. Route (route.go): the scopes the request is charged to, and its cost
 //     on each.
-//  2. Workload (workload.go): read from the request's context
-//     (ContextWithWorkload).
+//  2. Workload (workload.go): the one the request's context names
+//     (ContextWithWorkload, with what else a context says in context.go).
 //  3. Budget (budget.go, with the Meter's estimate of an LLM call in
 //     meter.go): the workload's spend cap; exhausted means an error at once.
 //  4. Admission (admission.go, with the concurrency slots in slots.go): a
