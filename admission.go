@@ -22,7 +22,7 @@ import (
 // blocked says where and why a call could not be admitted.
 type blocked struct {
 	bucket *bucket // nil when the call was admitted
-	reason ThrottleReason
+	reason observe.Reason
 	wait   time.Duration // until admission might succeed; 0 when unknown
 }
 
@@ -67,12 +67,12 @@ func (c *call) admit(ctx context.Context) error {
 // that keeps the tokens or slots from the first of them, every slot of the
 // cap in flight (or a scope that paces nothing but its cap), else the
 // rate.
-func (s *bucket) queueReason(now time.Time) ThrottleReason {
+func (s *bucket) queueReason(now time.Time) observe.Reason {
 	if s.cooldown.Load() > now.UnixNano() {
-		return ReasonCooldown
+		return observe.ReasonCooldown
 	}
-	if s.headReason() == ReasonReserve {
-		return ReasonReserve
+	if s.headReason() == observe.ReasonReserve {
+		return observe.ReasonReserve
 	}
 	if c := s.scope; c.Concurrency > 0 {
 		limit := c.Concurrency
@@ -80,10 +80,10 @@ func (s *bucket) queueReason(now time.Time) ThrottleReason {
 			limit, _ = s.slots()
 		}
 		if rate, _ := s.pace(); rate == 0 || int(s.inFlight.Load()) >= limit {
-			return ReasonConcurrency
+			return observe.ReasonConcurrency
 		}
 	}
-	return ReasonRate
+	return observe.ReasonRate
 }
 
 // emitAdmitted tells observers the call was admitted. Without observers it
@@ -126,7 +126,7 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 		// the call spares it when no scope was paused.
 		if s := c.charges[i].bucket; s.cooldown.Load() != 0 {
 			if wait, ok := c.cooledDown(s, now); !ok {
-				return blocked{bucket: s, reason: ReasonCooldown, wait: wait}, nil
+				return blocked{bucket: s, reason: observe.ReasonCooldown, wait: wait}, nil
 			}
 		}
 	}
@@ -168,7 +168,7 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 		c.t.emit(observe.Event{Kind: observe.EventStoreFailure, Workload: c.workload.name, Err: err})
 		return blocked{}, fmt.Errorf("pacer: taking tokens: %w", err)
 	}
-	b := blocked{bucket: c.charges[c.owners[d.Blocked]].bucket, reason: ReasonRate, wait: d.Wait}
+	b := blocked{bucket: c.charges[c.owners[d.Blocked]].bucket, reason: observe.ReasonRate, wait: d.Wait}
 	if b.bucket.learned.Load() != nil && c.forgetUnconfirmed(b.bucket, now) {
 		// Responses forget a published limit nobody confirms; so must a
 		// scope that one holds back, or it holds back the very calls whose
@@ -177,9 +177,9 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 		return c.tryAdmit(ctx)
 	}
 	if d.Wait == store.Never {
-		b.reason = ReasonCapacity
+		b.reason = observe.ReasonCapacity
 	} else if reserveHolds(&c.demands[d.Blocked], d.Wait) {
-		b.reason = ReasonReserve
+		b.reason = observe.ReasonReserve
 	}
 	return b, nil
 }
@@ -367,7 +367,7 @@ func (c *call) newWaitTimers() *waitTimers {
 func (t *waitTimers) until(ctx context.Context, w *queue.Waiter, b blocked, head bool) error {
 	var fire, expire <-chan time.Time
 	d := b.wait
-	if d <= 0 && head && (b.reason == ReasonConcurrency || b.reason == ReasonReserve) {
+	if d <= 0 && head && (b.reason == observe.ReasonConcurrency || b.reason == observe.ReasonReserve) {
 		// A cap that a cut lowered climbs back by time, and nothing else
 		// would wake the head while the calls in flight hold their slots.
 		// Unlike b.wait this bounds the wait from above, so no deadline is

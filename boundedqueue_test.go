@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+
+	"github.com/pacer-go/pacer/observe"
 )
 
 // 10,000 calls wait on a workload bounded at 1,000 that sheds the lowest:
@@ -33,7 +35,7 @@ func TestBoundedQueueShedsLowest(t *testing.T) {
 				p, err := tr.Acquire(ContextWithCall(bg, Call{Priority: prio[i]}))
 				if err != nil {
 					var te *ThrottledError
-					if !errors.As(err, &te) || te.Reason != ReasonQueueFull || !strings.Contains(err.Error(), "MaxWaiting") {
+					if !errors.As(err, &te) || te.Reason != observe.ReasonQueueFull || !strings.Contains(err.Error(), "MaxWaiting") {
 						t.Errorf("call %d: err = %v, want a full queue", i, err)
 					}
 					results <- result{i, -1}
@@ -104,7 +106,7 @@ func TestBoundedQueueRefusesNewest(t *testing.T) {
 		synctest.Wait()
 		_, err := tr.Acquire(ContextWithCall(ctx, Call{Priority: 100}))
 		var te *ThrottledError
-		if !errors.As(err, &te) || te.Reason != ReasonQueueFull || !strings.Contains(err.Error(), `workload "batch"`) {
+		if !errors.As(err, &te) || te.Reason != observe.ReasonQueueFull || !strings.Contains(err.Error(), `workload "batch"`) {
 			t.Fatalf("a third waiter: err = %v, want a full queue naming workload \"batch\"", err)
 		}
 		holder.Accept()

@@ -2,10 +2,7 @@ package pacer
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -16,14 +13,13 @@ import (
 	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/period"
 	"github.com/pacer-go/pacer/store"
-	"github.com/pacer-go/pacer/usage"
 	"github.com/pacer-go/pacer/usage/prices"
 )
 
 // A Budget caps what a workload may spend in a period: Limit units (requests
 // by default) or Spend dollars, per Per or per calendar Period:
 //
-//	Budget{Spend: pacer.Dollars(0.50), Period: period.Daily(0, 0, time.UTC)} // 50 cents a day
+//	Budget{Spend: prices.Dollars(0.50), Period: period.Daily(0, 0, time.UTC)} // 50 cents a day
 //	Budget{Limit: 5000, Per: 24 * time.Hour}                                 // 5,000 requests a day
 //	Budget{Limit: 1e6, Unit: "tokens", Per: time.Hour}                       // a million tokens an hour
 //
@@ -121,7 +117,7 @@ type Budget struct {
 	// Limit is how many of Unit may be spent in a period.
 	Limit int64
 	// Spend, set instead of Limit, is how much money may be spent in a
-	// period: Spend: pacer.Dollars(0.50) is fifty cents. It needs a Meter
+	// period: Spend: prices.Dollars(0.50) is fifty cents. It needs a Meter
 	// to price calls (the OpenAI and Anthropic presets set one). A Spend of
 	// $100,000 or more in a period is said in the log, since it is most
 	// likely micro-dollars given as dollars (prices.Micros says those);
@@ -156,12 +152,6 @@ type Budget struct {
 	// store.Policy.OnFailure.
 	FollowStoreFailure bool
 }
-
-// Dollars returns d US dollars as prices.Money, for Budget.Spend:
-// Dollars(0.50) is fifty cents. It keeps d to the micro-dollar, dropping
-// the digits beyond it, so a limit is never more money than was said; see
-// prices.Dollars.
-func Dollars(d float64) prices.Money { return prices.Dollars(d) }
 
 // unitUSD is what a budget in money counts, as Stats and metrics name it;
 // the store counts it in micro-dollars.
@@ -270,138 +260,6 @@ func (b Budget) validate(name string) error {
 	return nil
 }
 
-// A Meter tells a Transport what LLM calls will cost before they are sent,
-// and what they cost once they are answered; see Budget. The OpenAI and
-// Anthropic presets set one.
-type Meter struct {
-	// Estimate returns the model a request calls and the usage it may
-	// reach — its worst case: a budget admits the call only if that fits,
-	// and reserves it until the Transport has learned what the model's
-	// calls produce (see Budget) — or false for a request it does not
-	// meter. It must not consume req.Body (read req.GetBody), and should
-	// not allocate for a request it does not meter.
-	//
-	// The Transport calls it only with a request it is about to send:
-	// never for a Permit, which has none and charges what its caller
-	// states (see Permit). An Estimate must still be safe for a nil
-	// request, and return false for it, as the presets' do: code of
-	// yours may call it directly.
-	Estimate func(req *http.Request) (CallEstimate, bool)
-	// Usage returns the reader of a response's usage (see usage.Selector).
-	Usage usage.Selector
-	// Prices are the models' prices, for budgets in money (Budget.Spend).
-	// WithPrices overrides them model by model.
-	Prices prices.Table
-	// Tokens returns how many of a call's tokens count on a scope or a
-	// budget counted in unit, or false if unit is not one of the provider's
-	// token units. A scope counted in such a unit, charged with the call's
-	// estimate by the preset's route, is settled on usage like a budget,
-	// unless KeepScopeCharges is set.
-	Tokens func(unit string, u usage.Usage) (int64, bool)
-	// KeepScopeCharges leaves a metered call's scopes at what the route
-	// charged them, whatever its usage says; only budgets settle on usage.
-	// A provider whose rate limiter counts a call at a charge made before
-	// it runs and never corrects it by the tokens used (OpenAI's tokens
-	// per minute) sets it: settling the scope down to the usage would make
-	// the bucket hold more than the provider's, and the difference would
-	// come back as 429s.
-	KeepScopeCharges bool
-
-	// outputs learns the output of the Transport's calls, per model
-	// (outputestimate.go); each Transport has its own.
-	outputs *outputLearner
-}
-
-// A CallEstimate is what a Meter expects of a request.
-type CallEstimate struct {
-	Model string
-	Usage usage.Usage
-	// HiddenOutput says the call may be billed output that its stream
-	// does not show (a reasoning model's thinking): a stream of it cut
-	// before its usage settles at its reservation, not on what it
-	// streamed (see Budget).
-	HiddenOutput bool
-}
-
-// WithMeter sets the Transport's Meter; a later one replaces it, but for
-// its Prices, which are added to the earlier ones'.
-func WithMeter(m Meter) Option {
-	return func(c *config) {
-		prior := c.meter
-		c.meter = &m
-		if prior != nil && len(prior.Prices) > 0 {
-			c.meter.Prices = maps.Clone(prior.Prices)
-			maps.Copy(c.meter.Prices, m.Prices)
-		}
-	}
-}
-
-// WithPrices sets the prices of models, over the Meter's (a price given here
-// wins, whatever the order of the options). The OpenAI and Anthropic presets
-// bring their provider's prices already (prices.OpenAI(), prices.Anthropic()):
-// give WithPrices only for a model they lack or a price you negotiated.
-// Each price needs its Source and the date it was Read: a price you set is
-// as much a figure as a preset's.
-func WithPrices(t prices.Table) Option {
-	return func(c *config) {
-		if err := t.Validate(); err != nil {
-			c.errs = append(c.errs, fmt.Errorf("WithPrices: %w", err))
-			return
-		}
-		if c.prices == nil {
-			c.prices = prices.Table{}
-		}
-		maps.Copy(c.prices, t)
-	}
-}
-
-// meterFor returns the Transport's meter with the user's prices merged, or
-// nil when there is none.
-func (c *config) meterFor() *Meter {
-	if c.meter == nil {
-		if len(c.prices) > 0 {
-			c.errs = append(c.errs, errors.New("WithPrices: no Meter reads what calls cost; use a preset that sets one (openai.Preset, anthropic.Preset) or WithMeter"))
-		}
-		return nil
-	}
-	m := *c.meter
-	m.outputs = &outputLearner{}
-	if len(c.prices) > 0 {
-		m.Prices = maps.Clone(m.Prices)
-		if m.Prices == nil {
-			m.Prices = prices.Table{}
-		}
-		maps.Copy(m.Prices, c.prices)
-	}
-	return &m
-}
-
-// meterCounts reports whether the Meter counts unit: a budget in it is
-// spent by every metered call.
-func (c *config) meterCounts(unit string) bool {
-	if c.meter == nil || c.meter.Tokens == nil {
-		return false
-	}
-	_, ok := c.meter.Tokens(unit, usage.Usage{})
-	return ok
-}
-
-// checkMeter reports a budget the Transport cannot count.
-func (t *Transport) checkMeter(w *workloadState) error {
-	if w.Budget.money() && (t.meter == nil || t.meter.Estimate == nil) {
-		return fmt.Errorf("workload %q: a Budget in money (Spend %v) needs a Meter to price calls; use a preset that sets one (openai.Preset, anthropic.Preset) or WithMeter", w.name, w.Budget.Spend)
-	}
-	return nil
-}
-
-// tokens is what u counts in unit, if unit is a token unit of the meter.
-func (m *Meter) tokens(unit string, u usage.Usage) (int64, bool) {
-	if m.Tokens == nil {
-		return 0, false
-	}
-	return m.Tokens(unit, u)
-}
-
 // budgetState is a workload's budget as the Transport uses it.
 type budgetState struct {
 	// budget is the demand that spends the budget; Cost (and, for a
@@ -411,7 +269,7 @@ type budgetState struct {
 	// metered call's reservation is settled when its body ends.
 	settles bool
 	period  atomic.Pointer[budgetPeriod] // the calendar period last used
-	meter   budgetMeter                  // this process's spend, for Stats
+	tally   budgetTally                  // this process's spend, for Stats
 }
 
 // budgetPeriod is a calendar period and the store key of its spend.
@@ -437,22 +295,6 @@ func (t *Transport) initBudget(w *workloadState) error {
 	w.budget = store.Demand{Scope: reservedPrefix + "budget", Key: w.name, Burst: b.amount(), Window: b.Per}
 	w.settles = b.capped() && b.unit() != UnitRequests && t.meter != nil
 	return t.checkMeter(w)
-}
-
-// callMeter is what a metered call reserved, to settle when it ends.
-type callMeter struct {
-	on    bool // the Meter estimated the call: it settles on usage
-	model string
-	// est is what the call reserves: the Meter's estimate, its output
-	// lowered to what the model's calls were learned to produce; worst is
-	// the Meter's estimate.
-	est, worst usage.Usage
-	price      prices.Price // the model's, for a budget in money, when priced
-	priced     bool
-	hidden     bool // CallEstimate.HiddenOutput
-	// periodStart is the start of the budget's period when the call spent
-	// it, so that Stats count a settlement in the period it belongs to.
-	periodStart time.Time
 }
 
 // plan reads what the call reserves of its budget, and of the Meter's
@@ -487,35 +329,11 @@ func unstatedPermitCost(w *workloadState) error {
 	unit := w.Budget.unit()
 	if w.Budget.money() {
 		return fmt.Errorf("pacer: workload %q has a budget in money, and a permit runs no Meter: state the permit's estimated cost "+
-			"with ContextWithSpend(ctx, pacer.Dollars(x)) (0 if unknown), then report what it cost with p.SettleSpend(pacer.Dollars(y)).Accept()", w.name)
+			"with ContextWithSpend(ctx, prices.Dollars(x)) (0 if unknown), then report what it cost with p.SettleSpend(prices.Dollars(y)).Accept()", w.name)
 	}
 	return fmt.Errorf("pacer: workload %q has a budget in %s, and a permit runs no Meter: state the permit's estimated cost with "+
 		"a Charge on a scope counted in %q, or ContextWithCost(ctx, %q, n) (0 if unknown), then report what it cost with p.Settle(%q, n).Accept()",
 		w.name, unit, unit, unit, unit)
-}
-
-// meterFor estimates a call the Meter meters.
-func (c *call) meterFor(req *http.Request, m *Meter) error {
-	e, ok := m.Estimate(req)
-	if !ok {
-		return nil
-	}
-	c.metered = callMeter{on: true, model: e.Model, est: e.Usage, worst: e.Usage, hidden: e.HiddenOutput}
-	if n, ok := m.outputs.estimate(e.Model); ok && n < e.Usage.Output {
-		c.metered.est.Output = n
-	}
-	if !c.workload.Budget.money() {
-		return nil
-	}
-	p, ok := m.Prices.Lookup(e.Model)
-	if !ok {
-		c.metered.on = false
-		return fmt.Errorf("%w: workload %q has a budget in money, and model %q has no price in the Meter's table; "+
-			"give its price WithPrices (from the provider's pricing page) so that its calls are counted, not free",
-			prices.ErrNoPrice, c.workload.name, e.Model)
-	}
-	c.metered.price, c.metered.priced = p, true
-	return nil
 }
 
 // budgetFor sets out what the call spends of its workload's budget. It
@@ -603,17 +421,17 @@ func (c *call) spendBudget(ctx context.Context) error {
 		c.t.crossed(w, crossed, c.budget[0], now)
 	}
 	if !d.OK {
-		w.counts.refuse(&w.counts.refused, now, ReasonBudget, "")
+		w.counts.refuse(&w.counts.refused, now, observe.ReasonBudget, "")
 		c.t.emit(observe.Event{Kind: observe.EventBudgetExhausted, Workload: w.name})
 		e := &BudgetError{Workload: w.name, Budget: w.Budget, ResetIn: d.Wait}
 		if w.Budget.calendar() {
 			e.ResetIn = w.periodAt(now).end.Sub(now)
 		}
-		e.Unsettled = w.meter.unsettled() > 0
+		e.Unsettled = w.tally.unsettled() > 0
 		return e
 	}
 	c.budgetSpent = true
-	c.metered.periodStart = w.meter.spend(w, now, c.budget[0].Cost, w.settles && c.metered.on)
+	c.metered.periodStart = w.tally.spend(w, now, c.budget[0].Cost, w.settles && c.metered.on)
 	return nil
 }
 
@@ -636,7 +454,7 @@ func (c *call) takeBudget(ctx context.Context, now time.Time) (store.Decision, i
 	w := c.workload
 	next := -1
 	if len(c.t.observers) > 0 {
-		next = w.meter.nextThreshold(w, now)
+		next = w.tally.nextThreshold(w, now)
 	}
 	b := &c.budget[0]
 	headroom := b.Floor
@@ -651,7 +469,7 @@ func (c *call) takeBudget(ctx context.Context, now time.Time) (store.Decision, i
 		b.Floor = 0
 		if next >= 0 && err == nil && !d.OK {
 			// Refused outright: the fleet has spent it all.
-			return d, w.meter.cross(len(budgetThresholds) - 1), nil
+			return d, w.tally.cross(len(budgetThresholds) - 1), nil
 		}
 		return d, 0, err
 	}
@@ -662,9 +480,9 @@ func (c *call) takeBudget(ctx context.Context, now time.Time) (store.Decision, i
 		return d, 0, err
 	}
 	if !d.OK {
-		return d, w.meter.cross(len(budgetThresholds) - 1), nil
+		return d, w.tally.cross(len(budgetThresholds) - 1), nil
 	}
-	return d, w.meter.cross(next), nil
+	return d, w.tally.cross(next), nil
 }
 
 // crossed tells observers that w's budget crossed percent, if no process
@@ -687,7 +505,7 @@ func (t *Transport) crossed(w *workloadState, percent int, b store.Demand, now t
 func (c *call) refundBudget(ctx context.Context) {
 	if c.budgetSpent {
 		c.budgetSpent = false
-		c.workload.meter.settle(c.metered.periodStart, c.budget[0].Cost, 0, c.workload.settles && c.metered.on)
+		c.workload.tally.settle(c.metered.periodStart, c.budget[0].Cost, 0, c.workload.settles && c.metered.on)
 		// The call was often refused because its context ended: the refund
 		// must not go out on that context. Best effort: a failed refund
 		// leaves the budget spent, the safe side. A shared store's refund
@@ -696,262 +514,12 @@ func (c *call) refundBudget(ctx context.Context) {
 	}
 }
 
-// settleRejected settles a metered call the provider rejected, or never
-// received, at zero: OpenAI and Anthropic bill nothing for it, and their
-// limiters do not count its tokens (KeepScopeCharges included).
-func (c *call) settleRejected() {
-	if c.metered.on {
-		c.settle(usage.Usage{}, true, true)
-	}
-}
-
-// settle charges or gives back, on the call's token scopes and its budget,
-// the difference between what it reserved and what u says it used; the
-// scopes only if the call was rejected or the Meter does not keep their
-// charges (Meter.KeepScopeCharges). A usage that is not final leaves the
-// estimate spent. It runs once, when the body
-// ends; the store's share of it goes out in the background, so it costs
-// the caller's last Read no round trip.
-func (c *call) settle(u usage.Usage, final, rejected bool) {
-	if !c.metered.on {
-		return
-	}
-	if !final {
-		c.settleAtEstimate()
-		return
-	}
-	c.metered.on = false
-	m := c.t.meter
-	now := c.t.clock.Now()
-	if rejected || !m.KeepScopeCharges {
-		c.adjustCharges(func(ch *charge) (float64, bool) {
-			n, ok := m.tokens(ch.bucket.scope.Unit, u)
-			return float64(n), ok
-		})
-	}
-	if !c.budgetSpent || !c.workload.settles {
-		return
-	}
-	actual, ok := c.budgetActual(u)
-	if !ok {
-		c.settleAtEstimate() // a unit the meter does not count
-		return
-	}
-	c.settleBudget(now, actual, true)
-}
-
-// budgetActual is what u costs in the unit of the call's budget (in
-// micro-dollars for money), or false for a unit the meter does not count.
-func (c *call) budgetActual(u usage.Usage) (float64, bool) {
-	if c.workload.Budget.money() {
-		if c.metered.priced {
-			return float64(c.metered.price.Cost(u).Micros()), true
-		}
-		return 0, true
-	}
-	n, ok := c.t.meter.tokens(c.workload.Budget.unit(), u)
-	return float64(n), ok
-}
-
-// cutMargin is the output a stream cut before its usage is charged beyond
-// what it streamed: what the provider may have generated but not yet sent
-// when the body was closed. 64 tokens is about half a second of a fast
-// model's output (OpenAI's and Anthropic's stream at 50 to 150 tokens a
-// second): the time a close takes to reach the provider through a proxy,
-// and the provider to stop, with the bytes in flight in the connection's
-// buffers that the caller never read. It is pacer's figure, not a
-// provider's.
-const cutMargin = 64
-
-// settleCut settles a metered call whose stream ended before the
-// provider's usage, on what it streamed (usage.Counter): its input as the
-// stream reported it, else as estimated, and the output counted plus
-// cutMargin, never more than the call reserved. Its scopes keep their
-// charges, as for a call settled at its estimate. A call whose estimate
-// says it has hidden output, or whose output would cost more than it
-// reserved, settles at the reservation.
-func (c *call) settleCut(s usage.Streamed) {
-	if !c.metered.on {
-		return
-	}
-	if c.metered.hidden || !c.budgetSpent || !c.workload.settles {
-		c.settleAtEstimate()
-		return
-	}
-	u := s.Usage
-	if !s.InputKnown {
-		e := c.metered.est
-		u.Input, u.CacheRead, u.CacheWrite, u.CacheWrite1h = e.Input, e.CacheRead, e.CacheWrite, e.CacheWrite1h
-	}
-	u.Output = min(s.Output, plausibleOutput) + cutMargin
-	actual, ok := c.budgetActual(u)
-	if reserved := c.budget[0].Cost; !ok || actual >= reserved {
-		c.settleAtEstimate()
-		return
-	}
-	c.metered.on = false
-	c.settleBudget(c.t.clock.Now(), actual, true)
-}
-
-// settleBudget replaces what the call reserved of its workload's budget by
-// actual, in full: a budget is billing, and is never clipped. settles is
-// how the reservation was counted (budgetMeter.spend).
-func (c *call) settleBudget(now time.Time, actual float64, settles bool) {
-	reserved := c.budget[0].Cost
-	c.workload.meter.settle(c.metered.periodStart, reserved, actual, settles)
-	if delta := actual - reserved; delta != 0 {
-		d := c.budget[0]
-		d.Cost, d.Floor = delta, 0
-		c.t.adjustBudget(now, d)
-	}
-}
-
-// adjustCharges settles each of the call's charges whose real cost actual
-// tells: the difference from what was charged is given back, or taken even
-// if the bucket must owe, within boundSettlement; in memory at once, on a
-// shared store in the background (adjust). Every settlement of a bucket —
-// a response's usage, a permit's Settle — comes through here.
-func (c *call) adjustCharges(actual func(*charge) (float64, bool)) {
-	var buf [8]store.Demand
-	adj := buf[:0]
-	now := c.t.clock.Now()
-	for i := range c.charges {
-		ch := &c.charges[i]
-		n, ok := actual(ch)
-		if !ok {
-			continue
-		}
-		delta := n - ch.cost
-		if delta == 0 {
-			continue
-		}
-		// What the scope's own bucket is charged: a scope that only caps
-		// concurrency has no bucket, and counts it within 2^50 (as usage
-		// counts are), so that it converts to an int64.
-		charged := min(delta, 1<<50)
-		first := true
-		for j, o := range c.owners {
-			if o == i {
-				d := c.demands[j]
-				if first { // the scope's own bucket, before any Max share's
-					d.Cost = min(delta, ch.bucket.debtRoom(now, &d, c.t.maxWait))
-					ch.bucket.owes(now, d.Rate, d.Cost)
-					charged, first = d.Cost, false
-				} else {
-					d.Cost = boundSettlement(&d, delta, c.t.maxWait)
-				}
-				d.Floor = 0
-				adj = append(adj, d)
-			}
-		}
-		ch.bucket.spent.Add(int64(charged))
-		ch.cost += charged
-	}
-	c.t.adjust(now, adj)
-}
-
-// boundSettlement is what a settlement of cost more than a call took at
-// admission charges d's bucket: all of it, up to one burst and to what the
-// bucket refills in maxWait. However large a count a body, a header or a
-// caller reports, the settlement then leaves the bucket owing at most that
-// (it held at least nothing once the call was admitted), which it repays
-// within MaxWait: one burst alone would not do, a per-day scope's burst
-// takes hours to refill. The price: an overrun larger than that is charged
-// only that far, even where the bucket had room for it, and the bucket
-// may then believe it holds more than the provider counts, until the
-// provider's remaining count clamps it. What a call gives back is not
-// bounded. Only buckets are bounded: a budget is billing, charged in full
-// (settle). Every settlement of a bucket goes through it (adjustCharges),
-// the scope's own bucket through debtRoom, which bounds the debts of
-// many settlements together.
-func boundSettlement(d *store.Demand, cost float64, maxWait time.Duration) float64 {
-	if cost <= 0 {
-		return cost
-	}
-	return max(0, min(cost, d.Burst, d.Rate*maxWait.Seconds()))
-}
-
-// debtRoom is the most a settlement may charge s's bucket beyond what its
-// call took at admission, d being the bucket's demand: boundSettlement's
-// bound, less what the debts this process's earlier settlements left are
-// still owed. However many calls report however large a count, together
-// they leave the bucket owing what it repays within maxWait of now, not
-// maxWait each. A process knows only its own settlements: processes
-// sharing a store each keep to the bound.
-func (s *bucket) debtRoom(now time.Time, d *store.Demand, maxWait time.Duration) float64 {
-	if owed := time.Duration(s.owedUntil.Load() - now.UnixNano()); owed > 0 {
-		maxWait -= owed
-	}
-	return boundSettlement(d, d.Burst, maxWait)
-}
-
-// owes records that a settlement charged s's bucket n beyond what its call
-// took, which the bucket repays at rate (see debtRoom).
-func (s *bucket) owes(now time.Time, rate, n float64) {
-	if n <= 0 || rate <= 0 {
-		return
-	}
-	repay := int64(n / rate * float64(time.Second))
-	for {
-		old := s.owedUntil.Load()
-		if s.owedUntil.CompareAndSwap(old, max(old, now.UnixNano())+repay) {
-			return
-		}
-	}
-}
-
-// owesUntil records that s's bucket owes until at, if that is later than
-// it owes already: a Reservation taken ahead leaves it owing until the
-// reserved call may go (see debtRoom).
-func (s *bucket) owesUntil(at time.Time) {
-	for {
-		old := s.owedUntil.Load()
-		if old >= at.UnixNano() || s.owedUntil.CompareAndSwap(old, at.UnixNano()) {
-			return
-		}
-	}
-}
-
-// settleAtEstimate settles the call on what it reserved: its scopes keep
-// their charges, and its budget counts the reservation as spent, as the
-// store has it already.
-func (c *call) settleAtEstimate() {
-	c.metered.on = false
-	if c.budgetSpent && c.workload.settles {
-		r := c.budget[0].Cost
-		c.workload.meter.settle(c.metered.periodStart, r, r, true)
-	}
-}
-
-// adjust settles token demands on the store: in memory at once, on a shared
-// store through the guard's writer in the background.
-func (t *Transport) adjust(now time.Time, ds []store.Demand) {
-	if len(ds) == 0 {
-		return
-	}
-	var s store.Store = t.store
-	if t.guard != nil {
-		s = t.guard
-	}
-	_ = adjustOrRefund(context.Background(), s, now, ds)
-}
-
-// adjustBudget settles a budget demand: this process's own count at once
-// (see store.Policy.OnFailure), the shared store's in the background.
-func (t *Transport) adjustBudget(now time.Time, d store.Demand) {
-	if t.guard != nil {
-		t.guard.AdjustBudget(now, d)
-		return
-	}
-	_ = adjustOrRefund(context.Background(), t.store, now, []store.Demand{d})
-}
-
-// budgetMeter counts what a process spends of a workload's budget in the
+// budgetTally counts what a process spends of a workload's budget in the
 // current period: for Per, by the rule every store applies to a fixed
 // window (a period starts with the first spend after the previous one
 // ended); for a calendar Period, the calendar's. Figures are in the store's
 // units (micro-dollars for a budget in money).
-type budgetMeter struct {
+type budgetTally struct {
 	mu       sync.Mutex
 	start    time.Time
 	end      time.Time
@@ -962,7 +530,7 @@ type budgetMeter struct {
 
 // nextThreshold returns the index of the next threshold not yet seen
 // crossed in the period containing now, or -1.
-func (m *budgetMeter) nextThreshold(w *workloadState, now time.Time) int {
+func (m *budgetTally) nextThreshold(w *workloadState, now time.Time) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.roll(w, now, false)
@@ -974,7 +542,7 @@ func (m *budgetMeter) nextThreshold(w *workloadState, now time.Time) int {
 
 // cross records that threshold i was crossed, and returns its percentage,
 // or 0 if it was seen already.
-func (m *budgetMeter) cross(i int) int {
+func (m *budgetTally) cross(i int) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.crossed > i {
@@ -986,7 +554,7 @@ func (m *budgetMeter) cross(i int) int {
 
 // spend counts cost, reserved if the call settles later, and returns the
 // start of the period it was counted in.
-func (m *budgetMeter) spend(w *workloadState, now time.Time, cost float64, settles bool) time.Time {
+func (m *budgetTally) spend(w *workloadState, now time.Time, cost float64, settles bool) time.Time {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.roll(w, now, true)
@@ -1000,7 +568,7 @@ func (m *budgetMeter) spend(w *workloadState, now time.Time, cost float64, settl
 
 // roll starts a new period if the current one is over; for Per, only when
 // spending (the window starts with a spend).
-func (m *budgetMeter) roll(w *workloadState, now time.Time, spending bool) {
+func (m *budgetTally) roll(w *workloadState, now time.Time, spending bool) {
 	if !m.start.IsZero() && now.Before(m.end) {
 		return
 	}
@@ -1018,7 +586,7 @@ func (m *budgetMeter) roll(w *workloadState, now time.Time, spending bool) {
 
 // settle replaces a reservation made in the period starting at start by
 // what the call cost. A refund of a call not sent is a settlement at zero.
-func (m *budgetMeter) settle(start time.Time, reserved, actual float64, settles bool) {
+func (m *budgetTally) settle(start time.Time, reserved, actual float64, settles bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.start.Equal(start) {
@@ -1032,7 +600,7 @@ func (m *budgetMeter) settle(start time.Time, reserved, actual float64, settles 
 	}
 }
 
-func (m *budgetMeter) unsettled() float64 {
+func (m *budgetTally) unsettled() float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.reserved
@@ -1040,122 +608,11 @@ func (m *budgetMeter) unsettled() float64 {
 
 // read returns the current period's spend and reservations, and its end;
 // all zero when no period is current.
-func (m *budgetMeter) read(w *workloadState, now time.Time) (spent, reserved float64, end time.Time) {
+func (m *budgetTally) read(w *workloadState, now time.Time) (spent, reserved float64, end time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.roll(w, now, false)
 	return m.spent, m.reserved, m.end
-}
-
-// meteredBody is the body of a response whose usage a Meter reads: the
-// bytes pass to the caller as they come, and the reader sees each once.
-// Only LLM responses get one; every other body is a releasingBody.
-type meteredBody struct {
-	io.ReadCloser
-	call *call
-	req  *http.Request // for a report of an implausible usage
-	done atomic.Bool
-	// mu serializes the reader, which is not safe for concurrent use,
-	// between a Read and a Close from another goroutine.
-	mu sync.Mutex
-	r  usage.Reader
-}
-
-func (b *meteredBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if n > 0 {
-		b.mu.Lock()
-		b.r.Observe(p[:n])
-		b.mu.Unlock()
-	}
-	if err == io.EOF {
-		b.release()
-	}
-	return n, err
-}
-
-func (b *meteredBody) Close() error {
-	defer b.release()
-	return b.ReadCloser.Close()
-}
-
-// release settles the call on what was read, and finishes it, once.
-func (b *meteredBody) release() {
-	if b.done.CompareAndSwap(false, true) {
-		b.mu.Lock()
-		u, final := b.r.End()
-		var cut usage.Streamed
-		counted := false
-		if sc, ok := b.r.(usage.Counter); ok && !final {
-			cut, counted = sc.Streamed()
-		}
-		b.mu.Unlock()
-		if c := b.call; final && c.metered.on {
-			if c.metered.implausible(u) {
-				c.reportImplausible(b.req, u)
-			} else {
-				c.t.meter.outputs.observe(c.metered.model, u.Output)
-			}
-		}
-		if counted {
-			b.call.settleCut(cut)
-		} else {
-			b.call.settle(u, final, false)
-		}
-		b.call.finish()
-	}
-}
-
-// The ceilings of a plausible usage: pacer's own rule, not a provider's
-// figure, set far above what one call to a model produces or reads, so
-// that a count beyond them is an error of the provider's (or of a proxy's)
-// and never a long answer.
-const (
-	plausibleOutput = 1 << 20 // 1,048,576 tokens
-	plausibleInput  = 1 << 22 // 4,194,304 tokens
-)
-
-// implausible reports whether u is more than the call could have cost:
-// more output than both its worst case (its max_tokens, where it sets one)
-// and plausibleOutput, or more input than both twice its estimate and
-// plausibleInput. Such a count is still charged to budgets in full (the
-// provider may have billed it) and to buckets within boundSettlement, as
-// every count is; it is also an observe.EventImplausibleUsage and a log line, so
-// that a budget it exhausts is explained.
-func (m *callMeter) implausible(u usage.Usage) bool {
-	return u.Output > max(m.worst.Output, plausibleOutput) ||
-		u.InputTotal() > max(2*m.worst.InputTotal(), plausibleInput)
-}
-
-// reportImplausible tells observers and the log of a usage implausible for
-// the call, naming the call by its method, host and path alone: a query or
-// userinfo may hold a credential.
-func (c *call) reportImplausible(req *http.Request, u usage.Usage) {
-	var host, path string
-	if req.URL != nil {
-		host, path = req.URL.Host, req.URL.Path
-	}
-	scope := ""
-	if len(c.charges) > 0 {
-		scope = c.charges[0].bucket.scope.Name
-	}
-	err := fmt.Errorf("%s %s%s (model %q) reported usage of %d input and %d output tokens, beyond what the call could cost "+
-		"(estimated %d input, at most %d output): charged in full to the workload's budget, to each rate limit's bucket at most what it refills in MaxWait",
-		req.Method, host, path, c.metered.model, u.InputTotal(), u.Output, c.metered.worst.InputTotal(), c.metered.worst.Output)
-	c.t.emit(observe.Event{Kind: observe.EventImplausibleUsage, Scope: scope, Workload: c.workload.name, Err: err})
-	c.t.log.Warn("pacer: implausible usage", "method", req.Method, "host", host, "path", path, "model", c.metered.model,
-		"workload", c.workload.name, "input_tokens", u.InputTotal(), "output_tokens", u.Output, "err", err)
-}
-
-// usageReader returns the reader of a metered call's response, or nil.
-func (c *call) usageReader(req *http.Request, resp *http.Response) usage.Reader {
-	if !c.metered.on || c.t.meter.Usage == nil || resp.Body == nil {
-		return nil
-	}
-	if _, ok := resp.Body.(io.Writer); ok {
-		return nil // a 101's body: not an LLM's answer
-	}
-	return c.t.meter.Usage(req, resp)
 }
 
 // stats reports the workload's budget in its unit.
@@ -1164,7 +621,7 @@ func (w *workloadState) stats(now time.Time) WorkloadStats {
 	if !w.Budget.capped() {
 		return st
 	}
-	spent, reserved, end := w.meter.read(w, now)
+	spent, reserved, end := w.tally.read(w, now)
 	scale := w.Budget.scale()
 	st.Unit, st.Limit = w.Budget.unit(), w.Budget.amount()/scale
 	st.Spent, st.Reserved = spent/scale, reserved/scale

@@ -272,7 +272,7 @@ func TestMoneyBudget(t *testing.T) {
 	// $0.002; the estimate reserves 100 in and 200 out, $0.0005.
 	llm := &fakeLLM{reply: llmReply{input: 1000, output: 500}}
 	roomy := WithScope(Scope{Name: "tokens", Unit: "tokens", Limit: Limit{Count: 1e9, Per: time.Second, Burst: 1e9}})
-	tr := newMetered(t, llm, clock, Budget{Spend: Dollars(1), Per: 24 * time.Hour}, roomy)
+	tr := newMetered(t, llm, clock, Budget{Spend: prices.Dollars(1), Per: 24 * time.Hour}, roomy)
 	calls, err := callsUntilRefused(t, tr, backfill)
 	var be *BudgetError
 	if !errors.As(err, &be) {
@@ -297,7 +297,7 @@ func TestMoneyBudget(t *testing.T) {
 		t.Errorf("a call to a model without a price: %v, want prices.ErrNoPrice saying to give one WithPrices", err)
 	}
 	// The user's price is used.
-	tr2 := newMetered(t, llm, clock, Budget{Spend: Dollars(1), Per: 24 * time.Hour}, roomy,
+	tr2 := newMetered(t, llm, clock, Budget{Spend: prices.Dollars(1), Per: 24 * time.Hour}, roomy,
 		WithPrices(prices.Table{"unpriced": {Input: prices.Dollars(1), Output: prices.Dollars(2), Source: "https://example.test/mine", Read: "2026-12-01"}}))
 	resp, err := chat(t, tr2, backfill, "unpriced")
 	mustNotErr(t, err)
@@ -309,7 +309,7 @@ func TestMoneyBudget(t *testing.T) {
 }
 
 func TestMoneyBudgetNeedsAMeter(t *testing.T) {
-	tr := New(nil, WithWorkload("backfill", Workload{Budget: Budget{Spend: Dollars(5), Per: time.Hour}}))
+	tr := New(nil, WithWorkload("backfill", Workload{Budget: Budget{Spend: prices.Dollars(5), Per: time.Hour}}))
 	if err := tr.Err(); err == nil || !strings.Contains(err.Error(), "needs a Meter") {
 		t.Errorf("a money budget without a meter: %v, want a configuration error", err)
 	}

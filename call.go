@@ -26,7 +26,7 @@ type call struct {
 	waiter      *queue.Waiter   // while the call waits in a queue
 	budget      [1]store.Demand // the budget demand with this call's cost; Cost 0 if none
 	budgetSpent bool
-	metered     callMeter // budget.go
+	metered     callMeter // meter.go
 	needsSlots  bool      // some scope charged caps concurrency
 	holdsSlots  bool
 	prepaid     bool // a reservation took the call's tokens already (permit.go)
@@ -113,7 +113,7 @@ func (c *call) holdsResources() bool {
 // finish releases everything the call holds and returns it to the pool. A
 // metered call not settled by then — its body was not one pacer reads, it
 // had none, or the base RoundTripper failed after sending it — settles at
-// its estimate here: every call settles exactly once (budget.go).
+// its estimate here: every call settles exactly once (settle.go).
 func (c *call) finish() {
 	if c.metered.on {
 		c.settleAtEstimate()

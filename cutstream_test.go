@@ -118,7 +118,7 @@ func cutMeter() Meter {
 func TestCutStreamsSettleOnWhatStreamed(t *testing.T) {
 	clock := newFakeClock()
 	llm := &streamingLLM{rng: rand.New(rand.NewPCG(28, 1))}
-	budget := Budget{Spend: Dollars(2), Per: 24 * time.Hour}
+	budget := Budget{Spend: prices.Dollars(2), Per: 24 * time.Hour}
 	tr := New(llm, withClock(clock), WithMeter(cutMeter()), WithoutRetry(),
 		WithWorkload("chat", Workload{Budget: budget}))
 	if err := tr.Err(); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pacer-go/pacer/internal/retryrule"
 	"github.com/pacer-go/pacer/internal/storeguard"
+	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -21,36 +22,9 @@ var ErrThrottled = errors.New("pacer: throttled")
 // *retry.Error that says how many attempts were sent.
 var ErrBudgetExhausted = retryrule.ErrBudgetExhausted
 
-// ErrStoreUnavailable is the cause of the error a request gets when the
-// shared store did not answer and its store.Policy is store.FailClosed.
-var ErrStoreUnavailable = storeguard.ErrUnavailable
-
 // ErrExceedsCapacity is the cause of a *ThrottledError for a request that
 // costs more than its scope's bucket can ever hold: no wait would admit it.
 var ErrExceedsCapacity = errors.New("pacer: request costs more than the scope's bucket can hold")
-
-// A ThrottleReason says why a request was throttled: one of the Reason
-// constants. It prints as a word fit for a log line or a metric label.
-type ThrottleReason string
-
-// Why a request was throttled.
-const (
-	ReasonRate        ThrottleReason = "rate"        // the scope's tokens were spent
-	ReasonConcurrency ThrottleReason = "concurrency" // every slot of the scope was in flight
-	ReasonCapacity    ThrottleReason = "capacity"    // the request costs more than the bucket holds
-	ReasonCooldown    ThrottleReason = "cooldown"    // the provider asked for a pause
-	ReasonRetry       ThrottleReason = "retry"       // a retry's wait would outlast the deadline
-	// ReasonReserve: the tokens or slots the call needs are there, but
-	// another workload's Reserve keeps them.
-	ReasonReserve ThrottleReason = "reserve"
-	// ReasonBudget: the workload's spend budget refused the call. No
-	// ThrottledError says it (a *BudgetError does); Stats does, in
-	// WorkloadStats.LastRefusedReason.
-	ReasonBudget ThrottleReason = "budget"
-	// ReasonQueueFull: the call was refused, or shed, because its
-	// workload's queue held Workload.MaxWaiting calls.
-	ReasonQueueFull ThrottleReason = "queue"
-)
 
 // A ThrottledError says that a request was not sent because a scope's limits
 // did not admit it in time. It matches ErrThrottled with errors.Is, and also
@@ -59,8 +33,8 @@ const (
 // deadline), context.Canceled when the caller gave up, ErrExceedsCapacity
 // when no wait would do.
 type ThrottledError struct {
-	Scope  string // the scope that held the request back
-	Reason ThrottleReason
+	Scope  string         // the scope that held the request back
+	Reason observe.Reason // why: one of the observe.Reason constants
 	// RetryAfter is the shortest wait after which the request might be
 	// admitted; zero when it depends on a call in flight finishing.
 	RetryAfter time.Duration
@@ -159,5 +133,5 @@ func (e *FlushError) Error() string {
 }
 
 // Unwrap returns the store's last error and the context's, so that the
-// error matches ErrStoreUnavailable or context.DeadlineExceeded.
+// error matches store.ErrUnavailable or context.DeadlineExceeded.
 func (e *FlushError) Unwrap() []error { return e.errs }

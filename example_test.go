@@ -162,7 +162,7 @@ func ExampleThrottledError() {
 
 // A budget's Unit must be one the Transport counts: a typo is an error in
 // Err(), not a budget every call passes free. Money is not a Unit: a budget
-// in dollars says Spend: pacer.Dollars(0.50), and a plain number there does
+// in dollars says Spend: prices.Dollars(0.50), and a plain number there does
 // not compile.
 func ExampleBudget_unit() {
 	for _, unit := range []string{"request", "USD", "Requests"} {
@@ -173,7 +173,7 @@ func ExampleBudget_unit() {
 	}
 	// Output:
 	// "request": pacer: invalid configuration: workload "backfill": Budget.Unit "request" is not a unit this Transport counts, so no call would spend the budget; it counts "requests"; for a unit callers state with ContextWithCost, set Budget.Stated. Did you mean "requests"?
-	// "USD": pacer: invalid configuration: workload "backfill": Budget.Unit "USD" is not a unit this Transport counts, so no call would spend the budget; it counts "requests"; for a unit callers state with ContextWithCost, set Budget.Stated. For money, set Spend: pacer.Dollars(…) instead of Limit and Unit
+	// "USD": pacer: invalid configuration: workload "backfill": Budget.Unit "USD" is not a unit this Transport counts, so no call would spend the budget; it counts "requests"; for a unit callers state with ContextWithCost, set Budget.Stated. For money, set Spend: prices.Dollars(…) instead of Limit and Unit
 	// "Requests": <nil>
 }
 

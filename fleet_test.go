@@ -231,7 +231,7 @@ func TestACutFromTheStoreKeepsADeeperOneTakenSince(t *testing.T) {
 			{"over", pace.NewCurve(later(-time.Hour), 0.3, 0.25, cheapRecovery, false), false},
 		} {
 			s.recov.Store(local)
-			got := s.adopt(tt.remote, later(3*time.Second), DefaultMaxWait)
+			got := s.adopt(tt.remote, later(3*time.Second), defaultMaxWait)
 			if got != tt.want || (s.recov.Load() == tt.remote) != tt.want {
 				t.Errorf("%s: adopted %v, want %v", tt.what, got, tt.want)
 			}
@@ -342,7 +342,7 @@ func TestACutFromTheFutureClimbsBackFromNow(t *testing.T) {
 		tr := New(nil, WithLimit(PerSecond(100)))
 		s := tr.defaultScope.shared
 		now := time.Now()
-		if !s.adopt(pace.NewCurve(now.AddDate(1, 0, 0), 0.5, 0.25, cheapRecovery, true), now, DefaultMaxWait) {
+		if !s.adopt(pace.NewCurve(now.AddDate(1, 0, 0), 0.5, 0.25, cheapRecovery, true), now, defaultMaxWait) {
 			t.Fatal("a cut from the store was not adopted")
 		}
 		// As long as the same cut made now takes to climb back.
@@ -362,15 +362,15 @@ func TestARefusalAfterAnAdoptedCutCuts(t *testing.T) {
 		tr := New(nil, WithLimit(PerSecond(100)))
 		s := tr.defaultScope.shared
 		now := time.Now()
-		if !s.adopt(pace.NewCurve(now, 0.8, 0.76, cheapRecovery, false), now, DefaultMaxWait) {
+		if !s.adopt(pace.NewCurve(now, 0.8, 0.76, cheapRecovery, false), now, defaultMaxWait) {
 			t.Fatal("a cut from the store was not adopted")
 		}
 		admitted := s.admitted.Add(1) // a call sent at the adopted pace
-		if _, cut, _ := s.cut(admitted, now.Add(100*time.Millisecond), 0, DefaultMaxWait, true); !cut {
+		if r := s.cut(admitted, now.Add(100*time.Millisecond), 0, defaultMaxWait, true); !r.cut {
 			t.Error("a refusal after an adopted cut did not cut")
 		}
 		admitted = s.admitted.Add(1)
-		if _, cut, _ := s.cut(admitted, now.Add(200*time.Millisecond), 0, DefaultMaxWait, true); cut {
+		if r := s.cut(admitted, now.Add(200*time.Millisecond), 0, defaultMaxWait, true); r.cut {
 			t.Error("a refusal within the window of this process's own cut cut again")
 		}
 	})

@@ -25,7 +25,7 @@ import (
 // Transport without a shared store); otherwise a *FlushError, which counts
 // the writes still queued when ctx ended and those lost since the last
 // Flush: refused or unanswered by the store, dropped from a full queue, or
-// not sent because the store was down. It matches ErrStoreUnavailable when
+// not sent because the store was down. It matches store.ErrUnavailable when
 // the store failed, and ctx's error when ctx ended first. While calls keep
 // coming, new writes keep being queued: Flush returns once the queue is
 // empty, which it may be only between them. A nil ctx is an error, not a

@@ -134,8 +134,8 @@ func TestFlushStoreDown(t *testing.T) {
 		}
 		err := tr.Flush(context.Background())
 		var fe *FlushError
-		if !errors.As(err, &fe) || fe.Lost != 2 || fe.Pending != 0 || !errors.Is(err, ErrStoreUnavailable) {
-			t.Fatalf("Flush after two settlements the store could not take: %v; want a *FlushError with 2 lost, matching ErrStoreUnavailable", err)
+		if !errors.As(err, &fe) || fe.Lost != 2 || fe.Pending != 0 || !errors.Is(err, store.ErrUnavailable) {
+			t.Fatalf("Flush after two settlements the store could not take: %v; want a *FlushError with 2 lost, matching store.ErrUnavailable", err)
 		}
 		t.Log(err)
 		if err := tr.Flush(context.Background()); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/pacer-go/pacer/providers/anthropic"
 	"github.com/pacer-go/pacer/providers/openai"
 	"github.com/pacer-go/pacer/usage"
+	"github.com/pacer-go/pacer/usage/prices"
 )
 
 // FuzzTransportFeatures is FuzzTransport's sibling for what callers and a
@@ -90,10 +91,10 @@ func runFeatures(t *testing.T, script []byte) {
 	switch kind {
 	case 0:
 		opts = append(opts, openai.Preset(openai.Tier1),
-			pacer.WithWorkload("money", pacer.Workload{Budget: pacer.Budget{Spend: pacer.Dollars(1), Per: time.Hour}}))
+			pacer.WithWorkload("money", pacer.Workload{Budget: pacer.Budget{Spend: prices.Dollars(1), Per: time.Hour}}))
 	case 1:
 		opts = append(opts, anthropic.Preset(anthropic.Start),
-			pacer.WithWorkload("money", pacer.Workload{Budget: pacer.Budget{Spend: pacer.Dollars(1), Per: time.Hour}}))
+			pacer.WithWorkload("money", pacer.Workload{Budget: pacer.Budget{Spend: prices.Dollars(1), Per: time.Hour}}))
 		unit = anthropic.UnitOutputTokens
 	default:
 		opts = append(opts,

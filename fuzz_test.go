@@ -121,7 +121,7 @@ func runHostile(t *testing.T, script []byte) {
 		})
 	}
 	wg.Wait()
-	pace := rate * DefaultHeadroom
+	pace := rate * defaultHeadroom
 	if got, want := float64(accepted.Load()), 0.9*pace*window.Seconds(); got < want {
 		t.Fatalf("%v after the API turned healthy, %v calls went through in %v; want at least %v (0.9 of the %v/s pace); scopes: %+v",
 			recovery, got, window, want, pace, tr.Stats().Scopes)

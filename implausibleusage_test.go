@@ -19,6 +19,7 @@ import (
 	"github.com/pacer-go/pacer/providers/anthropic"
 	"github.com/pacer-go/pacer/providers/openai"
 	"github.com/pacer-go/pacer/usage"
+	"github.com/pacer-go/pacer/usage/prices"
 )
 
 // hostile is a provider whose 200s report an absurd usage.
@@ -119,7 +120,7 @@ func TestAbsurdUsageIsAnEventNeverALock(t *testing.T) {
 					var log bytes.Buffer
 					tr := pacer.New(llm, p.preset, clock.With[pacer.Option](virtualClock{clk}), pacer.WithMaxWait(maxWait),
 						pacer.WithObserver(rec), pacer.WithLogger(slog.New(slog.NewTextHandler(&log, nil))),
-						pacer.WithWorkload("w", pacer.Workload{Budget: pacer.Budget{Spend: pacer.Dollars(10_000_000), Per: 24 * time.Hour}}))
+						pacer.WithWorkload("w", pacer.Workload{Budget: pacer.Budget{Spend: prices.Dollars(10_000_000), Per: 24 * time.Hour}}))
 					if err := tr.Err(); err != nil {
 						t.Fatal(err)
 					}
@@ -290,7 +291,7 @@ func FuzzMeteredBody(f *testing.F) {
 		clk := fakeclock.New(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 		tr := pacer.New(&fuzzHeaders{llm, shape}, p.preset, clock.With[pacer.Option](virtualClock{clk}), pacer.WithMaxWait(maxWait),
 			pacer.WithLogger(slog.New(slog.DiscardHandler)),
-			pacer.WithWorkload("w", pacer.Workload{Budget: pacer.Budget{Spend: pacer.Dollars(1 << 30), Per: 24 * time.Hour}}))
+			pacer.WithWorkload("w", pacer.Workload{Budget: pacer.Budget{Spend: prices.Dollars(1 << 30), Per: 24 * time.Hour}}))
 		if err := tr.Err(); err != nil {
 			t.Fatal(err)
 		}

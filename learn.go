@@ -15,11 +15,6 @@ import (
 	"github.com/pacer-go/pacer/store"
 )
 
-// DefaultMaxWait is the longest pause a provider's header can impose unless
-// WithMaxWait says otherwise. A server that answers "Retry-After: 999999999"
-// must not park a goroutine for 31 years.
-const DefaultMaxWait = 10 * time.Minute
-
 // learnedLimit is a limit the provider published, as a bucket paces by it:
 // its rate and capacity; raw, the limit it was taken from in
 // units a second, before any headroom; and the burst it keeps at the edge
@@ -375,10 +370,10 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 				}
 				// A brief Retry-After on a scope paced at a measured
 				// capacity pauses only this call (recovery.go's cut).
-				_, cut, pauses := ch.bucket.cut(ch.admittedAt, now, retryAfter, t.maxWait, !local)
-				pause = pause && pauses
+				cut := ch.bucket.cut(ch.admittedAt, now, retryAfter, t.maxWait, !local)
+				pause = pause && cut.pauses
 				c.clamp(ctx, now, i, 0) // the provider has nothing left
-				if cut {
+				if cut.cut {
 					c.paceChanged(ch.bucket, "the provider refused a call")
 					// After the clamp, which stops the fleet at once.
 					c.publishCut(ch.bucket)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacer-go/pacer/observe"
 )
 
 // limitedAPI is a fake provider in virtual time: a token bucket of limit a
@@ -186,7 +188,7 @@ func TestRemainingClampsTheBucket(t *testing.T) {
 		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
 		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
 		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
-		if err := get(tr, context.Background(), "http://api.test/"); asThrottled(t, err).Reason != ReasonRate {
+		if err := get(tr, context.Background(), "http://api.test/"); asThrottled(t, err).Reason != observe.ReasonRate {
 			t.Errorf("err = %v, want throttled for rate: the provider said 2 were left", err)
 		}
 	})
@@ -233,7 +235,7 @@ func TestHeadersCannotParkACallerForever(t *testing.T) {
 		opts       []Option
 		want       time.Duration
 	}{
-		{"999999999", nil, DefaultMaxWait},
+		{"999999999", nil, defaultMaxWait},
 		{"999999999", []Option{WithMaxWait(time.Second)}, time.Second},
 		{"-5", nil, 0},
 		{"soon", nil, 0},

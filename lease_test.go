@@ -47,8 +47,8 @@ func TestLeasedTokensNeedNoStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	remote.down.Store(true)
-	if err := get("/other"); !errors.Is(err, pacer.ErrStoreUnavailable) {
-		t.Fatalf("err = %v, want ErrStoreUnavailable for a bucket with no lease", err)
+	if err := get("/other"); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("err = %v, want store.ErrUnavailable for a bucket with no lease", err)
 	}
 	for i := range 8 {
 		if err := get("/leased"); err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -60,7 +61,7 @@ func TestAbsurdLimitWaitSaturates(t *testing.T) {
 	defer cancel()
 	err := get(tr, ctx, "http://api.test/")
 	var te *ThrottledError
-	if !errors.As(err, &te) || errors.Is(err, ErrExceedsCapacity) || te.Reason != ReasonRate || te.RetryAfter != store.LongestWait {
+	if !errors.As(err, &te) || errors.Is(err, ErrExceedsCapacity) || te.Reason != observe.ReasonRate || te.RetryAfter != store.LongestWait {
 		t.Fatalf("the second call of one per 290 years returned %v; want a ThrottledError for the rate, RetryAfter LongestWait", err)
 	}
 }

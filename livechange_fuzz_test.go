@@ -33,7 +33,7 @@ func FuzzLiveChanges(f *testing.F) {
 }
 
 var (
-	liveWeights = []float64{1, 3, MinTenantWeight, MaxTenantWeight, 1e-300, 5e-324, 1e300, 0, -1,
+	liveWeights = []float64{1, 3, minTenantWeight, maxTenantWeight, 1e-300, 5e-324, 1e300, 0, -1,
 		math.NaN(), math.Inf(1), math.Inf(-1)}
 	liveLimits = []Limit{{}, PerSecond(20), PerSecond(1), {Count: 5, Per: time.Second, Burst: 5},
 		{Count: 1, Per: time.Minute, Burst: 1}, PerSecond(1000)}

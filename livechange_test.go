@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/observe"
 )
 
 // How the calls waiting through a live change end.
@@ -173,7 +174,7 @@ func checkBound(t *testing.T, tr *Transport, ctx context.Context, bound int) {
 	switch {
 	case err == nil:
 		t.Fatalf("a call admitted while the one slot is held")
-	case bound > 0 && asThrottled(t, err).Reason != ReasonQueueFull:
+	case bound > 0 && asThrottled(t, err).Reason != observe.ReasonQueueFull:
 		t.Errorf("a call beyond MaxWaiting %d: err = %v, want a full queue", bound, err)
 	case bound == 0 && !errors.Is(err, context.DeadlineExceeded):
 		t.Errorf("a call waiting under no bound: err = %v, want its deadline", err)

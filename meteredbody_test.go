@@ -110,7 +110,7 @@ func TestEveryMeteredBodySettles(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := fakeclock.New(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 			tr := pacer.New(&tc.llm, anthropic.Preset(anthropic.Start), clock.With[pacer.Option](virtualClock{clk}),
-				pacer.WithWorkload("w", pacer.Workload{Budget: pacer.Budget{Spend: pacer.Dollars(100), Per: 24 * time.Hour}}))
+				pacer.WithWorkload("w", pacer.Workload{Budget: pacer.Budget{Spend: prices.Dollars(100), Per: 24 * time.Hour}}))
 			if err := tr.Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -176,7 +176,7 @@ func TestMeteredHeadSettles(t *testing.T) {
 		Prices: prices.Table{"m": {Input: prices.Dollars(1), Output: prices.Dollars(1), Source: "https://example.test/prices", Read: "2026-12-01"}},
 	}
 	tr := pacer.New(llm, pacer.WithMeter(m),
-		pacer.WithWorkload("w", pacer.Workload{Budget: pacer.Budget{Spend: pacer.Dollars(100), Per: 24 * time.Hour}}))
+		pacer.WithWorkload("w", pacer.Workload{Budget: pacer.Budget{Spend: prices.Dollars(100), Per: 24 * time.Hour}}))
 	if err := tr.Err(); err != nil {
 		t.Fatal(err)
 	}

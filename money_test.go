@@ -43,7 +43,7 @@ func TestHalfADollarBudget(t *testing.T) {
 	backfill := ContextWithWorkload(context.Background(), "backfill")
 	llm := &fakeLLM{reply: llmReply{input: 1000, output: 500}}
 	roomy := WithScope(Scope{Name: "tokens", Unit: "tokens", Limit: Limit{Count: 1e9, Per: time.Second, Burst: 1e9}})
-	tr := newMetered(t, llm, newFakeClock(), Budget{Spend: Dollars(0.50), Per: 24 * time.Hour}, roomy)
+	tr := newMetered(t, llm, newFakeClock(), Budget{Spend: prices.Dollars(0.50), Per: 24 * time.Hour}, roomy)
 	calls, err := callsUntilRefused(t, tr, backfill)
 	var be *BudgetError
 	if !errors.As(err, &be) || calls != 250 {
@@ -79,12 +79,12 @@ func TestMoneyBudgetMistakes(t *testing.T) {
 		b    Budget
 		want string
 	}{
-		{"both", Budget{Limit: 5, Spend: Dollars(1), Per: time.Hour}, "both Limit (5) and Spend ($1.00)"},
-		{"spend with a unit", Budget{Spend: Dollars(1), Unit: "usd", Per: time.Hour}, "leave Unit"},
-		{"negative", Budget{Spend: Dollars(-1), Per: time.Hour}, "must not be negative"},
-		{"not a number", Budget{Spend: Dollars(math.NaN()), Per: time.Hour}, "must not be negative"},
-		{"spend without a period", Budget{Spend: Dollars(1)}, "Per"},
-		{"beyond what the store counts", Budget{Spend: Dollars(1e10), Per: time.Hour}, "2^53"},
+		{"both", Budget{Limit: 5, Spend: prices.Dollars(1), Per: time.Hour}, "both Limit (5) and Spend ($1.00)"},
+		{"spend with a unit", Budget{Spend: prices.Dollars(1), Unit: "usd", Per: time.Hour}, "leave Unit"},
+		{"negative", Budget{Spend: prices.Dollars(-1), Per: time.Hour}, "must not be negative"},
+		{"not a number", Budget{Spend: prices.Dollars(math.NaN()), Per: time.Hour}, "must not be negative"},
+		{"spend without a period", Budget{Spend: prices.Dollars(1)}, "Per"},
+		{"beyond what the store counts", Budget{Spend: prices.Dollars(1e10), Per: time.Hour}, "2^53"},
 	} {
 		tr := New(nil, WithMeter(testMeter()), WithWorkload("backfill", Workload{Budget: tc.b}))
 		if err := tr.Err(); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -93,14 +93,14 @@ func TestMoneyBudgetMistakes(t *testing.T) {
 	}
 	var log logLines
 	tr := New(nil, WithMeter(testMeter()), WithLogger(slogTo(&log)),
-		WithWorkload("backfill", Workload{Budget: Budget{Spend: Dollars(500_000), Per: 24 * time.Hour}}))
+		WithWorkload("backfill", Workload{Budget: Budget{Spend: prices.Dollars(500_000), Per: 24 * time.Hour}}))
 	mustNotErr(t, tr.Err())
 	if lines := log.lines("micro-dollars"); len(lines) != 1 || !strings.Contains(lines[0], "$500000.00") {
 		t.Errorf("a $500,000 budget: logged %q, want one line saying it is most likely micro-dollars", lines)
 	}
 	log = logLines{}
 	New(nil, WithMeter(testMeter()), WithLogger(slogTo(&log)),
-		WithWorkload("backfill", Workload{Budget: Budget{Spend: Dollars(99_999.99), Per: 24 * time.Hour}}))
+		WithWorkload("backfill", Workload{Budget: Budget{Spend: prices.Dollars(99_999.99), Per: 24 * time.Hour}}))
 	if lines := log.lines("micro-dollars"); len(lines) != 0 {
 		t.Errorf("a $99,999.99 budget: logged %q, want nothing", lines)
 	}
@@ -124,7 +124,7 @@ func TestBudgetUnitMustBeOneTheTransportCounts(t *testing.T) {
 		{"Tokens, a scope's", []Option{tokens}, Budget{Limit: 5, Per: time.Hour, Unit: "Tokens"}, ""},
 		{"tokens, the Meter's", []Option{WithMeter(testMeter())}, Budget{Limit: 5, Per: time.Hour, Unit: "TOKENS"}, ""},
 		{"token, near the Meter's", []Option{WithMeter(testMeter())}, Budget{Limit: 5, Per: time.Hour, Unit: "token"}, `Did you mean "tokens"?`},
-		{"USD", []Option{WithMeter(testMeter())}, Budget{Limit: 5, Per: time.Hour, Unit: "USD"}, "set Spend: pacer.Dollars"},
+		{"USD", []Option{WithMeter(testMeter())}, Budget{Limit: 5, Per: time.Hour, Unit: "USD"}, "set Spend: prices.Dollars"},
 		{"credits", []Option{tokens}, Budget{Limit: 5, Per: time.Hour, Unit: "credits"}, `it counts "requests", "tokens"; for a unit callers state with ContextWithCost, set Budget.Stated`},
 		{"credits, stated", nil, Budget{Limit: 5, Per: time.Hour, Unit: "credits", Stated: true}, ""},
 	} {

@@ -50,8 +50,8 @@ func TestStoreFailureIsObservedUnderEveryPolicy(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &events{}
-			tr, store, _, _ := failureSetup(t, tc.policy, pacer.WithObserver(rec))
-			store.down.Store(true)
+			tr, flaky, _, _ := failureSetup(t, tc.policy, pacer.WithObserver(rec))
+			flaky.down.Store(true)
 			err := send(context.Background(), tr)
 			if (err != nil) != tc.failed {
 				t.Fatalf("err = %v, want failed = %v", err, tc.failed)
@@ -60,7 +60,7 @@ func TestStoreFailureIsObservedUnderEveryPolicy(t *testing.T) {
 			if len(got) != 1 {
 				t.Fatalf("heard %d store failures, want 1: %+v", len(got), got)
 			}
-			if !errors.Is(got[0].Err, pacer.ErrStoreUnavailable) || !errors.Is(got[0].Err, errConnRefused) {
+			if !errors.Is(got[0].Err, store.ErrUnavailable) || !errors.Is(got[0].Err, errConnRefused) {
 				t.Errorf("the event's error = %v, want the store's unavailability and its cause", got[0].Err)
 			}
 			if !tc.failed && got[0].Scope != pacer.DefaultScope {

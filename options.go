@@ -7,8 +7,6 @@ import (
 	"github.com/pacer-go/pacer/usage/prices"
 
 	"fmt"
-	"github.com/pacer-go/pacer/classify"
-	"github.com/pacer-go/pacer/retry"
 	"log/slog"
 	"math"
 	"net/http"
@@ -16,6 +14,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pacer-go/pacer/classify"
+	"github.com/pacer-go/pacer/retry"
 )
 
 // An Option configures a Transport.
@@ -48,10 +49,10 @@ type config struct {
 
 	storePolicy store.Policy // WithStore's, checked; zero fields mean the defaults
 
-	slotAgeAlert time.Duration                         // slotage.go; 0: defaultSlotAgeAlert
+	slotAgeAlert time.Duration                         // slots.go; 0: defaultSlotAgeAlert
 	tenantOf     func(*http.Request) (string, float64) // tenant.go
 
-	meter  *Meter       // budget.go
+	meter  *Meter       // meter.go
 	prices prices.Table // WithPrices, over the meter's
 }
 
@@ -71,14 +72,11 @@ func (c *config) scope(name string) *Scope {
 	return &c.scopes[len(c.scopes)-1]
 }
 
-// DefaultHeadroom is the share of a published limit that pacer uses unless
-// told otherwise: 90%. The last tenth absorbs what the client cannot see —
-// a provider that counts in windows shorter than the one it publishes, a
-// request that arrives later than it was sent and so lands in the next
-// window, another client on the same key — and it makes room for the
-// default burst, so that any window of the published length stays within
-// the published count.
-const DefaultHeadroom = 0.9
+// defaultHeadroom is WithHeadroom's default.
+const defaultHeadroom = 0.9
+
+// defaultMaxWait is WithMaxWait's default.
+const defaultMaxWait = 10 * time.Minute
 
 // WithLimit sets the provider's published limit for DefaultScope, counted
 // in requests. Pacer paces at the headroom below it.
@@ -87,7 +85,12 @@ func WithLimit(l Limit) Option {
 }
 
 // WithHeadroom sets the share of every published limit that pacer uses, in
-// (0, 1]. The default is DefaultHeadroom.
+// (0, 1]. The default is 0.9: the last tenth absorbs what the client cannot
+// see — a provider that counts in windows shorter than the one it
+// publishes, a request that arrives later than it was sent and so lands in
+// the next window, another client on the same key — and it makes room for
+// the default burst, so that any window of the published length stays
+// within the published count.
 func WithHeadroom(f float64) Option {
 	return func(c *config) {
 		if !(f > 0 && f <= 1) {
@@ -167,6 +170,23 @@ func WithWorkload(name string, w Workload) Option {
 // answer, how long to wait for it, whether to lease tokens and whether to
 // share limits with the fleet (see store.Policy). The zero Policy is the
 // default. A field of p out of range makes Err name it.
+//
+// Without a shared store, N instances of a service, each paced to the
+// provider's limit, send N times that limit; with one they pace against one
+// bucket:
+//
+//	t := pacer.New(nil, pacer.WithLimit(pacer.PerSecond(100)),
+//		pacer.WithStore(redisstore.New(rdb), // or pgstore.New(pool)
+//			store.Policy{Instances: 10, Lease: 16, AdaptiveLease: true}))
+//
+// Package storetest is the conformance suite every store passes, so all of
+// them pace alike. A budget holds across an outage: this process keeps its
+// own count of each. A provider's remaining count is measured against what
+// the whole fleet took from the shared bucket (store.Decision.Taken), so a
+// fleet paces at the edge of the limit as one process does; a lease takes
+// in batches and reports no such total, and a fleet on one keeps its blind
+// pace behind a remaining count. Flush waits for the writes nobody waits
+// for (clamps, refunds, settlements), which go out in the background.
 func WithStore(s store.Store, p store.Policy) Option {
 	return func(c *config) {
 		if s == nil {
@@ -215,7 +235,8 @@ func (c *config) SetClock(clk clock.Clock) {
 }
 
 // WithMaxWait caps every wait a provider's headers can impose (Retry-After,
-// a quota's reset) at d. The default is DefaultMaxWait.
+// a quota's reset) at d. The default is ten minutes: a server that answers
+// "Retry-After: 999999999" must not park a goroutine for 31 years.
 func WithMaxWait(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 {
@@ -315,7 +336,7 @@ func (c *config) budgetUnit(name string, b Budget) (string, error) {
 	}
 	switch singular {
 	case unitUSD, "dollar", "$", "micro-dollar", "micro", "money", "cent":
-		hint = ". For money, set Spend: pacer.Dollars(…) instead of Limit and Unit"
+		hint = ". For money, set Spend: prices.Dollars(…) instead of Limit and Unit"
 	}
 	quoted := make([]string, len(known))
 	for i, k := range known {
@@ -328,4 +349,23 @@ func (c *config) budgetUnit(name string, b Budget) (string, error) {
 	return "", fmt.Errorf("workload %q: Budget.Unit %q is not a unit this Transport counts, so no call would spend the budget; "+
 		"it counts %s%s; for a unit callers state with ContextWithCost, set Budget.Stated%s",
 		name, b.Unit, strings.Join(quoted, ", "), meter, hint)
+}
+
+// WithRetry sets the retry policy: see package retry. Retries are on by
+// default, with the zero retry.Policy's defaults.
+func WithRetry(p retry.Policy) Option {
+	return func(c *config) { c.retry, c.retries = p, true }
+}
+
+// WithoutRetry turns retries off: every call is sent once.
+func WithoutRetry() Option {
+	return func(c *config) { c.retries = false }
+}
+
+// WithIdempotencyKey makes pacer add an Idempotency-Key to every POST and
+// PATCH that carries none, for APIs that honour it (Stripe does, and many
+// follow). The key is made once per call and stays the same on every
+// attempt, so such calls can be retried safely.
+func WithIdempotencyKey() Option {
+	return func(c *config) { c.idempotencyKey = true }
 }

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/pacer-go/pacer/observe"
-	"github.com/pacer-go/pacer/usage/prices"
 	"net/http"
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/pacer-go/pacer/observe"
+	"github.com/pacer-go/pacer/usage/prices"
 
 	"github.com/pacer-go/pacer/classify"
 	"github.com/pacer-go/pacer/store"
@@ -177,7 +178,7 @@ func (p *Permit) Settle(unit string, actual int64) *Permit {
 }
 
 // SettleSpend is Settle for a budget in money (Budget.Spend): the call's
-// actual cost, pacer.Dollars(0.0042) say, charged to the budget in full.
+// actual cost, prices.Dollars(0.0042) say, charged to the budget in full.
 func (p *Permit) SettleSpend(m prices.Money) *Permit { return p.Settle(spendKey, m.Micros()) }
 
 // A settlement is the cost a permit's caller said (Settle).
@@ -230,7 +231,7 @@ func (p *Permit) end(kind outcomeKind, retryAfter time.Duration) {
 // settleReported settles a permit's call on the cost its caller reported
 // in unit (see Permit.Settle): each bucket counted in unit is brought to
 // actual, within boundSettlement, as a metered response's usage is
-// (budget.go); the workload's budget, if it counts unit, in full. A cost
+// (settle.go); the workload's budget, if it counts unit, in full. A cost
 // bounded on a scope, or beyond the budget's Limit, is reported as an
 // implausible usage.
 func (c *call) settleReported(unit string, n int64) {
@@ -364,7 +365,7 @@ func (c *call) takeAhead(ctx context.Context, now time.Time) (time.Duration, err
 		c.t.emit(observe.Event{Kind: observe.EventStoreFailure, Workload: c.workload.name, Err: err})
 		return 0, fmt.Errorf("pacer: taking tokens: %w", err)
 	}
-	b := blocked{bucket: c.charges[c.owners[d.Blocked]].bucket, reason: ReasonRate, wait: d.Wait}
+	b := blocked{bucket: c.charges[c.owners[d.Blocked]].bucket, reason: observe.ReasonRate, wait: d.Wait}
 	if d.Wait == store.Never {
 		return 0, c.cannotWait(ctx, b)
 	}
@@ -419,7 +420,7 @@ func (r *Reservation) Wait(ctx context.Context) (*Permit, error) {
 	}
 	c := r.c
 	if delay := r.Delay(); delay > 0 {
-		b := blocked{bucket: c.charges[0].bucket, reason: ReasonRate, wait: delay}
+		b := blocked{bucket: c.charges[0].bucket, reason: observe.ReasonRate, wait: delay}
 		err := c.cannotWait(ctx, b)
 		if err == nil {
 			if err = sleep(ctx, r.t.clock, delay); err != nil {

@@ -80,7 +80,7 @@ func TestPermitOnMeteredTransport(t *testing.T) {
 // states in micro-dollars, then what Settle reports, in full; one that
 // states nothing fails at once, saying how to state it, and nothing is held.
 func TestPermitMoneyBudget(t *testing.T) {
-	budget := pacer.WithWorkload("llm", pacer.Workload{Budget: pacer.Budget{Spend: pacer.Dollars(1), Per: time.Hour}})
+	budget := pacer.WithWorkload("llm", pacer.Workload{Budget: pacer.Budget{Spend: prices.Dollars(1), Per: time.Hour}})
 	for name, tr := range meteredTransports(budget) {
 		t.Run(name, func(t *testing.T) {
 			if err := tr.Err(); err != nil {
@@ -93,7 +93,7 @@ func TestPermitMoneyBudget(t *testing.T) {
 				func(ctx context.Context) error { _, err := tr.Reserve(ctx); return err },
 			} {
 				err := acquire(ctx)
-				if err == nil || !strings.Contains(err.Error(), "ContextWithSpend(ctx, pacer.Dollars(") {
+				if err == nil || !strings.Contains(err.Error(), "ContextWithSpend(ctx, prices.Dollars(") {
 					t.Fatalf("a permit stating no cost on a budget in usd: err = %v, want one saying to state it", err)
 				}
 			}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/observe"
+	"github.com/pacer-go/pacer/usage/prices"
 )
 
 // A cost settled far beyond the charge leaves the bucket owing at most one
@@ -194,7 +195,7 @@ func TestPermitSettleAtTheEnd(t *testing.T) {
 		// p's call most likely serves q now: settling p again must not
 		// give q's charge back.
 		p.Settle("tokens", 0)
-		p.SettleSpend(Dollars(1))
+		p.SettleSpend(prices.Dollars(1))
 		q.Accept()
 		if _, err := tr.TryAcquire(ctx, Charge{Scope: "tpm", Cost: 1}); err == nil {
 			t.Error("a Settle after its permit's end gave tokens back")

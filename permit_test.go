@@ -109,7 +109,7 @@ func TestPermitDoneReleasesOnce(t *testing.T) {
 	}
 	// Never ended: the slot stays held.
 	var te *ThrottledError
-	if _, err := tr.TryAcquire(ctx); !errors.As(err, &te) || te.Reason != ReasonConcurrency {
+	if _, err := tr.TryAcquire(ctx); !errors.As(err, &te) || te.Reason != observe.ReasonConcurrency {
 		t.Fatalf("err = %v, want a concurrency refusal", err)
 	}
 	q.Accept()
@@ -150,7 +150,7 @@ func TestPermitAndRequestShareAdmission(t *testing.T) {
 		p := mustAcquire(t, tr, context.Background())
 		err := get(tr, ContextWithCall(context.Background(), Call{FailFast: true}), "http://api.test/")
 		var te *ThrottledError
-		if !errors.As(err, &te) || te.Reason != ReasonRate || te.RetryAfter != time.Second {
+		if !errors.As(err, &te) || te.Reason != observe.ReasonRate || te.RetryAfter != time.Second {
 			t.Fatalf("a request after the permit took the token: err = %v, want throttled on rate, retry after 1s", err)
 		}
 		p.Accept()
@@ -176,7 +176,7 @@ func TestTryAcquireDoesNotQueue(t *testing.T) {
 		synctest.Wait()
 		// What holds the queue is the cap, not a rate the scope has not got:
 		// the reason says so whether or not a call waits.
-		if _, err := tr.TryAcquire(context.Background()); asThrottled(t, err).Reason != ReasonConcurrency {
+		if _, err := tr.TryAcquire(context.Background()); asThrottled(t, err).Reason != observe.ReasonConcurrency {
 			t.Errorf("with a call waiting: err = %v, want a concurrency refusal", err)
 		}
 		holder.Accept()
@@ -389,7 +389,7 @@ func TestPermitRejectedWithWaitPausesAndKeepsTheCap(t *testing.T) {
 		}
 		// The pause itself holds every caller, for as long as it said.
 		mustAcquire(t, tr, context.Background()).Reject(200 * time.Millisecond)
-		if _, err := tr.TryAcquire(context.Background()); asThrottled(t, err).Reason != ReasonCooldown {
+		if _, err := tr.TryAcquire(context.Background()); asThrottled(t, err).Reason != observe.ReasonCooldown {
 			t.Fatalf("right after Reject(200ms): %v, want a cooldown", err)
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -459,19 +459,19 @@ func TestAQueuedRefusalNamesWhatHoldsTheQueue(t *testing.T) {
 		name string
 		opts []Option
 		hold func(*testing.T, *Transport) *Permit // leaves the next call waiting
-		want ThrottleReason
+		want observe.Reason
 	}{
 		{"rate", []Option{WithLimit(Limit{Count: 1, Per: time.Second, Burst: 1})}, func(t *testing.T, tr *Transport) *Permit {
 			mustAcquire(t, tr, context.Background()).Accept()
 			return nil
-		}, ReasonRate},
+		}, observe.ReasonRate},
 		{"cap of a paced scope", []Option{WithLimit(PerSecond(100)), WithConcurrency(1)}, func(t *testing.T, tr *Transport) *Permit {
 			return mustAcquire(t, tr, context.Background())
-		}, ReasonConcurrency},
+		}, observe.ReasonConcurrency},
 		{"pause", []Option{WithLimit(PerSecond(100))}, func(t *testing.T, tr *Transport) *Permit {
 			mustAcquire(t, tr, context.Background()).Reject(time.Second)
 			return nil
-		}, ReasonCooldown},
+		}, observe.ReasonCooldown},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

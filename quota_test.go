@@ -757,7 +757,7 @@ func TestRefusedCallsAreNotQuotaGivenBack(t *testing.T) {
 		tr := New(http.DefaultTransport, WithLimit(PerSecond(200)))
 		s := tr.defaultScope.shared
 		report := func(refused int64) {
-			s.reportRemaining(time.Now(), remainingReport{remaining: 0, reset: time.Second, limit: 100, mark: s.spent.Add(1), refused: refused, local: true, fleet: false}, DefaultMaxWait)
+			s.reportRemaining(time.Now(), remainingReport{remaining: 0, reset: time.Second, limit: 100, mark: s.spent.Add(1), refused: refused, local: true, fleet: false}, defaultMaxWait)
 		}
 		report(0) // the last call that was accepted
 		for range 200 {
@@ -986,11 +986,11 @@ func TestAFleetTotalThatStartsAgainIsMeasuredAfresh(t *testing.T) {
 		for range 20 {
 			time.Sleep(10 * time.Millisecond)
 			total++
-			s.reportRemaining(time.Now(), remainingReport{remaining: 50, reset: time.Second, limit: 100, mark: total, refused: 0, local: false, fleet: true}, DefaultMaxWait)
+			s.reportRemaining(time.Now(), remainingReport{remaining: 50, reset: time.Second, limit: 100, mark: total, refused: 0, local: false, fleet: true}, defaultMaxWait)
 		}
 		time.Sleep(time.Second)
 		total = 1 // the bucket was forgotten, and started again
-		if _, rate, _ := s.reportRemaining(time.Now(), remainingReport{remaining: 50, reset: time.Second, limit: 100, mark: total, refused: 0, local: false, fleet: true}, DefaultMaxWait); rate == 0 {
+		if _, rate, _ := s.reportRemaining(time.Now(), remainingReport{remaining: 50, reset: time.Second, limit: 100, mark: total, refused: 0, local: false, fleet: true}, defaultMaxWait); rate == 0 {
 			t.Fatal("a report after the total started again was taken for old news")
 		}
 		s.mu.Lock()
@@ -1013,12 +1013,12 @@ func TestMarksThatChangeUnitAreMeasuredAfresh(t *testing.T) {
 		s := tr.defaultScope.shared
 		for range 5 { // the scope's own spent, no total
 			time.Sleep(50 * time.Millisecond)
-			s.reportRemaining(time.Now(), remainingReport{remaining: 50, reset: time.Second, limit: 100, mark: s.spent.Add(1), refused: 0, local: false, fleet: false}, DefaultMaxWait)
+			s.reportRemaining(time.Now(), remainingReport{remaining: 50, reset: time.Second, limit: 100, mark: s.spent.Add(1), refused: 0, local: false, fleet: false}, defaultMaxWait)
 		}
 		time.Sleep(200 * time.Millisecond)
 		// What the fleet took, less than a refill's jump beyond the scope's
 		// own spent: as a gain, 25 calls in 0.2 s.
-		s.reportRemaining(time.Now(), remainingReport{remaining: 50, reset: time.Second, limit: 100, mark: s.spent.Load() + 25, refused: 0, local: false, fleet: true}, DefaultMaxWait)
+		s.reportRemaining(time.Now(), remainingReport{remaining: 50, reset: time.Second, limit: 100, mark: s.spent.Load() + 25, refused: 0, local: false, fleet: true}, defaultMaxWait)
 		s.mu.Lock()
 		known, supply := s.reports.known, s.reports.supply
 		s.mu.Unlock()

@@ -198,12 +198,19 @@ func measuringWindow(base float64) time.Duration {
 	return min(max(w, time.Second), time.Minute)
 }
 
+// A cutResult is what a rejection did to a scope's pace (bucket.cut).
+type cutResult struct {
+	// cut is false when the rejection was old news: a call sent before the
+	// last cut, or within a measuring window of it, saw the pace the cut
+	// already answered.
+	cut    bool
+	pauses bool // the rejection pauses the scope
+}
+
 // cut lowers the scope's pace after a rejection that taught nothing else,
 // for a call admitted when the admitted count was admittedAt. retryAfter
-// is the rejection's Retry-After, 0 if it has none. It returns the new
-// factor; false when the rejection was old news (a call sent before the
-// last cut, or within a measuring window of it, saw the pace the cut
-// already answered); and whether the rejection pauses the scope.
+// is the rejection's Retry-After, 0 if it has none. It returns whether
+// the rejection cut the pace, and whether it pauses the scope.
 //
 // A Retry-After pauses the scope, and the climb back is priced as costly,
 // unless it is brief (briefRetryAfter) and the scope's pace is a measured
@@ -219,7 +226,7 @@ func measuringWindow(base float64) time.Duration {
 // scope measures the share of its answered calls the server accepted over
 // the window, times the pace the fleet sent them at: the bucket's
 // (sharedCapacity).
-func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.Duration, shared bool) (float64, bool, bool) {
+func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.Duration, shared bool) cutResult {
 	base, burst := s.basePace(now)
 	window := measuringWindow(base)
 	s.mu.Lock()
@@ -230,7 +237,7 @@ func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.D
 		// within the window, says the measure was too high: that pauses.
 		r := s.recov.Load()
 		brief := admittedAt <= s.cutAt && r != nil && r.Measured && retryAfter <= briefRetryAfter
-		return 0, false, retryAfter > 0 && !brief
+		return cutResult{pauses: retryAfter > 0 && !brief}
 	}
 	s.cutAt = s.admitted.Load()
 	s.quietUntil = now.Add(window).UnixNano()
@@ -284,7 +291,7 @@ func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.D
 	r := pace.NewCurve(now, wmax, f0, over, measured)
 	s.recov.Store(r)
 	s.recovered.Store(false)
-	return f0, true, costly
+	return cutResult{cut: true, pauses: costly}
 }
 
 // maxRecordedRecovery bounds the climb a pace record may ask for: a record

@@ -18,25 +18,6 @@ import (
 	"github.com/pacer-go/pacer/retry"
 )
 
-// WithRetry sets the retry policy: see package retry. Retries are on by
-// default, with the zero retry.Policy's defaults.
-func WithRetry(p retry.Policy) Option {
-	return func(c *config) { c.retry, c.retries = p, true }
-}
-
-// WithoutRetry turns retries off: every call is sent once.
-func WithoutRetry() Option {
-	return func(c *config) { c.retries = false }
-}
-
-// WithIdempotencyKey makes pacer add an Idempotency-Key to every POST and
-// PATCH that carries none, for APIs that honour it (Stripe does, and many
-// follow). The key is made once per call and stays the same on every
-// attempt, so such calls can be retried safely.
-func WithIdempotencyKey() Option {
-	return func(c *config) { c.idempotencyKey = true }
-}
-
 // retrier carries a Transport's retry policy, its defaults applied, and the
 // rule that decides between attempts.
 type retrier struct {
@@ -137,7 +118,7 @@ func (r *retrier) retry(c *retryCall) (*http.Response, error) {
 			if c.resp != nil {
 				return c.resp, nil
 			}
-			throttled := &ThrottledError{Scope: c.info.scope.Name, Reason: ReasonRetry, RetryAfter: wait, Err: errors.Join(context.DeadlineExceeded, c.err)}
+			throttled := &ThrottledError{Scope: c.info.scope.Name, Reason: observe.ReasonRetry, RetryAfter: wait, Err: errors.Join(context.DeadlineExceeded, c.err)}
 			t.workloads[workloadName(t, ctx)].throttled(t.clock.Now(), throttled)
 			t.emit(observe.Event{Kind: observe.EventThrottled, Scope: c.info.scope.Name, Workload: workloadName(t, ctx), Wait: wait, Err: throttled})
 			return nil, c.stopped(fmt.Sprintf("the next attempt, in %v, would be past the deadline", wait), throttled)
@@ -309,33 +290,6 @@ func again(req *http.Request, body func() (io.ReadCloser, error)) (*http.Request
 	next.Body, next.GetBody = b, body
 	return next, nil
 }
-
-// earnRetry credits the scope with a first attempt's share of a retry.
-func (c *configuredScope) earnRetry(b retry.Budget) {
-	for {
-		credit := c.retryCredit.Load()
-		next := min(credit+int64(b.Ratio*retryUnit), int64(b.Min)*retryUnit)
-		if next <= credit || c.retryCredit.CompareAndSwap(credit, next) {
-			return
-		}
-	}
-}
-
-// spendRetry takes one retry from the scope's budget, if it has one.
-func (c *configuredScope) spendRetry() bool {
-	for {
-		credit := c.retryCredit.Load()
-		if credit < retryUnit {
-			return false
-		}
-		if c.retryCredit.CompareAndSwap(credit, credit-retryUnit) {
-			return true
-		}
-	}
-}
-
-// retryUnit is one retry in the fixed-point credit, fine enough for any Ratio.
-const retryUnit = 1_000_000
 
 // discard drains a response that will not be handed back, up to a bound, so
 // that its connection can be reused, and closes it.

@@ -9,9 +9,6 @@ import (
 	"sync/atomic"
 
 	"github.com/pacer-go/pacer/internal/clock"
-	"github.com/pacer-go/pacer/internal/pace"
-	"github.com/pacer-go/pacer/internal/queue"
-	"github.com/pacer-go/pacer/internal/slots"
 )
 
 // DefaultScope is the scope every request is charged to unless a route
@@ -197,57 +194,5 @@ func (c *configuredScope) sweep() {
 		if looked++; looked == registrySweepBatch {
 			return
 		}
-	}
-}
-
-// feedback is what a bucket has learned from the provider (learn.go,
-// remaining.go, recovery.go). Every atomic field is read on the hot path
-// without a lock. It is declared here, beside the bucket that embeds it.
-type feedback struct {
-	learned   atomic.Pointer[learnedLimit] // a limit the provider published; nil if none
-	believed  atomic.Int64                 // UnixNano until which learned holds unless published again
-	told      atomic.Pointer[toldPace]     // what a live remaining count allows; nil if none
-	recov     atomic.Pointer[pace.Curve]   // the climb back after a cut; nil at the full pace
-	recovered atomic.Bool                  // a climb has just ended, not yet reported
-	admitted  atomic.Int64                 // calls admitted, to tell which 429s are news
-	spent     atomic.Int64                 // units admitted, to tell what was sent since a response
-	taken     atomic.Int64                 // the fleet's units taken from a shared bucket, as a take last said (store.Decision.Taken); 0 if none
-	cooldown  atomic.Int64                 // UnixNano until which nothing may be sent; 0 if none
-	debtRate  atomic.Uint64                // Float64bits of the pace the pause's debt was set at; 0 if none
-	owedUntil atomic.Int64                 // UnixNano by which the debts this process's settlements left are repaid (budget.go)
-	accepted  acceptance                   // calls the provider accepted, for a cut to measure (recovery.go)
-
-	// Under the bucket's mu:
-	cutAt      int64 // the admitted count at the last cut
-	quietUntil int64 // UnixNano before which a rejection does not cut again
-	reports    remainingReports
-}
-
-// bucket is what this process knows of one bucket of a scope beyond its
-// tokens: the calls waiting on it and the calls in flight.
-type bucket struct {
-	feedback
-	scope   *configuredScope
-	key     string
-	holders atomic.Int32 // calls that hold this bucket (keyed buckets only)
-	waiting atomic.Int32 // len(queue), readable without the lock
-
-	inFlight   atomic.Int32
-	inFlightBy []atomic.Int32 // by workload index
-
-	mu    sync.Mutex
-	queue queue.Queue
-
-	ages slots.Ages // the slots in flight by when they were taken
-}
-
-func newBucket(c *configuredScope, key string) *bucket {
-	return &bucket{scope: c, key: key, inFlightBy: make([]atomic.Int32, len(c.shares.Load().reserve))}
-}
-
-// release lets go of a bucket taken with configuredScope.bucketFor.
-func (s *bucket) release() {
-	if s.key != "" {
-		s.holders.Add(-1)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/usage/prices"
 )
@@ -69,18 +70,18 @@ type ScopeStats struct {
 	InFlight int
 	Waiting  int
 	// WaitingBy counts the calls waiting now by what holds them back:
-	// ReasonRate, ReasonConcurrency (a lowered cap too: ConcurrencyNow),
-	// ReasonReserve or ReasonCooldown. On each bucket (each key) only the
-	// first call in the queue tries; what it met when it last tried holds
-	// every call queued behind it, and they are all counted under it. nil
-	// when no call waits.
-	WaitingBy map[ThrottleReason]int
+	// observe.ReasonRate, ReasonConcurrency (a lowered cap too:
+	// ConcurrencyNow), ReasonReserve or ReasonCooldown. On each bucket (each
+	// key) only the first call in the queue tries; what it met when it last
+	// tried holds every call queued behind it, and they are all counted
+	// under it. nil when no call waits.
+	WaitingBy map[observe.Reason]int
 	// WaitingSince is when the call that has waited longest on the scope,
 	// on any key, began to wait (on this scope or another of its scopes);
 	// WaitingReason is what holds it back now, as WaitingBy counts it, and
 	// WaitingWorkload its workload. Zero when no call waits.
 	WaitingSince    time.Time
-	WaitingReason   ThrottleReason
+	WaitingReason   observe.Reason
 	WaitingWorkload string
 	// InFlightBy counts the calls in flight by workload.
 	InFlightBy map[string]int
@@ -109,10 +110,10 @@ type WorkloadStats struct {
 	Admitted, Waited, Throttled, Refused, Rejected int64
 	// LastRefused is when an attempt of the workload was last refused, by
 	// a scope's limits or its budget; LastRefusedReason says why: the
-	// *ThrottledError's Reason, or ReasonBudget; LastRefusedScope is the
-	// scope that refused it, "" for the budget. Zero when none was.
+	// *ThrottledError's Reason, or observe.ReasonBudget; LastRefusedScope
+	// is the scope that refused it, "" for the budget. Zero when none was.
 	LastRefused       time.Time
-	LastRefusedReason ThrottleReason
+	LastRefusedReason observe.Reason
 	LastRefusedScope  string
 
 	Budget Budget // the configured cap; the zero Budget when there is none
@@ -216,12 +217,12 @@ type workloadCounts struct {
 // refusal is the last refusal of a workload's call.
 type refusal struct {
 	at     time.Time
-	reason ThrottleReason
+	reason observe.Reason
 	scope  string
 }
 
 // refuse counts a refusal in n, one of w's counts, and keeps it as the last.
-func (w *workloadCounts) refuse(n *atomic.Int64, at time.Time, reason ThrottleReason, scope string) {
+func (w *workloadCounts) refuse(n *atomic.Int64, at time.Time, reason observe.Reason, scope string) {
 	n.Add(1)
 	w.last.Store(&refusal{at, reason, scope})
 }
@@ -300,7 +301,7 @@ func (t *Transport) countWaits(sc *ScopeStats, s *bucket) {
 	}
 	sc.Waiting += n
 	if sc.WaitingBy == nil {
-		sc.WaitingBy = map[ThrottleReason]int{}
+		sc.WaitingBy = map[observe.Reason]int{}
 	}
 	sc.WaitingBy[reason] += n
 	if sc.WaitingSince.IsZero() || since.Before(sc.WaitingSince) {

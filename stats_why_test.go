@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/observe"
 )
 
 const statsURL = "http://api.test/"
@@ -41,7 +42,7 @@ func workloadStats(t *testing.T, tr *Transport, name string) WorkloadStats {
 
 // checkWaiting fails unless Stats say that one call of workload waits on
 // the scope, held back by reason, since since.
-func checkWaiting(t *testing.T, s ScopeStats, reason ThrottleReason, workload string, since time.Time) {
+func checkWaiting(t *testing.T, s ScopeStats, reason observe.Reason, workload string, since time.Time) {
 	t.Helper()
 	if s.Waiting != 1 || !maps1(s.WaitingBy, reason) || s.WaitingReason != reason || s.WaitingWorkload != workload || !s.WaitingSince.Equal(since) {
 		t.Errorf("scope %q: waiting %d by %v, the oldest of %q held by %q since %v; want one call of %q held by %q since %v",
@@ -49,7 +50,7 @@ func checkWaiting(t *testing.T, s ScopeStats, reason ThrottleReason, workload st
 	}
 }
 
-func maps1(m map[ThrottleReason]int, r ThrottleReason) bool { return len(m) == 1 && m[r] == 1 }
+func maps1(m map[observe.Reason]int, r observe.Reason) bool { return len(m) == 1 && m[r] == 1 }
 
 // Every wait is explained by Stats alone, read while the call waits: the
 // scope, what holds the call back, and since when. Here a reserve, a
@@ -69,8 +70,8 @@ func TestStatsSayWhyACallWaits(t *testing.T) {
 			failFast := func() {
 				t.Helper()
 				err := get(tr, ContextWithCall(batch, Call{FailFast: true}), statsURL)
-				if te := asThrottled(t, err); te.Reason != ReasonReserve {
-					t.Errorf("a call the reserve holds back: %v, want reason %q", err, ReasonReserve)
+				if te := asThrottled(t, err); te.Reason != observe.ReasonReserve {
+					t.Errorf("a call the reserve holds back: %v, want reason %q", err, observe.ReasonReserve)
 				}
 			}
 			failFast()
@@ -80,13 +81,13 @@ func TestStatsSayWhyACallWaits(t *testing.T) {
 			go func() { done <- get(tr, ContextWithCost(batch, UnitRequests, 3), statsURL) }() // 5.5 tokens: waits 2.5 s
 			synctest.Wait()
 			time.Sleep(2 * time.Second)
-			checkWaiting(t, scopeStats(t, tr, DefaultScope), ReasonReserve, "batch", start)
+			checkWaiting(t, scopeStats(t, tr, DefaultScope), observe.ReasonReserve, "batch", start)
 			failFast() // behind the call that waits: the reserve holds it too
 			refusedAt := time.Now()
 			mustNotErr(t, <-done)
 			w := workloadStats(t, tr, "batch")
 			if w.Admitted != 6 || w.Waited != 1 || w.Throttled != 2 || w.Refused != 0 ||
-				w.LastRefusedReason != ReasonReserve || w.LastRefusedScope != DefaultScope || !w.LastRefused.Equal(refusedAt) {
+				w.LastRefusedReason != observe.ReasonReserve || w.LastRefusedScope != DefaultScope || !w.LastRefused.Equal(refusedAt) {
 				t.Errorf("batch: %+v; want 6 admitted, 1 of them after waiting, 2 throttled by the reserve on %q, the last at %v", w, DefaultScope, refusedAt)
 			}
 			if s := scopeStats(t, tr, DefaultScope); s.Waiting != 0 || s.WaitingBy != nil || !s.WaitingSince.IsZero() || s.WaitingReason != "" {
@@ -109,7 +110,7 @@ func TestStatsSayWhyACallWaits(t *testing.T) {
 			time.Sleep(100 * time.Millisecond) // the cap climbs back to 3 within the second
 			synctest.Wait()
 			s := scopeStats(t, tr, DefaultScope)
-			checkWaiting(t, s, ReasonConcurrency, DefaultWorkload, start)
+			checkWaiting(t, s, observe.ReasonConcurrency, DefaultWorkload, start)
 			if s.ConcurrencyNow != 2 || s.Concurrency != 4 || s.Rejected != 2 {
 				t.Errorf("cap %d of %d after %d rejections; want 2 of 4 after 2", s.ConcurrencyNow, s.Concurrency, s.Rejected)
 			}
@@ -130,7 +131,7 @@ func TestStatsSayWhyACallWaits(t *testing.T) {
 			synctest.Wait()
 			time.Sleep(10 * time.Second)
 			s := scopeStats(t, tr, DefaultScope)
-			checkWaiting(t, s, ReasonCooldown, DefaultWorkload, start)
+			checkWaiting(t, s, observe.ReasonCooldown, DefaultWorkload, start)
 			if s.Cooldown != 20*time.Second || s.Rejected != 1 {
 				t.Errorf("cooldown %v after %d rejections; want 20s after 1", s.Cooldown, s.Rejected)
 			}
@@ -157,7 +158,7 @@ func TestStatsSayWhyABudgetRefused(t *testing.T) {
 		at := time.Now()
 		time.Sleep(time.Minute)
 		w := workloadStats(t, tr, "nightly")
-		if w.Admitted != 2 || w.Refused != 1 || w.Throttled != 0 || w.LastRefusedReason != ReasonBudget || w.LastRefusedScope != "" || !w.LastRefused.Equal(at) {
+		if w.Admitted != 2 || w.Refused != 1 || w.Throttled != 0 || w.LastRefusedReason != observe.ReasonBudget || w.LastRefusedScope != "" || !w.LastRefused.Equal(at) {
 			t.Errorf("nightly: %+v; want 2 admitted and 1 refused by its budget at %v", w, at)
 		}
 		for _, s := range []string{fmt.Sprintf("%+v", tr.Stats()), fmt.Sprintf("%+v", w.Budget), fmt.Sprint(w.Budget.Period)} {

@@ -145,15 +145,15 @@ func TestStoreFailureFailOpen(t *testing.T) {
 }
 
 func TestStoreFailureFailClosed(t *testing.T) {
-	tr, store, base, _ := failureSetup(t, store.Policy{OnFailure: store.FailClosed})
-	store.down.Store(true)
+	tr, flaky, base, _ := failureSetup(t, store.Policy{OnFailure: store.FailClosed})
+	flaky.down.Store(true)
 	sent, errs := sendN(t, tr, 3)
 	if sent != 0 || base.sent.Load() != 0 {
 		t.Fatalf("failing closed sent %d", sent)
 	}
 	for _, err := range errs {
-		if !errors.Is(err, pacer.ErrStoreUnavailable) || !strings.Contains(err.Error(), "connection refused") {
-			t.Fatalf("failing closed returned %v; want ErrStoreUnavailable with the store's error", err)
+		if !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "connection refused") {
+			t.Fatalf("failing closed returned %v; want store.ErrUnavailable with the store's error", err)
 		}
 	}
 }

@@ -174,9 +174,9 @@ func TestBudgetAcrossAStoreOutage(t *testing.T) {
 		// What this process spent itself it knows without the store.
 		{store.Policy{Instances: 1}, false, limit, 0, pacer.ErrBudgetExhausted},
 		{store.Policy{OnFailure: store.FailOpen}, false, limit, 0, pacer.ErrBudgetExhausted},
-		{store.Policy{Instances: 1}, false, 0, 0, pacer.ErrStoreUnavailable},
-		{store.Policy{OnFailure: store.FailOpen}, false, 10, 0, pacer.ErrStoreUnavailable},
-		{store.Policy{OnFailure: store.FailClosed}, true, 0, 0, pacer.ErrStoreUnavailable},
+		{store.Policy{Instances: 1}, false, 0, 0, store.ErrUnavailable},
+		{store.Policy{OnFailure: store.FailOpen}, false, 10, 0, store.ErrUnavailable},
+		{store.Policy{OnFailure: store.FailClosed}, true, 0, 0, store.ErrUnavailable},
 		{store.Policy{OnFailure: store.FailOpen}, true, limit, 0, pacer.ErrBudgetExhausted},
 		{store.Policy{OnFailure: store.FailOpen}, true, 10, limit - 10, pacer.ErrBudgetExhausted},
 		{store.Policy{Instances: 1}, true, 10, limit - 10, pacer.ErrBudgetExhausted},

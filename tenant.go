@@ -20,10 +20,10 @@ func WithTenant(f func(req *http.Request) (tenant string, weight float64)) Optio
 	}
 }
 
-// The range of tenant weights (Call.Weight).
+// The range of tenant weights, as Call.Weight states it: 1/1000 to 1000.
 const (
-	MinTenantWeight = 1.0 / 1000
-	MaxTenantWeight = 1000.0
+	minTenantWeight = 1.0 / 1000
+	maxTenantWeight = 1000.0
 )
 
 // tenantWeight returns the weight a call of weight w is served by, as
@@ -32,10 +32,10 @@ func tenantWeight(w float64) float64 {
 	switch {
 	case !(w > 0): // NaN too
 		return 1
-	case w < MinTenantWeight:
-		return MinTenantWeight
-	case w > MaxTenantWeight:
-		return MaxTenantWeight
+	case w < minTenantWeight:
+		return minTenantWeight
+	case w > maxTenantWeight:
+		return maxTenantWeight
 	}
 	return w
 }

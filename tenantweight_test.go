@@ -90,8 +90,8 @@ func TestTenantWeightOutOfRangeKeepsFairness(t *testing.T) {
 
 func TestTenantWeightRange(t *testing.T) {
 	for _, tc := range []struct{ in, want float64 }{
-		{1, 1}, {0.5, 0.5}, {MinTenantWeight, MinTenantWeight}, {MaxTenantWeight, MaxTenantWeight},
-		{1e-300, MinTenantWeight}, {1e300, MaxTenantWeight}, {math.Inf(1), MaxTenantWeight},
+		{1, 1}, {0.5, 0.5}, {minTenantWeight, minTenantWeight}, {maxTenantWeight, maxTenantWeight},
+		{1e-300, minTenantWeight}, {1e300, maxTenantWeight}, {math.Inf(1), maxTenantWeight},
 		{0, 1}, {-1, 1}, {math.Inf(-1), 1}, {math.NaN(), 1},
 	} {
 		if got := tenantWeight(tc.in); got != tc.want {

@@ -25,21 +25,26 @@ import (
 // Transport is an http.RoundTripper that paces requests below the limits of
 // the API it calls. It is safe for concurrent use; share one per API.
 //
-// The path of a request, in RoundTrip:
+// The path of a request, in RoundTrip; each step is a file of its own:
 //
-//  1. Route: the scopes the request is charged to, and its cost on each.
-//  2. Workload: read from the request's context (ContextWithWorkload).
-//  3. Budget: the workload's spend cap; exhausted means an error at once.
-//  4. Admission: a concurrency slot and tokens on every scope, all or none;
-//     higher-reserve workloads first; a wait that cannot end before the
-//     context's deadline fails at once.
-//  5. Send, through the base RoundTripper.
-//  6. Learn: the response's Retry-After and rate-limit headers pause, clamp
-//     or re-pace the scopes for every caller (learn.go).
-//  7. Retry, only when it is safe to send twice (retry.go); each attempt
+//  1. Route (route.go): the scopes the request is charged to, and its cost
+//     on each.
+//  2. Workload (workload.go): the one the request's context names
+//     (ContextWithWorkload, with what else a context says in context.go).
+//  3. Budget (budget.go, with the Meter's estimate of an LLM call in
+//     meter.go): the workload's spend cap; exhausted means an error at once.
+//  4. Admission (admission.go, with the concurrency slots in slots.go): a
+//     slot and tokens on every scope, all or none; higher-reserve workloads
+//     first; a wait that cannot end before the context's deadline fails at
+//     once.
+//  5. Send (send, below), through the base RoundTripper.
+//  6. Learn (learn.go): the response's Retry-After and rate-limit headers
+//     pause, clamp or re-pace the scopes for every caller.
+//  7. Retry (retry.go), only when it is safe to send twice; each attempt
 //     goes back to step 1, so retries are paced like first attempts.
-//  8. Return the response with its body wrapped, so that the call's slots
-//     are released exactly once, when the body is closed or read to its end.
+//  8. Return (body.go): the response with its body wrapped, so that the
+//     call's slots are released exactly once, when the body is closed or
+//     read to its end, and its cost settled on what it used (settle.go).
 type Transport struct {
 	base  http.RoundTripper
 	clock clock.Clock
@@ -60,7 +65,7 @@ type Transport struct {
 	defaultWorkload *workloadState
 	undeclared      *workloadState // the one that TakesUndeclared; nil: such calls fail
 
-	meter    *Meter        // budget.go; nil when no call is metered
+	meter    *Meter        // meter.go; nil when no call is metered
 	retry    *retrier      // nil when calls are sent once
 	arrivals atomic.Uint64 // numbers waiters in arrival order
 	calls    sync.Pool     // of *call
@@ -72,7 +77,7 @@ type Transport struct {
 	unknownOthers    atomic.Int64 // calls of undeclared names beyond maxUnknownWorkloads
 	bodyTooLargeSaid atomic.Bool
 
-	slotAlert     time.Duration // slotage.go
+	slotAlert     time.Duration // slots.go
 	nextSlotCheck atomic.Int64  // when checkAllSlots looks next, in Unix nanoseconds
 
 	// SetWorkload's (livelimit.go): one change at a time, and the
@@ -130,7 +135,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 // configure returns the defaults with opts applied in order. A mistake in
 // them is kept in the config's errs, never a panic.
 func configure(base http.RoundTripper, opts []Option) config {
-	cfg := config{base: base, headroom: DefaultHeadroom, clock: clock.System, maxWait: DefaultMaxWait,
+	cfg := config{base: base, headroom: defaultHeadroom, clock: clock.System, maxWait: defaultMaxWait,
 		retries: true}
 	if base == nil {
 		cfg.base = http.DefaultTransport
@@ -331,11 +336,11 @@ type attemptInfo struct {
 // pointer: the retrier's copy then lives on its stack, without the garbage
 // collector's write barriers.
 func (t *Transport) attempt(req *http.Request) (*http.Response, attemptInfo, error) {
-	c, err := t.callFor(req.Context(), req, nil) // steps 1 and 2: route and workload
+	c, err := t.callFor(req.Context(), req, nil) // steps 1 and 2: route.go, workload.go
 	if err != nil {
 		return nil, attemptInfo{}, closeRequestBody(req, err)
 	}
-	if err := c.enter(req.Context()); err != nil { // steps 3 and 4
+	if err := c.enter(req.Context()); err != nil { // steps 3 and 4: budget.go, admission.go
 		return nil, attemptInfo{}, closeRequestBody(req, err)
 	}
 	info := attemptInfo{sent: true, scope: t.defaultScope}
@@ -347,7 +352,7 @@ func (t *Transport) attempt(req *http.Request) (*http.Response, attemptInfo, err
 		sent = c.bound(req, t.retry.AttemptTimeout)
 	}
 	var resp *http.Response
-	resp, info.verdict, info.stalled, err = c.send(sent) // steps 5, 6 and 8
+	resp, info.verdict, info.stalled, err = c.send(sent) // steps 5, 6 (learn.go) and 8 (body.go)
 	if err != nil && sent != req && sent.Context().Err() == context.DeadlineExceeded && req.Context().Err() == nil {
 		// The attempt's own bound, not the caller's context: worth a retry.
 		err = fmt.Errorf("%w (%v): %v", retry.ErrAttemptTimeout, t.retry.AttemptTimeout, err)

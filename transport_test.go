@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/observe"
 )
 
 // Tests that wait run inside a synctest bubble: time there is virtual and
@@ -160,7 +161,7 @@ func TestCostInUnits(t *testing.T) {
 	mustNotErr(t, get(tr, ctx, "http://api.test/"))
 	mustNotErr(t, get(tr, ctx, "http://api.test/"))
 	te := asThrottled(t, get(tr, ctx, "http://api.test/"))
-	if te.Scope != "tokens" || te.Reason != ReasonRate {
+	if te.Scope != "tokens" || te.Reason != observe.ReasonRate {
 		t.Errorf("throttled on %q for %q, want tokens for rate", te.Scope, te.Reason)
 	}
 	// 200 left, 400 needed, 150 a second.
@@ -262,7 +263,7 @@ func TestFailFastScope(t *testing.T) {
 		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
 		err := get(tr, context.Background(), "http://api.test/")
 		te := asThrottled(t, err)
-		if te.Reason != ReasonRate || te.RetryAfter <= 0 || errors.Is(err, context.DeadlineExceeded) {
+		if te.Reason != observe.ReasonRate || te.RetryAfter <= 0 || errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("err = %#v, want a rate throttle with a RetryAfter and no deadline", te)
 		}
 		time.Sleep(te.RetryAfter)

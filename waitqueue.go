@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/queue"
+	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -92,7 +93,7 @@ func (s *bucket) servesBefore(w int, priority float64) bool {
 }
 
 // setReason records what holds w back, w being in s's queue.
-func (s *bucket) setReason(w *queue.Waiter, r ThrottleReason) {
+func (s *bucket) setReason(w *queue.Waiter, r observe.Reason) {
 	s.mu.Lock()
 	w.Reason = string(r)
 	s.mu.Unlock()
@@ -100,11 +101,11 @@ func (s *bucket) setReason(w *queue.Waiter, r ThrottleReason) {
 
 // headReason returns what held back the first call waiting on s when it
 // last tried; "" when none waits.
-func (s *bucket) headReason() ThrottleReason {
+func (s *bucket) headReason() observe.Reason {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if h := s.head(); h != nil {
-		return ThrottleReason(h.Reason)
+		return observe.Reason(h.Reason)
 	}
 	return ""
 }
@@ -113,20 +114,20 @@ func (s *bucket) headReason() ThrottleReason {
 // holds them back, which is what holds its head, since only the head
 // tries; and when the call that has waited longest began, and its
 // workload's index. It returns n == 0 when none waits.
-func (s *bucket) waits() (n int, reason ThrottleReason, since time.Time, workload int) {
+func (s *bucket) waits() (n int, reason observe.Reason, since time.Time, workload int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.queue.Len() == 0 {
 		return 0, "", time.Time{}, 0
 	}
 	o := s.queue.Eldest()
-	return s.queue.Len(), ThrottleReason(s.head().Reason), o.Since, o.Workload
+	return s.queue.Len(), observe.Reason(s.head().Reason), o.Since, o.Workload
 }
 
 // queueFull returns the error of a call its workload's bounded queue
 // refused or shed (queue.ErrFull, queue.ErrShed), naming the queue.
 func (b blocked) queueFull(w *workloadState, cause error) error {
-	e := &ThrottledError{Scope: b.bucket.scope.Name, Reason: ReasonQueueFull,
+	e := &ThrottledError{Scope: b.bucket.scope.Name, Reason: observe.ReasonQueueFull,
 		Err: fmt.Errorf("workload %q's queue holds at most %d waiting calls (Workload.MaxWaiting): %w", w.name, w.waiting.Bound(), cause)}
 	if b.wait != store.Never {
 		e.RetryAfter = b.wait

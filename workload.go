@@ -1,15 +1,13 @@
 package pacer
 
 import (
-	"context"
 	"fmt"
-	"github.com/pacer-go/pacer/internal/queue"
-	"github.com/pacer-go/pacer/usage/prices"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"time"
+
+	"github.com/pacer-go/pacer/internal/queue"
 )
 
 // DefaultWorkload is the workload of a request whose context names none.
@@ -71,7 +69,7 @@ type Workload struct {
 	// every scope together; zero means no bound. A call that would wait
 	// beyond it is refused, or makes room by shedding another, as
 	// ShedLowest says; either way the call refused gets a *ThrottledError whose Reason
-	// is ReasonQueueFull. A call that is admitted at once never counts.
+	// is observe.ReasonQueueFull. A call that is admitted at once never counts.
 	// SetWorkload may change it while calls wait, to or from zero too: it
 	// refuses or sheds none of them, and they count against the new bound
 	// whenever they began waiting.
@@ -109,108 +107,6 @@ func (w Workload) validate(name string) error {
 		return fmt.Errorf("workload %q: MaxWaiting %d must not be negative (0 means no bound)", name, w.MaxWaiting)
 	}
 	return w.Budget.validate(name)
-}
-
-// callValues is what a request's context tells pacer. It lives under one
-// context key so that RoundTrip looks it up once.
-type callValues struct {
-	workload string
-	costs    []unitCost
-
-	// Per-call overrides (overrides.go).
-	failFast bool
-	maxWait  time.Duration
-	priority int
-
-	tenant string // tenant.go
-	weight float64
-}
-
-// derive returns a copy of the values ctx holds, or empty ones, for a
-// context that changes one of them.
-func derive(ctx context.Context) *callValues {
-	if parent := valuesFrom(ctx); parent != nil {
-		v := *parent
-		return &v
-	}
-	return &callValues{}
-}
-
-type unitCost struct {
-	unit string
-	n    int64
-}
-
-type callValuesKey struct{}
-
-func valuesFrom(ctx context.Context) *callValues {
-	v, _ := ctx.Value(callValuesKey{}).(*callValues)
-	return v
-}
-
-// ContextWithWorkload returns a context whose requests belong to the named
-// workload. A name the Transport does not declare is an error from
-// RoundTrip (and Acquire), nothing sent, since it is most often a typo that
-// would escape the workload's budget. For one context that flows through
-// Transports configured for different APIs, declare the workload, even as
-// Workload{}, on each, or set TakesUndeclared on the workload that should
-// take the names a Transport does not know.
-func ContextWithWorkload(ctx context.Context, name string) context.Context {
-	v := derive(ctx)
-	v.workload = name
-	return context.WithValue(ctx, callValuesKey{}, v)
-}
-
-// workloadFromContext returns the workload named by ctx, or "" if none is.
-func workloadFromContext(ctx context.Context) string {
-	if v := valuesFrom(ctx); v != nil {
-		return v.workload
-	}
-	return ""
-}
-
-// ContextWithCost returns a context whose requests cost n units of unit
-// ("tokens", say) on every scope counted in that unit, and on a budget
-// counted in it, the unit matched whatever its case. A cost stated here
-// wins over a route's estimate. A unit that no scope or Meter counts
-// spends only a budget that declares it Stated.
-func ContextWithCost(ctx context.Context, unit string, n int64) context.Context {
-	return withCost(ctx, unit, n)
-}
-
-// ContextWithSpend states what a call costs in money, for a workload whose
-// budget counts money (Budget.Spend) on a call no Meter prices: a Permit's,
-// or a request the Meter does not estimate. A metered request is priced by
-// its Meter, and this is not read.
-func ContextWithSpend(ctx context.Context, m prices.Money) context.Context {
-	return withCost(ctx, spendKey, m.Micros())
-}
-
-// withCost states a call's cost in unit, replacing one stated before.
-func withCost(ctx context.Context, unit string, n int64) context.Context {
-	v := derive(ctx)
-	costs := v.costs
-	v.costs = nil // the parent's slice is shared: build a new one
-	for _, c := range costs {
-		if !strings.EqualFold(c.unit, unit) {
-			v.costs = append(v.costs, c)
-		}
-	}
-	v.costs = append(v.costs, unitCost{unit, n})
-	return context.WithValue(ctx, callValuesKey{}, v)
-}
-
-// cost returns the cost in unit that v states, if it states one.
-func (v *callValues) cost(unit string) (int64, bool) {
-	if v == nil {
-		return 0, false
-	}
-	for _, c := range v.costs {
-		if strings.EqualFold(c.unit, unit) {
-			return c.n, true
-		}
-	}
-	return 0, false
 }
 
 // workloadState is a configured workload as the Transport uses it.

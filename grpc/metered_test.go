@@ -66,7 +66,7 @@ func TestCallsOnMeteredTransport(t *testing.T) {
 // refused before it is sent, saying how to state one; a call that states
 // it is charged it.
 func TestCallsOnMeteredTransportWithMoneyBudget(t *testing.T) {
-	budget := pacer.WithWorkload("llm", pacer.Workload{Budget: pacer.Budget{Spend: pacer.Dollars(1), Per: time.Hour}})
+	budget := pacer.WithWorkload("llm", pacer.Workload{Budget: pacer.Budget{Spend: prices.Dollars(1), Per: time.Hour}})
 	for name, tr := range meteredTransports(budget) {
 		t.Run(name, func(t *testing.T) {
 			hs, client := serve(t, tr)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/observe"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -84,7 +85,7 @@ func TestUnaryRejectionPausesScope(t *testing.T) {
 	}
 	_, err := client.Check(pacer.ContextWithCall(ctx, pacer.Call{FailFast: true}), &healthpb.HealthCheckRequest{})
 	var te *pacer.ThrottledError
-	if !errors.As(err, &te) || te.Reason != pacer.ReasonCooldown || te.RetryAfter != 2*time.Second {
+	if !errors.As(err, &te) || te.Reason != observe.ReasonCooldown || te.RetryAfter != 2*time.Second {
 		t.Fatalf("the call after the rejection: err = %v, want a 2s cooldown", err)
 	}
 	if n := hs.calls.Load(); n != 1 {

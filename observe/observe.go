@@ -1,6 +1,6 @@
 // Package observe is what a pacer Transport tells the outside world: the
-// Events it emits, the Observer that hears them, and the Alerts that
-// pacer.WithAlerts sends. A Transport takes observers with
+// Events it emits, the Observer that hears them, the Alerts that
+// pacer.WithAlerts sends, and the Reason a call was held back or refused. A Transport takes observers with
 // pacer.WithObserver(o) and alerts with pacer.WithAlerts(interval, notify).
 //
 // Write an Observer to count, log or trace what pacer does; or use one of

@@ -64,15 +64,19 @@ func requestOf(resp *http.Response, err error) *http.Request {
 	return &http.Request{Method: method, Header: http.Header{}}
 }
 
+// defaultMaxWait is Backoff's cap when given none: pacer.WithMaxWait's
+// default.
+const defaultMaxWait = 10 * time.Minute
+
 // Backoff returns a retryablehttp.Backoff that waits what the server asked
 // for when it said — Retry-After in every form RFC 9110 allows, measured
 // against the response's Date, retry-after-ms, or the reset of a quota with
-// nothing left — capped at maxWait (pacer.DefaultMaxWait if zero); and
+// nothing left — capped at maxWait (ten minutes if zero, as pacer.WithMaxWait's default); and
 // otherwise backs off exponentially from min to max with jitter, so that many
 // clients failing at once do not come back at once.
 func Backoff(maxWait time.Duration) retryablehttp.Backoff {
 	if maxWait <= 0 {
-		maxWait = pacer.DefaultMaxWait
+		maxWait = defaultMaxWait
 	}
 	return func(lo, hi time.Duration, attempt int, resp *http.Response) time.Duration {
 		if wait, ok := serverWait(resp); ok {

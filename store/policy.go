@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"strconv"
 	"time"
 )
@@ -108,6 +109,11 @@ type Policy struct {
 	LimitSync time.Duration
 }
 
+// ErrUnavailable is the cause of the error a request gets when the shared
+// store did not answer and the Transport's Policy is FailClosed, and of
+// what Transport.Flush returns for writes the store did not take.
+var ErrUnavailable = errors.New("pacer: the shared store is unavailable")
+
 // A FailureMode is what a Transport does while its shared store does not
 // answer (Policy.OnFailure).
 type FailureMode int
@@ -123,8 +129,8 @@ const (
 	// sending faster than the limit.
 	FailOpen
 	// FailClosed refuses requests while the store is down, with an error
-	// matching pacer.ErrStoreUnavailable: nothing is sent that the shared
-	// bucket did not allow.
+	// matching ErrUnavailable: nothing is sent that the shared bucket did
+	// not allow.
 	FailClosed
 )
 

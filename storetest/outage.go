@@ -125,7 +125,7 @@ func Outage(t *testing.T, newStore func(t *testing.T) store.Store, stop, start f
 			longest = d
 		}
 		s := stats[r.path]
-		if errors.Is(r.err, pacer.ErrStoreUnavailable) {
+		if errors.Is(r.err, store.ErrUnavailable) {
 			s.unavailable++
 			if r.start.After(settled) {
 				s.lateUnavailable++

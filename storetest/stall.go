@@ -149,7 +149,7 @@ func Budgets(t *testing.T, newStore func(t *testing.T) store.Store, stop, start 
 	if n, _ := send(spent, 200); n != 0 {
 		t.Errorf("a spent budget sent %d while the store was down", n)
 	}
-	if n, errs := send(open, 200); n != 0 || len(errs) == 0 || !errors.Is(errs[0], pacer.ErrStoreUnavailable) {
+	if n, errs := send(open, 200); n != 0 || len(errs) == 0 || !errors.Is(errs[0], store.ErrUnavailable) {
 		t.Errorf("a budget under FailOpen sent %d while the store was down (errors %.1v); want none, ErrStoreUnavailable", n, errs)
 	}
 	// Half the budget for this process, of which it spent 10 already.
@@ -170,7 +170,7 @@ func Budgets(t *testing.T, newStore func(t *testing.T) store.Store, stop, start 
 		if errors.Is(errs[0], pacer.ErrBudgetExhausted) {
 			break
 		}
-		if !errors.Is(errs[0], pacer.ErrStoreUnavailable) || time.Now().After(deadline) {
+		if !errors.Is(errs[0], store.ErrUnavailable) || time.Now().After(deadline) {
 			t.Fatalf("after the store's server restarted, a spent budget returned %v", errs[0])
 		}
 		time.Sleep(50 * time.Millisecond) // the guard waits before it asks again

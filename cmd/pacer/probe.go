@@ -48,7 +48,7 @@ func newProbeFlagSet(f *probeFlags) *flag.FlagSet {
 	fs.StringVar(&f.method, "X", http.MethodGet, "the request's `method`")
 	fs.Var(&f.headers, "H", "a request header, 'Name: value'; repeat for more")
 	fs.DurationVar(&f.timeout, "timeout", 10*time.Second, "give up on the request after this long")
-	fs.Float64Var(&f.headroom, "headroom", pacer.DefaultHeadroom, "the share of a published limit pacer would use, in (0, 1]")
+	fs.Float64Var(&f.headroom, "headroom", 0.9, "the share of a published limit pacer would use, in (0, 1]; 0.9 is pacer's default (WithHeadroom)")
 	return fs
 }
 

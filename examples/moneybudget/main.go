@@ -62,7 +62,7 @@ type result struct {
 }
 
 func main() {
-	r := run(setup{budget: pacer.Dollars(0.50), backfill: 8, clicks: 20, clickEvery: 50 * time.Millisecond})
+	r := run(setup{budget: prices.Dollars(0.50), backfill: 8, clicks: 20, clickEvery: 50 * time.Millisecond})
 	fmt.Printf("backfill: %d calls, billed %v by the provider; pacer counted %v\n",
 		r.backfillCalls, r.billedBackfill, r.statsSpent)
 	fmt.Printf("stopped by: %v\n", r.stoppedBy)

@@ -17,7 +17,7 @@ import (
 // provider's bill to the micro-dollar, and every interactive call succeeds.
 func TestBackfillStopsAtItsBudget(t *testing.T) {
 	const backfill = 4
-	limit := pacer.Dollars(1)
+	limit := prices.Dollars(1)
 	r := run(setup{budget: limit, backfill: backfill, clicks: 5, clickEvery: time.Millisecond})
 	largest := fakePrices[model].Cost(usage.Usage{Input: 10 + 1100/4, Output: maxTokens}).Micros()
 	excess := fakePrices[model].Cost(usage.Usage{Output: maxTokens}).Micros()

@@ -13,9 +13,9 @@ import (
 )
 
 // ErrUnavailable is the cause of every error the guard returns for a store
-// that did not answer; the root package exports it as
-// pacer.ErrStoreUnavailable.
-var ErrUnavailable = errors.New("pacer: the shared store is unavailable")
+// that did not answer: store.ErrUnavailable, under the name the guard's
+// code uses.
+var ErrUnavailable = store.ErrUnavailable
 
 // defaultTimeout bounds each call to a shared store unless
 // store.Policy.Timeout says otherwise.

@@ -70,7 +70,7 @@ const (
 	AttrStatus   = attribute.Key("http.response.status_code")
 	AttrOrigin   = attribute.Key("pacer.origin")         // who changed a limit: observe.OriginSetLimit or observe.OriginStore
 	AttrPercent  = attribute.Key("pacer.budget.percent") // the share of a budget crossed: 50, 80 or 100
-	AttrReason   = attribute.Key("pacer.reason")         // what holds waiting calls back: a pacer.ThrottleReason
+	AttrReason   = attribute.Key("pacer.reason")         // what holds waiting calls back: an observe.Reason
 )
 
 // WaitBuckets are the wait histogram's default boundaries, in seconds: from

@@ -35,7 +35,7 @@ func (s *streamed) RoundTrip(req *http.Request) (*http.Response, error) {
 func TestPresetSettlesMoneyOnTheStreamsUsage(t *testing.T) {
 	api := &streamed{}
 	tr := pacer.New(api, anthropic.PresetLimits(anthropic.Limits{Default: anthropic.ModelLimits{RPM: 1000, ITPM: 1_000_000, OTPM: 1_000_000}}),
-		pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Spend: pacer.Dollars(10), Per: 24 * time.Hour}}))
+		pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Spend: prices.Dollars(10), Per: 24 * time.Hour}}))
 	if err := tr.Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestPresetSettlesMoneyOnTheStreamsUsage(t *testing.T) {
 // rate limit's typical answer, until the model's output is learned.
 func TestBudgetReservesMaxTokens(t *testing.T) {
 	tr := pacer.New(&streamed{}, anthropic.PresetLimits(anthropic.Limits{Default: anthropic.ModelLimits{RPM: 1000, ITPM: 1_000_000, OTPM: 1_000_000}}),
-		pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Spend: pacer.Dollars(10), Per: 24 * time.Hour}}))
+		pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Spend: prices.Dollars(10), Per: 24 * time.Hour}}))
 	body := `{"model":"claude-sonnet-5","max_tokens":4000,"stream":true,"messages":[{"role":"user","content":"hello"}]}`
 	req, _ := http.NewRequestWithContext(pacer.ContextWithWorkload(context.Background(), "backfill"), http.MethodPost,
 		"https://api.anthropic.com/v1/messages", strings.NewReader(body))

@@ -12,7 +12,7 @@
 //
 //	pacer.New(nil, openai.Preset(openai.Tier1),
 //		pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{
-//			Spend: pacer.Dollars(0.50), Period: period.Daily(0, 0, time.UTC)}}))
+//			Spend: prices.Dollars(0.50), Period: period.Daily(0, 0, time.UTC)}}))
 //
 // and pacer.WithPrices is only for a model that list lacks (a call to a
 // model without a price is refused, never counted free) or a price of your

@@ -11,6 +11,7 @@ import (
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/period"
 	"github.com/pacer-go/pacer/providers/openai"
+	"github.com/pacer-go/pacer/usage/prices"
 )
 
 // Pace an OpenAI client at tier 2's published limits, with the figures of
@@ -49,7 +50,7 @@ func ExamplePreset() {
 func ExamplePreset_moneyBudget() {
 	t := pacer.New(billing{}, openai.Preset(openai.Tier1),
 		pacer.WithWorkload("backfill", pacer.Workload{
-			Budget: pacer.Budget{Spend: pacer.Dollars(0.50), Period: period.Daily(0, 0, time.UTC)},
+			Budget: pacer.Budget{Spend: prices.Dollars(0.50), Period: period.Daily(0, 0, time.UTC)},
 		}),
 	)
 	if err := t.Err(); err != nil {

@@ -39,7 +39,7 @@ func TestPresetSettlesTokensAndMoneyOnUsage(t *testing.T) {
 		tr := pacer.New(billing{},
 			openai.PresetLimits(openai.Limits{Models: map[string]openai.ModelLimits{"gpt-test": {RPM: 1000, TPM: 100_000}}}),
 			pacer.WithPrices(prices.Table{"gpt-test": price}),
-			pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Spend: pacer.Dollars(1), Per: time.Hour}}),
+			pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Spend: prices.Dollars(1), Per: time.Hour}}),
 			pacer.WithWorkload("tokens", pacer.Workload{Budget: pacer.Budget{Limit: 10_000, Per: time.Hour, Unit: openai.UnitTokens}}))
 		if err := tr.Err(); err != nil {
 			t.Fatal(err)
@@ -108,7 +108,7 @@ func TestPresetCutStreamOfAReasoningModel(t *testing.T) {
 			tr := pacer.New(streaming{},
 				openai.PresetLimits(openai.Limits{Models: map[string]openai.ModelLimits{c.model: {RPM: 1000, TPM: 100_000}}}),
 				pacer.WithPrices(prices.Table{c.model: price}),
-				pacer.WithWorkload("chat", pacer.Workload{Budget: pacer.Budget{Spend: pacer.Dollars(1), Per: time.Hour}}))
+				pacer.WithWorkload("chat", pacer.Workload{Budget: pacer.Budget{Spend: prices.Dollars(1), Per: time.Hour}}))
 			if err := tr.Err(); err != nil {
 				t.Fatal(err)
 			}

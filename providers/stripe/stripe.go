@@ -75,6 +75,10 @@ const (
 	searchReadsPerSecond   = 20
 )
 
+// headroom is the share of a limit pacer paces at unless WithHeadroom
+// says otherwise, for the figures' notes.
+const headroom = 0.9
+
 const (
 	ratePage = "https://docs.stripe.com/rate-limits"
 	readOn   = "2026-12-01"
@@ -95,7 +99,7 @@ func Figures() []figures.Figure {
 			Quote: "API endpoints have a default limit of 25 requests per second.",
 			Note: "\"Stripe treats each named API operation as a separate endpoint (for example, POST /v1/payment_intents and GET /v1/payment_intents/{id} are separate endpoints). Requests to GET /v1/payment_intents/{id} for different PaymentIntent IDs count towards the same endpoint limit.\" (read in the de-DE and ja-JP copies of the page). " +
 				fmt.Sprintf("A workload's Max is a share of each scope on its own: Max 0.7 gives a backfill that calls one endpoint %.1f/s (%d × %v headroom × 0.7), not the %.0f/s that 0.7 of the live global limit suggests",
-					endpointPerSecond*pacer.DefaultHeadroom*0.7, endpointPerSecond, pacer.DefaultHeadroom, liveGlobalPerSecond*pacer.DefaultHeadroom*0.7)},
+					endpointPerSecond*headroom*0.7, endpointPerSecond, headroom, liveGlobalPerSecond*headroom*0.7)},
 		{Preset: "stripe", Name: "Files API reads", Scope: ScopeFilesRead, Value: filesReadsPerSecond, Unit: "requests/s",
 			Source: ratePage + "?locale=ja-JP", Read: readOn,
 			Quote: "Files API: 20 read operations and 20 write operations per second (stripe.com/docs/rate-limits); the current table: 1 秒あたり 20 件の読み取りリクエスト"},

@@ -233,7 +233,7 @@ func failover(t *testing.T, c *testservers.RedisCluster) {
 	for _, r := range results {
 		longest = max(longest, r.end.Sub(r.start))
 		switch {
-		case errors.Is(r.err, pacer.ErrStoreUnavailable):
+		case errors.Is(r.err, store.ErrUnavailable):
 			refused++
 			if r.start.After(settled) {
 				lateRefused++

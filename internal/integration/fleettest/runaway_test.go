@@ -128,7 +128,7 @@ func runawayChild(kind string) (int64, error) {
 		openai.PresetLimits(openai.Limits{Default: openai.ModelLimits{RPM: 1_000_000, TPM: 1_000_000_000}}),
 		pacer.WithPrices(fakePrices),
 		pacer.WithStore(shared, store.Policy{OnFailure: store.FailClosed}), pacer.WithoutRetry(),
-		pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Spend: pacer.Dollars(budgetUSD), Period: period.Daily(0, 0, time.UTC)}}),
+		pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Spend: prices.Dollars(budgetUSD), Period: period.Daily(0, 0, time.UTC)}}),
 		pacer.WithWorkload("interactive", pacer.Workload{}))
 	if err := tr.Err(); err != nil {
 		return 0, err

@@ -37,7 +37,9 @@ func TestAnOptionAfterEveryPresetOverridesIt(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const limit = 7
-			want := limit * pacer.DefaultHeadroom // New paces below a limit by its headroom
+			// New paces below a limit by its headroom, as it paces the
+			// scope declared alone.
+			want := rate(t, pacer.New(nil, pacer.WithScope(pacer.Scope{Name: tc.scope, Unit: tc.unit, Limit: pacer.PerSecond(limit)})), tc.scope)
 			before := rate(t, pacer.New(nil, tc.preset), tc.scope)
 			if math.Abs(before-want) < 1e-9 {
 				t.Fatalf("%s is already paced at %v a second; pick another figure", tc.scope, want)

@@ -1,13 +1,14 @@
 package pacer
 
 import (
-	"io"
+	"fmt"
 	"math"
-	"sync/atomic"
 	"time"
 
 	"github.com/pacer-go/pacer/internal/pace"
 	"github.com/pacer-go/pacer/internal/queue"
+	"github.com/pacer-go/pacer/internal/slots"
+	"github.com/pacer-go/pacer/observe"
 )
 
 // acquireSlot takes one of the scope's concurrency slots for workload w, if
@@ -92,14 +93,14 @@ func (s *bucket) reserveKeeps(sh *workloadShares, w, n, limit int, share float64
 }
 
 // slotRefusal says why acquireSlot refused workload w a slot, as a second
-// look sees it: ReasonReserve when a slot is free but other workloads'
-// reserves keep it, else ReasonConcurrency (every slot w may use is taken,
+// look sees it: observe.ReasonReserve when a slot is free but other workloads'
+// reserves keep it, else observe.ReasonConcurrency (every slot w may use is taken,
 // or one was given back since). It is off the hot path: only a refused
 // call asks.
-func (s *bucket) slotRefusal(w int) ThrottleReason {
+func (s *bucket) slotRefusal(w int) observe.Reason {
 	sh := s.scope.shares.Load()
 	if !sh.sharesSlots {
-		return ReasonConcurrency
+		return observe.ReasonConcurrency
 	}
 	limit, share := s.scope.Concurrency, 1.0
 	if s.recov.Load() != nil {
@@ -109,12 +110,12 @@ func (s *bucket) slotRefusal(w int) ThrottleReason {
 	defer s.mu.Unlock()
 	n := int(s.inFlight.Load())
 	if n >= limit || sh.maxSlots[w] > 0 && int(s.inFlightBy[w].Load()) >= pace.Slots(sh.maxSlots[w], share) {
-		return ReasonConcurrency
+		return observe.ReasonConcurrency
 	}
 	if s.reserveKeeps(sh, w, n, limit, share) {
-		return ReasonReserve
+		return observe.ReasonReserve
 	}
-	return ReasonConcurrency
+	return observe.ReasonConcurrency
 }
 
 // reservedSlots returns the slots that a reserve holds of a scope of n:
@@ -206,49 +207,87 @@ func (s *bucket) releaseSlot(w int, epoch int64, self *queue.Waiter) {
 	}
 }
 
-// releasingBody is a response body that ends its call, releasing the call's
-// slots, exactly once: when the body is closed or read to its end, whichever
-// comes first, from whichever goroutine.
-type releasingBody struct {
-	io.ReadCloser
-	call *call
-	done atomic.Bool
-}
+// defaultSlotAgeAlert is how long a call may hold a concurrency slot before
+// observe.EventSlotHeld reports it, unless WithSlotAgeAlert says otherwise.
+const defaultSlotAgeAlert = 10 * time.Minute
 
-func (b *releasingBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF {
-		b.release()
+// WithSlotAgeAlert sets how long a call may hold a concurrency slot before
+// an observe.EventSlotHeld reports it, once per slot; the default is ten minutes.
+// A slot is held until the response body is closed or
+// read to its end, so a slot held for longer than any response should take
+// is most likely a body that was never closed: closing it is the caller's
+// job, as with net/http, and pacer does not take the slot back. Stats shows
+// the age of each scope's oldest slot (ScopeStats.OldestSlot).
+//
+// Ages are counted in whole seconds, so d must be at least a second. Slots
+// are looked at lazily, with no timer per call: when Stats is called, when
+// a call finds a scope full, and at most every half of d while calls are
+// admitted. An event may therefore come up to a second late, or later on a
+// Transport with no traffic and no Stats.
+func WithSlotAgeAlert(d time.Duration) Option {
+	return func(c *config) {
+		if d < time.Second {
+			c.errs = append(c.errs, fmt.Errorf("WithSlotAgeAlert(%v): slots' ages are counted in seconds; give at least one second", d))
+			return
+		}
+		c.slotAgeAlert = d
 	}
-	return n, err
 }
 
-func (b *releasingBody) Close() error {
-	defer b.release()
-	return b.ReadCloser.Close()
+// slotAgeAlert returns the age past which a held slot is reported.
+func (t *Transport) slotAgeAlert() time.Duration {
+	if t.slotAlert > 0 {
+		return t.slotAlert
+	}
+	return defaultSlotAgeAlert
 }
 
-func (b *releasingBody) release() {
-	if b.done.CompareAndSwap(false, true) {
-		b.call.finish()
+// checkSlots looks for slots of s held too long, reports each once to the
+// observers, and returns how long the oldest slot has been held.
+func (t *Transport) checkSlots(s *bucket, now time.Time) (oldest time.Duration) {
+	if s.scope.Concurrency == 0 {
+		return 0
+	}
+	epoch, held, overdue := s.ages.Check(slots.Epoch(now), t.slotAgeAlert())
+	for _, o := range overdue { // outside the lock: an observer may call Stats
+		age := now.Sub(time.Unix(o.Epoch, 0)).Truncate(time.Second)
+		for range o.N {
+			t.emit(observe.Event{Kind: observe.EventSlotHeld, Scope: s.scope.Name, Wait: age})
+		}
+	}
+	if !held {
+		return 0
+	}
+	return now.Sub(time.Unix(epoch, 0))
+}
+
+// checkSlotsSometimes is checkSlots for a scope found full: at most once a
+// second per scope.
+func (t *Transport) checkSlotsSometimes(s *bucket, now time.Time) {
+	if slots.Epoch(now) != s.ages.CheckedAt() {
+		t.checkSlots(s, now)
 	}
 }
 
-// releasingReadWriteBody keeps the io.Writer of a 101 Switching Protocols
-// response's body, which net/http's callers rely on.
-type releasingReadWriteBody struct {
-	*releasingBody
-	io.Writer
+// checkAllSlots looks at every scope's slots every half of the alert's age,
+// so that a slot held too long on a scope that is never full is reported
+// too. It costs an admitted call one atomic load: slotCheckDue, inlined.
+func (t *Transport) checkAllSlots(now time.Time) {
+	next := t.nextSlotCheck.Load()
+	if now.UnixNano() < next || !t.nextSlotCheck.CompareAndSwap(next, now.Add(t.slotAgeAlert()/2).UnixNano()) {
+		return
+	}
+	for _, cs := range t.scopes {
+		if cs.Concurrency == 0 {
+			continue
+		}
+		cs.eachBucket(func(s *bucket) { t.checkSlots(s, now) })
+	}
 }
 
-// wrapBody returns rc wrapped so that closing it, or reading it to its end,
-// finishes c.
-func wrapBody(rc io.ReadCloser, c *call) io.ReadCloser {
-	b := &releasingBody{ReadCloser: rc, call: c}
-	if w, ok := rc.(io.Writer); ok {
-		return releasingReadWriteBody{b, w}
-	}
-	return b
+// slotCheckDue reports whether checkAllSlots would look at the slots now.
+func (t *Transport) slotCheckDue(now time.Time) bool {
+	return now.UnixNano() >= t.nextSlotCheck.Load()
 }
 
 // cutSlots lowers the cap on calls in flight of a scope that limits only

@@ -2,7 +2,10 @@ package pacer
 
 import (
 	"context"
+	"strings"
 	"time"
+
+	"github.com/pacer-go/pacer/usage/prices"
 )
 
 // A Call is what a request's context says about how pacer admits it. Its
@@ -51,10 +54,9 @@ type Call struct {
 	// A context that names no tenant leaves it to WithTenant.
 	Tenant string
 
-	// Weight is the tenant's weight, taken within [MinTenantWeight,
-	// MaxTenantWeight], 1/1000 to 1000: one below the range counts as
-	// MinTenantWeight, one above it (+Inf too) as MaxTenantWeight, and zero,
-	// a negative weight or NaN as 1. A Call that names a Tenant sets its
+	// Weight is the tenant's weight, taken within 1/1000 to 1000: one
+	// below the range counts as 1/1000, one above it (+Inf too) as 1000,
+	// and zero, a negative weight or NaN as 1. A Call that names a Tenant sets its
 	// weight too, zero meaning 1; one that names none re-weights the tenant
 	// the parent context names.
 	Weight float64
@@ -98,4 +100,106 @@ func (c *call) overrides(vals *callValues) {
 		c.tenant = vals.tenant
 	}
 	c.weight = vals.weight
+}
+
+// callValues is what a request's context tells pacer. It lives under one
+// context key so that RoundTrip looks it up once.
+type callValues struct {
+	workload string
+	costs    []unitCost
+
+	// Per-call overrides (Call).
+	failFast bool
+	maxWait  time.Duration
+	priority int
+
+	tenant string // tenant.go
+	weight float64
+}
+
+// derive returns a copy of the values ctx holds, or empty ones, for a
+// context that changes one of them.
+func derive(ctx context.Context) *callValues {
+	if parent := valuesFrom(ctx); parent != nil {
+		v := *parent
+		return &v
+	}
+	return &callValues{}
+}
+
+type unitCost struct {
+	unit string
+	n    int64
+}
+
+type callValuesKey struct{}
+
+func valuesFrom(ctx context.Context) *callValues {
+	v, _ := ctx.Value(callValuesKey{}).(*callValues)
+	return v
+}
+
+// ContextWithWorkload returns a context whose requests belong to the named
+// workload. A name the Transport does not declare is an error from
+// RoundTrip (and Acquire), nothing sent, since it is most often a typo that
+// would escape the workload's budget. For one context that flows through
+// Transports configured for different APIs, declare the workload, even as
+// Workload{}, on each, or set TakesUndeclared on the workload that should
+// take the names a Transport does not know.
+func ContextWithWorkload(ctx context.Context, name string) context.Context {
+	v := derive(ctx)
+	v.workload = name
+	return context.WithValue(ctx, callValuesKey{}, v)
+}
+
+// workloadFromContext returns the workload named by ctx, or "" if none is.
+func workloadFromContext(ctx context.Context) string {
+	if v := valuesFrom(ctx); v != nil {
+		return v.workload
+	}
+	return ""
+}
+
+// ContextWithCost returns a context whose requests cost n units of unit
+// ("tokens", say) on every scope counted in that unit, and on a budget
+// counted in it, the unit matched whatever its case. A cost stated here
+// wins over a route's estimate. A unit that no scope or Meter counts
+// spends only a budget that declares it Stated.
+func ContextWithCost(ctx context.Context, unit string, n int64) context.Context {
+	return withCost(ctx, unit, n)
+}
+
+// ContextWithSpend states what a call costs in money, for a workload whose
+// budget counts money (Budget.Spend) on a call no Meter prices: a Permit's,
+// or a request the Meter does not estimate. A metered request is priced by
+// its Meter, and this is not read.
+func ContextWithSpend(ctx context.Context, m prices.Money) context.Context {
+	return withCost(ctx, spendKey, m.Micros())
+}
+
+// withCost states a call's cost in unit, replacing one stated before.
+func withCost(ctx context.Context, unit string, n int64) context.Context {
+	v := derive(ctx)
+	costs := v.costs
+	v.costs = nil // the parent's slice is shared: build a new one
+	for _, c := range costs {
+		if !strings.EqualFold(c.unit, unit) {
+			v.costs = append(v.costs, c)
+		}
+	}
+	v.costs = append(v.costs, unitCost{unit, n})
+	return context.WithValue(ctx, callValuesKey{}, v)
+}
+
+// cost returns the cost in unit that v states, if it states one.
+func (v *callValues) cost(unit string) (int64, bool) {
+	if v == nil {
+		return 0, false
+	}
+	for _, c := range v.costs {
+		if strings.EqualFold(c.unit, unit) {
+			return c.n, true
+		}
+	}
+	return 0, false
 }
