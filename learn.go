@@ -182,9 +182,9 @@ func (s *bucket) learnLimit(q ratelimitheader.Quota, headroom float64, maxWait t
 //     call it answers (its retry waits it out): the other callers go on at
 //     the measured pace;
 //   - a 429 that teaches nothing else empties the bucket and cuts the pace
-//     to what the provider was measured to accept, or a scope's cap on
-//     calls in flight when it has no rate, and the pace climbs back by time
-//     (recovery.go);
+//     to what the provider was measured to accept, and the pace climbs
+//     back by time (recovery.go); on a scope with no rate, a 429 or a 503
+//     lowers its cap on calls in flight to what it held (cutSlots);
 //   - a classifier that names the scopes a response concerns
 //     (classify.Verdict.Scopes) confines the last two to them.
 //

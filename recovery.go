@@ -27,10 +27,7 @@ const (
 	capacityHeadroom = 0.95
 	costlyHeadroom   = 0.9
 	shortHistoryCut  = 0.5
-	// cutFactor is the cut of a scope that limits only concurrency, which
-	// has no rate to measure a capacity in.
-	cutFactor = 0.85
-	minFactor = pace.MinFactor
+	minFactor        = pace.MinFactor
 
 	// From the floor back to the full pace after a cut, when nothing is
 	// refused on the way.
@@ -268,8 +265,6 @@ func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.D
 	costly := retryAfter > 0 && (!measured || retryAfter > briefRetryAfter)
 	var wmax, f0 float64
 	switch {
-	case base == 0: // a scope that limits only concurrency
-		wmax, f0 = cur, cur*cutFactor
 	case measured:
 		wmax = min(cur, accepted/base)
 		f0 = wmax * capacityHeadroom
