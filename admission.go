@@ -135,7 +135,7 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 		for i := range c.charges {
 			ch := &c.charges[i]
 			ch.slotEpoch = epoch
-			if !ch.bucket.acquireSlot(c.workload.index, epoch) {
+			if ch.heldWith = ch.bucket.acquireSlot(c.workload.index, epoch); ch.heldWith < 0 {
 				c.releaseSlots(i)
 				// A full scope may be full of slots never given back.
 				c.t.checkSlotsSometimes(ch.bucket, now)

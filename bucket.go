@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/pacer-go/pacer/internal/pace"
 	"github.com/pacer-go/pacer/internal/queue"
 	"github.com/pacer-go/pacer/internal/slots"
 )
@@ -38,14 +39,14 @@ type bucket struct {
 	ages slots.Ages // the slots in flight by when they were taken
 }
 
-// feedback is what a bucket has learned from the provider (adaptive.go,
+// feedback is what a bucket has learned from the provider (learn.go,
 // remaining.go, recovery.go). Every atomic field is read on the hot path
 // without a lock. It is declared here, beside the bucket that embeds it.
 type feedback struct {
 	learned   atomic.Pointer[learnedLimit] // a limit the provider published; nil if none
 	believed  atomic.Int64                 // UnixNano until which learned holds unless published again
 	told      atomic.Pointer[toldPace]     // what a live remaining count allows; nil if none
-	recov     atomic.Pointer[recovery]     // the climb back after a cut; nil at the full pace
+	recov     atomic.Pointer[pace.Curve]   // the climb back after a cut; nil at the full pace
 	recovered atomic.Bool                  // a climb has just ended, not yet reported
 	admitted  atomic.Int64                 // calls admitted, to tell which 429s are news
 	spent     atomic.Int64                 // units admitted, to tell what was sent since a response

@@ -58,6 +58,10 @@ type charge struct {
 	spentAt    int64 // the scope's spent units, this call's included, then
 	takenAt    int64 // the fleet's, in a store that says (feedback.taken); else 0
 	slotEpoch  int64 // when the call took its slot (slots.Epoch)
+	// heldWith is how many of the scope's slots were taken, this call's
+	// not counted, when it took its own: a refusal says the server holds
+	// no more of the scope's calls than that (cutSlots).
+	heldWith int32
 }
 
 // newPooledCall returns a call for the Transport's pool, its slices on its

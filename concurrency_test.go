@@ -424,16 +424,18 @@ func closeAll(open []*http.Response) {
 
 // A 429 that teaches nothing lowers the cap of a scope that limits only
 // concurrency, as it lowers a rate — the provider's real cap may be below
-// the configured one (Twilio and Stripe publish none) — and the slots come
-// back by time, not by successes.
+// the configured one (Twilio and Stripe publish none) — to what the scope
+// held when it was refused, but by half at most in one refusal: a call
+// refused alone halves a cap of 10 to 5. The slots come back by time, not
+// by successes.
 func TestA429LowersAConcurrencyCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := &scriptedAPI{steps: []scripted{{status: http.StatusTooManyRequests}}}
 		tr := New(api, slotsOnly(10)...)
 		roundTrip(t, tr).Body.Close() // the 429
-		open := openCalls(t, tr, context.Background(), 8)
+		open := openCalls(t, tr, context.Background(), 5)
 		if err := get(tr, context.Background(), "http://api.test/"); !errors.Is(err, ErrThrottled) {
-			t.Fatalf("a ninth call: err = %v, want throttled: 85%% of 10 slots is 8", err)
+			t.Fatalf("a sixth call: err = %v, want throttled: a refusal halves 10 slots at most, to 5", err)
 		}
 		closeAll(open)
 		time.Sleep(cheapRecovery)
@@ -441,16 +443,76 @@ func TestA429LowersAConcurrencyCap(t *testing.T) {
 	})
 }
 
+// A refusal of a call sent while others were in flight says the server
+// held no more than those: the cap drops to them at once, not by a factor
+// per refusal, and the refusals of one burst cut to the least of them. A
+// refusal answered after the cut, of a call sent with more in flight,
+// lowers it no further. Calls may reach the server in another order than
+// they took their slots in (reordered, the first sent arrives last): what
+// is in flight when the refusal is read bounds the cap as well.
+func TestARefusalLowersTheCapToWhatWasHeld(t *testing.T) {
+	for _, reordered := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			// The server holds 3 at once, each for a second; beyond them
+			// it answers 503 at once, as nginx's limit_conn does.
+			srv := &heldCalls{cap: 3, hold: time.Second}
+			tr := New(srv, slotsOnly(8)...)
+			var wg sync.WaitGroup
+			for i := range 8 {
+				wg.Go(func() {
+					ctx := context.Background()
+					if reordered {
+						ctx = context.WithValue(ctx, lateBy{}, time.Duration(8-i)*2*time.Millisecond)
+					}
+					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://api.test/", nil)
+					if resp, err := tr.RoundTrip(req); err == nil {
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+					}
+				})
+				time.Sleep(time.Millisecond) // one after the other: each sent with those before it in flight
+			}
+			wg.Wait()
+			if st := tr.Stats().Scopes[0]; st.ConcurrencyNow != 3 {
+				t.Fatalf("reordered %v: after a burst of 8 at a server that holds 3: cap %d of %d, want 3 (why %q)", reordered, st.ConcurrencyNow, st.Concurrency, st.Why)
+			}
+		})
+	}
+}
+
+// lateBy is a context key: how long heldCalls' request takes to arrive.
+type lateBy struct{}
+
+// heldCalls is a server that holds at most cap calls at once, each for
+// hold, and answers 503 at once beyond them; a request whose context says
+// lateBy reaches it that late.
+type heldCalls struct {
+	cap  int32
+	hold time.Duration
+	held atomic.Int32
+}
+
+func (h *heldCalls) RoundTrip(req *http.Request) (*http.Response, error) {
+	if d, ok := req.Context().Value(lateBy{}).(time.Duration); ok {
+		time.Sleep(d)
+	}
+	if h.held.Add(1) > h.cap {
+		h.held.Add(-1)
+		return &http.Response{StatusCode: http.StatusServiceUnavailable, Body: http.NoBody, Header: http.Header{}, Request: req}, nil
+	}
+	time.Sleep(h.hold)
+	h.held.Add(-1)
+	return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Header: http.Header{}, Request: req}, nil
+}
+
 // A lowered cap lowers the reserved slots in proportion; a workload without
 // a reserve borrows the idle ones, up to the lowered cap.
 func TestALoweredCapLowersTheReserves(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := &scriptedAPI{steps: []scripted{{status: http.StatusTooManyRequests}, {status: http.StatusTooManyRequests}, {status: http.StatusTooManyRequests}}}
+		api := &scriptedAPI{steps: []scripted{{status: http.StatusTooManyRequests}}}
 		tr := New(api, append(slotsOnly(4), WithWorkload("interactive", Workload{Reserve: 0.5}))...)
-		for range 3 { // three cuts, a second apart: 4 slots at about 0.85³ is 2, of which 1 reserved
-			roundTrip(t, tr).Body.Close()
-			time.Sleep(time.Second)
-		}
+		roundTrip(t, tr).Body.Close() // a call refused alone: 4 slots halved to 2, of which 1 reserved
+		time.Sleep(time.Second)
 		open := openCalls(t, tr, context.Background(), 2)
 		if err := get(tr, context.Background(), "http://api.test/"); !errors.Is(err, ErrThrottled) {
 			t.Fatalf("a third call: err = %v, want throttled at the lowered cap", err)

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/pace"
 	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/store"
 )
@@ -218,16 +219,16 @@ func TestACutFromTheStoreKeepsADeeperOneTakenSince(t *testing.T) {
 		s := tr.defaultScope.shared
 		at := time.Now()
 		later := func(d time.Duration) time.Time { return at.Add(d) }
-		local := newRecovery(later(time.Second), 0.5, 0.45, cheapRecovery, false)
+		local := pace.NewCurve(later(time.Second), 0.5, 0.45, cheapRecovery, false)
 		for _, tt := range []struct {
 			what   string
-			remote *recovery
+			remote *pace.Curve
 			want   bool
 		}{
-			{"older and shallower", newRecovery(later(500*time.Millisecond), 0.9, 0.85, cheapRecovery, false), false},
-			{"older and deeper", newRecovery(later(500*time.Millisecond), 0.3, 0.25, cheapRecovery, false), true},
-			{"newer and shallower", newRecovery(later(2*time.Second), 0.9, 0.85, cheapRecovery, false), true},
-			{"over", newRecovery(later(-time.Hour), 0.3, 0.25, cheapRecovery, false), false},
+			{"older and shallower", pace.NewCurve(later(500*time.Millisecond), 0.9, 0.85, cheapRecovery, false), false},
+			{"older and deeper", pace.NewCurve(later(500*time.Millisecond), 0.3, 0.25, cheapRecovery, false), true},
+			{"newer and shallower", pace.NewCurve(later(2*time.Second), 0.9, 0.85, cheapRecovery, false), true},
+			{"over", pace.NewCurve(later(-time.Hour), 0.3, 0.25, cheapRecovery, false), false},
 		} {
 			s.recov.Store(local)
 			got := s.adopt(tt.remote, later(3*time.Second), defaultMaxWait)
@@ -241,19 +242,19 @@ func TestACutFromTheStoreKeepsADeeperOneTakenSince(t *testing.T) {
 // A pace record goes through the store as it is, and nothing else reads
 // as one.
 func TestPaceRecordsRoundTrip(t *testing.T) {
-	r := newRecovery(time.Unix(1764547200, 123456789), 0.5123456789, 0.48671, costlyRecovery, true)
-	rec := r.record()
+	r := pace.NewCurve(time.Unix(1764547200, 123456789), 0.5123456789, 0.48671, costlyRecovery, true)
+	rec := r.Record()
 	if err := store.CheckPaceRecord(rec); err != nil {
 		t.Fatalf("record %q: %v", rec, err)
 	}
-	back, ok := parseRecord(rec)
+	back, ok := pace.ParseRecord(rec, maxRecordedRecovery)
 	if !ok || *back != *r {
 		t.Errorf("record %q reads back as %+v, want %+v", rec, back, r)
 	}
 	for _, bad := range []string{"", "cut1", "cut2 1 0.5 0.4 1000000000 1", "cut1 1 0.5 0.6 1000000000 1", "cut1 1 NaN 0.4 1000000000 1",
 		"cut1 1 0.5 0.4 -1 1", "cut1 1 0.5 0.4 1000000000 2", "cut1 0 0.5 0.4 1000000000 1", "cut1 1 1.5 0.4 1000000000 0",
 		"cut1 1 0.5 0 1000000000 0", "cut1 1 0.5 0.4 999999999999999 0"} {
-		if r, ok := parseRecord(bad); ok {
+		if r, ok := pace.ParseRecord(bad, maxRecordedRecovery); ok {
 			t.Errorf("%q reads as %+v", bad, r)
 		}
 	}
@@ -341,11 +342,11 @@ func TestACutFromTheFutureClimbsBackFromNow(t *testing.T) {
 		tr := New(nil, WithLimit(PerSecond(100)))
 		s := tr.defaultScope.shared
 		now := time.Now()
-		if !s.adopt(newRecovery(now.AddDate(1, 0, 0), 0.5, 0.25, cheapRecovery, true), now, defaultMaxWait) {
+		if !s.adopt(pace.NewCurve(now.AddDate(1, 0, 0), 0.5, 0.25, cheapRecovery, true), now, defaultMaxWait) {
 			t.Fatal("a cut from the store was not adopted")
 		}
 		// As long as the same cut made now takes to climb back.
-		time.Sleep(time.Until(time.Unix(0, newRecovery(now, 0.5, 0.25, cheapRecovery, true).full)))
+		time.Sleep(time.Until(time.Unix(0, pace.NewCurve(now, 0.5, 0.25, cheapRecovery, true).Full)))
 		if f := s.rateFactor(); f != 1 {
 			t.Errorf("factor %v a whole climb after adopting a cut stamped a year ahead, want 1", f)
 		}
@@ -361,7 +362,7 @@ func TestARefusalAfterAnAdoptedCutCuts(t *testing.T) {
 		tr := New(nil, WithLimit(PerSecond(100)))
 		s := tr.defaultScope.shared
 		now := time.Now()
-		if !s.adopt(newRecovery(now, 0.8, 0.76, cheapRecovery, false), now, defaultMaxWait) {
+		if !s.adopt(pace.NewCurve(now, 0.8, 0.76, cheapRecovery, false), now, defaultMaxWait) {
 			t.Fatal("a cut from the store was not adopted")
 		}
 		admitted := s.admitted.Add(1) // a call sent at the adopted pace

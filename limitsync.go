@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/pace"
 	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/store"
 )
@@ -81,7 +82,7 @@ func (t *Transport) syncLimits(ctx context.Context) {
 // which the scope's bucket climbs back from as that instance does (see
 // bucket.adopt). A record this version cannot read is logged and left.
 func (t *Transport) applyPace(cs *configuredScope, rec string) {
-	r, ok := parseRecord(rec)
+	r, ok := pace.ParseRecord(rec, maxRecordedRecovery)
 	if !ok {
 		t.log.Warn("pacer: a pace record in the shared store that this version of pacer cannot read; left alone", "scope", cs.Name, "record", rec)
 		return
@@ -111,7 +112,7 @@ func (c *call) publishCut(s *bucket) {
 	if ls == nil || s.key != "" || r == nil {
 		return
 	}
-	rec := r.record()
+	rec := r.Record()
 	var v int64
 	publish := func(ctx context.Context) (err error) {
 		v, err = ls.store.PublishPace(ctx, s.scope.Name, rec)

@@ -406,9 +406,7 @@ func TestPermitRejectedWithWaitPausesAndKeepsTheCap(t *testing.T) {
 func TestALoweredCapAdmitsItsWaitersByTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tr := New(nil, WithConcurrency(4))
-		// Two cuts, a second apart: 4 slots at about 0.85² is 2.
-		mustAcquire(t, tr, context.Background()).Reject(0)
-		time.Sleep(time.Second)
+		// A call refused alone: 4 slots halved to 2.
 		mustAcquire(t, tr, context.Background()).Reject(0)
 		st := tr.Stats().Scopes[0]
 		if st.ConcurrencyNow != 2 || st.Concurrency != 4 || st.RecoveredIn <= 0 || !strings.Contains(st.Why, "lowered the cap") {

@@ -1,13 +1,10 @@
 package pacer
 
 import (
-	"errors"
-	"fmt"
-	"math"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/pace"
 )
 
 // What a rejection that teaches nothing else does to a scope's pace.
@@ -30,10 +27,7 @@ const (
 	capacityHeadroom = 0.95
 	costlyHeadroom   = 0.9
 	shortHistoryCut  = 0.5
-	// cutFactor is the cut of a scope that limits only concurrency, which
-	// has no rate to measure a capacity in.
-	cutFactor = 0.85
-	minFactor = 1.0 / 1024
+	minFactor        = pace.MinFactor
 
 	// From the floor back to the full pace after a cut, when nothing is
 	// refused on the way.
@@ -55,54 +49,6 @@ const (
 	briefRetryAfter = time.Second
 )
 
-// recovery is the curve a cut scope climbs back on: factor(t) =
-// wmax + c·(t − k)³, between f0 and 1, t in seconds since the cut.
-// It is immutable; a cut stores a new one.
-type recovery struct {
-	at   int64   // UnixNano of the cut
-	wmax float64 // the factor the server was measured to accept
-	f0   float64 // the factor just after the cut
-	c    float64 // per second cubed
-	k    float64 // seconds until the curve is back at wmax
-	full int64   // UnixNano when the curve reaches 1
-	over time.Duration
-	// measured says wmax is what the server was measured to accept, not a
-	// guess from too little history.
-	measured bool
-}
-
-func newRecovery(now time.Time, wmax, f0 float64, over time.Duration, measured bool) *recovery {
-	r := &recovery{at: now.UnixNano(), wmax: wmax, f0: f0, over: over, measured: measured}
-	s := over.Seconds()
-	r.c = 1 / (s * s * s)
-	r.k = math.Cbrt((wmax - f0) / r.c)
-	// wmax + c·(t−k)³ = 1  ⇔  t = k + ∛((1−wmax)/c)
-	r.full = r.at + int64((r.k+math.Cbrt((1-wmax)/r.c))*1e9)
-	return r
-}
-
-func (r *recovery) factor(now int64) float64 {
-	if now >= r.full {
-		return 1
-	}
-	t := float64(now-r.at)/1e9 - r.k
-	return min(1, max(r.f0, r.wmax+r.c*t*t*t))
-}
-
-// reaches returns when r's factor first reaches x, as UnixNano: the cut's
-// own time if it is there from the start, r.full at the latest.
-func (r *recovery) reaches(x float64) int64 {
-	switch {
-	case x >= 1:
-		return r.full
-	case x <= r.f0:
-		return r.at
-	}
-	// wmax + c·(t−k)³ = x  ⇔  t = k + ∛((x−wmax)/c)
-	t := r.k + math.Cbrt((x-r.wmax)/r.c)
-	return min(r.full, r.at+int64(t*1e9))
-}
-
 // rateFactor returns the share of the scope's pace in use now: below 1
 // while the scope recovers from a cut.
 func (s *bucket) rateFactor() float64 {
@@ -114,14 +60,14 @@ func (s *bucket) rateFactor() float64 {
 }
 
 // factorOf returns r's factor at now, and forgets r once it is back at 1.
-func (s *bucket) factorOf(r *recovery, now int64) float64 {
-	if now >= r.full {
+func (s *bucket) factorOf(r *pace.Curve, now int64) float64 {
+	if now >= r.Full {
 		if s.recov.CompareAndSwap(r, nil) {
 			s.recovered.Store(true)
 		}
 		return 1
 	}
-	return r.factor(now)
+	return r.Factor(now)
 }
 
 // acceptance keeps a few points of the scope's count of accepted calls, so
@@ -287,14 +233,14 @@ func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.D
 		// A call sent before the cut was answered by it; one sent after,
 		// within the window, says the measure was too high: that pauses.
 		r := s.recov.Load()
-		brief := admittedAt <= s.cutAt && r != nil && r.measured && retryAfter <= briefRetryAfter
+		brief := admittedAt <= s.cutAt && r != nil && r.Measured && retryAfter <= briefRetryAfter
 		return cutResult{pauses: retryAfter > 0 && !brief}
 	}
 	s.cutAt = s.admitted.Load()
 	s.quietUntil = now.Add(window).UnixNano()
 	cur := 1.0
 	if r := s.recov.Load(); r != nil {
-		cur = r.factor(now.UnixNano())
+		cur = r.Factor(now.UnixNano())
 	}
 	floor := minFactor
 	if base > 0 && burst > 0 {
@@ -319,8 +265,6 @@ func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.D
 	costly := retryAfter > 0 && (!measured || retryAfter > briefRetryAfter)
 	var wmax, f0 float64
 	switch {
-	case base == 0: // a scope that limits only concurrency
-		wmax, f0 = cur, cur*cutFactor
 	case measured:
 		wmax = min(cur, accepted/base)
 		f0 = wmax * capacityHeadroom
@@ -339,21 +283,10 @@ func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.D
 	if costly {
 		over = costlyRecovery
 	}
-	r := newRecovery(now, wmax, f0, over, measured)
+	r := pace.NewCurve(now, wmax, f0, over, measured)
 	s.recov.Store(r)
 	s.recovered.Store(false)
 	return cutResult{cut: true, pauses: costly}
-}
-
-// record returns r as a pace record for a LimitStore (store.CheckPaceRecord):
-// what another instance of the fleet needs to climb the same curve.
-func (r *recovery) record() string {
-	measured := 0
-	if r.measured {
-		measured = 1
-	}
-	return fmt.Sprintf("cut1 %d %s %s %d %d", r.at, strconv.FormatFloat(r.wmax, 'g', -1, 64),
-		strconv.FormatFloat(r.f0, 'g', -1, 64), int64(r.over), measured)
 }
 
 // maxRecordedRecovery bounds the climb a pace record may ask for: a record
@@ -361,36 +294,17 @@ func (r *recovery) record() string {
 // down for longer.
 const maxRecordedRecovery = 10 * costlyRecovery
 
-// parseRecord reads a pace record that record wrote; false for any other.
-func parseRecord(rec string) (*recovery, bool) {
-	f := strings.Fields(rec)
-	if len(f) != 6 || f[0] != "cut1" {
-		return nil, false
-	}
-	at, err1 := strconv.ParseInt(f[1], 10, 64)
-	wmax, err2 := strconv.ParseFloat(f[2], 64)
-	f0, err3 := strconv.ParseFloat(f[3], 64)
-	over, err4 := strconv.ParseInt(f[4], 10, 64)
-	if err := errors.Join(err1, err2, err3, err4); err != nil || at <= 0 || (f[5] != "0" && f[5] != "1") {
-		return nil, false
-	}
-	if !(f0 >= minFactor && f0 <= wmax && wmax <= 1) || over <= 0 || time.Duration(over) > maxRecordedRecovery {
-		return nil, false
-	}
-	return newRecovery(time.Unix(0, at), wmax, f0, time.Duration(over), f[5] == "1"), true
-}
-
 // adopt makes r, a cut another instance of the fleet took and published,
 // this bucket's climb back, so that the fleet climbs back together, and
 // reports whether it did: not when r is over, nor over a cut taken here
 // since that is as deep or deeper now. The calls this process admitted
 // before it were sent at the pace it answers: their refusals are old news.
-func (s *bucket) adopt(r *recovery, now time.Time, maxWait time.Duration) bool {
+func (s *bucket) adopt(r *pace.Curve, now time.Time, maxWait time.Duration) bool {
 	n := now.UnixNano()
-	if n >= r.full {
+	if n >= r.Full {
 		return false
 	}
-	at, f0, wmax := min(r.at, n), r.f0, r.wmax
+	at, f0, wmax := min(r.At, n), r.F0, r.Wmax
 	base, burst := s.basePace(now)
 	if base > 0 && burst > 0 {
 		// The floor this instance keeps (its maximum wait may differ).
@@ -398,16 +312,16 @@ func (s *bucket) adopt(r *recovery, now time.Time, maxWait time.Duration) bool {
 			f0, wmax = floor, max(wmax, floor)
 		}
 	}
-	if at != r.at || f0 != r.f0 {
+	if at != r.At || f0 != r.F0 {
 		// A cut stamped after now (a clock ahead of this one, or a record
 		// written by something else) is taken as made now: its climb would
 		// otherwise not start until then, and hold the scope at its
 		// deepest for as long.
-		r = newRecovery(time.Unix(0, at), wmax, f0, r.over, r.measured)
+		r = pace.NewCurve(time.Unix(0, at), wmax, f0, r.Over, r.Measured)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old := s.recov.Load(); old != nil && old.at >= r.at && old.factor(n) <= r.factor(n) {
+	if old := s.recov.Load(); old != nil && old.At >= r.At && old.Factor(n) <= r.Factor(n) {
 		return false
 	}
 	// Not quiet for a window, as after a cut of its own: a refusal of a

@@ -3,6 +3,8 @@ package pacer
 import (
 	"math"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/pace"
 )
 
 // toldHeadroom is the share of a limit pacer aims at while the provider
@@ -34,28 +36,37 @@ type toldPace struct {
 	// configured limit is below the published one: a limit set low on
 	// purpose keeps its headroom.
 	edge bool
+	// room is, for a count with no room for its margin (roomless), the
+	// most calls it has shown it holds at once; else 0. A burst beyond it
+	// is refused whatever the pace: a server bucket of one refuses the
+	// second of two calls sent together.
+	room float64
+	// roomless says the count has no room for its margin, and set no pace
+	// (reportRemaining): a cut applies, as to a scope without counts.
+	roomless bool
 }
 
 // remainingReports is what a scope remembers of the provider's last
 // remaining count, to measure how fast the provider gives quota back.
 // Under the bucket's mu.
 type remainingReports struct {
-	at        int64   // UnixNano of the report the next measure of supply starts from
-	remaining float64 // the count it gave
-	spent     int64   // the scope's spent units when the call it answered was admitted
-	refusedAt int64   // refused then
-	refused   int64   // units of the scope's calls refused with a remaining count, ever
-	last      int64   // UnixNano of the last report
-	supply    float64 // units a second the provider adds back, less what others take
-	interval  float64 // seconds between reports, averaged
-	first     int64   // UnixNano of the first report
-	latest    int64   // the spent units of the latest report taken
-	fleet     bool    // spent units are the fleet's (store.Decision.Taken), not the scope's own
-	known     bool    // supply has a first measurement
-	peak      float64 // the largest count seen, for a limit that is not published
-	rtt       roundTrips
-	refusals  [32]refusedCall // the latest refusals, by mark (sinceMarkLocked)
-	nrefusals int
+	at          int64   // UnixNano of the report the next measure of supply starts from
+	remaining   float64 // the count it gave
+	spent       int64   // the scope's spent units when the call it answered was admitted
+	refusedAt   int64   // refused then
+	refused     int64   // units of the scope's calls refused with a remaining count, ever
+	last        int64   // UnixNano of the last report
+	supply      float64 // units a second the provider adds back, less what others take
+	interval    float64 // seconds between reports, averaged
+	first       int64   // UnixNano of the first report
+	latest      int64   // the spent units of the latest report taken
+	fleet       bool    // spent units are the fleet's (store.Decision.Taken), not the scope's own
+	known       bool    // supply has a first measurement
+	peak        float64 // the largest count seen, for a limit that is not published
+	rtt         pace.RoundTrips
+	refusals    [32]refusedCall // the latest refusals, by mark (sinceMarkLocked)
+	nrefusals   int
+	refusedLast int64 // UnixNano of the latest refusal, counted or not (noteRefused)
 
 	// When a fixed window refills, from the jumps in the count: the
 	// report that saw the latest one, the gap to the one before, and the
@@ -100,6 +111,9 @@ func (s *bucket) basePace(now time.Time) (rate, burst float64) {
 				// the limit, as Limit's doc says of the blind headroom.
 				rate, burst = raw*toldHeadroom, edgeBurst
 			}
+			if tp.room > 0 {
+				burst = min(burst, tp.room)
+			}
 			// A call that waits at the reported pace wakes by the time the
 			// report runs out, to pace itself anew: nothing else wakes it
 			// when no call is in flight.
@@ -129,6 +143,17 @@ func (s *bucket) steadyPace() (rate, burst float64, ok bool) {
 	return rate, burst, true
 }
 
+// unreportedPace is the rate basePace gives the scope without a report of
+// what remains: the configured limit's, or the published one's where that
+// is lower and the counts do not outrank it.
+func (s *bucket) unreportedPace() float64 {
+	cfg := s.scope.configured.Load()
+	if p := s.learned.Load(); p != nil && !(cfg.rate > 0 && s.countsOutrank(p, cfg)) {
+		return p.rate
+	}
+	return cfg.rate
+}
+
 // blindRate is the scope's rate from its configured or published limit
 // alone: the pace it returns to once a report of what remains has run out.
 func (s *bucket) blindRate() float64 {
@@ -154,7 +179,7 @@ func (s *bucket) pace() (rate, burst float64) {
 	rate, burst = s.basePace(now)
 	if r := s.recov.Load(); r != nil {
 		f := s.factorOf(r, now.UnixNano())
-		if tp := s.told.Load(); tp == nil || now.UnixNano() >= tp.until {
+		if tp := s.told.Load(); tp == nil || now.UnixNano() >= tp.until || tp.roomless {
 			// A live remaining count paces by what it says; a cut is
 			// for the pace without one.
 			rate *= f
@@ -198,7 +223,7 @@ type remainingReport struct {
 //
 // It returns what is left now by the report's reading (leftNow), the new
 // pace, and whether remaining-driven pacing has just begun.
-func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait time.Duration) (left, pace float64, began bool) {
+func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait time.Duration) (left, paced float64, began bool) {
 	remaining, reset, limit, spentAt, refused, local, fleet := rep.remaining, rep.reset, rep.limit, rep.mark, rep.refused, rep.local, rep.fleet
 	if reset < 0 || remaining < 0 {
 		return 0, 0, false
@@ -224,12 +249,12 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 	if rep.sent <= 0 || rep.sent > now.UnixNano() {
 		rep.sent = now.UnixNano() // unknown: counted as it arrived
 	}
-	o.rtt.observe(now.UnixNano() - rep.sent)
+	o.rtt.Observe(now.UnixNano() - rep.sent)
 	// When the server counted: the call's admission plus half the
 	// shortest round trip seen, never later than now. Measured so, what
 	// comes back does not depend on how late a busy host reads the
 	// answer, nor on the jitter of the way back.
-	seen := min(now.UnixNano(), rep.sent+o.rtt.floor/2)
+	seen := min(now.UnixNano(), rep.sent+o.rtt.Floor/2)
 	if spentAt < o.latest {
 		left := r - float64(s.sinceMarkLocked(spentAt, fleet)) + s.flownBack(now, rep.sent)
 		s.mu.Unlock()
@@ -295,7 +320,7 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 	// out of what remains, and a negative measure is as likely the noise
 	// of calls answered out of order, which would stall the scope.
 	supply, first := 0.0, !o.known || now.UnixNano()-o.first < int64(trustAfter)
-	refill := nextRefill(now, o.refillAt, o.refillEvery)
+	refill := pace.NextRefill(now, o.refillAt, o.refillEvery)
 	if local && o.known {
 		supply = max(0, o.supply)
 	}
@@ -304,9 +329,13 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 	// counted out of order (neighbourNoise).
 	alone := local && o.known && o.supply > -neighbourNoise*s.blindRate()
 	left = r - float64(s.sinceMarkLocked(spentAt, fleet)) + s.flownBack(now, rep.sent)
-	jitter := o.rtt.spread / 1e9
-	s.mu.Unlock()
-
+	// A fixed window counts each call when it arrives, and refills at
+	// regular intervals (NextRefill), its window's length: a call sent
+	// later than a round trip's floor before the refill the answers see
+	// arrives after it, so this window's count is spent by then. Only
+	// while nobody else is seen spending on the key (alone).
+	floor := time.Duration(o.rtt.Floor)
+	windowed := alone && refill > 0 && limit > 0 && o.refillEvery > floor && s.refillsByWindow(o.refillEvery)
 	margin := 1.0
 	if limit > 0 {
 		margin = max(0.25, remainingMargin*float64(limit))
@@ -315,7 +344,21 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 	// back in the jitter of half a trip: on a 200–400 ms round trip at
 	// 100 a second, five calls. Kept as margin, it is what the count's
 	// age may hide; without it one call in seventy was refused.
-	margin = max(margin, supply*jitter/2)
+	margin = max(margin, supply*(o.rtt.Spread/1e9)/2)
+	peak := o.peak
+	s.mu.Unlock()
+	// A count with no room for its margin: a server bucket that holds
+	// about one call reads empty after every call it accepts, so its
+	// zeros are its size, not a scarcity, and what it was measured to
+	// give back is only what the scope asked of it. Read as scarcity,
+	// each answer took the pace a little lower, and a server of 100 a
+	// second with a burst of one was paced at 2 a second. Such a count
+	// sets no pace: the limit does, at a burst the count's room holds,
+	// and a refusal cuts it as a bare 429 does (learnFrom).
+	// The room is what the count has shown after a call it accepted, or
+	// what a published limit says it holds.
+	room := max(peak, float64(limit)-1)
+	roomless := s.scope.countsRequests && room <= margin+1
 	// Spread over the reset as stated: a whole-second reset may be up to a
 	// second later, but spending what is left a little early is safe (the
 	// clamp keeps the bucket within it), and spreading it over the longer
@@ -335,14 +378,20 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 	if horizon <= 2*time.Second && !first {
 		horizon = min(horizon, catchUpTime)
 	}
-	if refill > 0 && wholeSecondSlack(reset) > 0 {
+	if refill > 0 && pace.WholeSecondSlack(reset) > 0 {
 		// A fixed window seen to refill every so often: its reset is when
 		// it refills next, which the whole-second reset cannot say within
 		// a second. Spread over the whole second instead, the pace follows
 		// what is left down and leaves a fifth of each window unspent.
 		// The refill is seen by the first answer after it, so the estimate
 		// errs late, and spending early is safe (above).
-		horizon = min(horizon, max(refill, refillFloor))
+		// A call sent later than half a round trip, twice, before the
+		// refill the answers see arrives after it: this window's count is
+		// spent by then.
+		horizon = min(horizon, max(refill, pace.RefillFloor))
+		if windowed {
+			horizon = min(horizon, max(refill-floor, pace.RefillFloor))
+		}
 	}
 	rate := supply + (left-margin)/horizon.Seconds()
 	if left < margin {
@@ -371,7 +420,7 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 	// local scope does (local is set above).
 	lasts := max(reset, horizon)
 	if first && (alone || !local) && s.blindWithin(limit) {
-		lasts = max(0, reset-wholeSecondSlack(reset))
+		lasts = max(0, reset-pace.WholeSecondSlack(reset))
 	}
 	if blind := s.blindRate(); left >= margin && left-margin >= (blind-supply)*lasts.Seconds() {
 		// What is left lasts until the reset at the blind pace: the
@@ -379,17 +428,20 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 		// the blind one.
 		rate = max(rate, blind)
 	}
+	if roomless {
+		rate = s.unreportedPace()
+	}
 	// However little is left, the scope sends again within the maximum
 	// wait, and a corrected report can teach it back.
 	rate = max(rate, s.floorRate(maxWait))
-	if remaining == 0 && pauseForNoneLeft(reset, maxWait) > 0 {
+	if remaining == 0 && pace.PauseForNoneLeft(reset, maxWait) > 0 {
 		// The scope pauses until the reset and probes at its own pace
 		// after it: the report sets no pace of its own.
 		s.told.Store(nil)
 		return left, 0, false
 	}
 	// A report holds until its reset, at the latest.
-	hold := min(reset+wholeSecondSlack(reset), maxWait)
+	hold := min(reset+pace.WholeSecondSlack(reset), maxWait)
 	edge := true
 	if cfg := s.scope.configured.Load(); cfg.rate > 0 && s.learned.Load() == nil && limit > int64(cfg.limit.Count) {
 		edge = false
@@ -398,8 +450,35 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 	// a sliding window that has been idle lets a whole window through,
 	// and the next one starts full.
 	edge = edge && !first
-	old := s.told.Swap(&toldPace{rate: rate, until: now.Add(hold).UnixNano(), edge: edge})
+	tp := &toldPace{rate: rate, until: now.Add(hold).UnixNano(), edge: edge, roomless: roomless}
+	if roomless {
+		tp.room = room + 1 // what the count showed, and the call it answered
+	}
+	old := s.told.Swap(tp)
+	if roomless && (old == nil || !old.roomless) {
+		// The calls admitted before the room was known went out at a
+		// burst the server cannot hold: their refusals say nothing of
+		// its rate, and must not cut it (the first second of a bucket of
+		// one, at the default burst of 10, drew nine).
+		s.mu.Lock()
+		s.cutAt = max(s.cutAt, s.admitted.Load())
+		s.mu.Unlock()
+	}
 	return left, rate, old == nil || old.until <= now.UnixNano()
+}
+
+// refillsByWindow reports whether refills every every are the scope's
+// window turning, within a tenth: the window learned from its resets, else
+// the configured limit's. A token bucket's count jumps now and then as
+// answers overtake each other (every half second, over a jittery round
+// trip), which is not a window that ends. Under s.mu.
+func (s *bucket) refillsByWindow(every time.Duration) bool {
+	w := s.reports.window
+	if w == 0 {
+		w = s.scope.configured.Load().limit.Per
+	}
+	d := every - w
+	return w > 0 && d < w/10 && -d < w/10
 }
 
 // sinceMarkLocked is sinceMark less what the provider has refused since
@@ -421,13 +500,14 @@ func (s *bucket) sinceMarkLocked(mark int64, fleet bool) int64 {
 	return max(0, n)
 }
 
-// noteRefused remembers that the provider refused a call of cost admitted
-// at mark (sinceMarkLocked).
-func (s *bucket) noteRefused(mark, cost int64) {
+// noteRefused remembers that the provider refused, at now, a call of cost
+// admitted at mark (sinceMarkLocked).
+func (s *bucket) noteRefused(now time.Time, mark, cost int64) {
 	s.mu.Lock()
 	o := &s.reports
 	o.refusals[o.nrefusals%len(o.refusals)] = refusedCall{mark, cost}
 	o.nrefusals++
+	o.refusedLast = now.UnixNano()
 	s.mu.Unlock()
 }
 
@@ -450,27 +530,6 @@ func (s *bucket) flownBack(now time.Time, sent int64) float64 {
 		return 0
 	}
 	return o.supply * float64(now.UnixNano()-sent) / 1e9
-}
-
-// A roundTrips keeps the shortest round trip of late: the floor under the
-// jitter of the network and the lateness of a busy host.
-type roundTrips struct {
-	floor  int64   // nanoseconds; 0 until a first is seen
-	spread float64 // nanoseconds by which a round trip exceeds the floor, on average
-}
-
-// observe takes one round trip of d nanoseconds. A shorter one lowers the
-// floor at once; a longer one raises it by 1/64 of the difference, so that
-// the floor follows a route that got longer, in a few hundred calls.
-func (r *roundTrips) observe(d int64) {
-	switch {
-	case d <= 0:
-	case r.floor == 0 || d < r.floor:
-		r.floor = d
-	default:
-		r.floor += (d - r.floor) / 64
-	}
-	r.spread += (float64(d-r.floor) - r.spread) / 64
 }
 
 // sinceMark is what was spent since mark, a call's spent units at its
@@ -552,50 +611,6 @@ const supplyTime = 300 * time.Millisecond
 // a second, sixteen callers' disorder is a few calls.
 const supplySpan = 100 * time.Millisecond
 
-// refillFloor is the shortest time a scope spreads what is left over
-// when a fixed window's refill is near: the rest is spent at once, within
-// the clamp.
-const refillFloor = 20 * time.Millisecond
-
-// nextRefill is how long until a fixed window that refilled at refillAt
-// (UnixNano), and does every every, refills next; 0 when no regular
-// refill has been seen lately. A refill that is due but not yet seen is
-// taken as imminent for a quarter of a window (refillFloor): the gap
-// measured may be a little short, and a next one predicted a whole
-// window away would stall the scope until its answers brought the news.
-func nextRefill(now time.Time, refillAt int64, every time.Duration) time.Duration {
-	since := time.Duration(now.UnixNano() - refillAt)
-	switch {
-	case every <= 0 || refillAt == 0 || since < 0 || since >= every+every/4:
-		return 0
-	case since >= every:
-		return refillFloor
-	}
-	return every - since
-}
-
-// wholeSecondSlack is how late a reset given in whole seconds may be: a
-// reset written as Unix seconds, or measured against a Date header, is
-// truncated to the second.
-func wholeSecondSlack(reset time.Duration) time.Duration {
-	if reset%time.Second == 0 {
-		return time.Second
-	}
-	return 0
-}
-
-// pauseForNoneLeft is how long a success that took the last unit pauses
-// the scope: until the reset, at most maxWait — unless the reset is within
-// a whole-second reset's slack, and so may already be here. Then the scope
-// does not stop: it spends at the pace that what the provider adds back
-// allows (reportRemaining), and the next answer says more.
-func pauseForNoneLeft(reset, maxWait time.Duration) time.Duration {
-	if reset <= wholeSecondSlack(reset) {
-		return 0
-	}
-	return min(reset, maxWait)
-}
-
 // learnWindow learns the window of a limit published without one, from
 // successive resets: the reset moves on by one window each time one ends.
 // The shortest gap seen twice is taken, and replaced by a shorter one seen
@@ -650,7 +665,7 @@ func (s *bucket) windowHint(wait time.Duration) time.Duration {
 
 // why says what sets the scope's pace now, for Stats.
 func (s *bucket) why(now time.Time) string {
-	if r := s.recov.Load(); r != nil && now.UnixNano() < r.full {
+	if r := s.recov.Load(); r != nil && now.UnixNano() < r.Full {
 		if rate, _ := s.scope.configuredPace(); rate == 0 && s.scope.Concurrency > 0 {
 			return "a refusal lowered the cap on calls in flight; it climbs back by time"
 		}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/pace"
 	"github.com/pacer-go/pacer/internal/queue"
 	"github.com/pacer-go/pacer/internal/slots"
 	"github.com/pacer-go/pacer/observe"
@@ -26,10 +27,13 @@ import (
 // decision may see a count a moment old and refuse: the refused call then
 // queues and tries again, and the release, which looks for a queue after it
 // counts, wakes it.
-func (s *bucket) acquireSlot(w int, epoch int64) bool {
+//
+// held is how many slots were taken, the new one not counted, when it was
+// taken; -1 when none was (and 0 on a scope without a cap).
+func (s *bucket) acquireSlot(w int, epoch int64) (held int32) {
 	c := s.scope
 	if c.Concurrency == 0 {
-		return true
+		return 0
 	}
 	// Nothing cut, the common case, is the whole cap without slots' call:
 	// its share is then 1 either way.
@@ -42,34 +46,34 @@ func (s *bucket) acquireSlot(w int, epoch int64) bool {
 		for {
 			n := s.inFlight.Load()
 			if n >= int32(limit) {
-				return false
+				return -1
 			}
 			if s.inFlight.CompareAndSwap(n, n+1) {
 				s.inFlightBy[w].Add(1)
 				if !s.ages.TryAdd(epoch) {
 					s.ages.Add(epoch)
 				}
-				return true
+				return n
 			}
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	mine := int(s.inFlightBy[w].Load())
-	if sh.maxSlots[w] > 0 && mine >= scaled(sh.maxSlots[w], share) {
-		return false
+	if sh.maxSlots[w] > 0 && mine >= pace.Slots(sh.maxSlots[w], share) {
+		return -1
 	}
 	n := int(s.inFlight.Load())
 	if n >= limit {
-		return false
+		return -1
 	}
 	if s.reserveKeeps(sh, w, n, limit, share) {
-		return false
+		return -1
 	}
 	s.inFlight.Add(1)
 	s.inFlightBy[w].Add(1)
 	s.ages.Add(epoch)
-	return true
+	return int32(n)
 }
 
 // reserveKeeps reports whether workload w, borrowing beyond its own
@@ -105,7 +109,7 @@ func (s *bucket) slotRefusal(w int) observe.Reason {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := int(s.inFlight.Load())
-	if n >= limit || sh.maxSlots[w] > 0 && int(s.inFlightBy[w].Load()) >= scaled(sh.maxSlots[w], share) {
+	if n >= limit || sh.maxSlots[w] > 0 && int(s.inFlightBy[w].Load()) >= pace.Slots(sh.maxSlots[w], share) {
 		return observe.ReasonConcurrency
 	}
 	if s.reserveKeeps(sh, w, n, limit, share) {
@@ -143,7 +147,7 @@ func (s *bucket) slots() (limit int, share float64) {
 		return c.Concurrency, 1
 	}
 	share = s.rateFactor()
-	return scaled(c.Concurrency, share), share
+	return pace.Slots(c.Concurrency, share), share
 }
 
 // slotsRiseIn returns how long from now until the cap of a scope that a
@@ -171,21 +175,13 @@ func (s *bucket) slotsRiseIn(w int, now time.Time) time.Duration {
 	}
 	// A millisecond at least, and a hair past the share, so that the wait
 	// does not end a rounding short of the slot.
-	return max(time.Duration(r.reaches(next+1e-9)-n), time.Millisecond)
+	return max(time.Duration(r.Reaches(next+1e-9)-n), time.Millisecond)
 }
 
 // nextSlotShare returns the share of n slots at which scaled gives one slot
 // more than at share.
 func nextSlotShare(n int, share float64) float64 {
-	return float64(scaled(n, share)+1) / float64(n)
-}
-
-// scaled returns share of n slots, rounded down, and at least one.
-func scaled(n int, share float64) int {
-	if share >= 1 {
-		return n
-	}
-	return max(1, int(float64(n)*share))
+	return float64(pace.Slots(n, share)+1) / float64(n)
 }
 
 // releaseSlot gives back a slot taken by acquireSlot in the given epoch,
@@ -292,4 +288,56 @@ func (t *Transport) checkAllSlots(now time.Time) {
 // slotCheckDue reports whether checkAllSlots would look at the slots now.
 func (t *Transport) slotCheckDue(now time.Time) bool {
 	return now.UnixNano() >= t.nextSlotCheck.Load()
+}
+
+// cutSlots lowers the cap on calls in flight of a scope that limits only
+// concurrency, after the provider refused a call that took its slot while
+// held others were taken (charge.heldWith), and reports whether it did.
+//
+// Server property: a concurrency cap refuses a call that arrives while it
+// holds its cap, and what it held then were calls this scope had in flight
+// when the refused one was sent, so for this scope its cap is at most
+// held. The cap drops there at once — a factor of the configured cap took
+// one refusal per step to reach a server's half, and a retry that took the
+// freed slot drew the next one — then climbs back by time, flat at held
+// first (the cubic curve of recovery.go, over cheapRecovery: the slot
+// above 4 of 8 is tried again about 20 s on). A refusal of a call sent with
+// more in flight than the cap allows now says nothing new, so the refusals
+// of one burst cut once, to the least of them.
+func (s *bucket) cutSlots(held int32, now time.Time) bool {
+	n := s.scope.Concurrency
+	if n == 0 || held < 0 {
+		return false
+	}
+	// Calls reach the server out of the order they took their slots in: a
+	// call sent with one other in flight may arrive after seven, still in
+	// flight now. What the scope holds now, the refused call not counted,
+	// is the other bound; the larger of the two is the safe one.
+	held = max(held, s.inFlight.Load()-1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := 1.0
+	if r := s.recov.Load(); r != nil {
+		cur = r.Factor(now.UnixNano())
+	}
+	f, ok := pace.SlotsCut(int(held), n, cur)
+	if !ok {
+		return false
+	}
+	s.accepted.refused++
+	s.cutAt = s.admitted.Load()
+	s.recov.Store(pace.NewCurve(now, f, f, cheapRecovery, true))
+	s.recovered.Store(false)
+	return true
+}
+
+// limitsOnlyConcurrency reports whether the scope caps calls in flight and
+// has no rate, configured or published: its refusals then lower the cap
+// (cutSlots), there being no pace to cut.
+func (s *bucket) limitsOnlyConcurrency(now time.Time) bool {
+	if s.scope.Concurrency == 0 {
+		return false
+	}
+	rate, _ := s.basePace(now)
+	return rate == 0
 }

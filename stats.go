@@ -246,10 +246,10 @@ func (w *workloadCounts) read(ws *WorkloadStats) {
 func (s *bucket) describeCut(sc *ScopeStats, now time.Time) {
 	sc.Concurrency, sc.ConcurrencyNow = s.scope.Concurrency, s.scope.Concurrency
 	r := s.recov.Load()
-	if r == nil || now.UnixNano() >= r.full {
+	if r == nil || now.UnixNano() >= r.Full {
 		return
 	}
-	sc.RecoveredIn = time.Duration(r.full - now.UnixNano())
+	sc.RecoveredIn = time.Duration(r.Full - now.UnixNano())
 	if sc.Concurrency > 0 {
 		sc.ConcurrencyNow, _ = s.slots()
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -378,6 +379,48 @@ func TestProjectTokensScopeAdmitsLargeRequests(t *testing.T) {
 			if resp.StatusCode != http.StatusOK {
 				t.Errorf("call %d: %d", i, resp.StatusCode)
 			}
+		}
+		if refused := server.Tally.Refused(); len(refused) > 0 {
+			t.Errorf("refused: %v", refused)
+		}
+	})
+}
+
+// A tier's figure is a stand-in (Provisional) for the limit the
+// organization's own headers publish: the first answer from an organization
+// at 2,000,000 tokens a minute replaces tier 1's 30,000. The bucket the
+// stand-in filled grows with it, as the provider's count says: a call must
+// not wait for tokens while the provider reports nearly two million left —
+// not even with 30 % of the new bucket reserved for another workload (issue
+// 25: the bucket kept its level of about 29,000 while its size became
+// 2,000,000, and the next call waited 19 s).
+func TestAPublishedLimitAboveTheTierIsUsedAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		providertest.Today()
+		server := emu.New(map[string]emu.Limits{"gpt-4o": {RPM: 10_000, TPM: 2_000_000}})
+		server.Latency = 500 * time.Millisecond
+		tr := pacer.New(emulator.Transport(server), openai.Preset(openai.Tier1),
+			pacer.WithWorkload("interactive", pacer.Workload{Reserve: 0.3}))
+		client := tr.Client()
+		send := func() {
+			resp, err := client.Do(draft(0, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		send() // learns the organization's limit
+		start := time.Now()
+		// 60 drafts of about 600 tokens: beyond tier 1's bucket, well
+		// within what the provider reports left.
+		var wg sync.WaitGroup
+		for range 60 {
+			wg.Go(send)
+		}
+		wg.Wait()
+		if took := time.Since(start); took > 2*server.Latency {
+			t.Errorf("60 drafts took %v with about 2,000,000 tokens a minute reported left, want about one call's %v", took, server.Latency)
 		}
 		if refused := server.Tally.Refused(); len(refused) > 0 {
 			t.Errorf("refused: %v", refused)

@@ -5,9 +5,11 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/pacer-go/pacer/classify"
+	"github.com/pacer-go/pacer/internal/pace"
 	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/ratelimitheader"
 	"github.com/pacer-go/pacer/store"
@@ -180,9 +182,9 @@ func (s *bucket) learnLimit(q ratelimitheader.Quota, headroom float64, maxWait t
 //     call it answers (its retry waits it out): the other callers go on at
 //     the measured pace;
 //   - a 429 that teaches nothing else empties the bucket and cuts the pace
-//     to what the provider was measured to accept, or a scope's cap on
-//     calls in flight when it has no rate, and the pace climbs back by time
-//     (recovery.go);
+//     to what the provider was measured to accept, and the pace climbs
+//     back by time (recovery.go); on a scope with no rate, a 429 or a 503
+//     lowers its cap on calls in flight to what it held (cutSlots);
 //   - a classifier that names the scopes a response concerns
 //     (classify.Verdict.Scopes) confines the last two to them.
 //
@@ -222,13 +224,17 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 		// Before the counts are read: a refused call was never counted.
 		for _, ch := range c.charges {
 			if concerns(verdict, ch.bucket.scope.Name) {
-				ch.bucket.noteRefused(ch.spentAt, int64(ch.cost))
+				ch.bucket.noteRefused(now, ch.spentAt, int64(ch.cost))
 			}
 		}
 	}
 	// taught: the response teaches a limit or a count, so a 429 needs no
 	// cut; counted: it says what remains, which paces the scope.
 	taught, counted := false, false
+	// roomless: every count has no room to pace by (reportRemaining), so
+	// neither it nor a published limit it outranks teaches anything: a
+	// refusal is the lesson, as a bare 429's is.
+	roomless := true
 	wait, paused := ratelimitheader.RetryAfter(resp.Header, now)
 	if !paused && verdict.Wait > 0 {
 		wait, paused = verdict.Wait, true // the provider's documented wait
@@ -262,8 +268,12 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 			}
 		}
 		if q.Limit > 0 && q.Window > 0 {
-			s.believed.Store(now.Add(believeFor(q.Window, t.maxWait)).UnixNano())
+			s.believed.Store(now.Add(pace.BelieveFor(q.Window, t.maxWait)).UnixNano())
+			_, before := s.basePace(now)
 			if s.learnLimit(q, t.headroom, t.maxWait, t.log) {
+				if rate, after := s.basePace(now); after > before {
+					c.grow(ctx, now, i, after-before, rate, after)
+				}
 				why := "the provider published its limit"
 				if tp, p := s.told.Load(), s.learned.Load(); tp != nil && now.UnixNano() < tp.until && p != nil && s.countsOutrank(p, s.scope.configured.Load()) {
 					why = "the provider published a limit below the configured one; what it reports remains paces the scope meanwhile, up to the configured limit"
@@ -300,10 +310,15 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 		// a burst was refused stalled the scope for seconds.
 		left = max(0, left)
 		// A 429 that says what remains is the remaining count's lesson,
-		// which paces the scope: no cut on top.
-		taught, counted = true, true
+		// which paces the scope: no cut on top — unless the count has no
+		// room to pace by (reportRemaining), when the refusal is the
+		// lesson.
+		counted = true
+		if tp := s.told.Load(); tp == nil || !tp.roomless {
+			taught, roomless = true, false
+		}
 		if q.Remaining == 0 && q.HasReset {
-			if pause := pauseForNoneLeft(q.Reset, t.maxWait); pause > 0 {
+			if pause := pace.PauseForNoneLeft(q.Reset, t.maxWait); pause > 0 {
 				c.coolDown(s, now, pause)
 				// The bucket is empty, not full, when the pause ends: the
 				// restart is paced, at the pace after the reset.
@@ -312,6 +327,9 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 			}
 		}
 		c.clamp(ctx, now, i, left)
+	}
+	if counted && roomless {
+		taught = false
 	}
 	switch status {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
@@ -337,7 +355,15 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 			// stop; so does a brief one where the count cannot be read
 			// against what was spent.
 			pause := paused && !(counted && wait <= briefRetryAfter && (local || ch.takenAt > 0))
-			if status == http.StatusTooManyRequests && !taught && cuts {
+			if !taught && cuts && ch.bucket.limitsOnlyConcurrency(now) {
+				// A 503 too: nginx's limit_conn answers one, and an
+				// overloaded server as well, which fewer calls at once
+				// is what helps.
+				if ch.bucket.cutSlots(ch.heldWith, now) {
+					c.paceChanged(ch.bucket, "the provider refused a call sent while the scope held "+strconv.Itoa(int(ch.heldWith))+" others: it holds no more at once")
+					c.publishCut(ch.bucket)
+				}
+			} else if status == http.StatusTooManyRequests && !taught && cuts {
 				var retryAfter time.Duration
 				if paused {
 					retryAfter = max(wait, 1) // "Retry-After: 0" still asks for a pause
@@ -373,16 +399,6 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 	for _, ch := range c.charges {
 		c.forgetUnconfirmed(ch.bucket, now)
 	}
-}
-
-// believeFor is how long a published limit holds without being published
-// again: its window, at least a minute, and at most maxWait. A limit from
-// one answer — a year's window, say — cannot hold a scope below its
-// configured pace for longer than the maximum wait, and a server that
-// stops publishing its limit is paced as configured again, until it
-// publishes one.
-func believeFor(window, maxWait time.Duration) time.Duration {
-	return min(max(window, time.Minute), maxWait)
 }
 
 // forgetUnconfirmed forgets the scope's published limit once no response
@@ -432,6 +448,30 @@ func (c *call) chargeFor(q ratelimitheader.Quota) int {
 		}
 	}
 	return -1
+}
+
+// grow gives the bucket of the call's i-th charge units back, up to burst,
+// its new size (rate its new pace): a limit learned above the one that
+// sized the bucket — a provisional stand-in replaced by the published
+// limit — makes it larger by as much, not emptier. Kept at its old level
+// of a new size, a tier-1 bucket of 30,000 tokens became one of 2,000,000
+// holding 29,000, and with 30 % of it reserved for another workload the
+// next call waited 19 s while the provider reported nearly all of it
+// left. The count the same answer carries then clamps it to what is left.
+// Off the hot path: only a changed limit grows a bucket.
+func (c *call) grow(ctx context.Context, now time.Time, i int, units, rate, burst float64) {
+	name := c.charges[i].bucket.scope.Name
+	for j, owner := range c.owners {
+		if owner != i || c.demands[j].Scope != name {
+			continue // a workload's Max scope keeps its own size
+		}
+		d := c.demands[j]
+		d.Rate, d.Burst, d.Cost, d.Floor = rate, burst, -units, 0
+		if err := adjustOrRefund(context.WithoutCancel(ctx), c.t.store, now, []store.Demand{d}); err != nil {
+			c.t.emit(observe.Event{Kind: observe.EventStoreFailure, Scope: name, Workload: c.workload.name, Err: err})
+			c.t.log.Warn("pacer: growing a bucket to the limit the provider published", "scope", name, "err", err)
+		}
+	}
 }
 
 // clamp lowers charge i's bucket to at most tokens. A bucket never holds

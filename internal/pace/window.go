@@ -1,0 +1,57 @@
+package pace
+
+import "time"
+
+// RefillFloor is the shortest time a scope spreads what is left over when
+// a fixed window's refill is near: the rest is spent at once, within the
+// clamp of the bucket to the count.
+const RefillFloor = 20 * time.Millisecond
+
+// NextRefill is how long after now a fixed window that refilled at
+// refillAt (UnixNano), and does every every, refills next; 0 when no
+// regular refill has been seen lately. A refill that is due but not yet
+// seen is taken as imminent (RefillFloor) for a quarter of a window: the
+// gap measured may be a little short, and a next one predicted a whole
+// window away would stall the scope until its answers brought the news.
+func NextRefill(now time.Time, refillAt int64, every time.Duration) time.Duration {
+	since := time.Duration(now.UnixNano() - refillAt)
+	switch {
+	case every <= 0 || refillAt == 0 || since < 0 || since >= every+every/4:
+		return 0
+	case since >= every:
+		return RefillFloor
+	}
+	return every - since
+}
+
+// WholeSecondSlack is how late a reset given in whole seconds may be: a
+// reset written as Unix seconds, or measured against a Date header, is
+// truncated to the second. A reset with a fraction of a second has none.
+func WholeSecondSlack(reset time.Duration) time.Duration {
+	if reset%time.Second == 0 {
+		return time.Second
+	}
+	return 0
+}
+
+// PauseForNoneLeft is how long a success that took the last unit pauses
+// the scope: until the reset, at most maxWait — unless the reset is within
+// a whole-second reset's slack, and so may already be here. Then the scope
+// does not stop: it spends at the pace what the provider adds back allows,
+// and the next answer says more.
+func PauseForNoneLeft(reset, maxWait time.Duration) time.Duration {
+	if reset <= WholeSecondSlack(reset) {
+		return 0
+	}
+	return min(reset, maxWait)
+}
+
+// BelieveFor is how long a published limit holds without being published
+// again: its window, at least a minute, and at most maxWait. A limit from
+// one answer — a year's window, say — cannot hold a scope below its
+// configured pace for longer than the maximum wait, and a server that
+// stops publishing its limit is paced as configured again, until it
+// publishes one.
+func BelieveFor(window, maxWait time.Duration) time.Duration {
+	return min(max(window, time.Minute), maxWait)
+}
