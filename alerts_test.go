@@ -264,3 +264,16 @@ func TestForecastAlertMargin(t *testing.T) {
 		t.Fatalf("a negative margin: %v", err)
 	}
 }
+
+// A Transport without budgets looks for forecasts once, then never again:
+// its calls pay one atomic load for them, not a reading of the clock.
+func TestForecastAlerterWithoutBudgetsStopsLooking(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(&stubAPI{clock: clock.System}, WithAlerts(time.Hour, func(observe.Alert) {}))
+		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+		synctest.Wait()
+		if a := tr.observers[0].(*alerter); a.nextForecast.Load() != noForecasts {
+			t.Fatalf("the alerter looks again at %v, want never", time.Unix(0, a.nextForecast.Load()))
+		}
+	})
+}

@@ -161,11 +161,19 @@ func (s *bucket) backlog(sc *ScopeStats, now time.Time) {
 	sc.DrainIn = max(sc.DrainIn, in)
 }
 
+// noForecasts is the alerter's nextForecast once it found no budget to
+// look at: budgets do not change at runtime, so it never looks again.
+const noForecasts = math.MaxInt64
+
 // forecastSometimes starts a look at the budgets' forecasts, on a
-// goroutine of its own, if forecastCheck has passed since the last.
+// goroutine of its own, if forecastCheck has passed since the last. A
+// Transport without budgets pays an atomic load.
 func (a *alerter) forecastSometimes() {
-	now := a.clock.Now()
 	next := a.nextForecast.Load()
+	if next == noForecasts {
+		return
+	}
+	now := a.clock.Now()
 	if now.UnixNano() < next || !a.nextForecast.CompareAndSwap(next, now.Add(forecastCheck).UnixNano()) {
 		return
 	}
@@ -182,10 +190,17 @@ func (a *alerter) checkForecasts(now time.Time) {
 		return // the last look is still sending (a slow notify)
 	}
 	defer a.forecastMu.Unlock()
+	budgets := false
+	defer func() {
+		if !budgets {
+			a.nextForecast.Store(noForecasts)
+		}
+	}()
 	for _, w := range a.t.workloads {
 		if !w.Budget.capped() {
 			continue
 		}
+		budgets = true
 		ws := w.stats(now)
 		w.forecast(&ws, now)
 		if ws.PeriodEnd.IsZero() || a.forecastSaid[w.name].Equal(ws.PeriodEnd) {

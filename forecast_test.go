@@ -130,3 +130,26 @@ func TestForecastBacklogDrains(t *testing.T) {
 		}
 	})
 }
+
+// A settlement counts in the spend rate when it is made, not when the call
+// began: a permit reserves 10 tokens at 0s and reports 100 at 25s; ten
+// minutes and fifteen seconds in, the window starts at 20s, before the
+// settlement and after the reservation, so the rate is the 90 the
+// settlement added, over 595 s.
+func TestForecastCountsSettlementsWhenMade(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(&stubAPI{clock: clock.System},
+			WithWorkload("backfill", Workload{Budget: Budget{Limit: 10_000, Unit: "tokens", Stated: true, Per: time.Hour}}))
+		mustNotErr(t, tr.Err())
+		ctx := ContextWithCost(ContextWithWorkload(context.Background(), "backfill"), "tokens", 10)
+		p, err := tr.Acquire(ctx)
+		mustNotErr(t, err)
+		time.Sleep(25 * time.Second)
+		p.Settle("tokens", 100).Accept()
+		time.Sleep(10*time.Minute + 15*time.Second - 25*time.Second)
+		ws := workloadStats(t, tr, "backfill")
+		if rate := 90.0 / 595; ws.Spent != 100 || ws.SpendWindow != 595*time.Second || math.Abs(ws.SpendRate-rate) > 1e-12 {
+			t.Fatalf("spent %v at %v a second over %v; want 100, at 90/595 = %v over 9m55s", ws.Spent, ws.SpendRate, ws.SpendWindow, rate)
+		}
+	})
+}
