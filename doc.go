@@ -71,8 +71,12 @@
 // which imports nothing of pacer's. The root keeps only the options that
 // take them: WithObserver (observer.go, where emit calls each observer on
 // the request's goroutine) and WithAlerts (alerts.go, which folds throttled
-// calls into one observe.Alert per interval for the fleet). The adapters
-// observe/slog, observe/prometheus and observe/otel are observers.
+// calls into one observe.Alert per interval for the fleet). Stats
+// (stats.go) snapshot the scopes and workloads; their forecasts — a
+// budget's spend rate and when it runs out, a scope's backlog and when it
+// drains — are computed in forecast.go when Stats are read, and when the
+// alerter looks for a budget running out early. The adapters observe/slog,
+// observe/prometheus and observe/otel are observers.
 //
 // # Retries and classifiers
 //

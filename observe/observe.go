@@ -113,7 +113,7 @@ const (
 	EventBudgetThreshold                    // a workload's budget crossed 50, 80 or 100 % (Percent), once per period for the fleet
 	EventPaceChanged                        // what the provider said changed a scope's pace (Rate, Why)
 	EventImplausibleUsage                   // a response reported more usage than its call could cost (Err says what, and of which call)
-	EventBudgetForecast                     // a workload's budget is forecast to run out Wait before its period ends, at Rate; once per period for the fleet
+	EventBudgetForecast                     // a workload's budget is forecast to run out Wait before its period ends, at Rate; once per period for the fleet, when pacer.WithAlerts looks
 )
 
 var eventNames = [...]string{"admitted", "waited", "throttled", "rejected", "cooldown_started", "cooldown_ended", "retried", "budget_exhausted", "store_failure",
