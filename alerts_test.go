@@ -13,6 +13,7 @@ import (
 
 	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/observe"
+	"github.com/pacer-go/pacer/period"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -274,6 +275,39 @@ func TestForecastAlerterWithoutBudgetsStopsLooking(t *testing.T) {
 		synctest.Wait()
 		if a := tr.observers[0].(*alerter); a.nextForecast.Load() != noForecasts {
 			t.Fatalf("the alerter looks again at %v, want never", time.Unix(0, a.nextForecast.Load()))
+		}
+	})
+}
+
+// A daily budget, calendar period, raises its forecast alert once a day:
+// 300 a day at one call every 30 s runs out at about 02:16, nearly 22
+// hours early, each day anew.
+func TestForecastAlertOncePerCalendarDay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var heard forecastAlerts
+		tr := New(&stubAPI{clock: clock.System},
+			WithWorkload("backfill", Workload{Budget: Budget{Limit: 300, Period: period.Daily(0, 0, time.UTC)}}),
+			WithObserver(&heard.events), WithAlerts(time.Hour, heard.alerts.notify))
+		mustNotErr(t, tr.Err())
+		ctx := ContextWithWorkload(context.Background(), "backfill")
+		start := time.Now() // midnight
+		for time.Since(start) < 48*time.Hour {
+			get(tr, ctx, "http://api.test/")
+			time.Sleep(30 * time.Second)
+		}
+		synctest.Wait()
+		alerts := heard.forecasts()
+		if len(alerts) != 2 || len(heard.events.of(observe.EventBudgetForecast)) != 2 {
+			t.Fatalf("%d forecast alerts over two days, want one a day: %v", len(alerts), alerts)
+		}
+		for day, a := range alerts {
+			// At 00:05, 11 calls over 300 s; the 289 left last 7881.8 s more.
+			at := start.Add(time.Duration(day)*24*time.Hour + 5*time.Minute)
+			left, rate := 289.0, 11.0/300
+			runsOut := at.Add(time.Duration(left / rate * float64(time.Second)))
+			if !a.First.Equal(at) || !closeTo(a.RunsOut.Sub(runsOut), 0) || !a.PeriodEnd.Equal(start.Add(time.Duration(day+1)*24*time.Hour)) {
+				t.Errorf("day %d: alert %+v, want one at %v that it runs out at %v", day, a, at, runsOut)
+			}
 		}
 	})
 }
