@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
@@ -17,8 +18,14 @@ import (
 const alertScope = reservedPrefix + "alert"
 
 // WithAlerts calls notify when calls on a scope are throttled (see observe.Alert),
-// and when a workload's budget crosses 50, 80 and 100 % of its Limit (once
-// each per period for the fleet, at once, on a goroutine of its own),
+// when a workload's budget crosses 50, 80 and 100 % of its Limit (once
+// each per period for the fleet, at once, on a goroutine of its own), and
+// when a budget is forecast to run out more than its Budget.ForecastMargin
+// before its period ends (once per period for the fleet, with an
+// observe.EventBudgetForecast to every observer: see WorkloadStats.RunsOut;
+// it looks at most once a minute, while calls are admitted, on a goroutine
+// of its own, and only at a rate measured over five minutes at least, or a
+// tenth of a shorter period),
 // at most once per interval for each scope, however many calls are: an
 // eleven-hour flood with a one-hour interval makes twelve calls, not fifty
 // thousand — the first at once, then one at the end of each interval that
@@ -50,7 +57,7 @@ func WithAlerts(interval time.Duration, notify func(observe.Alert)) Option {
 			return
 		}
 		// A new alerter for each Transport the option configures.
-		c.observers = append(c.observers, &alerter{interval: interval, notify: notify, scopes: map[string]*alertState{}})
+		c.observers = append(c.observers, &alerter{interval: interval, notify: notify, scopes: map[string]*alertState{}, forecastSaid: map[string]time.Time{}})
 	}
 }
 
@@ -63,6 +70,15 @@ type alerter struct {
 
 	mu     sync.Mutex
 	scopes map[string]*alertState // scope names come from the configuration: bounded
+
+	// Forecasts (forecast.go): the Transport whose budgets it looks at,
+	// when it looks next (Unix nanoseconds), and by workload the end of
+	// the period whose forecast alert this process raised, under
+	// forecastMu.
+	t            *Transport
+	nextForecast atomic.Int64
+	forecastMu   sync.Mutex
+	forecastSaid map[string]time.Time
 }
 
 type alertState struct {
@@ -71,7 +87,7 @@ type alertState struct {
 	sending bool          // a goroutine is sending this scope's alerts
 }
 
-func (a *alerter) bind(t *Transport) { a.clock, a.store = t.clock, t.store }
+func (a *alerter) bind(t *Transport) { a.clock, a.store, a.t = t.clock, t.store, t }
 
 // Observe counts throttled and rejected calls; the first after a quiet
 // spell starts the goroutine that sends the scope's alerts.
@@ -81,6 +97,10 @@ func (a *alerter) Observe(e observe.Event) {
 		// already: sent at once, without holding up the call.
 		now := a.clock.Now()
 		go a.notify(observe.Alert{Workload: e.Workload, Percent: e.Percent, First: now, Last: now})
+		return
+	}
+	if e.Kind == observe.EventAdmitted {
+		a.forecastSometimes()
 		return
 	}
 	if e.Kind != observe.EventThrottled && e.Kind != observe.EventRejected {

@@ -2,6 +2,8 @@ package pacer
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/observe"
+	"github.com/pacer-go/pacer/period"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -154,6 +157,157 @@ func TestAlertsAreDecidedByTheSharedStore(t *testing.T) {
 		t.Logf("%d alerts", len(log.alerts))
 		if n := len(log.alerts); n > 10+2 {
 			t.Errorf("%d alerts for a ten-minute flood with a one-minute interval", n)
+		}
+	})
+}
+
+// forecastAlerts is what a forecast alert test heard.
+type forecastAlerts struct {
+	alerts alertLog
+	events recorder
+}
+
+// forecasts returns the forecast alerts heard, leaving out the thresholds'.
+func (h *forecastAlerts) forecasts() []observe.Alert {
+	h.alerts.mu.Lock()
+	defer h.alerts.mu.Unlock()
+	var out []observe.Alert
+	for _, a := range h.alerts.alerts {
+		if !a.RunsOut.IsZero() {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// spendAlongside runs a call every five seconds on each Transport in turn
+// for a while, as a fleet's backfill does, and lets the alerts be sent.
+func spendAlongside(t *testing.T, for_ time.Duration, trs ...*Transport) {
+	t.Helper()
+	ctx := ContextWithWorkload(context.Background(), "backfill")
+	start := time.Now()
+	for time.Since(start) < for_ {
+		for _, tr := range trs {
+			get(tr, ctx, "http://api.test/") // refused once spent
+		}
+		time.Sleep(5 * time.Second)
+	}
+	synctest.Wait()
+}
+
+// A budget of 300 an hour spent at one call every five seconds runs out
+// 35 minutes early: once the rate has five minutes behind it, the alerter
+// raises an EventBudgetForecast and an alert saying when, once per period
+// — and, for a fleet sharing a store, once for the whole fleet. (Each
+// process forecasts by its own count, as Stats says: here the fleet's
+// calls exhaust the shared budget sooner than any one process foresees.)
+func TestForecastAlertOncePerPeriod(t *testing.T) {
+	for _, instances := range []int{1, 3} {
+		t.Run(fmt.Sprintf("instances=%d", instances), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var heard forecastAlerts
+				shared := store.NewMemory()
+				var trs []*Transport
+				for range instances {
+					tr := New(&stubAPI{clock: clock.System}, WithStore(shared, store.Policy{}),
+						WithWorkload("backfill", Workload{Budget: Budget{Limit: 300, Per: time.Hour}}),
+						WithObserver(&heard.events), WithAlerts(time.Hour, heard.alerts.notify))
+					mustNotErr(t, tr.Err())
+					trs = append(trs, tr)
+				}
+				start := time.Now()
+				spendAlongside(t, 2*time.Hour, trs...)
+
+				events, alerts := heard.events.of(observe.EventBudgetForecast), heard.forecasts()
+				if len(events) != 2 || len(alerts) != 2 {
+					t.Fatalf("%d forecast events, %d alerts over two periods; want one each a period: %v", len(events), len(alerts), alerts)
+				}
+				// The first check with five minutes behind its rate is at
+				// 300s: 61 calls each, 239 left, at 61/300 a second.
+				a, e := alerts[0], events[0]
+				at := start.Add(300 * time.Second)
+				left, rate := 239.0, 61.0/300
+				in := time.Duration(left / rate * float64(time.Second))
+				end := start.Add(time.Hour)
+				if a.Workload != "backfill" || !a.First.Equal(at) || !closeTo(a.RunsOut.Sub(at), in) || !a.PeriodEnd.Equal(end) || a.Scope != "" || a.Percent != 0 {
+					t.Fatalf("alert %+v, want one at %v that it runs out in %v, before %v", a, at.Sub(start), in, end.Sub(start))
+				}
+				if e.Workload != "backfill" || !closeTo(e.Wait, end.Sub(at.Add(in))) || math.Abs(e.Rate-61.0/300) > 1e-12 {
+					t.Fatalf("event %+v, want it %v early at %v a second", e, end.Sub(at.Add(in)), 61.0/300)
+				}
+				if s, want := a.String(), `pacer: workload "backfill"'s budget runs out at 2000-01-01T00:24:35Z at its current rate, 35m25s before its period ends`; !strings.HasPrefix(s, want) {
+					t.Errorf("the alert says %q, want it to start %q", s, want)
+				}
+				if second := alerts[1]; !second.PeriodEnd.After(end) {
+					t.Errorf("the second alert is for the period ending %v, want the next period's", second.PeriodEnd.Sub(start))
+				}
+			})
+		})
+	}
+}
+
+// A budget forecast to run out less early than its margin raises nothing,
+// and a negative margin is an error that says what to give instead.
+func TestForecastAlertMargin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var heard forecastAlerts
+		tr := New(&stubAPI{clock: clock.System},
+			WithWorkload("backfill", Workload{Budget: Budget{Limit: 300, Per: time.Hour, ForecastMargin: 40 * time.Minute}}),
+			WithObserver(&heard.events), WithAlerts(time.Hour, heard.alerts.notify))
+		mustNotErr(t, tr.Err())
+		spendAlongside(t, 30*time.Minute, tr) // forecast 35 minutes early, at most
+		if n := len(heard.events.of(observe.EventBudgetForecast)); n != 0 || len(heard.forecasts()) != 0 {
+			t.Fatalf("%d events and %d alerts within a 40-minute margin, want none", n, len(heard.forecasts()))
+		}
+	})
+	err := New(nil, WithWorkload("w", Workload{Budget: Budget{Limit: 1, Per: time.Hour, ForecastMargin: -time.Minute}})).Err()
+	if err == nil || !strings.Contains(err.Error(), "ForecastMargin -1m0s must not be negative; leave it 0") {
+		t.Fatalf("a negative margin: %v", err)
+	}
+}
+
+// A Transport without budgets looks for forecasts once, then never again:
+// its calls pay one atomic load for them, not a reading of the clock.
+func TestForecastAlerterWithoutBudgetsStopsLooking(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(&stubAPI{clock: clock.System}, WithAlerts(time.Hour, func(observe.Alert) {}))
+		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+		synctest.Wait()
+		if a := tr.observers[0].(*alerter); a.nextForecast.Load() != noForecasts {
+			t.Fatalf("the alerter looks again at %v, want never", time.Unix(0, a.nextForecast.Load()))
+		}
+	})
+}
+
+// A daily budget, calendar period, raises its forecast alert once a day:
+// 300 a day at one call every 30 s runs out at about 02:16, nearly 22
+// hours early, each day anew.
+func TestForecastAlertOncePerCalendarDay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var heard forecastAlerts
+		tr := New(&stubAPI{clock: clock.System},
+			WithWorkload("backfill", Workload{Budget: Budget{Limit: 300, Period: period.Daily(0, 0, time.UTC)}}),
+			WithObserver(&heard.events), WithAlerts(time.Hour, heard.alerts.notify))
+		mustNotErr(t, tr.Err())
+		ctx := ContextWithWorkload(context.Background(), "backfill")
+		start := time.Now() // midnight
+		for time.Since(start) < 48*time.Hour {
+			get(tr, ctx, "http://api.test/")
+			time.Sleep(30 * time.Second)
+		}
+		synctest.Wait()
+		alerts := heard.forecasts()
+		if len(alerts) != 2 || len(heard.events.of(observe.EventBudgetForecast)) != 2 {
+			t.Fatalf("%d forecast alerts over two days, want one a day: %v", len(alerts), alerts)
+		}
+		for day, a := range alerts {
+			// At 00:05, 11 calls over 300 s; the 289 left last 7881.8 s more.
+			at := start.Add(time.Duration(day)*24*time.Hour + 5*time.Minute)
+			left, rate := 289.0, 11.0/300
+			runsOut := at.Add(time.Duration(left / rate * float64(time.Second)))
+			if !a.First.Equal(at) || !closeTo(a.RunsOut.Sub(runsOut), 0) || !a.PeriodEnd.Equal(start.Add(time.Duration(day+1)*24*time.Hour)) {
+				t.Errorf("day %d: alert %+v, want one at %v that it runs out at %v", day, a, at, runsOut)
+			}
 		}
 	})
 }

@@ -151,6 +151,12 @@ type Budget struct {
 	// spends more than Limit in a period by its own count. See
 	// store.Policy.OnFailure.
 	FollowStoreFailure bool
+	// ForecastMargin is how long before its period ends the budget must be
+	// forecast to run out, at its spend rate (WorkloadStats.SpendRate), for
+	// WithAlerts to raise an EventBudgetForecast and an alert; zero means a
+	// tenth of the period (2h24m of a day, six minutes of an hour). A
+	// margin as long as the period never alerts. See WorkloadStats.RunsOut.
+	ForecastMargin time.Duration
 }
 
 // unitUSD is what a budget in money counts, as Stats and metrics name it;
@@ -237,6 +243,8 @@ func (b Budget) validate(name string) error {
 		return fmt.Errorf("workload %q: Budget sets Spend (%v) and a Unit: a budget in money counts dollars; leave Unit and Stated unset", name, b.Spend)
 	case b.Spend.Micros() < 0:
 		return fmt.Errorf("workload %q: Budget.Spend %v must not be negative", name, b.Spend)
+	case b.ForecastMargin < 0:
+		return fmt.Errorf("workload %q: Budget.ForecastMargin %v must not be negative; leave it 0 for a tenth of the period, or give the period itself to never alert", name, b.ForecastMargin)
 	case b.Limit < 0 || b.Per < 0:
 		return fmt.Errorf("workload %q: Budget %d per %v must not be negative", name, b.Limit, b.Per)
 	case b.calendar() && b.Per > 0:
@@ -505,12 +513,13 @@ func (t *Transport) crossed(w *workloadState, percent int, b store.Demand, now t
 func (c *call) refundBudget(ctx context.Context) {
 	if c.budgetSpent {
 		c.budgetSpent = false
-		c.workload.tally.settle(c.metered.periodStart, c.budget[0].Cost, 0, c.workload.settles && c.metered.on)
+		now := c.t.clock.Now()
+		c.workload.tally.settle(now, c.metered.periodStart, c.budget[0].Cost, 0, c.workload.settles && c.metered.on)
 		// The call was often refused because its context ended: the refund
 		// must not go out on that context. Best effort: a failed refund
 		// leaves the budget spent, the safe side. A shared store's refund
 		// goes out in the background (refundBudget).
-		_ = c.t.refundBudget(context.WithoutCancel(ctx), c.t.clock.Now(), c.budget[:])
+		_ = c.t.refundBudget(context.WithoutCancel(ctx), now, c.budget[:])
 	}
 }
 
@@ -526,6 +535,8 @@ type budgetTally struct {
 	spent    float64 // settled, or never to be settled
 	reserved float64 // reserved by calls in flight, to be settled
 	crossed  int     // how many of budgetThresholds this process saw crossed in the period
+
+	marks spendMarks // the count at the last steps, for the spend rate (forecast.go)
 }
 
 // nextThreshold returns the index of the next threshold not yet seen
@@ -558,6 +569,7 @@ func (m *budgetTally) spend(w *workloadState, now time.Time, cost float64, settl
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.roll(w, now, true)
+	m.marks.mark(now, m.spent+m.reserved)
 	if settles {
 		m.reserved += cost
 	} else {
@@ -582,15 +594,20 @@ func (m *budgetTally) roll(w *workloadState, now time.Time, spending bool) {
 		m.start, m.end = time.Time{}, time.Time{}
 	}
 	m.spent, m.reserved, m.crossed = 0, 0, 0
+	m.marks = spendMarks{}
 }
 
 // settle replaces a reservation made in the period starting at start by
-// what the call cost. A refund of a call not sent is a settlement at zero.
-func (m *budgetTally) settle(start time.Time, reserved, actual float64, settles bool) {
+// what the call cost, at now. A refund of a call not sent is a settlement
+// at zero.
+func (m *budgetTally) settle(now, start time.Time, reserved, actual float64, settles bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.start.Equal(start) {
 		return // counted in a period that is over
+	}
+	if actual != reserved {
+		m.marks.mark(now, m.spent+m.reserved)
 	}
 	if settles {
 		m.reserved = max(0, m.reserved-reserved)

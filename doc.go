@@ -44,6 +44,9 @@
 // settle.go). bucket.go is where a bucket's parts meet; errors.go holds every
 // error the package returns. Permits take steps 3 and 4 in permit.go;
 // waitqueue.go, storeguard.go and the mechanisms' packages under internal/
-// (queue, slots, lease, outputs, storeguard, retryrule) each state their
-// contract in their own doc.
+// (queue, slots, lease, outputs, storeguard, retryrule, pace) each state
+// their contract in their own doc. Stats (stats.go) snapshot the scopes and
+// workloads; their forecasts — a budget's spend rate and when it runs out,
+// a scope's backlog and when it drains — are computed in forecast.go when
+// Stats are read, and when the alerter looks for a budget running out early.
 package pacer

@@ -112,7 +112,7 @@ func (c *call) settleAtEstimate() {
 	c.metered.on = false
 	if c.budgetSpent && c.workload.settles {
 		r := c.budget[0].Cost
-		c.workload.tally.settle(c.metered.periodStart, r, r, true)
+		c.workload.tally.settle(time.Time{}, c.metered.periodStart, r, r, true) // no change of the count: no time needed
 	}
 }
 
@@ -121,7 +121,7 @@ func (c *call) settleAtEstimate() {
 // how the reservation was counted (budgetTally.spend).
 func (c *call) settleBudget(now time.Time, actual float64, settles bool) {
 	reserved := c.budget[0].Cost
-	c.workload.tally.settle(c.metered.periodStart, reserved, actual, settles)
+	c.workload.tally.settle(now, c.metered.periodStart, reserved, actual, settles)
 	if delta := actual - reserved; delta != 0 {
 		d := c.budget[0]
 		d.Cost, d.Floor = delta, 0

@@ -87,6 +87,18 @@ type ScopeStats struct {
 	InFlightBy map[string]int
 	// RetryCredit is the number of retries the scope's budget allows now.
 	RetryCredit float64
+	// BacklogCost is what the calls waiting on the scope (Waiting) cost on
+	// it, in Unit, on every key. DrainIn is how long the scope takes to
+	// admit them at its pace now (Rate, on each key its own), after any
+	// pause (Cooldown): their cost over the rate, the longest of its keys.
+	// It is a forecast as of now, a lower bound: calls that join the queue
+	// ahead of them, another workload's reserve, a cap on calls in flight
+	// or a further pause make it longer; on a store shared by a fleet, so do
+	// the other processes' calls. Zero when no call waits, and when the
+	// scope paces nothing by rate: a cap on calls in flight drains as calls
+	// end, which cannot be foreseen.
+	BacklogCost float64
+	DrainIn     time.Duration
 	// OldestSlot is how long the longest-held slot in flight has been
 	// held, on any key, to within a second; 0 when no slot is. One older
 	// than any response should take is most likely a response body that was
@@ -140,6 +152,30 @@ type WorkloadStats struct {
 	// it ends; zero when no period has started or the last one is over.
 	ResetIn   time.Duration
 	PeriodEnd time.Time
+
+	// SpendRate is how fast the budget is being spent, in Unit a second
+	// (dollars for money): what Spent and Reserved together grew by over
+	// SpendWindow, never below zero. SpendWindow is the last ten minutes,
+	// from the first ten-second boundary in them (so between 9m50s and
+	// 10m), or the period so far when it began later; zero, with
+	// SpendRate, when no period is current.
+	SpendRate   float64
+	SpendWindow time.Duration
+	// RunsOut is when, at SpendRate, Spent and Reserved reach Limit, and
+	// RunsOutIn how long until then: now, with RunsOutIn zero, for a
+	// budget spent already; zero, both, for one not spent at all over the
+	// window, which does not run out at this rate. RunsOutEarly is how
+	// long before PeriodEnd that comes, zero when the budget lasts the
+	// period: a RunsOut after PeriodEnd is a budget to spare. A forecast
+	// longer than store.LongestWait is that.
+	//
+	// Like Spent, these are this process's: on a store shared by a fleet,
+	// its own rate against what is left by its own count. Processes that
+	// spend alike run out sooner together: add their rates (the metrics'
+	// sum over instances) against the Limit.
+	RunsOut      time.Time
+	RunsOutIn    time.Duration
+	RunsOutEarly time.Duration
 }
 
 // Stats returns a snapshot of the Transport's scopes and workloads. It takes each scope's
@@ -173,6 +209,7 @@ func (t *Transport) Stats() Stats {
 		cs.eachBucket(func(b *bucket) {
 			t.count(&sc, b, now)
 			t.lowest(&sc, b, now)
+			b.backlog(&sc, now)
 		})
 		cs.mu.Lock()
 		sc.Keys = len(cs.keyed)
@@ -186,6 +223,7 @@ func (t *Transport) Stats() Stats {
 	slices.SortFunc(st.Scopes, func(a, b ScopeStats) int { return strings.Compare(a.Name, b.Name) })
 	for _, w := range t.workloads {
 		ws := w.stats(now)
+		w.forecast(&ws, now)
 		w.counts.read(&ws)
 		if w.implicit && ws.unused() {
 			continue

@@ -59,7 +59,11 @@ func TestStatsCountBudgetsAndTokens(t *testing.T) {
 		time.Sleep(10 * time.Minute)
 		st := tr.Stats()
 		want := []WorkloadStats{ // the default workload, neither declared nor used yet, is not listed
-			{Name: "nightly", Admitted: 3, Budget: Budget{Limit: 5, Per: time.Hour}, Unit: UnitRequests, Limit: 5, Spent: 3, ResetIn: 50 * time.Minute, PeriodEnd: start.Add(time.Hour)},
+			{Name: "nightly", Admitted: 3, Budget: Budget{Limit: 5, Per: time.Hour}, Unit: UnitRequests, Limit: 5, Spent: 3, ResetIn: 50 * time.Minute, PeriodEnd: start.Add(time.Hour),
+				// 3 spent in the ten minutes since the period began: the 2
+				// left last 400 s more, 43m20s before the period ends.
+				SpendRate: 3.0 / 600, SpendWindow: 10 * time.Minute,
+				RunsOut: start.Add(10*time.Minute + 400*time.Second), RunsOutIn: 400 * time.Second, RunsOutEarly: 43*time.Minute + 20*time.Second},
 		}
 		if !slices.Equal(st.Workloads, want) {
 			t.Errorf("workloads = %+v, want %+v", st.Workloads, want)

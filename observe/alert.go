@@ -28,9 +28,20 @@ type Alert struct {
 	// EventBudgetThreshold). Scope and the counts are then zero.
 	Workload string
 	Percent  int
+	// RunsOut and PeriodEnd, when RunsOut is set, make the alert a
+	// forecast's: at the rate the workload's budget was spent over the
+	// last ten minutes, it runs out at RunsOut, more than its margin
+	// before its period ends at PeriodEnd (see EventBudgetForecast); sent
+	// once per period for the fleet. Scope, the counts and Percent are
+	// then zero.
+	RunsOut, PeriodEnd time.Time
 }
 
 func (a Alert) String() string {
+	if !a.RunsOut.IsZero() {
+		return fmt.Sprintf("pacer: workload %q's budget runs out at %s at its current rate, %v before its period ends at %s",
+			a.Workload, a.RunsOut.Format(time.RFC3339), a.PeriodEnd.Sub(a.RunsOut).Round(time.Second), a.PeriodEnd.Format(time.RFC3339))
+	}
 	if a.Percent > 0 {
 		return fmt.Sprintf("pacer: workload %q has spent %d%% of its budget (at %s)", a.Workload, a.Percent, a.First.Format(time.RFC3339))
 	}

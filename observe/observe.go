@@ -43,7 +43,7 @@ type Event struct {
 	Kind     EventKind
 	Scope    string        // the scope concerned; "" for events of the whole call
 	Workload string        // the call's workload
-	Wait     time.Duration // EventWaited: how long; EventCooldownStarted: how long the pause is
+	Wait     time.Duration // EventWaited: how long; EventCooldownStarted: how long the pause is; EventBudgetForecast: how long before its period ends the budget runs out
 	Status   int           // EventRejected: the provider's status
 	Attempt  int           // EventRetried: the attempt about to be made, 2 or more
 	Err      error         // EventThrottled, EventStoreFailure, EventImplausibleUsage: what happened
@@ -54,7 +54,7 @@ type Event struct {
 	Limit, Previous Limit
 	Origin          string
 	Percent         int     // EventBudgetThreshold: the share of the budget crossed, 50, 80 or 100
-	Rate            float64 // EventPaceChanged: the scope's pace now, in units a second
+	Rate            float64 // EventPaceChanged: the scope's pace now, in units a second; EventBudgetForecast: the budget's spend rate, in its unit a second
 	Why             string  // EventPaceChanged: why the pace changed
 }
 
@@ -113,10 +113,12 @@ const (
 	EventBudgetThreshold                    // a workload's budget crossed 50, 80 or 100 % (Percent), once per period for the fleet
 	EventPaceChanged                        // what the provider said changed a scope's pace (Rate, Why)
 	EventImplausibleUsage                   // a response reported more usage than its call could cost (Err says what, and of which call)
+	EventBudgetForecast                     // a workload's budget is forecast to run out Wait before its period ends, at Rate; once per period for the fleet, when pacer.WithAlerts looks
 )
 
 var eventNames = [...]string{"admitted", "waited", "throttled", "rejected", "cooldown_started", "cooldown_ended", "retried", "budget_exhausted", "store_failure",
-	"body_not_replayable", "slot_held", "limit_changed", "workload_changed", "budget_threshold", "pace_changed", "implausible_usage"}
+	"body_not_replayable", "slot_held", "limit_changed", "workload_changed", "budget_threshold", "pace_changed", "implausible_usage",
+	"budget_forecast"}
 
 // String returns the kind's name in snake case, fit for a metric label.
 func (k EventKind) String() string {

@@ -59,7 +59,10 @@ func printProbeUsage(w io.Writer) {
 
 Sends one request (GET unless -X says otherwise) and prints what pacer
 understands from the response: the provider it recognises by its headers,
-each quota they report, Retry-After, and the pace pacer would keep.
+each quota they report, Retry-After, the pace pacer would keep, and what
+the one response lets it forecast: until when each quota's remaining
+count must last, and, where the window's length is said, when at the
+pace spent so far it runs out.
 
 Credentials are never printed: the values of Authorization,
 Proxy-Authorization, Cookie, X-Api-Key, Api-Key and of any header or query
@@ -192,6 +195,12 @@ func printUnderstanding(w io.Writer, resp *http.Response, now time.Time, headroo
 		fmt.Fprintln(w, "Retry-After: none")
 	}
 	for _, line := range paceLines(resp, quotas, now, headroom) {
+		fmt.Fprintln(w, line)
+	}
+	refills := slices.ContainsFunc(families, func(f string) bool {
+		return strings.HasPrefix(f, "openai ") || strings.HasPrefix(f, "anthropic ")
+	})
+	for _, line := range forecastLines(quotas, now, refills) {
 		fmt.Fprintln(w, line)
 	}
 }

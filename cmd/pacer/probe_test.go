@@ -68,6 +68,11 @@ func TestProbeEachHeaderFamily(t *testing.T) {
 			`  basic requests 100 60 1m0s 58s`,
 			`Retry-After: none`,
 			`pacer would pace basic \(requests\) at 1.017 requests/s: 61.03 per 1m0s of the published 100, burst 10 \(set by what the provider reports remains\)`,
+			// 40 spent in the 2s since the window began: 20/s, and the 60
+			// left last 3s of the 58s to the reset.
+			`Forecast for basic \(requests\): 60 of 100 remain for 58s: to last to the reset, at most 1.034 requests/s; ` +
+				`if the window is fixed, 40 were spent in the 2s since it began, 20 requests/s, at which pace the rest runs out in 3s \(at \d\d:\d\d:\d\d\), 55s before the reset`,
+			`  \(one response is one reading: .*`,
 		}},
 		{"ietf draft 07", 200, map[string]string{"RateLimit-Policy": "100;w=10", "RateLimit": "limit=100, remaining=50, reset=5"}, []string{
 			`Provider: ietf draft -07 .*`,
@@ -90,6 +95,8 @@ func TestProbeEachHeaderFamily(t *testing.T) {
 			`  tokens tokens 150000 149984 1m0s 6m0s`,
 			`pacer would pace requests \(requests\) at 0.9 requests/s: 54 per 1m0s of the published 60, burst 6 \(set by what the provider reports remains\)`,
 			`pacer would pace tokens \(tokens\) at 412.5 tokens/s: .*`,
+			`Forecast for requests \(requests\): 59 of 60 remain for 1s: to last to the reset, at most 59 requests/s; it refills as it goes \(a token bucket\), so how fast it is spent does not show`,
+			`Forecast for tokens \(tokens\): 149984 of 150000 remain for 6m0s: .*`,
 		}},
 		{"anthropic", 429, map[string]string{
 			"Anthropic-Ratelimit-Requests-Limit": "50", "Anthropic-Ratelimit-Requests-Remaining": "0",
@@ -113,6 +120,8 @@ func TestProbeEachHeaderFamily(t *testing.T) {
 			`Provider: github .*`,
 			`  core requests 5000 4997 - 1h0m0s`,
 			`Retry-After: none`,
+			`Forecast for core \(requests\): 4997 of 5000 remain for 1h0m0s: to last to the reset, at most 1.388 requests/s; ` +
+				`the response does not say when the window began, so not how fast it is spent`,
 		}},
 		{"discord", 429, map[string]string{
 			"Retry-After": "65", "X-Ratelimit-Limit": "10", "X-Ratelimit-Remaining": "0",
@@ -123,6 +132,7 @@ func TestProbeEachHeaderFamily(t *testing.T) {
 			`  abcd1234 requests 10 0 - 1m4.57s`,
 			`Retry-After: 1m5s`,
 			`  and pause it for 1m5s first`,
+			`Forecast for abcd1234 \(requests\): none of 10 remain; more returns in 1m4.57s`,
 		}},
 		{"x-ratelimit", 200, map[string]string{"X-Ratelimit-Limit": "100, 100;w=60", "X-Ratelimit-Remaining": "7", "X-Ratelimit-Reset": "20"}, []string{
 			`Provider: x-ratelimit .*`,

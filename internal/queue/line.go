@@ -34,6 +34,15 @@ type line struct {
 // Len returns the number of waiters queued.
 func (q *Queue) Len() int { return q.n }
 
+// Cost returns the cost of the waiters queued, all lines together.
+func (q *Queue) Cost() float64 {
+	var c float64
+	for v := range q.lines {
+		c += q.lines[v].root.subtreeCost()
+	}
+	return c
+}
+
 // Waiting reports whether a waiter of the workload is queued.
 func (q *Queue) Waiting(workload int) bool {
 	return workload < len(q.lines) && q.lines[workload].n > 0

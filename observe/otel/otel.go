@@ -29,6 +29,7 @@
 //	pacer.not_replayable      counter    calls sent once: their body was too large to keep for a retry
 //	pacer.limit.changes       counter    runtime changes of a scope's configured limit (pacer.origin)
 //	pacer.budget.thresholds   counter    budgets crossing 50, 80 and 100 % (pacer.budget.percent)
+//	pacer.budget.forecasts    counter    budgets forecast to run out before their period ends (pacer.WithAlerts)
 //	pacer.in_flight           gauge      calls in flight (on scopes that cap concurrency)
 //	pacer.waiting             gauge      calls waiting for admission
 //	pacer.waiting.by_reason   gauge      of them, those held back by the rate, the concurrency cap, a reserve or a cooldown (pacer.reason)
@@ -41,6 +42,12 @@
 //	pacer.budget.spent        gauge      what this process spent of it this period (dollars for "usd")
 //	pacer.budget.reserved     gauge      what its calls in flight reserved, to settle on usage
 //	pacer.budget.period_end   gauge      when the current period ends, in Unix seconds
+//	pacer.budget.spend_rate   gauge      what this process spends of it, in its unit a second, over the last ten minutes
+//	pacer.budget.spend_window gauge      s, the window that rate covers: ten minutes, or the period so far
+//	pacer.budget.runs_out     gauge      when, at that rate, the budget runs out, in Unix seconds (while it is spent)
+//	pacer.budget.runs_out_early gauge    s, how long before its period ends that is; 0 when it lasts the period
+//	pacer.backlog             gauge      what the calls waiting on the scope cost on it
+//	pacer.backlog.drain       gauge      s, how long the scope takes to admit them at its pace now
 //
 // The counts of Stats (WorkloadStats.Admitted, Throttled, Refused, Rejected
 // and Waited) are what the counters above count from events; they are not
@@ -86,7 +93,7 @@ type Metrics struct {
 	admitted, throttled, rejections, cooldowns metric.Int64Counter
 	retries, budgetExhausted, storeFailures    metric.Int64Counter
 	paceChanges, slotsHeld, notReplayable      metric.Int64Counter
-	limitChanges, budgetThresholds             metric.Int64Counter
+	limitChanges, budgetThresholds, forecasts  metric.Int64Counter
 	wait                                       metric.Float64Histogram
 
 	inFlight, waiting, waitingBy        metric.Int64ObservableGauge
@@ -94,6 +101,9 @@ type Metrics struct {
 	rate, tokens, cooldown, retryCredit metric.Float64ObservableGauge
 	budgetLimit, budgetSpent            metric.Float64ObservableGauge
 	budgetReserved, budgetEnd           metric.Float64ObservableGauge
+	spendRate, spendWindow              metric.Float64ObservableGauge
+	runsOut, runsOutEarly               metric.Float64ObservableGauge
+	backlog, drain                      metric.Float64ObservableGauge
 	attrs                               sync.Map // labels → metric.MeasurementOption, bounded by the configuration
 	registration                        metric.Registration
 }
@@ -128,6 +138,7 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	m.notReplayable = counter("pacer.not_replayable", "Calls sent once because their body was too large to keep for a retry.")
 	m.limitChanges = counter("pacer.limit.changes", "Runtime changes of a scope's configured limit.", "{change}")
 	m.budgetThresholds = counter("pacer.budget.thresholds", "Times a workload's budget crossed 50, 80 or 100 percent of its limit.", "{crossing}")
+	m.forecasts = counter("pacer.budget.forecasts", "Times a workload's budget was forecast to run out more than its margin before its period ends.", "{forecast}")
 	m.wait, err = histogram(meter, err, "pacer.wait", "How long calls that waited for admission waited.")
 	intGauge := func(name, desc string) metric.Int64ObservableGauge {
 		g, e := meter.Int64ObservableGauge(name, metric.WithDescription(desc), metric.WithUnit("{call}"))
@@ -155,11 +166,18 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	m.budgetSpent = floatGauge("pacer.budget.spent", "1", "What this process spent of its workload's budget in the current period.")
 	m.budgetReserved = floatGauge("pacer.budget.reserved", "1", "What this process's calls in flight reserved of its workload's budget, to be settled on usage.")
 	m.budgetEnd = floatGauge("pacer.budget.period_end", "s", "When the current period of the workload's budget ends, in Unix seconds.")
+	m.spendRate = floatGauge("pacer.budget.spend_rate", "1/s", "What this process spends of its workload's budget, in the budget's unit a second, over the last ten minutes.")
+	m.spendWindow = floatGauge("pacer.budget.spend_window", "s", "The window the spend rate covers: the last ten minutes, or the period so far.")
+	m.runsOut = floatGauge("pacer.budget.runs_out", "s", "When, at the spend rate, the workload's budget runs out, in Unix seconds.")
+	m.runsOutEarly = floatGauge("pacer.budget.runs_out_early", "s", "How long before its period ends the workload's budget runs out at the spend rate; 0 when it lasts.")
+	m.backlog = floatGauge("pacer.backlog", "1", "What the calls waiting on the scope cost on it, in its unit.")
+	m.drain = floatGauge("pacer.backlog.drain", "s", "How long the scope takes to admit the calls waiting on it at its pace now.")
 	if err != nil {
 		return nil, err
 	}
 	m.registration, err = meter.RegisterCallback(m.report, m.inFlight, m.waiting, m.waitingBy, m.waitStart, m.rate, m.tokens, m.cooldown,
-		m.retryCredit, m.budgetLimit, m.budgetSpent, m.budgetReserved, m.budgetEnd)
+		m.retryCredit, m.budgetLimit, m.budgetSpent, m.budgetReserved, m.budgetEnd,
+		m.spendRate, m.spendWindow, m.runsOut, m.runsOutEarly, m.backlog, m.drain)
 	if err != nil {
 		return nil, err
 	}
@@ -223,6 +241,8 @@ func (m *Metrics) Observe(e observe.Event) {
 		m.limitChanges.Add(ctx, 1, metric.WithAttributes(AttrScope.String(e.Scope), AttrOrigin.String(e.Origin)))
 	case observe.EventBudgetThreshold:
 		m.budgetThresholds.Add(ctx, 1, metric.WithAttributes(AttrWorkload.String(e.Workload), AttrPercent.Int(e.Percent)))
+	case observe.EventBudgetForecast:
+		m.forecasts.Add(ctx, 1, metric.WithAttributes(AttrWorkload.String(e.Workload)))
 	}
 }
 
@@ -252,6 +272,8 @@ func (m *Metrics) report(_ context.Context, o metric.Observer) error {
 		}
 		o.ObserveFloat64(m.cooldown, s.Cooldown.Seconds(), scope)
 		o.ObserveFloat64(m.retryCredit, s.RetryCredit, scope)
+		o.ObserveFloat64(m.backlog, s.BacklogCost, unit)
+		o.ObserveFloat64(m.drain, s.DrainIn.Seconds(), scope)
 	}
 	for _, w := range st.Workloads {
 		if w.Unit == "" {
@@ -264,6 +286,15 @@ func (m *Metrics) report(_ context.Context, o metric.Observer) error {
 		o.ObserveFloat64(m.budgetReserved, w.Reserved, attrs)
 		if !w.PeriodEnd.IsZero() {
 			o.ObserveFloat64(m.budgetEnd, float64(w.PeriodEnd.UnixNano())/1e9, metric.WithAttributes(AttrWorkload.String(w.Name)))
+		}
+		workload := metric.WithAttributes(AttrWorkload.String(w.Name))
+		if w.SpendWindow > 0 {
+			o.ObserveFloat64(m.spendRate, w.SpendRate, attrs)
+			o.ObserveFloat64(m.spendWindow, w.SpendWindow.Seconds(), workload)
+			o.ObserveFloat64(m.runsOutEarly, w.RunsOutEarly.Seconds(), workload)
+		}
+		if !w.RunsOut.IsZero() {
+			o.ObserveFloat64(m.runsOut, float64(w.RunsOut.UnixNano())/1e9, workload)
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package paceroptel_test
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -199,6 +200,7 @@ func TestMetricsCountWarningsAndChanges(t *testing.T) {
 		{Kind: observe.EventLimitChanged, Scope: "default", Origin: observe.OriginSetLimit},
 		{Kind: observe.EventLimitChanged, Scope: "default", Origin: observe.OriginStore},
 		{Kind: observe.EventBudgetThreshold, Workload: "batch", Percent: 80},
+		{Kind: observe.EventBudgetForecast, Workload: "batch", Wait: time.Hour, Rate: 0.5},
 	} {
 		m.Observe(e)
 	}
@@ -213,9 +215,56 @@ func TestMetricsCountWarningsAndChanges(t *testing.T) {
 		{"pacer.limit.changes", "pacer.origin=set_limit,pacer.scope=default", 1},
 		{"pacer.limit.changes", "pacer.origin=store,pacer.scope=default", 1},
 		{"pacer.budget.thresholds", "pacer.budget.percent=80,pacer.workload=batch", 1},
+		{"pacer.budget.forecasts", "pacer.workload=batch", 1},
 	} {
 		if v := value(t, got, c.name, c.attrs); v != c.want {
 			t.Errorf("%s{%s} = %v, want %v", c.name, c.attrs, v, c.want)
 		}
 	}
+}
+
+// newMetrics returns Metrics on a meter provider read by hand.
+func newMetrics(t *testing.T) (*paceroptel.Metrics, *sdkmetric.ManualReader) {
+	t.Helper()
+	reader := sdkmetric.NewManualReader()
+	m, err := paceroptel.New(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, reader
+}
+
+// During a backfill, the forecast gauges say what Stats say: the budget's
+// spend rate and its window, when it runs out and how early, and the
+// scope's backlog and how long it takes to drain.
+func TestMetricsForecast(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, reader := newMetrics(t)
+		tr, err := observetest.Backfill(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Watch(tr)
+		start, release := observetest.RunBackfill(tr)
+		got := collect(t, reader)
+		const workload, scope = "pacer.workload=backfill", "pacer.scope=default"
+		for _, c := range []struct {
+			name, attrs string
+			want        float64
+		}{
+			{"pacer.budget.spend_rate", "pacer.unit=requests," + workload, observetest.BackfillRate},
+			{"pacer.budget.spend_window", workload, observetest.BackfillWindow.Seconds()},
+			{"pacer.budget.runs_out", workload, float64(start.Unix()) + observetest.BackfillRunsOut},
+			{"pacer.budget.runs_out_early", workload, observetest.BackfillEarly},
+			{"pacer.backlog", scope + ",pacer.unit=requests", observetest.BackfillBacklog},
+			{"pacer.backlog.drain", scope, observetest.BackfillDrain.Seconds()},
+		} {
+			if v := value(t, got, c.name, c.attrs); math.Abs(v-c.want) > 1e-3 {
+				t.Errorf("%s{%s} = %v, want %v", c.name, c.attrs, v, c.want)
+			}
+		}
+		if err := release(); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

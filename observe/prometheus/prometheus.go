@@ -31,6 +31,7 @@
 //	pacer_bodies_not_replayable_total{workload}     calls sent once: their body was too large to keep for a retry
 //	pacer_limit_changes_total{scope,origin}         runtime changes of a scope's configured limit (SetLimit, or the store)
 //	pacer_budget_thresholds_total{workload,percent} budgets crossing 50, 80 and 100 % of their limit
+//	pacer_budget_forecasts_total{workload}          budgets forecast to run out before their period ends (pacer.WithAlerts)
 //
 // and, from Stats at each scrape:
 //
@@ -46,6 +47,12 @@
 //	pacer_budget_spent{workload,unit}               what this process spent of it this period (dollars for "usd")
 //	pacer_budget_reserved{workload,unit}            what its calls in flight reserved, to settle on usage
 //	pacer_budget_period_end_seconds{workload}       when the current period ends, in Unix seconds
+//	pacer_budget_spend_rate{workload,unit}          what this process spends of it, in its unit a second, over the last ten minutes
+//	pacer_budget_spend_window_seconds{workload}     the window that rate covers: ten minutes, or the period so far
+//	pacer_budget_runs_out_seconds{workload}         when, at that rate, the budget runs out, in Unix seconds (while it is spent)
+//	pacer_budget_runs_out_early_seconds{workload}   how long before its period ends that is; 0 when it lasts the period
+//	pacer_backlog{scope,unit}                       what the calls waiting on the scope cost on it
+//	pacer_backlog_drain_seconds{scope}              how long the scope takes to admit them at its pace now
 //
 // The counts of Stats (WorkloadStats.Admitted, Throttled, Refused, Rejected
 // and Waited) are what the counters above count from events; they are not
@@ -91,13 +98,16 @@ type Collector struct {
 	budgetExhausted               *prometheus.CounterVec
 	paceChanges, slotsHeld        *prometheus.CounterVec
 	notReplayable, limitChanges   *prometheus.CounterVec
-	budgetThresholds              *prometheus.CounterVec
+	budgetThresholds, forecasts   *prometheus.CounterVec
 	wait                          *prometheus.HistogramVec
 	inFlight, waiting, rate       *prometheus.Desc
 	waitingBy, waitStart          *prometheus.Desc
 	tokens, cooldown, retryCredit *prometheus.Desc
 	budgetLimit, budgetSpent      *prometheus.Desc
 	budgetReserved, budgetEnd     *prometheus.Desc
+	spendRate, spendWindow        *prometheus.Desc
+	runsOut, runsOutEarly         *prometheus.Desc
+	backlog, drain                *prometheus.Desc
 }
 
 var (
@@ -131,6 +141,7 @@ func New(opts ...Option) *Collector {
 		notReplayable:    counter("bodies_not_replayable_total", "Calls sent once because their body was too large to keep for a retry.", "workload"),
 		limitChanges:     counter("limit_changes_total", "Runtime changes of a scope's configured limit.", "scope", "origin"),
 		budgetThresholds: counter("budget_thresholds_total", "Times a workload's budget crossed 50, 80 or 100 percent of its limit.", "workload", "percent"),
+		forecasts:        counter("budget_forecasts_total", "Times a workload's budget was forecast to run out more than its margin before its period ends.", "workload"),
 		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: o.namespace, Name: "wait_seconds",
 			Help: "How long calls that waited for admission waited.", Buckets: o.buckets}, []string{"scope", "workload"}),
 		inFlight:       desc("in_flight", "Calls in flight, counted on scopes that cap concurrency.", "scope", "workload"),
@@ -145,6 +156,12 @@ func New(opts ...Option) *Collector {
 		budgetSpent:    desc("budget_spent", "What this process spent of its workload's budget in the current period.", "workload", "unit"),
 		budgetReserved: desc("budget_reserved", "What this process's calls in flight reserved of its workload's budget, to be settled on usage.", "workload", "unit"),
 		budgetEnd:      desc("budget_period_end_seconds", "When the current period of the workload's budget ends, in Unix seconds.", "workload"),
+		spendRate:      desc("budget_spend_rate", "What this process spends of its workload's budget, in the budget's unit a second, over the last ten minutes.", "workload", "unit"),
+		spendWindow:    desc("budget_spend_window_seconds", "The window the spend rate covers: the last ten minutes, or the period so far.", "workload"),
+		runsOut:        desc("budget_runs_out_seconds", "When, at the spend rate, the workload's budget runs out, in Unix seconds.", "workload"),
+		runsOutEarly:   desc("budget_runs_out_early_seconds", "How long before its period ends the workload's budget runs out at the spend rate; 0 when it lasts.", "workload"),
+		backlog:        desc("backlog", "What the calls waiting on the scope cost on it, in its unit.", "scope", "unit"),
+		drain:          desc("backlog_drain_seconds", "How long the scope takes to admit the calls waiting on it at its pace now.", "scope"),
 	}
 }
 
@@ -181,6 +198,8 @@ func (c *Collector) Observe(e observe.Event) {
 		c.limitChanges.WithLabelValues(e.Scope, e.Origin).Inc()
 	case observe.EventBudgetThreshold:
 		c.budgetThresholds.WithLabelValues(e.Workload, strconv.Itoa(e.Percent)).Inc()
+	case observe.EventBudgetForecast:
+		c.forecasts.WithLabelValues(e.Workload).Inc()
 	}
 }
 
@@ -194,7 +213,7 @@ func statusLabel(status int) string {
 
 func (c *Collector) vecs() []prometheus.Collector {
 	return []prometheus.Collector{c.admitted, c.throttled, c.rejections, c.cooldowns, c.retries, c.budgetExhausted, c.storeFailures, c.wait,
-		c.paceChanges, c.slotsHeld, c.notReplayable, c.limitChanges, c.budgetThresholds}
+		c.paceChanges, c.slotsHeld, c.notReplayable, c.limitChanges, c.budgetThresholds, c.forecasts}
 }
 
 // Describe implements prometheus.Collector.
@@ -202,7 +221,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, v := range c.vecs() {
 		v.Describe(ch)
 	}
-	for _, d := range []*prometheus.Desc{c.inFlight, c.waiting, c.waitingBy, c.waitStart, c.rate, c.tokens, c.cooldown, c.retryCredit, c.budgetLimit, c.budgetSpent, c.budgetReserved, c.budgetEnd} {
+	for _, d := range []*prometheus.Desc{c.inFlight, c.waiting, c.waitingBy, c.waitStart, c.rate, c.tokens, c.cooldown, c.retryCredit, c.budgetLimit, c.budgetSpent, c.budgetReserved, c.budgetEnd,
+		c.spendRate, c.spendWindow, c.runsOut, c.runsOutEarly, c.backlog, c.drain} {
 		ch <- d
 	}
 }
@@ -237,6 +257,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(c.cooldown, s.Cooldown.Seconds(), s.Name)
 		gauge(c.retryCredit, s.RetryCredit, s.Name)
+		gauge(c.backlog, s.BacklogCost, s.Name, s.Unit)
+		gauge(c.drain, s.DrainIn.Seconds(), s.Name)
 	}
 	for _, w := range st.Workloads {
 		if w.Unit == "" {
@@ -248,6 +270,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.budgetReserved, w.Reserved, w.Name, unit)
 		if !w.PeriodEnd.IsZero() {
 			gauge(c.budgetEnd, float64(w.PeriodEnd.UnixNano())/1e9, w.Name)
+		}
+		if w.SpendWindow > 0 {
+			gauge(c.spendRate, w.SpendRate, w.Name, unit)
+			gauge(c.spendWindow, w.SpendWindow.Seconds(), w.Name)
+			gauge(c.runsOutEarly, w.RunsOutEarly.Seconds(), w.Name)
+		}
+		if !w.RunsOut.IsZero() {
+			gauge(c.runsOut, float64(w.RunsOut.UnixNano())/1e9, w.Name)
 		}
 	}
 }

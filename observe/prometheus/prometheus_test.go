@@ -3,6 +3,7 @@ package pacerprom_test
 import (
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -184,6 +185,7 @@ func TestMetricsCountWarningsAndChanges(t *testing.T) {
 		{Kind: observe.EventLimitChanged, Scope: "default", Limit: observe.Limit{Count: 4, Per: time.Second}, Previous: observe.Limit{Count: 5, Per: time.Second}, Origin: observe.OriginStore},
 		{Kind: observe.EventBudgetThreshold, Workload: "batch", Percent: 50},
 		{Kind: observe.EventBudgetThreshold, Workload: "batch", Percent: 80},
+		{Kind: observe.EventBudgetForecast, Workload: "batch", Wait: time.Hour, Rate: 0.5},
 	} {
 		m.Observe(e)
 	}
@@ -191,6 +193,9 @@ func TestMetricsCountWarningsAndChanges(t *testing.T) {
 # HELP pacer_bodies_not_replayable_total Calls sent once because their body was too large to keep for a retry.
 # TYPE pacer_bodies_not_replayable_total counter
 pacer_bodies_not_replayable_total{workload="batch"} 1
+# HELP pacer_budget_forecasts_total Times a workload's budget was forecast to run out more than its margin before its period ends.
+# TYPE pacer_budget_forecasts_total counter
+pacer_budget_forecasts_total{workload="batch"} 1
 # HELP pacer_budget_thresholds_total Times a workload's budget crossed 50, 80 or 100 percent of its limit.
 # TYPE pacer_budget_thresholds_total counter
 pacer_budget_thresholds_total{percent="50",workload="batch"} 1
@@ -206,8 +211,50 @@ pacer_pace_changes_total{scope="openai/requests"} 2
 # TYPE pacer_slots_held_total counter
 pacer_slots_held_total{scope="default"} 1
 `
-	if err := testutil.CollectAndCompare(m, strings.NewReader(want), "pacer_bodies_not_replayable_total", "pacer_budget_thresholds_total",
+	if err := testutil.CollectAndCompare(m, strings.NewReader(want), "pacer_bodies_not_replayable_total", "pacer_budget_forecasts_total", "pacer_budget_thresholds_total",
 		"pacer_limit_changes_total", "pacer_pace_changes_total", "pacer_slots_held_total"); err != nil {
 		t.Error(err)
 	}
+}
+
+// During a backfill, the forecast gauges say what Stats say: the budget's
+// spend rate and its window, when it runs out and how early, and the
+// scope's backlog and how long it takes to drain.
+func TestMetricsForecast(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := pacerprom.New()
+		tr, err := observetest.Backfill(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Watch(tr)
+		start, release := observetest.RunBackfill(tr)
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(m)
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, f := range families {
+			for _, mm := range f.GetMetric() {
+				got[f.GetName()] = mm.GetGauge().GetValue()
+			}
+		}
+		for name, want := range map[string]float64{
+			"pacer_budget_spend_rate":             observetest.BackfillRate,
+			"pacer_budget_spend_window_seconds":   observetest.BackfillWindow.Seconds(),
+			"pacer_budget_runs_out_seconds":       float64(start.Unix()) + observetest.BackfillRunsOut,
+			"pacer_budget_runs_out_early_seconds": observetest.BackfillEarly,
+			"pacer_backlog":                       observetest.BackfillBacklog,
+			"pacer_backlog_drain_seconds":         observetest.BackfillDrain.Seconds(),
+		} {
+			if v, ok := got[name]; !ok || math.Abs(v-want) > 1e-3 {
+				t.Errorf("%s = %v (reported: %v), want %v", name, v, ok, want)
+			}
+		}
+		if err := release(); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

@@ -9,7 +9,7 @@
 // header is ever logged.
 //
 // What goes wrong is logged at Warn (throttled, rejected, budget_exhausted,
-// store_failure, cooldown_started, implausible_usage), retries at Info, and the routine at
+// store_failure, cooldown_started, implausible_usage, budget_forecast), retries at Info, and the routine at
 // Debug (admitted, waited, cooldown_ended): a busy Transport at the default
 // Info level logs only what someone may need to act on. Events below the
 // logger's level cost one Enabled call. In a flood, every throttled call is
@@ -55,7 +55,7 @@ func (l *Logger) WithLevel(kind observe.EventKind, level slog.Level) *Logger {
 func DefaultLevel(kind observe.EventKind) slog.Level {
 	switch kind {
 	case observe.EventThrottled, observe.EventRejected, observe.EventBudgetExhausted, observe.EventStoreFailure, observe.EventCooldownStarted,
-		observe.EventImplausibleUsage:
+		observe.EventImplausibleUsage, observe.EventBudgetForecast:
 		return slog.LevelWarn
 	case observe.EventRetried:
 		return slog.LevelInfo

@@ -86,3 +86,11 @@ func TestLevelsCanBeChanged(t *testing.T) {
 		t.Errorf("events logged: %v; want the three admissions (an attempt, its retry, the next call), the retry, and no rejection", n)
 	}
 }
+
+// A budget forecast to run out early is something going wrong, said once
+// a period: at Warn, with how early.
+func TestLogsABudgetForecastAtWarn(t *testing.T) {
+	if got := pacerslog.DefaultLevel(observe.EventBudgetForecast); got != slog.LevelWarn {
+		t.Errorf("a budget forecast is logged at %v, want Warn", got)
+	}
+}

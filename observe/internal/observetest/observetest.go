@@ -119,3 +119,66 @@ func Wait(tr *pacer.Transport) (done func() error) {
 	synctest.Wait()
 	return func() error { return <-errs }
 }
+
+// Backfill returns a Transport that tells obs what it does, or its
+// configuration error: the workload "backfill" with a budget of 300 calls
+// an hour, on the scope "default" at 1 a second with a burst of 1 and no
+// headroom.
+func Backfill(obs observe.Observer) (*pacer.Transport, error) {
+	ok := &api{}
+	ok.calls.Store(1) // past the 429
+	tr := pacer.New(ok, pacer.WithObserver(obs), pacer.WithHeadroom(1),
+		pacer.WithLimit(pacer.Limit{Count: 1, Per: time.Second, Burst: 1}),
+		pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Limit: 300, Per: time.Hour}}),
+		pacer.WithLogger(slog.New(slog.DiscardHandler)))
+	return tr, tr.Err()
+}
+
+// The figures of RunBackfill, checked against its arithmetic: 29 calls
+// spent over the 123 s since the first, 271 left, and 3 calls of 1 each
+// waiting at 1 a second.
+const (
+	BackfillWindow  = 123 * time.Second
+	BackfillRate    = 29.0 / 123
+	BackfillRunsOut = 123 + 271/BackfillRate // seconds after the start
+	BackfillEarly   = 3600 - BackfillRunsOut // seconds before the period ends
+	BackfillBacklog = 3
+	BackfillDrain   = 3 * time.Second
+)
+
+// RunBackfill drives tr, a Backfill, which must run in a synctest bubble:
+// a call every five seconds from 0 s to 120 s, then at 123 s four calls at once, one admitted and three
+// waiting. It returns the start, and a function that lets the waiting
+// calls through and reports an error of any call.
+func RunBackfill(tr *pacer.Transport) (start time.Time, release func() error) {
+	start = time.Now()
+	ctx := pacer.ContextWithWorkload(context.Background(), "backfill")
+	var errs atomic.Pointer[error]
+	call := func() {
+		resp, err := send(tr, ctx)
+		if err != nil {
+			errs.CompareAndSwap(nil, &err)
+			return
+		}
+		resp.Body.Close()
+	}
+	for i := range 25 {
+		time.Sleep(time.Until(start.Add(time.Duration(i) * 5 * time.Second)))
+		call()
+	}
+	time.Sleep(time.Until(start.Add(BackfillWindow)))
+	done := make(chan struct{}, 4)
+	for range 4 {
+		go func() { call(); done <- struct{}{} }()
+	}
+	synctest.Wait()
+	return start, func() error {
+		for range 4 {
+			<-done
+		}
+		if p := errs.Load(); p != nil {
+			return *p
+		}
+		return nil
+	}
+}
