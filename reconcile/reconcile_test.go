@@ -100,15 +100,18 @@ type sourceCase struct {
 	by     reconcile.Level
 	id     string
 	unit   string
+	query  string // what every request of the report asks, as encoded
 }
 
 var sources = []sourceCase{
-	{"openai costs by project", openAI, reconcile.ByProject, "proj_1", reconcile.UnitUSD},
-	{"openai usage by key", openAI, reconcile.ByAPIKey, "key_1", reconcile.UnitTokens},
-	{"openai usage by model", openAI, reconcile.ByModel, "gpt-4o-mini", reconcile.UnitTokens},
-	{"anthropic cost by workspace", anthropic, reconcile.ByProject, "wrkspc_1", reconcile.UnitUSD},
-	{"anthropic cost by model", anthropic, reconcile.ByModel, "claude-sonnet-4-5", reconcile.UnitUSD},
-	{"anthropic usage by key", anthropic, reconcile.ByAPIKey, "apikey_1", reconcile.UnitTokens},
+	{"openai costs by project", openAI, reconcile.ByProject, "proj_1", reconcile.UnitUSD, "/v1/organization/costs?bucket_width=1d&end_time="},
+	{"openai usage by key", openAI, reconcile.ByAPIKey, "key_1", reconcile.UnitTokens, "/v1/organization/usage/completions?bucket_width=1d&end_time="},
+	{"openai usage by model", openAI, reconcile.ByModel, "gpt-4o-mini", reconcile.UnitTokens, "&group_by=model&limit=31"},
+	{"anthropic cost by workspace", anthropic, reconcile.ByProject, "wrkspc_1", reconcile.UnitUSD,
+		"/v1/organizations/cost_report?bucket_width=1d&ending_at="},
+	{"anthropic cost by model", anthropic, reconcile.ByModel, "claude-sonnet-4-5", reconcile.UnitUSD, "&group_by%5B%5D=description&limit=31"},
+	{"anthropic usage by key", anthropic, reconcile.ByAPIKey, "apikey_1", reconcile.UnitTokens,
+		"/v1/organizations/usage_report/messages?bucket_width=1d&ending_at="},
 }
 
 func openAI(base string) reconcile.Source {
@@ -203,6 +206,11 @@ func TestDriftIsReportedWithinOneInterval(t *testing.T) {
 				}
 				if g := r.Stats().Groups[0]; !near(g.Drift, 0) || !near(g.Corrected, want) {
 					t.Errorf("after the correction, Stats %+v: want no drift, the correction kept", g)
+				}
+				for _, q := range fake.queries() {
+					if !strings.Contains(q, c.query) {
+						t.Errorf("the report was asked %q, want it to ask %q", q, c.query)
+					}
 				}
 			})
 		})
