@@ -34,7 +34,9 @@
 // (or given back) with Transport.CorrectBudget, through the shared store,
 // so that every instance of a fleet sharing it spends what is left after
 // the correction. The next poll sees the correction in what was charged,
-// so a drift is corrected once.
+// so a drift is corrected once. A report read as the period ended is
+// reported, not corrected: its drift belongs to a period the ledger no
+// longer counts.
 //
 // # Limits of the comparison
 //

@@ -337,7 +337,12 @@ func (r *Reconciler) compare(ctx context.Context, g *group, now time.Time, charg
 		percent = int(math.Round(gs.Drift / gs.Charged * 100))
 	}
 	what := fmt.Sprintf("the provider billed %s %q %s, pacer charged its workloads %s (%+d %%)", g.By, g.ID, amount(gs.Billed, g.unit), amount(gs.Charged, g.unit), percent)
-	if r.cfg.Correct {
+	switch {
+	case r.cfg.Correct && !g.period.Start(time.Now()).Equal(start):
+		// The report was read as the period ended: its drift is the last
+		// period's, and the ledger now counts the next.
+		what += "; not corrected: the period ended while the report was read"
+	case r.cfg.Correct:
 		corrected, err := r.correct(&gs)
 		if err != nil {
 			what += "; the correction failed: " + err.Error()

@@ -393,3 +393,41 @@ func TestSourceMistakes(t *testing.T) {
 		}
 	}
 }
+
+// A report read as the period ends is not corrected into the next one.
+func TestADriftOfAPeriodOverIsNotCorrected(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := newTransport(t, reconcile.UnitUSD)
+		if err := spend(t, tr, reconcile.UnitUSD, "chat", 10); err != nil {
+			t.Fatal(err)
+		}
+		ev := &events{}
+		r, err := reconcile.New(reconcile.Config{Source: pastMidnight{}, Transports: []*pacer.Transport{tr}, Correct: true,
+			Timeout: 48 * time.Hour, Observers: []observe.Observer{ev},
+			Groups: []reconcile.Group{{By: reconcile.ByProject, ID: "proj_1", Workloads: []string{"chat"}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Poll(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		drifts := ev.of(observe.EventBudgetDrift)
+		if len(drifts) != 1 || !strings.Contains(drifts[0].Err.Error(), "not corrected: the period ended") {
+			t.Fatalf("events %v, want the drift reported, not corrected", ev)
+		}
+		if g := r.Stats().Groups[0]; g.Corrected != 0 {
+			t.Errorf("Stats %+v, want nothing corrected", g)
+		}
+		if w := tr.Stats().Workloads; w[len(w)-1].Spent != 0 {
+			t.Errorf("the new day's budget spent %v, want nothing: the last day's drift is not its own", w[len(w)-1].Spent)
+		}
+	})
+}
+
+// pastMidnight bills a dollar, once the day is over.
+type pastMidnight struct{}
+
+func (pastMidnight) Billed(ctx context.Context, q reconcile.Query) (map[string]float64, error) {
+	time.Sleep(time.Until(q.End) + time.Second)
+	return map[string]float64{"proj_1": 1}, nil
+}
