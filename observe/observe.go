@@ -56,6 +56,10 @@ type Event struct {
 	Percent         int     // EventBudgetThreshold: the share of the budget crossed, 50, 80 or 100
 	Rate            float64 // EventPaceChanged: the scope's pace now, in units a second; EventBudgetForecast: the budget's spend rate, in its unit a second
 	Why             string  // EventPaceChanged: why the pace changed
+	// EventBudgetDrift: what the provider billed less what pacer charged,
+	// in the budget's unit (dollars for a budget in money); Percent is it
+	// as a share of what pacer charged, rounded.
+	Amount float64
 }
 
 // A Limit is a pacer.Limit as an Event carries it: the same fields, so
@@ -114,11 +118,15 @@ const (
 	EventPaceChanged                        // what the provider said changed a scope's pace (Rate, Why)
 	EventImplausibleUsage                   // a response reported more usage than its call could cost (Err says what, and of which call)
 	EventBudgetForecast                     // a workload's budget is forecast to run out Wait before its period ends, at Rate; once per period for the fleet, when pacer.WithAlerts looks
+
+	// Reconciliation with the provider's own bill (package reconcile).
+	EventBudgetDrift     // what the provider billed differs from what pacer charged (Scope: the group; Amount, Percent, Err say by how much)
+	EventReconcileFailed // the provider's usage or cost report could not be read (Err says why); calls go on as before
 )
 
 var eventNames = [...]string{"admitted", "waited", "throttled", "rejected", "cooldown_started", "cooldown_ended", "retried", "budget_exhausted", "store_failure",
 	"body_not_replayable", "slot_held", "limit_changed", "workload_changed", "budget_threshold", "pace_changed", "implausible_usage",
-	"budget_forecast"}
+	"budget_forecast", "budget_drift", "reconcile_failed"}
 
 // String returns the kind's name in snake case, fit for a metric label.
 func (k EventKind) String() string {

@@ -30,6 +30,8 @@
 //	pacer.limit.changes       counter    runtime changes of a scope's configured limit (pacer.origin)
 //	pacer.budget.thresholds   counter    budgets crossing 50, 80 and 100 % (pacer.budget.percent)
 //	pacer.budget.forecasts    counter    budgets forecast to run out before their period ends (pacer.WithAlerts)
+//	pacer.budget.drift        gauge      what the provider billed a group less what pacer charged, in the budget's unit, as a reconciliation last reported it (pacer.reconcile.group)
+//	pacer.reconcile.failures  counter    reconciliations whose usage or cost report could not be read (pacer.reconcile.group)
 //	pacer.in_flight           gauge      calls in flight (on scopes that cap concurrency)
 //	pacer.waiting             gauge      calls waiting for admission
 //	pacer.waiting.by_reason   gauge      of them, those held back by the rate, the concurrency cap, a reserve or a cooldown (pacer.reason)
@@ -80,6 +82,10 @@ const (
 	AttrReason   = attribute.Key("pacer.reason")         // what holds waiting calls back: an observe.Reason
 )
 
+// AttrGroup is the project, key or model a reconciliation compares: a
+// reconcile.Group's Name.
+const AttrGroup = attribute.Key("pacer.reconcile.group")
+
 // WaitBuckets are the wait histogram's default boundaries, in seconds: from
 // 10 ms to ten minutes, pacer's longest wait by default. A View may
 // replace them.
@@ -95,6 +101,8 @@ type Metrics struct {
 	paceChanges, slotsHeld, notReplayable      metric.Int64Counter
 	limitChanges, budgetThresholds, forecasts  metric.Int64Counter
 	wait                                       metric.Float64Histogram
+	drift                                      metric.Float64Gauge // package reconcile's
+	reconcileFailures                          metric.Int64Counter // package reconcile's
 
 	inFlight, waiting, waitingBy        metric.Int64ObservableGauge
 	waitStart                           metric.Float64ObservableGauge
@@ -139,7 +147,12 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	m.limitChanges = counter("pacer.limit.changes", "Runtime changes of a scope's configured limit.", "{change}")
 	m.budgetThresholds = counter("pacer.budget.thresholds", "Times a workload's budget crossed 50, 80 or 100 percent of its limit.", "{crossing}")
 	m.forecasts = counter("pacer.budget.forecasts", "Times a workload's budget was forecast to run out more than its margin before its period ends.", "{forecast}")
+	m.reconcileFailures = counter("pacer.reconcile.failures", "Reconciliations whose usage or cost report could not be read.", "{poll}")
 	m.wait, err = histogram(meter, err, "pacer.wait", "How long calls that waited for admission waited.")
+	if err == nil {
+		m.drift, err = meter.Float64Gauge("pacer.budget.drift", metric.WithUnit("1"),
+			metric.WithDescription("What the provider billed a group (a project, key or model) less what pacer charged its workloads, in the budget's unit, as a reconciliation last reported it."))
+	}
 	intGauge := func(name, desc string) metric.Int64ObservableGauge {
 		g, e := meter.Int64ObservableGauge(name, metric.WithDescription(desc), metric.WithUnit("{call}"))
 		if err == nil {
@@ -243,6 +256,10 @@ func (m *Metrics) Observe(e observe.Event) {
 		m.budgetThresholds.Add(ctx, 1, metric.WithAttributes(AttrWorkload.String(e.Workload), AttrPercent.Int(e.Percent)))
 	case observe.EventBudgetForecast:
 		m.forecasts.Add(ctx, 1, metric.WithAttributes(AttrWorkload.String(e.Workload)))
+	case observe.EventBudgetDrift:
+		m.drift.Record(ctx, e.Amount, metric.WithAttributes(AttrGroup.String(e.Scope)))
+	case observe.EventReconcileFailed:
+		m.reconcileFailures.Add(ctx, 1, metric.WithAttributes(AttrGroup.String(e.Scope)))
 	}
 }
 

@@ -268,3 +268,22 @@ func TestMetricsForecast(t *testing.T) {
 		}
 	})
 }
+
+// A reconciliation's drift is a gauge per group, its failures a counter.
+func TestMetricsOfReconciliation(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	m, err := paceroptel.New(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Observe(observe.Event{Kind: observe.EventBudgetDrift, Scope: "project:proj_1", Amount: 0.25, Percent: 25})
+	m.Observe(observe.Event{Kind: observe.EventBudgetDrift, Scope: "project:proj_1", Amount: -0.5, Percent: -10})
+	m.Observe(observe.Event{Kind: observe.EventReconcileFailed, Scope: "api_key:key_1"})
+	got := collect(t, reader)
+	if v := value(t, got, "pacer.budget.drift", "pacer.reconcile.group=project:proj_1"); v != -0.5 {
+		t.Errorf("pacer.budget.drift = %v, want the last drift, -0.5", v)
+	}
+	if v := value(t, got, "pacer.reconcile.failures", "pacer.reconcile.group=api_key:key_1"); v != 1 {
+		t.Errorf("pacer.reconcile.failures = %v, want 1", v)
+	}
+}

@@ -33,6 +33,11 @@
 //	pacer_budget_thresholds_total{workload,percent} budgets crossing 50, 80 and 100 % of their limit
 //	pacer_budget_forecasts_total{workload}          budgets forecast to run out before their period ends (pacer.WithAlerts)
 //
+// and, from a reconcile.Reconciler given the Collector as an observer:
+//
+//	pacer_budget_drift{group}                       what the provider billed a group less what pacer charged, in the budget's unit, as last reported
+//	pacer_reconcile_failures_total{group}           reconciliations whose usage or cost report could not be read
+//
 // and, from Stats at each scrape:
 //
 //	pacer_in_flight{scope,workload}                 calls in flight (on scopes that cap concurrency)
@@ -99,6 +104,8 @@ type Collector struct {
 	paceChanges, slotsHeld        *prometheus.CounterVec
 	notReplayable, limitChanges   *prometheus.CounterVec
 	budgetThresholds, forecasts   *prometheus.CounterVec
+	drift                         *prometheus.GaugeVec   // package reconcile's
+	reconcileFailures             *prometheus.CounterVec // package reconcile's
 	wait                          *prometheus.HistogramVec
 	inFlight, waiting, rate       *prometheus.Desc
 	waitingBy, waitStart          *prometheus.Desc
@@ -142,6 +149,10 @@ func New(opts ...Option) *Collector {
 		limitChanges:     counter("limit_changes_total", "Runtime changes of a scope's configured limit.", "scope", "origin"),
 		budgetThresholds: counter("budget_thresholds_total", "Times a workload's budget crossed 50, 80 or 100 percent of its limit.", "workload", "percent"),
 		forecasts:        counter("budget_forecasts_total", "Times a workload's budget was forecast to run out more than its margin before its period ends.", "workload"),
+		drift: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: o.namespace, Name: "budget_drift",
+			Help: "What the provider billed a group (a project, key or model) less what pacer charged its workloads, in the budget's unit, as a reconciliation last reported it."},
+			[]string{"group"}),
+		reconcileFailures: counter("reconcile_failures_total", "Reconciliations whose usage or cost report could not be read.", "group"),
 		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: o.namespace, Name: "wait_seconds",
 			Help: "How long calls that waited for admission waited.", Buckets: o.buckets}, []string{"scope", "workload"}),
 		inFlight:       desc("in_flight", "Calls in flight, counted on scopes that cap concurrency.", "scope", "workload"),
@@ -200,6 +211,10 @@ func (c *Collector) Observe(e observe.Event) {
 		c.budgetThresholds.WithLabelValues(e.Workload, strconv.Itoa(e.Percent)).Inc()
 	case observe.EventBudgetForecast:
 		c.forecasts.WithLabelValues(e.Workload).Inc()
+	case observe.EventBudgetDrift:
+		c.drift.WithLabelValues(e.Scope).Set(e.Amount)
+	case observe.EventReconcileFailed:
+		c.reconcileFailures.WithLabelValues(e.Scope).Inc()
 	}
 }
 
@@ -213,7 +228,7 @@ func statusLabel(status int) string {
 
 func (c *Collector) vecs() []prometheus.Collector {
 	return []prometheus.Collector{c.admitted, c.throttled, c.rejections, c.cooldowns, c.retries, c.budgetExhausted, c.storeFailures, c.wait,
-		c.paceChanges, c.slotsHeld, c.notReplayable, c.limitChanges, c.budgetThresholds, c.forecasts}
+		c.paceChanges, c.slotsHeld, c.notReplayable, c.limitChanges, c.budgetThresholds, c.forecasts, c.drift, c.reconcileFailures}
 }
 
 // Describe implements prometheus.Collector.

@@ -258,3 +258,26 @@ func TestMetricsForecast(t *testing.T) {
 		}
 	})
 }
+
+// A reconciliation's drift is a gauge per group, its failures a counter.
+func TestMetricsOfReconciliation(t *testing.T) {
+	m := pacerprom.New()
+	for _, e := range []observe.Event{
+		{Kind: observe.EventBudgetDrift, Scope: "project:proj_1", Amount: 0.25, Percent: 25},
+		{Kind: observe.EventBudgetDrift, Scope: "project:proj_1", Amount: -0.5, Percent: -10},
+		{Kind: observe.EventReconcileFailed, Scope: "api_key:key_1"},
+	} {
+		m.Observe(e)
+	}
+	want := `
+# HELP pacer_budget_drift What the provider billed a group (a project, key or model) less what pacer charged its workloads, in the budget's unit, as a reconciliation last reported it.
+# TYPE pacer_budget_drift gauge
+pacer_budget_drift{group="project:proj_1"} -0.5
+# HELP pacer_reconcile_failures_total Reconciliations whose usage or cost report could not be read.
+# TYPE pacer_reconcile_failures_total counter
+pacer_reconcile_failures_total{group="api_key:key_1"} 1
+`
+	if err := testutil.CollectAndCompare(m, strings.NewReader(want), "pacer_budget_drift", "pacer_reconcile_failures_total"); err != nil {
+		t.Error(err)
+	}
+}
