@@ -31,6 +31,9 @@ func (b blocked) error(cause error) error {
 	if b.wait != store.Never {
 		e.RetryAfter = b.wait
 	}
+	if b.reason == ReasonCooldown {
+		e.Reset, _ = b.bucket.farResetAt(b.bucket.scope.clock.Now())
+	}
 	return e
 }
 
@@ -410,6 +413,15 @@ func (t *waitTimers) stop() {
 // no wait ends, one on a scope that fails fast, or one that cannot end
 // before the context's deadline — returned now, not at the deadline.
 func (c *call) cannotWait(ctx context.Context, b blocked) error {
+	if b.reason == ReasonCooldown && b.bucket.farReset.Load() != nil {
+		// A pause the provider asked for beyond the maximum wait: said at
+		// once, with when it says the quota returns (farreset.go).
+		now := c.t.clock.Now()
+		if at, far := b.bucket.farResetAt(now); far {
+			b.wait = time.Duration(b.bucket.cooldown.Load() - now.UnixNano()) // until it checks again
+			return b.error(beyondMaxWait(now, at, b.wait, c.t.maxWait))
+		}
+	}
 	switch {
 	case b.wait == store.Never:
 		_, burst := b.bucket.pace()

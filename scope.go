@@ -238,6 +238,9 @@ type bucket struct {
 	queue queue.Queue
 
 	ages slots.Ages // the slots in flight by when they were taken
+
+	// A pause the provider asked for beyond the maximum wait (farreset.go).
+	farReset atomic.Pointer[farReset]
 }
 
 func newBucket(c *configuredScope, key string) *bucket {
