@@ -243,6 +243,7 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 	var quotas []ratelimitheader.Quota
 	if !quiet {
 		quotas = ratelimitheader.ParseQuotas(resp.Header, now)
+		c.learnLongWindows(resp.Header, now, quotas) // longwindow.go
 	}
 	local := t.ownsBuckets()
 	for _, q := range quotas {

@@ -133,6 +133,15 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 			}
 		}
 	}
+	if c.workload.SpreadLongWindows {
+		for i := range c.charges { // longwindow.go
+			if s := c.charges[i].bucket; s.long.Load() != nil {
+				if wait, held := s.lastingWait(now); held {
+					return blocked{bucket: s, reason: ReasonRate, wait: wait}, nil
+				}
+			}
+		}
+	}
 	if c.needsSlots {
 		epoch := slots.Epoch(now)
 		for i := range c.charges {
@@ -161,6 +170,11 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 		}
 		if !c.prepaid { // a reservation counted its call when it took the tokens
 			c.countAdmitted(d.Taken)
+		}
+		if c.workload.SpreadLongWindows {
+			for i := range c.charges {
+				c.charges[i].bucket.spreadAdmitted(now, c.charges[i].cost)
+			}
 		}
 		return blocked{}, nil
 	}

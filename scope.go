@@ -241,6 +241,8 @@ type bucket struct {
 
 	// A pause the provider asked for beyond the maximum wait (farreset.go).
 	farReset atomic.Pointer[farReset]
+	// Long windows and the pace that lasts to their reset (longwindow.go).
+	long atomic.Pointer[longState]
 }
 
 func newBucket(c *configuredScope, key string) *bucket {
