@@ -29,6 +29,7 @@ package pacer
 
 import (
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,6 +66,7 @@ func lastingPace(remaining float64, resetAt, now time.Time) float64 {
 // longWindow is what a bucket knows of one long window. Under longState.mu.
 type longWindow struct {
 	w       ratelimitheader.Window // as last reported
+	at      int64                  // UnixNano of that report
 	resetAt int64                  // UnixNano it reopens; 0 if not said
 	spentAt int64                  // the scope's spent units when the report's call was admitted
 	// For a window reported as a share: the first report of this window,
@@ -164,7 +166,7 @@ func (s *bucket) noteLongWindow(now time.Time, w ratelimitheader.Window, spentAt
 		// The window reopened: measure afresh from here, keeping its size.
 		lw.baseUsed, lw.baseSpent = w.Used, spentAt
 	}
-	lw.w, lw.resetAt, lw.spentAt = w, resetAt, spentAt
+	lw.w, lw.at, lw.resetAt, lw.spentAt = w, now.UnixNano(), resetAt, spentAt
 	if w.Remaining < 0 && w.Used-lw.baseUsed >= minShareStep && spentAt > lw.baseSpent {
 		lw.size = float64(spentAt-lw.baseSpent) / (w.Used - lw.baseUsed)
 	}
@@ -238,26 +240,32 @@ func (s *bucket) spreadAdmitted(now time.Time, cost float64) {
 	}
 }
 
-// longStats returns s's long windows as Stats shows them, their resets
-// from now, and the lasting pace in force (0 if none).
-func (s *bucket) longStats(now time.Time) ([]ratelimitheader.Window, float64) {
+// addLongStats adds s's long windows to sc as Stats shows them, their
+// resets from now: a window another of the scope's buckets (keys) reported
+// too is the latest report of the two (Anthropic's unified windows are the
+// account's, whatever the key). LastingPace is the slowest in force among
+// the buckets. reported holds when each of sc.Windows was reported.
+func (s *bucket) addLongStats(sc *ScopeStats, reported *[]int64, now time.Time) {
 	l := s.long.Load()
 	if l == nil {
-		return nil, 0
+		return
 	}
 	l.mu.Lock()
-	ws := make([]ratelimitheader.Window, 0, len(l.windows))
 	for _, lw := range l.windows {
 		w := lw.w
 		if lw.resetAt != 0 {
 			w.Reset = max(0, time.Duration(lw.resetAt-now.UnixNano()))
 		}
-		ws = append(ws, w)
+		i := slices.IndexFunc(sc.Windows, func(o ratelimitheader.Window) bool { return o.Name == w.Name })
+		switch {
+		case i < 0:
+			sc.Windows, *reported = append(sc.Windows, w), append(*reported, lw.at)
+		case lw.at > (*reported)[i]:
+			sc.Windows[i], (*reported)[i] = w, lw.at
+		}
 	}
 	l.mu.Unlock()
-	var rate float64
-	if p := l.pace.Load(); p != nil && now.UnixNano() < p.until {
-		rate = p.rate
+	if p := l.pace.Load(); p != nil && now.UnixNano() < p.until && p.rate > 0 && (sc.LastingPace == 0 || p.rate < sc.LastingPace) {
+		sc.LastingPace = p.rate
 	}
-	return ws, rate
 }

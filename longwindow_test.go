@@ -153,8 +153,15 @@ func TestLastingPace(t *testing.T) {
 
 // Each long window a response reports is a scope's figures in Stats:
 // Anthropic's unified windows as shares, GitHub's hourly count with its
-// limit and remaining, each reset counted from the snapshot.
+// limit and remaining, each reset counted from the snapshot — on a keyed
+// bucket too, as the Anthropic preset charges one per model class.
 func TestLongWindowsInStats(t *testing.T) {
+	for _, keyed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("keyed=%v", keyed), func(t *testing.T) { longWindowsInStats(t, keyed) })
+	}
+}
+
+func longWindowsInStats(t *testing.T, keyed bool) {
 	synctest.Test(t, func(t *testing.T) {
 		toPresent()
 		now := time.Now()
@@ -168,7 +175,11 @@ func TestLongWindowsInStats(t *testing.T) {
 			{http.StatusOK, map[string]string{"X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "4000",
 				"X-RateLimit-Reset": strconv.FormatInt(now.Add(40*time.Minute).Unix(), 10), "X-RateLimit-Resource": "core"}},
 		}}
-		tr := New(api, WithLimit(PerHour(5000)))
+		opts := []Option{WithLimit(PerHour(5000))}
+		if keyed {
+			opts = append(opts, WithRoute(func(_ *http.Request, _ []Charge) []Charge { return []Charge{{Scope: DefaultScope, Key: "sonnet"}} }))
+		}
+		tr := New(api, opts...)
 		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
 		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
 		time.Sleep(10 * time.Minute)

@@ -94,15 +94,16 @@ type ScopeStats struct {
 	OldestSlot time.Duration
 
 	// Long windows (longwindow.go). Windows are the windows of an hour or
-	// more the provider last reported for the scope's shared bucket, in the
-	// order first seen: Anthropic's unified 5-hour and weekly windows as a
+	// more the provider last reported for the scope, on any of its keys,
+	// the shared bucket's first, each in the order first seen: Anthropic's unified 5-hour and weekly windows as a
 	// share used (Used), a count whose window is an hour or more (GitHub's
 	// hourly one) with its Limit and Remaining too; each Reset is from the
 	// time of the snapshot. OpenAI's daily limits are not among them: no
 	// header reports them (providers/openai). nil when none was reported.
 	// LastingPace is the pace, in units a second, at which the workloads
 	// that SpreadLongWindows are admitted so that the window that binds
-	// lasts to its reset; 0 when none applies.
+	// lasts to its reset, the slowest among the scope's keys; 0 when none
+	// applies.
 	Windows     []ratelimitheader.Window
 	LastingPace float64
 }
@@ -183,10 +184,11 @@ func (t *Transport) Stats() Stats {
 			sc.Cooldown = time.Duration(until - now.UnixNano())
 		}
 		s.describeCut(&sc, now)
-		sc.Windows, sc.LastingPace = s.longStats(now)
+		var reported []int64 // longwindow.go
 		cs.eachBucket(func(b *bucket) {
 			t.count(&sc, b, now)
 			t.lowest(&sc, b, now)
+			b.addLongStats(&sc, &reported, now)
 		})
 		cs.mu.Lock()
 		sc.Keys = len(cs.keyed)
