@@ -141,7 +141,7 @@ type QuotaError struct {
 
 func (e *QuotaError) Error() string {
 	if !e.Reset.IsZero() {
-		return fmt.Sprintf("pacer: the provider refused the call with status %d until %s, beyond the maximum wait: %s",
+		return fmt.Sprintf("pacer: the provider refused the call with status %d until %s: %s",
 			e.Status, e.Reset.UTC().Format(time.RFC3339), e.Message)
 	}
 	return fmt.Sprintf("pacer: the provider refused the call with status %d for a spent quota, which waiting will not restore: %s", e.Status, e.Message)
