@@ -31,6 +31,9 @@ func (b blocked) error(cause error) error {
 	if b.wait != store.Never {
 		e.RetryAfter = b.wait
 	}
+	if b.reason == observe.ReasonCooldown {
+		e.Reset, _ = b.bucket.farResetAt(b.bucket.scope.clock.Now())
+	}
 	return e
 }
 
@@ -130,6 +133,15 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 			}
 		}
 	}
+	if c.workload.SpreadLongWindows {
+		for i := range c.charges { // longwindow.go
+			if s := c.charges[i].bucket; s.long.Load() != nil {
+				if wait, held := s.lastingWait(now); held {
+					return blocked{bucket: s, reason: observe.ReasonRate, wait: wait}, nil
+				}
+			}
+		}
+	}
 	if c.needsSlots {
 		epoch := slots.Epoch(now)
 		for i := range c.charges {
@@ -158,6 +170,11 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 		}
 		if !c.prepaid { // a reservation counted its call when it took the tokens
 			c.countAdmitted(d.Taken)
+		}
+		if c.workload.SpreadLongWindows {
+			for i := range c.charges {
+				c.charges[i].bucket.spreadAdmitted(now, c.charges[i].cost)
+			}
 		}
 		return blocked{}, nil
 	}
@@ -410,6 +427,15 @@ func (t *waitTimers) stop() {
 // no wait ends, one on a scope that fails fast, or one that cannot end
 // before the context's deadline — returned now, not at the deadline.
 func (c *call) cannotWait(ctx context.Context, b blocked) error {
+	if b.reason == observe.ReasonCooldown && b.bucket.farReset.Load() != nil {
+		// A pause the provider asked for beyond the maximum wait: said at
+		// once, with when it says the quota returns (farreset.go).
+		now := c.t.clock.Now()
+		if at, far := b.bucket.farResetAt(now); far {
+			b.wait = time.Duration(b.bucket.cooldown.Load() - now.UnixNano()) // until it checks again
+			return b.error(beyondMaxWait(now, at, b.wait, c.t.maxWait))
+		}
+	}
 	switch {
 	case b.wait == store.Never:
 		_, burst := b.bucket.pace()

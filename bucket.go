@@ -37,6 +37,11 @@ type bucket struct {
 	queue queue.Queue
 
 	ages slots.Ages // the slots in flight by when they were taken
+
+	// A pause the provider asked for beyond the maximum wait (farreset.go).
+	farReset atomic.Pointer[farReset]
+	// Long windows and the pace that lasts to their reset (longwindow.go).
+	long atomic.Pointer[longState]
 }
 
 // feedback is what a bucket has learned from the provider (learn.go,

@@ -38,13 +38,22 @@ type ThrottledError struct {
 	// RetryAfter is the shortest wait after which the request might be
 	// admitted; zero when it depends on a call in flight finishing.
 	RetryAfter time.Duration
-	Err        error // the cause; nil when the scope fails fast
+	// Reset is when the provider says the scope's quota returns, for a
+	// request held back (observe.ReasonCooldown) by a pause the provider asked
+	// for beyond the Transport's maximum wait (WithMaxWait): such a
+	// request is refused at once, not parked, and after RetryAfter the
+	// scope sends again to check the claim. Zero otherwise.
+	Reset time.Time
+	Err   error // the cause; nil when the scope fails fast
 }
 
 func (e *ThrottledError) Error() string {
 	msg := fmt.Sprintf("pacer: throttled on scope %q (%s)", e.Scope, e.Reason)
 	if e.RetryAfter > 0 && e.RetryAfter != store.Never {
 		msg += fmt.Sprintf("; retry after %v", e.RetryAfter)
+	}
+	if !e.Reset.IsZero() && e.Err == nil {
+		msg += "; the provider says its quota returns at " + e.Reset.UTC().Format(time.RFC3339)
 	}
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()
@@ -87,15 +96,28 @@ func (e *BudgetError) Error() string {
 func (e *BudgetError) Is(target error) bool { return target == ErrBudgetExhausted }
 
 // A QuotaError says the provider refused a call because a spend cap or
-// quota is exhausted — a state waiting will not end. It matches
-// ErrBudgetExhausted with errors.Is: to the caller, the provider's budget and
-// pacer's are the same kind of stop.
+// quota is exhausted — a state waiting will not end, or not within the
+// Transport's maximum wait (WithMaxWait): a refusal whose Retry-After, or
+// whose quota's reset, lies beyond it. It matches ErrBudgetExhausted with
+// errors.Is: to the caller, the provider's budget and pacer's are the same
+// kind of stop. It is never retried. Its zero value is not meaningful.
 type QuotaError struct {
 	Status  int    // the provider's status
-	Message string // what the provider said, as its classifier put it (classify.Verdict.Quota)
+	Message string // what the provider said, as its classifier put it (classify.Verdict.Quota), or what its wait was
+	// Reset is when the provider says the quota returns, for a refusal
+	// that asked to wait beyond the maximum wait; zero when it did not say
+	// (a spent quota that a classifier recognized). The scope's pause is
+	// the maximum wait, no longer: its calls are refused at once until
+	// then (a *ThrottledError with the same Reset), then it sends again to
+	// check the claim.
+	Reset time.Time
 }
 
 func (e *QuotaError) Error() string {
+	if !e.Reset.IsZero() {
+		return fmt.Sprintf("pacer: the provider refused the call with status %d until %s: %s",
+			e.Status, e.Reset.UTC().Format(time.RFC3339), e.Message)
+	}
 	return fmt.Sprintf("pacer: the provider refused the call with status %d for a spent quota, which waiting will not restore: %s", e.Status, e.Message)
 }
 

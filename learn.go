@@ -239,10 +239,12 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 	if !paused && verdict.Wait > 0 {
 		wait, paused = verdict.Wait, true // the provider's documented wait
 	}
+	claimed := wait // before the clamp: farreset.go says it to the callers
 	wait = min(wait, t.maxWait)
 	var quotas []ratelimitheader.Quota
 	if !quiet {
 		quotas = ratelimitheader.ParseQuotas(resp.Header, now)
+		c.learnLongWindows(resp.Header, now, quotas) // longwindow.go
 	}
 	local := t.ownsBuckets()
 	for _, q := range quotas {
@@ -320,6 +322,7 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 		if q.Remaining == 0 && q.HasReset {
 			if pause := pace.PauseForNoneLeft(q.Reset, t.maxWait); pause > 0 {
 				c.coolDown(s, now, pause)
+				s.claimFarReset(now, q.Reset, t.maxWait) // farreset.go
 				// The bucket is empty, not full, when the pause ends: the
 				// restart is paced, at the pace after the reset.
 				left = min(left, -s.blindRate()*pause.Seconds())
@@ -381,6 +384,7 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 			}
 			if pause {
 				c.coolDown(ch.bucket, now, wait)
+				ch.bucket.claimFarReset(now, claimed, t.maxWait) // farreset.go
 				// At the pace after any cut, the bucket is back to empty —
 				// not full — when the pause ends.
 				rate, _ := ch.bucket.pace()

@@ -246,6 +246,17 @@ func TestHeadersCannotParkACallerForever(t *testing.T) {
 			tr := New(api, append([]Option{WithLimit(Limit{Count: 1000, Per: time.Second, Burst: 100}), WithoutRetry()}, tt.opts...)...)
 			start := time.Now()
 			get(tr, context.Background(), "http://api.test/")
+			if tt.want > 0 {
+				// A pause beyond the maximum wait is said at once, with
+				// when the provider says the quota returns (farreset.go);
+				// the scope probes again after the maximum wait.
+				te := asThrottled(t, get(tr, context.Background(), "http://api.test/"))
+				if te.Reset.IsZero() || te.RetryAfter != tt.want || time.Since(start) != 0 {
+					t.Errorf("Retry-After: %s: refused after %v with Reset %v, RetryAfter %v; want at once, with a reset, and %v",
+						tt.retryAfter, time.Since(start), te.Reset, te.RetryAfter, tt.want)
+				}
+				time.Sleep(te.RetryAfter)
+			}
 			mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
 			// A pause ends with the emptied bucket's first token: 1/450 s, at
 			// the pace the 429 halved.

@@ -138,7 +138,7 @@ func (c *configuredScope) newShares(workloads []namedWorkload) *workloadShares {
 
 // SetWorkload changes a declared workload while the Transport runs: its
 // Reserve, Max, MaxWaiting and ShedLowest, on every scope at once (not its
-// Budget or TakesUndeclared). Calls in
+// Budget, TakesUndeclared or SpreadLongWindows). Calls in
 // flight keep their slots and calls waiting keep their places (a waiter
 // is ranked by the Reserve it queued with, and counts against the new
 // MaxWaiting, whatever the bound was when it began to wait); the next
@@ -165,6 +165,9 @@ func (t *Transport) SetWorkload(name string, w Workload) error {
 	}
 	if w.TakesUndeclared != ws.TakesUndeclared {
 		return fmt.Errorf("pacer: SetWorkload: workload %q: TakesUndeclared cannot change at runtime; keep %v", name, ws.TakesUndeclared)
+	}
+	if w.SpreadLongWindows != ws.SpreadLongWindows {
+		return fmt.Errorf("pacer: SetWorkload: workload %q: SpreadLongWindows cannot change at runtime; keep %v", name, ws.SpreadLongWindows)
 	}
 	list := t.workloadList()
 	list[ws.index].Workload = w

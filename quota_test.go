@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"context"
+	"errors"
 	"io"
 	"math"
 	"net/http"
@@ -246,7 +247,10 @@ func TestFixedWindowIsSpreadUntilItsReset(t *testing.T) {
 
 // None remaining with a reset an hour off (GitHub) pauses until the reset
 // when the maximum wait allows; by default the pause ends at MaxWait with
-// one probe, which learns the reset is still ahead and pauses again.
+// one probe, which learns the reset is still ahead and pauses again. The
+// calls such a pause holds back are refused at once, with the reset and
+// the time the scope probes (farreset.go): here each waits that out and
+// calls again.
 func TestHourlyResetPausesUntilItOrProbesAtMaxWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		toPresent()
@@ -258,8 +262,14 @@ func TestHourlyResetPausesUntilItOrProbesAtMaxWait(t *testing.T) {
 		api := &scriptedAPI{steps: []scripted{github(200), github(http.StatusForbidden), github(http.StatusForbidden), github(http.StatusForbidden)}}
 		tr := New(api, WithLimit(PerHour(5000)), WithoutRetry())
 		start := time.Now()
-		for range 5 {
-			get(tr, context.Background(), "http://api.test/")
+		for len(api.sentTimes()) < 5 && time.Since(start) < time.Hour {
+			var te *ThrottledError
+			if err := get(tr, context.Background(), "http://api.test/"); errors.As(err, &te) {
+				if !te.Reset.Equal(reset) {
+					t.Errorf("refused with Reset %v, want the reset %v", te.Reset, reset)
+				}
+				time.Sleep(te.RetryAfter)
+			}
 		}
 		sent := api.sentTimes()
 		for i, want := range []time.Duration{0, 10 * time.Minute, 20 * time.Minute, 30 * time.Minute, 40 * time.Minute} {
@@ -357,8 +367,15 @@ func TestHostileHeadersNeverStopAScopeBeyondMaxWait(t *testing.T) {
 				toPresent()
 				api := &scriptedAPI{steps: []scripted{{200, tt.header}, {200, tt.header}, corrected}}
 				tr := New(api, WithLimit(PerSecond(100)), WithMaxWait(time.Minute), WithoutRetry(), WithLogger(slogTo(io.Discard)))
-				for range 3 {
-					mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+				for len(api.sentTimes()) < 3 {
+					// A pause claimed beyond MaxWait is said at once, with the
+					// time the scope probes again (farreset.go): wait that out.
+					var te *ThrottledError
+					if err := get(tr, context.Background(), "http://api.test/"); errors.As(err, &te) && !te.Reset.IsZero() {
+						time.Sleep(te.RetryAfter)
+					} else {
+						mustNotErr(t, err)
+					}
 				}
 				sent := api.sentTimes()
 				for i := 1; i < 3; i++ {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/observe"
+	"github.com/pacer-go/pacer/ratelimitheader"
 	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/usage/prices"
 )
@@ -104,6 +105,20 @@ type ScopeStats struct {
 	// than any response should take is most likely a response body that was
 	// never closed: see WithSlotAgeAlert.
 	OldestSlot time.Duration
+
+	// Long windows (longwindow.go). Windows are the windows of an hour or
+	// more the provider last reported for the scope, on any of its keys,
+	// the shared bucket's first, each in the order first seen: Anthropic's unified 5-hour and weekly windows as a
+	// share used (Used), a count whose window is an hour or more (GitHub's
+	// hourly one) with its Limit and Remaining too; each Reset is from the
+	// time of the snapshot. OpenAI's daily limits are not among them: no
+	// header reports them (providers/openai). nil when none was reported.
+	// LastingPace is the pace, in units a second, at which the workloads
+	// that SpreadLongWindows are admitted so that the window that binds
+	// lasts to its reset, the slowest among the scope's keys; 0 when none
+	// applies.
+	Windows     []ratelimitheader.Window
+	LastingPace float64
 }
 
 // WorkloadStats describes one workload: what its calls met, and its spend
@@ -206,10 +221,12 @@ func (t *Transport) Stats() Stats {
 			sc.Cooldown = time.Duration(until - now.UnixNano())
 		}
 		s.describeCut(&sc, now)
+		var reported []int64 // longwindow.go
 		cs.eachBucket(func(b *bucket) {
 			t.count(&sc, b, now)
 			t.lowest(&sc, b, now)
 			b.backlog(&sc, now)
+			b.addLongStats(&sc, &reported, now)
 		})
 		cs.mu.Lock()
 		sc.Keys = len(cs.keyed)

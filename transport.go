@@ -401,6 +401,14 @@ func (c *call) send(req *http.Request) (resp *http.Response, verdict classify.Ve
 		c.t.emit(observe.Event{Kind: observe.EventBudgetExhausted, Workload: c.workload.name, Status: resp.StatusCode})
 		return nil, verdict, stalled, &QuotaError{Status: resp.StatusCode, Message: reason}
 	}
+	if resp.StatusCode >= 400 {
+		if err := c.farRefusal(resp, verdict); err != nil {
+			// A wait beyond the maximum wait is said at once (farreset.go).
+			drop(resp, stalled)
+			c.t.emit(observe.Event{Kind: observe.EventBudgetExhausted, Workload: c.workload.name, Status: resp.StatusCode, Err: err})
+			return nil, verdict, stalled, err
+		}
+	}
 	var r usage.Reader
 	if c.metered.on { // usageReader's own first check, without the call
 		r = c.usageReader(req, resp)

@@ -91,6 +91,16 @@ type Workload struct {
 	// most, for a context that flows through Transports declaring different
 	// workloads; DefaultWorkload is the usual choice.
 	TakesUndeclared bool
+	// SpreadLongWindows says the workload's calls can wait: on a scope
+	// whose provider reports a window of an hour or more (a count such as
+	// GitHub's hourly one, Anthropic's 5-hour and weekly unified windows),
+	// they are admitted at the pace that makes what is left of the window
+	// last to its reset, instead of spending it at the scope's pace and
+	// meeting the wall (longwindow.go). The workloads that spread are paced
+	// together; the others keep the scope's pace, and what they spend is
+	// taken off what is left. Its zero value, false, spends at the scope's
+	// pace. It cannot change at runtime (SetWorkload).
+	SpreadLongWindows bool
 }
 
 func (w Workload) validate(name string) error {

@@ -2,7 +2,9 @@
 // RetryAfter the wait a server asks for (Retry-After and its variants),
 // ParseQuotas the quotas it describes, in every family pacer knows (the IETF
 // RateLimit fields, OpenAI, X-RateLimit-*, Anthropic, Shopify; a file
-// each), and Present whether there is anything to parse at all.
+// each), ParseUnified Anthropic's unified windows (5-hour, weekly), which
+// report a share used rather than a count, and Present whether there is
+// anything to parse at all.
 //
 // It depends on nothing in pacer, keeps no state and never panics; pacer's
 // Transport learns from every response through it, and cmd/pacer probe and

@@ -189,6 +189,7 @@ func printUnderstanding(w io.Writer, resp *http.Response, now time.Time, headroo
 		}
 		tw.Flush()
 	}
+	printUnified(w, resp.Header, now)
 	if wait, ok := ratelimitheader.RetryAfter(resp.Header, now); ok {
 		fmt.Fprintf(w, "Retry-After: %v\n", wait)
 	} else {
@@ -264,6 +265,26 @@ func paceLines(resp *http.Response, quotas []ratelimitheader.Quota, now time.Tim
 		}
 	}
 	return lines
+}
+
+// printUnified prints Anthropic's unified windows (5-hour, weekly), which
+// report a share used, not a count; nothing when h has none.
+func printUnified(w io.Writer, h http.Header, now time.Time) {
+	u, ok := ratelimitheader.ParseUnified(h, now)
+	if !ok {
+		return
+	}
+	fmt.Fprintf(w, "Unified windows (status %s, binding %s):\n", orDash(u.Status), orDash(u.Claim))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  NAME\tPERIOD\tUSED\tRESET\tSTATUS")
+	for _, win := range u.Windows {
+		used := "-"
+		if win.Used >= 0 {
+			used = fmt.Sprintf("%.4g%%", 100*win.Used)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", win.Name, duration(win.Period), used, duration(win.Reset), orDash(win.Status))
+	}
+	tw.Flush()
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

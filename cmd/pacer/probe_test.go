@@ -123,6 +123,17 @@ func TestProbeEachHeaderFamily(t *testing.T) {
 			`Forecast for core \(requests\): 4997 of 5000 remain for 1h0m0s: to last to the reset, at most 1.388 requests/s; ` +
 				`the response does not say when the window began, so not how fast it is spent`,
 		}},
+		{"anthropic unified", 200, map[string]string{ // as CLIProxyAPI #3169 quotes a response (ratelimitheader/unified.go)
+			"Anthropic-Ratelimit-Unified-Status":               "allowed_warning",
+			"Anthropic-Ratelimit-Unified-Representative-Claim": "seven_day",
+			"Anthropic-Ratelimit-Unified-5h-Utilization":       "0.35", "Anthropic-Ratelimit-Unified-5h-Reset": "1761400800", // probeDate + 2h
+			"Anthropic-Ratelimit-Unified-7d-Utilization": "0.85", "Anthropic-Ratelimit-Unified-7d-Reset": "1761652800", // + 72h
+		}, []string{
+			`Unified windows \(status allowed_warning, binding seven_day\):`,
+			`  NAME PERIOD USED RESET STATUS`,
+			`  5h 5h0m0s 35% 2h0m0s -`,
+			`  7d 168h0m0s 85% 72h0m0s -`,
+		}},
 		{"discord", 429, map[string]string{
 			"Retry-After": "65", "X-Ratelimit-Limit": "10", "X-Ratelimit-Remaining": "0",
 			"X-Ratelimit-Reset": "1470173023.123", "X-Ratelimit-Reset-After": "64.57",

@@ -97,6 +97,18 @@
 //     and never retried: waiting will not restore them.
 //   - x-should-retry, which the API sends on errors, decides: "false" is
 //     never retried, "true" may be.
+//   - A 429 whose retry-after lies beyond the Transport's maximum wait (a
+//     5-hour window spent for hours yet) is surfaced at once as a
+//     *pacer.QuotaError whose Reset says when the window reopens.
+//
+// # Long windows
+//
+// A subscription's answers carry anthropic-ratelimit-unified-* headers: the
+// share used of a 5-hour and a weekly window, and when each reopens.
+// Anthropic's rate-limits page does not document them; pacer reads them as
+// public parsers show them (ratelimitheader.ParseUnified), shows them in
+// each scope's pacer.ScopeStats.Windows, and spreads them to their resets
+// for the workloads that set pacer.Workload.SpreadLongWindows.
 //
 // The official SDK retries 408, 409, 429 and 5xx by itself: give it
 // option.WithMaxRetries(0) so that pacer's paced retries are the only ones.

@@ -1,7 +1,12 @@
 package anthropic_test
 
 import (
+	"context"
 	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/providers/anthropic"
@@ -31,3 +36,41 @@ func ExamplePreset() {
 	}
 	// Output: anthropic/claude-opus-4-1/output-tokens: 40000 at once
 }
+
+// A backfill that can wait spreads a subscription's 5-hour and weekly
+// windows to their resets (Workload.SpreadLongWindows), and Stats shows
+// what the unified headers last said of each. Here a stand-in for the API
+// answers with the headers a real response carries.
+func ExamplePreset_longWindows() {
+	api := roundTrip(func(req *http.Request) (*http.Response, error) {
+		h := http.Header{}
+		h.Set("anthropic-ratelimit-unified-status", "allowed_warning")
+		h.Set("anthropic-ratelimit-unified-5h-utilization", "0.35")
+		h.Set("anthropic-ratelimit-unified-5h-reset", strconv.FormatInt(time.Now().Add(2*time.Hour).Unix(), 10))
+		h.Set("anthropic-ratelimit-unified-7d-utilization", "0.85")
+		h.Set("anthropic-ratelimit-unified-7d-reset", strconv.FormatInt(time.Now().Add(72*time.Hour).Unix(), 10))
+		return &http.Response{StatusCode: http.StatusOK, Header: h, Body: http.NoBody, Request: req}, nil
+	})
+	t := pacer.New(api, anthropic.Preset(anthropic.Start),
+		pacer.WithWorkload("backfill", pacer.Workload{SpreadLongWindows: true}))
+	ctx := pacer.ContextWithWorkload(context.Background(), "backfill")
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.anthropic.com/v1/messages",
+		strings.NewReader(`{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`))
+	if resp, err := t.RoundTrip(req); err == nil {
+		resp.Body.Close()
+	}
+	for _, s := range t.Stats().Scopes {
+		if strings.HasSuffix(s.Name, "/requests") && len(s.Windows) > 0 {
+			for _, w := range s.Windows {
+				fmt.Printf("%s: window %s of %v, %.0f%% used\n", s.Name, w.Name, w.Period, 100*w.Used)
+			}
+		}
+	}
+	// Output:
+	// anthropic/claude-sonnet-4/requests: window 5h of 5h0m0s, 35% used
+	// anthropic/claude-sonnet-4/requests: window 7d of 168h0m0s, 85% used
+}
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
