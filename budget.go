@@ -23,96 +23,34 @@ import (
 //	Budget{Limit: 5000, Per: 24 * time.Hour}                                 // 5,000 requests a day
 //	Budget{Limit: 1e6, Unit: "tokens", Per: time.Hour}                       // a million tokens an hour
 //
-// Set exactly one of Limit and Spend (the zero Budget sets neither, and is
-// no cap), and one of Per and Period.
+// Set exactly one of Limit and Spend, and one of Per and Period; the zero
+// Budget sets neither and is no cap. With Per, the period starts with the
+// first attempt after the previous one ended; with Period, it follows the
+// calendar, and every process of a fleet sharing a store shares it.
 //
-// With Per, the period starts with the first attempt after the previous one
-// ended, so a budget of 50,000 requests per 24h allows 50,000 requests, then
-// none until 24 hours after the first of them. With Period, it follows the
-// calendar — period.Daily(0, 0, loc) resets at midnight in loc, the way an
-// invoice does — and every process of a fleet sharing a store shares it:
-// the store keys the period's spend by its start.
+// A budget counts attempts that reach the provider, which may bill each of
+// them: a GET retried twice spends 3. An attempt pacer does not send, or
+// whose connection could not be made, is given back. A refused call fails
+// at once with a *BudgetError (errors.Is ErrBudgetExhausted), wrapped in a
+// *retry.Error when it was a retry.
 //
-// A budget counts attempts that reach the provider, since the provider sees
-// and may bill each of them: a GET retried twice spends 3. An attempt pacer
-// does not send (throttled, cancelled while waiting) is given back, and so
-// is one whose connection could not be made. When the budget refuses a
-// retry, the call returns a *retry.Error saying how many attempts were sent
-// and the last status, wrapping the *BudgetError.
-//
-// # Budgets in tokens and money
-//
-// On a Transport with a Meter (WithMeter; the OpenAI and Anthropic presets
-// set one), a budget in tokens or in money is reserved on the call's
-// estimate and settled on what the provider billed, read from the response
-// as it streams past: when the body ends (read to its end, or closed), the
-// difference is charged or given back, in the shared store too.
-//
-//   - A call the provider rejected (a 4xx or 5xx status, or a connection
-//     that could not be made) settles at zero: OpenAI and Anthropic bill
-//     nothing for those.
-//   - A stream that ends before the provider reported its usage (closed
-//     mid-way, as a chat UI's "stop" does) settles on what streamed: its
-//     input (the provider's figure when the stream gave it, else the
-//     estimate), the output the usage.Counter counted pass
-//     (usage.StreamBytesPerToken), and cutMargin (64 tokens) for what the
-//     provider generated but had not sent, never more than its
-//     reservation. A cut stream is then billed beyond its charge only by
-//     the output generated more than 64 tokens past the last byte read,
-//     and by what the input estimate misses. A stream that may hold
-//     output it does not show (CallEstimate.HiddenOutput, or a reasoning
-//     item or thinking block in the stream), or that showed none of its
-//     provider's events, settles at its estimate, as below.
-//   - A call whose body is closed before the provider reported its usage
-//     (an early close, a body pacer cannot read) otherwise settles at its
-//     estimate: what was reserved stays spent. A body
-//     pacer cannot read is one the Meter's Usage gives no reader for — for
-//     the presets, a Content-Type other than JSON or an event stream, or a
-//     Content-Encoding such as gzip (which Go's transport decodes before
-//     pacer reads when it asked for it itself; a base transport with
-//     DisableCompression, or a request with its own Accept-Encoding, is
-//     answered compressed) — or no body at all (nil, http.NoBody, a HEAD
-//     or a 204); so is a call whose connection failed once it was sent.
-//     Every call settles once: when its body is closed or read to its end,
-//     or at once when nothing holds it; Reserved (WorkloadStats) counts
-//     only calls in flight.
-//   - A usage, however large, is charged to the budget in full: the
-//     provider may have billed it. A bucket is charged at most one burst
-//     beyond what the call took, and at most what it refills in MaxWait
-//     (boundSettlement), so no count keeps a scope from sending beyond
-//     MaxWait. A usage beyond what the call could cost (more output than
-//     both its worst case and 2^20 tokens, or more input than both twice
-//     its estimate and 2^22 tokens) is also an observe.EventImplausibleUsage and a
-//     log line naming the call.
-//   - A call reserves its input and, of output, the 99th percentile of what
-//     the model's last calls produced (at most its max_tokens), once 50 of
-//     them have settled; before that, its worst case: its max_tokens, or
-//     the preset's default when it sets none (which it may then exceed).
-//     It is admitted only if its worst case fits what the budget has left,
-//     the calls in flight counted at their reservations.
-//
-// So the budget's promise, give or take what the input estimate misses by:
-// calls one at a time never spend beyond the Limit (or Spend); when the budget runs
-// out with calls in flight together, each of them may be billed up to its
-// worst case less its reservation beyond it. The spend in a period stays
+// On a Transport with a Meter (the OpenAI and Anthropic presets set one), a
+// budget in tokens or money is reserved on the call's estimate and settled,
+// when its body ends, on what the provider billed, read from the response:
+// a rejected call at zero, a cut stream on what streamed (plus a stated
+// margin), a body pacer cannot read at its estimate. A call is admitted
+// only if its worst case fits what is left, so the spend in a period stays
 // within
 //
 //	Limit + Σ (worst case − reservation) over the other calls in flight
 //	when the last one was admitted
 //
-// where a call is in flight until its settlement reaches the store (on a
-// shared store, it goes out in the background: see Transport.Flush). With C
-// calls in flight across a fleet, that is at most Limit + (C−1) × (the
-// largest call's worst case less its reservation); before a model's output
-// is learned, a call reserves its worst case and adds nothing.
-//
-// A budget in money (Spend) counts cost at the Meter's prices (the presets
-// bring their provider's; WithPrices overrides them model by model), in
-// integer micro-dollars, so a fleet's sum is exact. A
-// call to a model without a price is refused with an error matching
-// prices.ErrNoPrice, never counted as free; a call the Meter does not estimate (a
-// request that bills no tokens, such as a list of models) costs what its
-// context states (ContextWithSpend), else nothing. A Permit is never metered: see Permit for what it is charged.
+// give or take what the input estimate misses by. Money is counted in
+// integer micro-dollars at the Meter's prices (WithPrices overrides them);
+// a model without a price is refused (prices.ErrNoPrice), never counted as
+// free. A Permit is never metered: see Permit for what it is charged.
+// README's "Budgets in money and tokens" says each case, with the figures
+// measured.
 type Budget struct {
 	// Limit is how many of Unit may be spent in a period.
 	Limit int64

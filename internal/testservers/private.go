@@ -1,6 +1,7 @@
 package testservers
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -79,19 +80,35 @@ func StartRedis(t testing.TB, args ...string) *Private {
 	}
 	p := &Private{t: t, Port: port, dir: dir}
 	p.start = func() (*exec.Cmd, error) {
-		cmd := exec.Command(bin, append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "",
+		cmd := exec.Command(bin, append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(p.Port), "--save", "",
 			"--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log")}, args...)...)
 		if err := cmd.Start(); err != nil {
 			return nil, err
 		}
-		if err := waitListening(cmd, port, 10*time.Second); err != nil {
+		if err := waitListening(cmd, p.Port, 10*time.Second); err != nil {
 			stopProcess(cmd)
 			return nil, fmt.Errorf("redis-server: %w\n%s", err, numbered(filepath.Join(dir, "redis.log")))
 		}
 		return cmd, nil
 	}
 	p.stop = stopProcess
-	p.Start()
+	// The first start may find its port taken by another test's server
+	// (tests of several packages run at once): it takes another. A restart
+	// (Start after Stop) keeps its port, which a cluster's nodes know it by.
+	for range 3 {
+		cmd, err := p.start()
+		if errors.Is(err, errPortTaken) {
+			if p.Port, err = freePort(); err == nil {
+				continue
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.cmd = cmd
+		break
+	}
+	p.Start() // a no-op once started; fails the test if three ports were taken
 	t.Cleanup(p.Stop)
 	return p
 }
@@ -203,6 +220,14 @@ func waitListening(cmd *exec.Cmd, port int, timeout time.Duration) error {
 		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second)
 		if err == nil {
 			c.Close()
+			// A free port found earlier may have been taken since by
+			// another test's server: then the listener that answered is
+			// not this process's, which fails to bind and exits at once.
+			select {
+			case err := <-exited:
+				return fmt.Errorf("%w: port %d answered, but the server exited (%v)", errPortTaken, port, err)
+			case <-time.After(portGrace):
+			}
 			// Hand the Wait over: stopProcess must not call it again.
 			go func() { <-exited }()
 			return nil
@@ -217,6 +242,14 @@ func waitListening(cmd *exec.Cmd, port int, timeout time.Duration) error {
 		}
 	}
 }
+
+// errPortTaken says a server could not have the port it was given: another
+// process took it between freePort and the server's bind.
+var errPortTaken = errors.New("port taken")
+
+// portGrace is how long a server that answers on its port must stay up
+// for the port to be its own.
+const portGrace = 100 * time.Millisecond
 
 func stopProcess(cmd *exec.Cmd) { signalAndWait(cmd, syscall.SIGTERM) }
 
