@@ -346,6 +346,10 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 	// age may hide; without it one call in seventy was refused.
 	margin = max(margin, supply*(o.rtt.Spread/1e9)/2)
 	peak := o.peak
+	// full: the count, net of the calls in flight, is at its peak, and
+	// nothing was refused of late (after a refusal, a full count is the
+	// refill the scope found the edge of, not room).
+	full := local && o.known && peak >= 2 && left >= peak-1 && now.UnixNano()-o.refusedLast > int64(trustAfter)
 	s.mu.Unlock()
 	// A count with no room for its margin: a server bucket that holds
 	// about one call reads empty after every call it accepts, so its
@@ -375,7 +379,11 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 		// early is safe, as above.
 		horizon = catchUpTime
 	}
-	if horizon <= 2*time.Second && !first {
+	if horizon <= 2*time.Second && (!first || full) {
+		// A count that stays at its peak while the scope spends, before
+		// what comes back is measured too, is a bucket refilling faster
+		// than the scope spends: its reset is when it is full again, not
+		// a window's end (a window's count falls as it is spent).
 		horizon = min(horizon, catchUpTime)
 	}
 	if refill > 0 && pace.WholeSecondSlack(reset) > 0 {

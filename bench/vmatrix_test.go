@@ -53,17 +53,17 @@ var vRatchets = map[string]vRatchet{
 	"fixed window, rtt 200–400 ms, told 2×":                       {0.909, 0.01, 0.01, 0.93},    // target ≥ 0.93 (publishes its state, over the round trip); b211167 0.703–0.753 · 0; 410790c 0.846 · 0.0006; now 0.929 · 0.0027
 	"fixed window, rtt 200–400 ms, neighbour at 40%":              {0.902, 0.013, 0.0236, 0.88}, // target ≥ 0.88 (publishes its state, over the round trip); b211167 0.916 · 0.0083 · 0.0114; now 0.922 · 0.0110 · 0.0216
 	"fixed window, busy, limit known":                             {0.913, 0.01, 0.01, 0.97},    // target ≥ 0.97 (publishes its state); b211167 0.923–0.947 · 0; 410790c 0.895 · 0; now 0.933 · 0.0000
-	"fixed window, busy, told 2×":                                 {0.898, 0.01, 0.01, 0.95},    // target ≥ 0.95 (publishes its state); b211167 0.870–0.926 · 0; 410790c 0.947 · 0; now 0.918 · 0.0000, lower with the window spent before the refill (rtt told 2× 0.846 → 0.929, busy limit known 0.895 → 0.933)
+	"fixed window, busy, told 2×":                                 {0.917, 0.01, 0.01, 0.95},    // target ≥ 0.95 (publishes its state); b211167 0.870–0.926 · 0; 410790c 0.947 · 0; 17bea11 0.918; now 0.937 · 0.0000
 	"fixed window, busy, neighbour at 40%":                        {0.951, 0.0123, 0.0458, 0.9}, // target ≥ 0.90 (publishes its state); b211167 0.949 · 0.0088 · 0.0413; now 0.971 · 0.0103 · 0.0438
-	"token bucket (GCRA), loopback, limit known":                  {0.912, 0.01, 0.01, 0.97},    // target ≥ 0.97 (publishes its state); b211167 0.110 · 0; now 0.932 · 0.0000
+	"token bucket (GCRA), loopback, limit known":                  {0.931, 0.01, 0.01, 0.97},    // target ≥ 0.97 (publishes its state); b211167 0.110 · 0; 410790c 0.932; now 0.951 · 0.0000 (0.980 from 2 s)
 	"token bucket (GCRA), loopback, told 2×":                      {0.962, 0.01, 0.01, 0.95},    // target ≥ 0.95 (publishes its state); b211167 0.105 · 0.0236; now 0.982 · 0.0051
-	"token bucket (GCRA), loopback, neighbour at 40%":             {0.935, 0.01, 0.01, 0.9},     // target ≥ 0.90 (publishes its state); b211167 0.188 · 0 · 0; now 0.955 · 0.0000
+	"token bucket (GCRA), loopback, neighbour at 40%":             {0.957, 0.01, 0.01, 0.9},     // target ≥ 0.90 (publishes its state); b211167 0.188 · 0 · 0; 410790c 0.955; now 0.977 · 0.0000
 	"token bucket (GCRA), rtt 200–400 ms, limit known":            {0.926, 0.01, 0.01, 0.95},    // target ≥ 0.95 (publishes its state, over the round trip); b211167 0.139 · 0; now 0.946 · 0.0000
 	"token bucket (GCRA), rtt 200–400 ms, told 2×":                {0.952, 0.0154, 0.01, 0.93},  // target ≥ 0.93 (publishes its state, over the round trip); b211167 0.100 · 0.1106; now 0.972 · 0.0134
 	"token bucket (GCRA), rtt 200–400 ms, neighbour at 40%":       {0.962, 0.0113, 0.016, 0.88}, // target ≥ 0.88 (publishes its state, over the round trip); b211167 0.188 · 0.0044 · 0; now 0.982 · 0.0093 · 0.0140
-	"token bucket (GCRA), busy, limit known":                      {0.906, 0.01, 0.01, 0.97},    // target ≥ 0.97 (publishes its state); b211167 0.106 · 0; now 0.926 · 0.0000
+	"token bucket (GCRA), busy, limit known":                      {0.921, 0.01, 0.01, 0.97},    // target ≥ 0.97 (publishes its state); b211167 0.106 · 0; 410790c 0.926; now 0.941 · 0.0000 (0.980 from 2 s)
 	"token bucket (GCRA), busy, told 2×":                          {0.972, 0.01, 0.01, 0.95},    // target ≥ 0.95 (publishes its state); b211167 0.101 · 0.0245; now 0.992 · 0.0025
-	"token bucket (GCRA), busy, neighbour at 40%":                 {0.959, 0.01, 0.01, 0.9},     // target ≥ 0.90 (publishes its state); b211167 0.189 · 0 · 0; now 0.979 · 0.0017
+	"token bucket (GCRA), busy, neighbour at 40%":                 {0.969, 0.01, 0.01, 0.9},     // target ≥ 0.90 (publishes its state); b211167 0.189 · 0 · 0; 410790c 0.979 · 0.0017; now 0.989 · 0
 	"leaky bucket, loopback, limit known":                         {0.876, 0.01, 0.01, 0.89},    // target ≥ 0.89 (nginx); b211167 0.896 · 0; now 0.896 · 0.0000
 	"leaky bucket, loopback, told 2×":                             {0.973, 0.01, 0.01, 0.95},    // target ≥ 0.95 (nginx, bare 429s); b211167 0.993 · 0.0015; now 0.993 · 0.0015
 	"leaky bucket, loopback, neighbour at 40%":                    {0.969, 0.01, 0.0138, 0},     // (no goodput target beside a neighbour); today 0.989 · 0.005 · 0.0088
