@@ -205,11 +205,12 @@ func TestFixedWindowOverARoundTrip(t *testing.T) {
 // back is measured, is a bucket refilling faster than the scope spends: its
 // reset is when it is full again, not a window's end. Spread over that
 // reset, a token bucket's first second and a half went at a tenth of its
-// rate: 0.943 of its first 20 s here, 0.932 in the virtual matrix.
+// rate: its first two seconds spent 0.61 of what the server allowed, now
+// 0.73 (over 20 s, 0.932 → 0.951 in the virtual matrix).
 func TestTokenBucketsFirstSeconds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		toPresent()
 		api := &bucketAPI{rate: 100, burst: 10}
-		spend(t, api, onLoopback, 100, 20*time.Second, 0, 0.95, WithLimit(PerSecond(100)))
+		spend(t, api, onLoopback, 100, 2*time.Second, 0, 0.67, WithLimit(PerSecond(100)))
 	})
 }
