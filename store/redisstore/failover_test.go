@@ -163,9 +163,17 @@ func failover(t *testing.T, c *testservers.RedisCluster) {
 	}
 	// Replication is asynchronous: a primary that dies may take its last
 	// writes with it. WAIT until the replica has them, so that what the
-	// promoted replica must hold is known.
-	if n, err := victimClient.Do(ctx, "WAIT", 1, 5000).Int(); err != nil || n != 1 {
-		t.Fatalf("WAIT 1 = %d, %v; want the replica to acknowledge", n, err)
+	// promoted replica must hold is known. Each WAIT within the client's
+	// read timeout (3 s), and again until 30 s: a replica that the
+	// outage before restarted may still be syncing on a loaded host.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		n, err := victimClient.Do(ctx, "WAIT", 1, 1000).Int()
+		if err == nil && n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("WAIT 1 = %d, %v for 30 s; want the replica to acknowledge", n, err)
+		}
 	}
 	replica := replicaOf(t, c, victimAddr)
 
