@@ -273,7 +273,9 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 			s.believed.Store(now.Add(pace.BelieveFor(q.Window, t.maxWait)).UnixNano())
 			_, before := s.basePace(now)
 			if s.learnLimit(q, t.headroom, t.maxWait, t.log) {
-				if rate, after := s.basePace(now); after > before {
+				// Only beside a count, which clamps it next: the bucket
+				// never believes it has more than the provider reported.
+				if rate, after := s.basePace(now); after > before && q.Remaining >= 0 {
 					c.grow(ctx, now, i, after-before, rate, after)
 				}
 				why := "the provider published its limit"
@@ -461,7 +463,8 @@ func (c *call) chargeFor(q ratelimitheader.Quota) int {
 // of a new size, a tier-1 bucket of 30,000 tokens became one of 2,000,000
 // holding 29,000, and with 30 % of it reserved for another workload the
 // next call waited 19 s while the provider reported nearly all of it
-// left. The count the same answer carries then clamps it to what is left.
+// left. Only an answer that carries a count grows a bucket, and the count
+// then clamps it to what is left.
 // Off the hot path: only a changed limit grows a bucket.
 func (c *call) grow(ctx context.Context, now time.Time, i int, units, rate, burst float64) {
 	name := c.charges[i].bucket.scope.Name

@@ -426,3 +426,28 @@ func TestRemainingCountsTheCostSentSince(t *testing.T) {
 		mustNotErr(t, get(tr, ContextWithCost(context.Background(), "tokens", 1900), "http://api.test/"))
 	})
 }
+
+// A bucket grows with a published limit above a provisional one only
+// beside a count, which clamps it next: an answer that publishes a larger
+// limit and says nothing of what remains leaves the bucket as empty as it
+// was — it never believes it has more than the provider last reported.
+func TestAPublishedLimitWithoutACountDoesNotFillTheBucket(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &scriptedAPI{} // plain 200s, saying nothing of limits
+		tr := New(api, WithLogger(slogTo(io.Discard)), WithoutRetry(),
+			WithScope(Scope{Name: DefaultScope, Limit: PerMinute(3000), Provisional: true, FailFast: true}))
+		sent := 0
+		for get(tr, context.Background(), "http://api.test/") == nil && sent < 600 {
+			sent++ // the provisional bucket, to empty
+		}
+		if st := tr.Stats().Scopes[0]; !st.TokensKnown || st.Tokens > 1 {
+			t.Fatalf("after %d calls, %v tokens (known %v), want an empty bucket", sent, st.Tokens, st.TokensKnown)
+		}
+		api.steps = []scripted{{http.StatusOK, map[string]string{"X-Ratelimit-Limit-Requests": "6000"}}}
+		time.Sleep(50 * time.Millisecond) // two tokens back at 45/s: the next call goes, and its answer publishes the limit
+		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
+		if st := tr.Stats().Scopes[0]; st.Tokens > 5 {
+			t.Errorf("%v tokens after a larger limit was published without a count, want the bucket still about empty (it never believes more than was reported)", st.Tokens)
+		}
+	})
+}

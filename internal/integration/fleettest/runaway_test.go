@@ -134,10 +134,12 @@ func runawayChild(kind string) (int64, error) {
 		return 0, err
 	}
 	// The loop runs until the fleet's common deadline, and on past it until
-	// this process has seen the budget refuse a call: a child that started
-	// late on a loaded machine still sees the runaway stopped. overtime
-	// bounds that, so that a budget which never runs out fails the test
-	// instead of hanging it.
+	// this process has seen the budget refuse a call and an interactive
+	// call succeed after that: a child that started late on a loaded
+	// machine still sees the runaway stopped, and the interactive traffic
+	// go on (a budget that ran out just before the deadline left no time
+	// for one, and failed CI). overtime bounds that, so that a budget which
+	// never runs out fails the test instead of hanging it.
 	ctx, cancel := context.WithDeadline(ctx, until.Add(overtime))
 	defer cancel()
 	var exhausted atomic.Bool
@@ -177,7 +179,7 @@ func runawayChild(kind string) (int64, error) {
 		})
 	}
 	var ok, failed, okAfter int64
-	for running() {
+	for running() || ctx.Err() == nil && okAfter == 0 {
 		wasExhausted := exhausted.Load()
 		if err := call("interactive"); err != nil {
 			if ctx.Err() == nil {
