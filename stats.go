@@ -1,6 +1,7 @@
 package pacer
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -322,7 +323,7 @@ func (t *Transport) lowest(sc *ScopeStats, b *bucket, now time.Time) {
 	if burst == 0 {
 		return
 	}
-	l := m.Level(store.Demand{Scope: b.scope.Name, Key: b.key, Rate: rate, Burst: burst}, now)
+	l, _ := m.Level(context.Background(), now, store.Demand{Scope: b.scope.Name, Key: b.key, Rate: rate, Burst: burst})
 	if !sc.TokensKnown || l < sc.Tokens || l == sc.Tokens && b.key < sc.TokensKey {
 		sc.Tokens, sc.TokensKey, sc.TokensKnown = l, b.key, true
 	}
