@@ -149,13 +149,7 @@ func tokensLevel(tr *Transport, now time.Time) float64 {
 }
 
 func budgetLevel(tr *Transport, name string, now time.Time) float64 {
-	w := tr.workloads[name]
-	d := w.budget
-	if w.Budget.calendar() {
-		p := w.periodAt(now)
-		d.Key, d.Window = p.key, p.end.Sub(p.start)
-	}
-	l, _ := tr.store.(*store.Memory).Level(context.Background(), now, d)
+	l, _ := tr.store.(*store.Memory).Level(context.Background(), now, tr.workloads[name].budgetAt(now))
 	return l
 }
 
