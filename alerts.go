@@ -25,7 +25,9 @@ const alertScope = reservedPrefix + "alert"
 // observe.EventBudgetForecast to every observer: see WorkloadStats.RunsOut;
 // it looks at most once a minute, while calls are admitted, on a goroutine
 // of its own, and only at a rate measured over five minutes at least, or a
-// tenth of a shorter period),
+// tenth of a shorter period; on a shared store that reads levels, each
+// look reads the budget's fleet-wide spend, and the rate and forecast are
+// the fleet's: see WorkloadStats.FleetSpent),
 // at most once per interval for each scope, however many calls are: an
 // eleven-hour flood with a one-hour interval makes twelve calls, not fifty
 // thousand — the first at once, then one at the end of each interval that

@@ -198,23 +198,17 @@ func spendAlongside(t *testing.T, for_ time.Duration, trs ...*Transport) {
 // A budget of 300 an hour spent at one call every five seconds runs out
 // 35 minutes early: once the rate has five minutes behind it, the alerter
 // raises an EventBudgetForecast and an alert saying when, once per period
-// — and, for a fleet sharing a store, once for the whole fleet. (Each
-// process forecasts by its own count, as Stats says: here the fleet's
-// calls exhaust the shared budget sooner than any one process foresees.)
+// — and, for a fleet sharing a store, once for the whole fleet. (On a
+// store.Memory shared in one process, which no guard stands in front of,
+// each Transport forecasts by its own count, and the fleet's calls exhaust
+// the budget sooner than any one foresees; a shared store gives the
+// fleet's forecast: TestForecastAlertIsTheFleets.)
 func TestForecastAlertOncePerPeriod(t *testing.T) {
 	for _, instances := range []int{1, 3} {
 		t.Run(fmt.Sprintf("instances=%d", instances), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var heard forecastAlerts
-				shared := store.NewMemory()
-				var trs []*Transport
-				for range instances {
-					tr := New(&stubAPI{clock: clock.System}, WithStore(shared, store.Policy{}),
-						WithWorkload("backfill", Workload{Budget: Budget{Limit: 300, Per: time.Hour}}),
-						WithObserver(&heard.events), WithAlerts(time.Hour, heard.alerts.notify))
-					mustNotErr(t, tr.Err())
-					trs = append(trs, tr)
-				}
+				trs := backfillFleet(t, store.NewMemory(), instances, &heard)
 				start := time.Now()
 				spendAlongside(t, 2*time.Hour, trs...)
 
@@ -244,6 +238,21 @@ func TestForecastAlertOncePerPeriod(t *testing.T) {
 			})
 		})
 	}
+}
+
+// backfillFleet returns n Transports on store s, each with a workload
+// backfill of 300 calls an hour, telling heard their events and alerts.
+func backfillFleet(t *testing.T, s store.Store, n int, heard *forecastAlerts) []*Transport {
+	t.Helper()
+	var trs []*Transport
+	for range n {
+		tr := New(&stubAPI{clock: clock.System}, WithStore(s, store.Policy{}),
+			WithWorkload("backfill", Workload{Budget: Budget{Limit: 300, Per: time.Hour}}),
+			WithObserver(&heard.events), WithAlerts(time.Hour, heard.alerts.notify))
+		mustNotErr(t, tr.Err())
+		trs = append(trs, tr)
+	}
+	return trs
 }
 
 // A budget forecast to run out less early than its margin raises nothing,

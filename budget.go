@@ -216,6 +216,7 @@ type budgetState struct {
 	settles bool
 	period  atomic.Pointer[budgetPeriod] // the calendar period last used
 	tally   budgetTally                  // this process's spend, for Stats
+	fleet   fleetReadings                // the fleet's, as the alerter last read it (fleetforecast.go)
 }
 
 // budgetPeriod is a calendar period and the store key of its spend.

@@ -144,17 +144,13 @@ func chatAll(t *testing.T, tr *Transport, ctx context.Context) error {
 }
 
 func tokensLevel(tr *Transport, now time.Time) float64 {
-	return tr.store.(*store.Memory).Level(store.Demand{Scope: "tokens", Rate: 1e-9, Burst: 10_000}, now)
+	l, _ := tr.store.(*store.Memory).Level(context.Background(), now, store.Demand{Scope: "tokens", Rate: 1e-9, Burst: 10_000})
+	return l
 }
 
 func budgetLevel(tr *Transport, name string, now time.Time) float64 {
-	w := tr.workloads[name]
-	d := w.budget
-	if w.Budget.calendar() {
-		p := w.periodAt(now)
-		d.Key, d.Window = p.key, p.end.Sub(p.start)
-	}
-	return tr.store.(*store.Memory).Level(d, now)
+	l, _ := tr.store.(*store.Memory).Level(context.Background(), now, tr.workloads[name].budgetAt(now))
+	return l
 }
 
 func newMetered(t *testing.T, llm *fakeLLM, clock clock.Clock, b Budget, opts ...Option) *Transport {

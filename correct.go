@@ -1,10 +1,13 @@
 package pacer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/pacer-go/pacer/store"
 )
 
 // CorrectBudget charges delta to the current period of workload's budget,
@@ -43,12 +46,8 @@ func (t *Transport) CorrectBudget(workload string, delta float64) error {
 		return nil
 	}
 	now := t.clock.Now()
-	d := w.budget
-	if w.Budget.calendar() {
-		p := w.periodAt(now)
-		d.Key, d.Window = p.key, p.end.Sub(p.start)
-	}
-	d.Cost, d.Floor = n, 0
+	d := w.budgetAt(now)
+	d.Cost = n
 	w.tally.correct(w, now, n)
 	t.adjustBudget(now, d)
 	return nil
@@ -61,4 +60,57 @@ func (m *budgetTally) correct(w *workloadState, now time.Time, n float64) {
 	defer m.mu.Unlock()
 	m.roll(w, now, true)
 	m.spent = max(0, m.spent+n)
+}
+
+// FleetSpent returns what every process sharing the Transport's store has
+// charged workload's budget in its current period, in the budget's unit as
+// WorkloadStats.Spent says it: the budget's limit less what the store's
+// ledger of the period holds (store.LevelReader), read in one round trip.
+// It counts the whole fleet's calls, those in flight at their reservation,
+// and its corrections (CorrectBudget); this process's settlements and
+// refunds count once they have reached the store (see Flush). On the
+// in-memory store, the fleet is the Transports that share it.
+//
+// It waits for a shared store, at most the store timeout
+// (store.Policy.Timeout) or until ctx ends: call it off the path of a
+// call, as package reconcile's poll does. It is safe to call from any
+// goroutine. A store that does not answer is an error matching
+// store.ErrUnavailable (no failure policy answers for it); one that cannot
+// read levels, an error matching errors.ErrUnsupported, at once. So is an
+// unknown workload, or one without a budget, an error.
+func (t *Transport) FleetSpent(ctx context.Context, workload string) (float64, error) {
+	w := t.workloads[workload]
+	switch {
+	case w == nil:
+		return 0, fmt.Errorf("pacer: FleetSpent: no workload %q; the Transport declares %s", workload, t.declaredWorkloads())
+	case !w.Budget.capped():
+		return 0, fmt.Errorf("pacer: FleetSpent: workload %q has no budget; give it one with WithWorkload(%q, Workload{Budget: ...})", workload, workload)
+	}
+	var levels store.LevelReader
+	if t.guard != nil {
+		levels = t.guard // the lease, if any, holds no budget
+	} else if lr, ok := t.store.(store.LevelReader); ok {
+		levels = lr
+	} else {
+		return 0, fmt.Errorf("pacer: FleetSpent: the store (%T) cannot read a budget's level (store.LevelReader): %w", t.store, errors.ErrUnsupported)
+	}
+	now := t.clock.Now()
+	d := w.budgetAt(now)
+	l, err := levels.Level(ctx, now, d)
+	if err != nil {
+		return 0, fmt.Errorf("pacer: FleetSpent: reading the budget of workload %q from the store: %w", workload, err)
+	}
+	return (d.Burst - l) / w.Budget.scale(), nil
+}
+
+// budgetAt returns the demand of w's budget in the period containing now,
+// at no cost: for a calendar period, under the period's key.
+func (w *workloadState) budgetAt(now time.Time) store.Demand {
+	d := w.budget
+	if w.Budget.calendar() {
+		p := w.periodAt(now)
+		d.Key, d.Window = p.key, p.end.Sub(p.start)
+	}
+	d.Cost, d.Floor = 0, 0
+	return d
 }

@@ -77,7 +77,8 @@ func flushSetup(t *testing.T, s *slowStore) (*Transport, func() float64) {
 		t.Fatal(err)
 	}
 	spent := func() float64 {
-		return 10_000 - s.Level(tr.workloads["backfill"].budget, time.Now())
+		l, _ := s.Level(context.Background(), time.Now(), tr.workloads["backfill"].budget)
+		return 10_000 - l
 	}
 	return tr, spent
 }

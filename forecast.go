@@ -203,6 +203,7 @@ func (a *alerter) checkForecasts(now time.Time) {
 		budgets = true
 		ws := w.stats(now)
 		w.forecast(&ws, now)
+		a.t.readFleet(w, &ws, now)
 		if ws.PeriodEnd.IsZero() || a.forecastSaid[w.name].Equal(ws.PeriodEnd) {
 			continue
 		}
@@ -211,15 +212,24 @@ func (a *alerter) checkForecasts(now time.Time) {
 			p := w.periodAt(now)
 			period = p.end.Sub(p.start)
 		}
-		if ws.SpendWindow < min(forecastAlertWindow, period/10) || ws.RunsOutEarly <= w.Budget.forecastMargin(period) {
+		window, rate, runsOut, early := ws.SpendWindow, ws.SpendRate, ws.RunsOut, ws.RunsOutEarly
+		if ws.FleetSpendWindow > 0 {
+			// The fleet's, where a shared store tells it: every process's
+			// calls run the budget out, not this one's alone.
+			window, rate, runsOut, early = ws.FleetSpendWindow, ws.FleetSpendRate, ws.FleetRunsOut, 0
+			if !runsOut.IsZero() && runsOut.Before(ws.PeriodEnd) {
+				early = ws.PeriodEnd.Sub(runsOut)
+			}
+		}
+		if window < min(forecastAlertWindow, period/10) || early <= w.Budget.forecastMargin(period) {
 			continue
 		}
 		a.forecastSaid[w.name] = ws.PeriodEnd
 		if !a.t.firstToForecast(w, now, ws.PeriodEnd) {
 			continue
 		}
-		a.t.emit(observe.Event{Kind: observe.EventBudgetForecast, Workload: w.name, Wait: ws.RunsOutEarly, Rate: ws.SpendRate})
-		a.notify(observe.Alert{Workload: w.name, First: now, Last: now, RunsOut: ws.RunsOut, PeriodEnd: ws.PeriodEnd})
+		a.t.emit(observe.Event{Kind: observe.EventBudgetForecast, Workload: w.name, Wait: early, Rate: rate})
+		a.notify(observe.Alert{Workload: w.name, First: now, Last: now, RunsOut: runsOut, PeriodEnd: ws.PeriodEnd})
 	}
 }
 

@@ -1,6 +1,7 @@
 package pacer
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -185,12 +186,29 @@ type WorkloadStats struct {
 	// longer than store.LongestWait is that.
 	//
 	// Like Spent, these are this process's: on a store shared by a fleet,
-	// its own rate against what is left by its own count. Processes that
-	// spend alike run out sooner together: add their rates (the metrics'
-	// sum over instances) against the Limit.
+	// its own rate against what is left by its own count. The Fleet
+	// figures below are the fleet's.
 	RunsOut      time.Time
 	RunsOutIn    time.Duration
 	RunsOutEarly time.Duration
+
+	// FleetSpent is what the whole fleet sharing the store had spent of
+	// the budget in the period, its calls in flight at their reservation,
+	// in Unit, as last read from the store's ledger (Transport.FleetSpent)
+	// at FleetRead. FleetSpendRate is the fleet's rate between its
+	// readings over FleetSpendWindow (about the last ten minutes), and
+	// FleetRunsOut when, at that rate, the fleet's spend reaches Limit
+	// (FleetRead for a budget spent already; zero if it does not run out
+	// at this rate). The readings are taken by WithAlerts' check of the
+	// forecasts, at most once a minute and off the path of a call, on a
+	// shared store that reads levels (store.LevelReader); the forecast
+	// alert uses them where they span its window. Stats does no I/O for
+	// them. All zero without a reading in the period.
+	FleetSpent       float64
+	FleetRead        time.Time
+	FleetSpendRate   float64
+	FleetSpendWindow time.Duration
+	FleetRunsOut     time.Time
 }
 
 // Stats returns a snapshot of the Transport's scopes and workloads. It takes each scope's
@@ -241,6 +259,7 @@ func (t *Transport) Stats() Stats {
 	for _, w := range t.workloads {
 		ws := w.stats(now)
 		w.forecast(&ws, now)
+		w.fleet.describe(&ws)
 		w.counts.read(&ws)
 		if w.implicit && ws.unused() {
 			continue
@@ -322,7 +341,7 @@ func (t *Transport) lowest(sc *ScopeStats, b *bucket, now time.Time) {
 	if burst == 0 {
 		return
 	}
-	l := m.Level(store.Demand{Scope: b.scope.Name, Key: b.key, Rate: rate, Burst: burst}, now)
+	l, _ := m.Level(context.Background(), now, store.Demand{Scope: b.scope.Name, Key: b.key, Rate: rate, Burst: burst})
 	if !sc.TokensKnown || l < sc.Tokens || l == sc.Tokens && b.key < sc.TokensKey {
 		sc.Tokens, sc.TokensKey, sc.TokensKnown = l, b.key, true
 	}

@@ -22,7 +22,13 @@
 // tell apart. Each poll reads, for the current period of the workloads'
 // budget, what the provider billed the group (its cost report for a
 // budget in money, its usage report in tokens for a budget in tokens) and
-// what the Transports charged the workloads (WorkloadStats.Spent, summed).
+// what pacer charged the workloads: the fleet's charges, read from the
+// budgets' ledger in the store (Transport.FleetSpent, one round trip a
+// workload), so that a reconciler in one process of a fleet sees every
+// process's calls; or, when the store cannot read a level
+// (store.LevelReader), what the Transports given charged
+// (WorkloadStats.Spent, summed), and GroupStats.Fleet and the event say
+// so. Every store in this repository reads levels.
 // The difference, billed less charged, is the group's drift: it is
 // reported for the group, never split into guesses per workload.
 //
@@ -44,11 +50,19 @@
 //     Weekly or Monthly) in UTC, starting at midnight: the providers report
 //     in days snapped to midnight UTC. A budget with Per starts its window
 //     with its first call, which no report matches; New refuses it.
-//   - What was charged is what the Transports given in Config charged, in
-//     this process. In a fleet of processes, each counts only its own
-//     spend (WorkloadStats.Spent): reconcile in one process only if it
-//     carries all the group's calls, or the drift will count the others'
-//     calls as pacer's misses. The correction itself is fleet-wide.
+//   - What was charged is read from the store of the first Transport
+//     given, the others taken to share it. It counts every process's
+//     calls and corrections, and each call in flight at its reservation,
+//     except those of the Transports given, which count once settled, as
+//     WorkloadStats.Spent counts them. A settlement still on its way to
+//     the store (see Transport.Flush) counts at its reservation until it
+//     arrives. A store that does not answer fails the poll of the group
+//     (EventReconcileFailed): this process's own count would read the
+//     rest of the fleet as drift. Behind a store that cannot read a level,
+//     each process counts only its own spend: reconcile in one process
+//     only if it carries all the group's calls, or the drift will count
+//     the others' calls as pacer's misses. The correction itself is
+//     fleet-wide either way.
 //   - The providers' reports lag the calls by minutes; calls in flight are
 //     charged at their reservation and not yet counted as spent. Set the
 //     Tolerance above what that lag costs in a polling interval, or
@@ -59,8 +73,9 @@
 // # Never in the way of a call
 //
 // A poll runs on the goroutine that calls Poll or Run, never on a call's;
-// it reads Transport.Stats, which takes no lock across I/O, and a
-// correction never waits for the store. A report that fails, is slow
+// it reads Transport.Stats, which takes no lock across I/O, and the
+// fleet's charges from the store, each read bounded by the store timeout,
+// as a call's own round trip is; a correction never waits for the store. A report that fails, is slow
 // (each poll is bounded by Config.Timeout) or answers garbage is an
 // observe.EventReconcileFailed saying why, and a count in Stats; calls go
 // on, and the budgets stay as they were.

@@ -72,8 +72,12 @@ type Source interface {
 // Config is what a Reconciler compares, and how often.
 type Config struct {
 	Source Source
-	// Transports are the Transports whose charges are compared, summed;
-	// a correction goes to the first, and through its store to the fleet.
+	// Transports are the Transports whose charges are compared; a
+	// correction goes to the first, and through its store to the fleet.
+	// When that store reads levels (store.LevelReader: the in-memory,
+	// Redis and Postgres stores do), what was charged is the fleet's, read
+	// from its ledger (Transport.FleetSpent), and the others are taken to
+	// share it; otherwise it is what these Transports charged, summed.
 	Transports []*pacer.Transport
 	Groups     []Group
 	// Every is the interval between polls; zero means 5 minutes.
@@ -129,9 +133,15 @@ type GroupStats struct {
 	Unit string
 	// PeriodStart and PeriodEnd bound the period compared.
 	PeriodStart, PeriodEnd time.Time
-	// Billed is what the provider reported, Charged what the Transports
-	// charged, and Drift Billed less Charged, in Unit.
+	// Billed is what the provider reported, Charged what pacer charged,
+	// and Drift Billed less Charged, in Unit.
 	Billed, Charged, Drift float64
+	// Fleet says Charged is the fleet's, read from the store's ledger of
+	// the budgets: every process sharing the store is counted. False says
+	// the store cannot read a level, and Charged counts the Transports of
+	// Config alone, this process's: in a fleet, the others' calls read as
+	// drift.
+	Fleet bool
 	// Reported says Drift was beyond the Tolerance, and was reported.
 	Reported bool
 	// Corrected is what corrections charged the group's budgets in the
@@ -143,7 +153,7 @@ type GroupStats struct {
 // WorkloadShare is one workload's part of its group's figures.
 type WorkloadShare struct {
 	Name    string
-	Charged float64 // what the Transports charged it in the period
+	Charged float64 // what pacer charged it in the period (see GroupStats.Fleet)
 	// Share is its part of the drift, in proportion to what it was charged
 	// (in equal parts when nothing was): what a correction charges it.
 	Share float64
@@ -269,11 +279,11 @@ func (r *Reconciler) Poll(ctx context.Context) error {
 	r.stats.LastPoll = now
 	r.mu.Unlock()
 
-	charged := r.charged()
+	local := r.local()
 	var first error
 	for i := range r.groups {
 		g := &r.groups[i]
-		gs, err := r.compare(ctx, g, now, charged)
+		gs, err := r.compare(ctx, g, now, local)
 		if err != nil {
 			err = fmt.Errorf("reconcile: group %q: %w; nothing was compared or corrected, and calls go on as before", g.Name, err)
 			r.emit(observe.Event{Kind: observe.EventReconcileFailed, Scope: g.Name, Err: err})
@@ -293,29 +303,58 @@ func (r *Reconciler) Poll(ctx context.Context) error {
 	return first
 }
 
-// charged returns what the Transports charged each workload in its
-// current period, summed.
-func (r *Reconciler) charged() map[string]float64 {
-	out := map[string]float64{}
+// localCharges are what the Transports of Config counted of each
+// workload's budget in its current period, summed.
+type localCharges struct {
+	spent    map[string]float64 // WorkloadStats.Spent
+	reserved map[string]float64 // WorkloadStats.Reserved: calls in flight
+}
+
+// local returns what the Transports counted.
+func (r *Reconciler) local() localCharges {
+	l := localCharges{spent: map[string]float64{}, reserved: map[string]float64{}}
 	for _, t := range r.cfg.Transports {
 		for _, ws := range t.Stats().Workloads {
-			out[ws.Name] += ws.Spent
+			l.spent[ws.Name] += ws.Spent
+			l.reserved[ws.Name] += ws.Reserved
 		}
 	}
-	return out
+	return l
+}
+
+// charged returns what was charged workload in its current period, and
+// whether it is the fleet's: read from the store's ledger, less the
+// reservations of the Transports' calls in flight, which their own count
+// leaves out until they settle (the other processes' calls in flight stay
+// in it, at their reservation); or, from a store that cannot read levels,
+// the Transports' own count. A store that does not answer is an error:
+// this process's count would read the rest of the fleet as drift.
+func (r *Reconciler) charged(ctx context.Context, workload string, local localCharges) (float64, bool, error) {
+	fleet, err := r.cfg.Transports[0].FleetSpent(ctx, workload)
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		return local.spent[workload], false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("reading what the fleet charged: %w", err)
+	}
+	return max(0, fleet-local.reserved[workload]), true, nil
 }
 
 // compare reads g's report and compares it with what was charged.
-func (r *Reconciler) compare(ctx context.Context, g *group, now time.Time, charged map[string]float64) (GroupStats, error) {
+func (r *Reconciler) compare(ctx context.Context, g *group, now time.Time, local localCharges) (GroupStats, error) {
 	start, end := g.period.Bounds(now)
 	billed, err := r.cfg.Source.Billed(ctx, Query{Start: start.UTC(), End: end.UTC(), Now: now.UTC(), By: g.By, Unit: g.unit})
 	if err != nil {
 		return GroupStats{}, err
 	}
 	gs := GroupStats{Name: g.Name, By: g.By, ID: g.ID, Unit: g.unit, PeriodStart: start, PeriodEnd: end, Billed: billed[g.ID],
-		Corrected: r.correctedSoFar(g.Name, start)}
+		Corrected: r.correctedSoFar(g.Name, start), Fleet: true}
 	for _, name := range g.Workloads {
-		c := charged[name]
+		c, fleet, err := r.charged(ctx, name, local)
+		if err != nil {
+			return GroupStats{}, err
+		}
+		gs.Fleet = gs.Fleet && fleet
 		gs.Charged += c
 		gs.Workloads = append(gs.Workloads, WorkloadShare{Name: name, Charged: c})
 	}
@@ -337,6 +376,9 @@ func (r *Reconciler) compare(ctx context.Context, g *group, now time.Time, charg
 		percent = int(math.Round(gs.Drift / gs.Charged * 100))
 	}
 	what := fmt.Sprintf("the provider billed %s %q %s, pacer charged its workloads %s (%+d %%)", g.By, g.ID, amount(gs.Billed, g.unit), amount(gs.Charged, g.unit), percent)
+	if !gs.Fleet {
+		what += " in this process: the store cannot read the fleet's ledger"
+	}
 	switch {
 	case r.cfg.Correct && !g.period.Start(time.Now()).Equal(start):
 		// The report was read as the period ended: its drift is the last

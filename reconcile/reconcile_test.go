@@ -18,6 +18,7 @@ import (
 	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/period"
 	"github.com/pacer-go/pacer/reconcile"
+	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/usage/prices"
 )
 
@@ -222,17 +223,8 @@ func TestDriftIsReportedWithinOneInterval(t *testing.T) {
 func TestDriftIsOnlyReportedByDefault(t *testing.T) {
 	fake := newFakeBilling(t)
 	synctest.Test(t, func(t *testing.T) {
-		tr := newTransport(t, reconcile.UnitUSD)
-		r, err := reconcile.New(reconcile.Config{Source: openAI(fake.srv.URL), Transports: []*pacer.Transport{tr},
-			Groups: []reconcile.Group{{By: reconcile.ByProject, ID: "proj_1", Workloads: []string{"chat"}}}})
+		tr, r, _, err := chargedAndBilled(t, fake, store.NewMemory(), false, 0.05)
 		if err != nil {
-			t.Fatal(err)
-		}
-		if err := spend(t, tr, reconcile.UnitUSD, "chat", 10); err != nil {
-			t.Fatal(err)
-		}
-		fake.bill("proj_1", 0.05, 0)
-		if err := r.Poll(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		if g := r.Stats().Groups[0]; !near(g.Drift, -0.05) || g.Corrected != 0 || !g.Reported {

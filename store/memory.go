@@ -148,19 +148,20 @@ func (m *Memory) Clamp(_ context.Context, now time.Time, d Demand, tokens float6
 	return nil
 }
 
-// Level returns what d's bucket holds at now, without changing it: a
-// bucket the store does not hold is full. It needs no lock beyond the
-// store's own, so a Transport's Stats report the level of the default store.
-func (m *Memory) Level(d Demand, now time.Time) float64 {
+// Level implements LevelReader: what d's bucket holds at now, without
+// changing it; a bucket the store does not hold is full. It never fails,
+// and takes no lock beyond the store's own, so a Transport's Stats report
+// the level of the default store.
+func (m *Memory) Level(_ context.Context, now time.Time, d Demand) (float64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b := m.buckets[bucketKey{d.Scope, d.Key}]
 	if b == nil {
-		return d.Burst
+		return d.Burst, nil
 	}
 	l := b.bucketLevel
 	l.advance(&d, m.since(now))
-	return l.tokens
+	return l.tokens, nil
 }
 
 // since returns now as a Duration since the store's epoch, which is the

@@ -23,6 +23,8 @@
 //   - Adjust (the optional Adjuster) settles a call's cost after the fact,
 //     whatever the bucket holds: a bucket may go below zero, an overdraft
 //     later takes wait out.
+//   - Level (the optional LevelReader) reads what a bucket holds, refill
+//     applied, and changes nothing: a bucket not held reads as full.
 //
 // A store that answers but refuses a value it cannot hold returns an error
 // matching ErrInvalidDemand; any other error is a failure of the store,
@@ -270,6 +272,25 @@ type Adjuster interface {
 	// wait out. A negative Cost gives -Cost back, up to the burst. A zero
 	// Cost changes nothing.
 	Adjust(ctx context.Context, now time.Time, demands []Demand) error
+}
+
+// A LevelReader is a Store that can say what a bucket holds without
+// changing it: a budget's level read by every process of a fleet is what
+// the fleet has left of it (store.Decision.Taken, a running total that
+// never falls, overstates a budget settled below its reservations). Every
+// store in this repository is one; a Transport whose store is not says so
+// where it would report the fleet's figure, and reports its own.
+type LevelReader interface {
+	// Level returns what d's bucket holds at now, its refill or window
+	// applied as a Take at now would apply it (d's Rate, Burst and Window;
+	// its Cost and Floor are ignored), and changes nothing. A bucket the
+	// store does not hold reads as full, d.Burst, as a new bucket starts;
+	// one overdrawn by Adjust reads below zero. A remote store answers in
+	// one round trip, on its own clock as its Take does, and refuses a
+	// demand it cannot compute with by an error matching
+	// ErrInvalidDemand. It is safe for concurrent use with every other
+	// call.
+	Level(ctx context.Context, now time.Time, d Demand) (float64, error)
 }
 
 // adjust applies a signed settlement to the level: see Adjuster.

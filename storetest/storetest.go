@@ -35,6 +35,15 @@ type config struct {
 	held        func(t *testing.T, s store.Store, d store.Demand, took, now time.Time) bool
 	concurrency int
 	noTotal     bool
+	noLevel     bool
+}
+
+// WithoutLevel says the store does not read levels (store.LevelReader):
+// the level case checks that it does not claim to. A Transport behind
+// such a store reports its own process's spend where it would report the
+// fleet's.
+func WithoutLevel() Option {
+	return func(c *config) { c.noLevel = true }
 }
 
 // WithoutTotal says the store keeps no running total of what is taken
@@ -84,6 +93,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"BlockedIsLongestWait", testBlockedIsLongestWait},
 		{"RefundCancelledWait", testRefund},
 		{"AdjustSettlesACall", testAdjust},
+		{"LevelReadsWithoutChanging", func(t *testing.T, h *harness) { testLevel(t, h, !cfg.noLevel) }},
 		{"WorkloadFloor", testFloor},
 		{"Clamp", testClamp},
 		{"OddKeys", testOddKeys},

@@ -52,10 +52,10 @@ type Hooks struct {
 	Warn func(scope string, err error)
 }
 
-// A Guard is a store.Store (and a store.Adjuster) in front of a remote
-// store: it applies a store.Policy's failure mode, bounds every call, and
-// sends the writes nobody waits for (clamps, refunds, settlements) in the
-// background. It is safe for concurrent use.
+// A Guard is a store.Store (a store.Adjuster, and a store.LevelReader) in
+// front of a remote store: it applies a store.Policy's failure mode,
+// bounds every call, and sends the writes nobody waits for (clamps,
+// refunds, settlements) in the background. It is safe for concurrent use.
 type Guard struct {
 	remote    store.Store
 	inline    bool // remote honours its context: call it on the caller's goroutine
@@ -394,6 +394,33 @@ func (g *Guard) clampLocal(now time.Time, d store.Demand, tokens float64) error 
 		return nil
 	}
 	return g.local.Clamp(context.Background(), now, g.shareOf(d), tokens/float64(g.instances))
+}
+
+// Level implements store.LevelReader: the remote store's level of d, read
+// as any call is, bounded by the store timeout and ctx. It never answers
+// for the store: a store that does not answer (or is known to be down,
+// and not yet to be asked again) gives an error matching ErrUnavailable,
+// at once or at the timeout; one that does not read levels an error
+// matching errors.ErrUnsupported, without a round trip. The writes still
+// in the queue (Drained) are not in what the store holds.
+func (g *Guard) Level(ctx context.Context, now time.Time, d store.Demand) (float64, error) {
+	lr, ok := g.remote.(store.LevelReader)
+	if !ok {
+		return 0, fmt.Errorf("the store (%T) does not read a bucket's level (store.LevelReader): %w", g.remote, errors.ErrUnsupported)
+	}
+	result := make(chan float64, 1)
+	failed, err := g.call(ctx, now, func(ctx context.Context) error {
+		l, err := lr.Level(ctx, now, d)
+		result <- l
+		return err
+	})
+	switch {
+	case err != nil:
+		return 0, err
+	case failed:
+		return 0, g.Unavailable()
+	}
+	return <-result, nil
 }
 
 // AdjustOrRefund settles demands on s: with Adjust if s is a

@@ -185,7 +185,7 @@ func TestWritesWhileTheStoreIsDownAreLost(t *testing.T) {
 	if len(covered) != 2 || covered[0] != "api" || covered[1] != "api" {
 		t.Errorf("covered %q, want the take and the refund of api", covered)
 	}
-	if lvl := g.local.Level(d, now); lvl != 10 {
+	if lvl, _ := g.local.Level(context.Background(), now, d); lvl != 10 {
 		t.Errorf("the local bucket holds %v after the take and its refund, want 10", lvl)
 	}
 }

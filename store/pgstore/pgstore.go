@@ -155,7 +155,7 @@ type Store struct {
 	callerClock bool
 	err         error // a configuration error, returned by every call
 
-	takeSQL, refundSQL, adjustSQL, clampSQL, sweepSQL string
+	takeSQL, refundSQL, adjustSQL, clampSQL, sweepSQL, levelSQL string
 	// The take and the adjustment for a table without the taken column,
 	// which an earlier version created: used once one is found.
 	takeUncountedSQL, adjustUncountedSQL string
@@ -208,6 +208,8 @@ func New(pool *pgxpool.Pool, opts ...Option) *Store {
 	s.adjustSQL = strings.ReplaceAll(expand(adjustSQL, s.table), "$8", "$7")
 	s.clampSQL = strings.ReplaceAll(expand(clampSQL, s.table), "$8", "$7")
 	s.sweepSQL = expand(sweepSQL, s.table)
+	// A level has neither cost nor floor: its now is $6.
+	s.levelSQL = strings.ReplaceAll(expand(levelSQL, s.table), "$8", "$6")
 	s.takeUncountedSQL, s.adjustUncountedSQL = uncounted(s.takeSQL), uncounted(s.adjustSQL)
 	return s
 }
@@ -342,6 +344,13 @@ var clampSQL = `INSERT INTO @table AS b (scope, key, tokens, refilled_at, expire
 	   SET tokens = least(@level, $6::float8),
 	       refilled_at = @stamp,
 	       expires_at = ` + expiry("least(@level, $6::float8)", "@stamp", "excluded.refilled_at")
+
+// A level reads the bucket brought up to now, and writes nothing: a
+// bucket not stored is full. The subquery named excluded gives the macros
+// their now.
+var levelSQL = `SELECT coalesce((SELECT @level
+	  FROM @table AS b, (SELECT @now AS refilled_at) AS excluded
+	 WHERE b.scope = $1 AND b.key = $2), $4::float8)`
 
 var sweepSQL = `DELETE FROM @table WHERE expires_at <= coalesce($1::timestamptz, now())`
 
@@ -697,6 +706,22 @@ func (s *Store) Clamp(ctx context.Context, now time.Time, d store.Demand, tokens
 		return failed("clamp", err)
 	}
 	return nil
+}
+
+// Level implements store.LevelReader, in one statement that writes nothing.
+func (s *Store) Level(ctx context.Context, now time.Time, d store.Demand) (float64, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	if err := validate(d); err != nil {
+		return 0, fmt.Errorf("pgstore: level: %w", err)
+	}
+	var l float64
+	err := s.pool.QueryRow(ctx, s.levelSQL, stored(d.Scope), stored(d.Key), sqlRate(d.Rate), d.Burst, d.Window.Microseconds(), s.now(now)).Scan(&l)
+	if err != nil {
+		return 0, failed("level", err)
+	}
+	return l, nil
 }
 
 // Sweep deletes the buckets that are full again by now (the database's

@@ -421,6 +421,25 @@ func (s *Store) Clamp(ctx context.Context, now time.Time, d store.Demand, tokens
 	return err
 }
 
+// Level implements store.LevelReader: one script, which reads the bucket
+// on Redis's clock (or the caller's, WithCallerClock) and writes nothing.
+func (s *Store) Level(ctx context.Context, now time.Time, d store.Demand) (float64, error) {
+	if err := d.Validate(); err != nil {
+		return 0, fmt.Errorf("redisstore: level: %w", err)
+	}
+	cmd := redis.NewStringCmd(ctx, s.command(ctx, "level", now, []store.Demand{d}, nil, "").Args()...)
+	cmd.SetFirstKeyPos(3)
+	reply, err := process(ctx, s, "level", cmd, redis.NewStringCmd).Result()
+	if err != nil {
+		return 0, err
+	}
+	l, err := strconv.ParseFloat(reply, 64)
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: level: unexpected reply %q", reply)
+	}
+	return l, nil
+}
+
 // costly returns how many demands cost something.
 func costly(demands []store.Demand) int {
 	n := 0
@@ -459,22 +478,36 @@ func (s *Store) run(ctx context.Context, mode string, now time.Time, demands []s
 		return nil, fmt.Errorf("redisstore: %s: %w: the level is NaN", mode, store.ErrInvalidDemand)
 	}
 	cmd := s.command(ctx, mode, now, demands, level, took)
+	return process(ctx, s, mode, cmd, redis.NewIntSliceCmd).Result()
+}
+
+// A scriptCmd is a command of the script, whatever its reply.
+type scriptCmd[R any] interface {
+	redis.Cmder
+	Result() (R, error)
+}
+
+// process sends cmd, and sends it again as an EVAL that carries the script
+// (made by newCmd) when the server answers NOSCRIPT. It returns the command
+// that answered, its error said as run says it.
+func process[R any, C scriptCmd[R]](ctx context.Context, s *Store, mode string, cmd C, newCmd func(context.Context, ...any) C) C {
 	_ = s.client.Process(ctx, cmd)
 	// (HasErrorPrefix allocates, even for no error.)
 	if cmd.Err() != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-		cmd = withSource(ctx, cmd)
+		cmd = newCmd(ctx, append([]any{argEval, argScript}, cmd.Args()[2:]...)...)
+		cmd.SetFirstKeyPos(3)
 		_ = s.client.Process(ctx, cmd)
 	}
-	reply, err := cmd.Result()
-	if err != nil {
+	if err := cmd.Err(); err != nil {
 		var rerr redis.Error
 		if errors.As(err, &rerr) && strings.Contains(rerr.Error(), "user_script") {
-			return nil, fmt.Errorf("redisstore: %s: %w: %w", mode, store.ErrInvalidDemand, err)
+			cmd.SetErr(fmt.Errorf("redisstore: %s: %w: %w", mode, store.ErrInvalidDemand, err))
+		} else {
+			s.reloadSlots()
+			cmd.SetErr(fmt.Errorf("redisstore: %s: %w", mode, err))
 		}
-		s.reloadSlots()
-		return nil, fmt.Errorf("redisstore: %s: %w", mode, err)
 	}
-	return reply, nil
+	return cmd
 }
 
 // command returns the EVALSHA of the script on demands (see take.lua for
@@ -514,15 +547,6 @@ func (s *Store) command(ctx context.Context, mode string, now time.Time, demands
 	return cmd
 }
 
-// withSource returns cmd as an EVAL that carries the script, for a server
-// that answered NOSCRIPT.
-func withSource(ctx context.Context, cmd *redis.IntSliceCmd) *redis.IntSliceCmd {
-	args := append([]any{argEval, argScript}, cmd.Args()[2:]...)
-	c := redis.NewIntSliceCmd(ctx, args...)
-	c.SetFirstKeyPos(3)
-	return c
-}
-
 // boxMode returns mode in an interface; the script's modes are constants,
 // which box without allocating.
 func boxMode(mode string) any {
@@ -531,6 +555,8 @@ func boxMode(mode string) any {
 		return "take"
 	case "peek":
 		return "peek"
+	case "level":
+		return "level"
 	case "refund":
 		return "refund"
 	case "undo":

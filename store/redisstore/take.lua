@@ -6,13 +6,15 @@
 --          from it ever, by take and by a positive adjust (store.Decision.
 --          Taken): a refund, an undo, a clamp and a negative adjust leave it,
 --          and a key written by an earlier version, without it, starts at 0
--- ARGV[1]  "take", "peek", "refund", "undo", "adjust" or "clamp"
+-- ARGV[1]  "take", "peek", "level", "refund", "undo", "adjust" or "clamp"
 -- ARGV[2]  now in microseconds, or "" to use the server's TIME
 -- ARGV[3+5(i-1)...]  demand i: rate (units/s), burst, window (µs), cost, floor
 --          (for "clamp", cost is the level to clamp to)
 -- ARGV[3+5n]  for "undo": the time a "take" of these demands replied
 --
--- "peek" is a take that takes nothing: how long the take would wait. "undo"
+-- "peek" is a take that takes nothing: how long the take would wait. "level"
+-- reads what the first bucket holds, brought up to now, and writes nothing
+-- (store.LevelReader). "undo"
 -- is the refund of a take whose other demands, in other slots of a Cluster,
 -- were denied: a window bucket whose window has started again since that
 -- take gets nothing back, since what was taken went with the old window.
@@ -31,6 +33,8 @@
 --          granted ({1, now} if the first demand costs nothing), or
 --          {0, blocked (0-based), wait in ns or -1 for never}
 -- peek  -> as take, without the now
+-- level -> the level, a string as '%.17g' writes it (exact, where an integer
+--          reply would truncate it): a bucket not held is full, its burst
 -- other -> {1}
 --
 -- A wait saturates at LONGEST, pacer.LongestWait (2^62 ns): a rate too small
@@ -247,6 +251,9 @@ if mode == 'take' or mode == 'peek' then
     return {1, now, units(taken[1])}
   end
   return {1, now}
+elseif mode == 'level' then
+  level(1)
+  return string.format('%.17g', tokens[1])
 elseif mode == 'refund' or mode == 'undo' then
   local took = tonumber(ARGV[3 + 5 * n])
   for i = 1, n do

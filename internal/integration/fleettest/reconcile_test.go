@@ -43,39 +43,12 @@ func TestReconcileCorrectsAFleetOnRedis(t *testing.T) {
 	srv := httptest.NewServer(bill)
 	defer srv.Close()
 
-	b := pacer.Budget{Spend: prices.Dollars(budget), Period: period.Daily(0, 0, time.UTC)}
-	var trs []*pacer.Transport
-	for range instances {
-		rdb := redis.NewClient(&redis.Options{Addr: addr})
-		defer rdb.Close()
-		tr := pacer.New(okLLM{}, pacer.WithStore(redisstore.New(rdb, redisstore.WithPrefix(prefix)), store.Policy{OnFailure: store.FailClosed}),
-			pacer.WithMeter(pacer.Meter{Estimate: func(*http.Request) (pacer.CallEstimate, bool) { return pacer.CallEstimate{}, false }}),
-			pacer.WithWorkload("chat", pacer.Workload{Budget: b}), pacer.WithWorkload("batch", pacer.Workload{Budget: b}))
-		if err := tr.Err(); err != nil {
-			t.Fatal(err)
-		}
-		trs = append(trs, tr)
-	}
-	r, err := reconcile.New(reconcile.Config{
-		Source:     reconcile.OpenAI("admin-key", reconcile.WithBaseURL(srv.URL)),
-		Transports: trs, Correct: true,
-		Groups: []reconcile.Group{{By: reconcile.ByProject, ID: "proj_1", Workloads: []string{"chat", "batch"}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	trs := redisFleet(t, addr, prefix, instances, budget)
+	r := reconciler(t, srv.URL, trs, true)
 
 	// Each instance makes 5 calls of each workload, a cent each: $0.40 in
 	// all, which the provider bills $0.80.
-	for _, tr := range trs {
-		for _, w := range []string{"chat", "batch"} {
-			for range 5 {
-				if err := call(tr, w); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-	}
+	callEach(t, trs, 5)
 	bill.set(0.80)
 	if err := r.Poll(context.Background()); err != nil {
 		t.Fatal(err)
@@ -119,6 +92,90 @@ func TestReconcileCorrectsAFleetOnRedis(t *testing.T) {
 	}
 	if g := r.Stats().Groups[0]; !near(g.Drift, 0) || !near(g.Corrected, 0.40) || g.Reported {
 		t.Errorf("after the bill caught up, the reconciliation found %+v, want no drift and the one correction", g)
+	}
+}
+
+// A fleet of 4 Transports on one Redis, of which the reconciler is given
+// one: what was charged is read from the budgets' ledger in Redis, so the
+// other three's calls are pacer's charges, not drift. The provider bills
+// the fleet's $0.40 and 4 cents more: the drift is those 4 cents, where
+// one instance's own count would call $0.34 of it drift.
+func TestReconcileReadsTheFleetsChargesOnRedis(t *testing.T) {
+	t.Parallel()
+	addr := testservers.RedisAddr(t)
+	prefix := "reconcile-level-" + randomName()
+	bill := &costsAPI{}
+	srv := httptest.NewServer(bill)
+	defer srv.Close()
+
+	trs := redisFleet(t, addr, prefix, 4, 1)
+	r := reconciler(t, srv.URL, trs[:1], false)
+	// Each instance makes 5 calls of each workload, a cent each.
+	callEach(t, trs, 5)
+	flush(t, trs)
+	bill.set(0.44)
+	if err := r.Poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	g := r.Stats().Groups[0]
+	if !g.Fleet || !near(g.Charged, 0.40) || !near(g.Drift, 0.04) || !g.Reported {
+		t.Errorf("the reconciliation found %+v; want the fleet's $0.40 charged, read from Redis, and a drift of $0.04, reported", g)
+	}
+	for _, w := range g.Workloads {
+		if !near(w.Charged, 0.20) {
+			t.Errorf("workload %s charged $%v; want the fleet's $0.20", w.Name, w.Charged)
+		}
+	}
+}
+
+// redisFleet returns n Transports, each with its own client of the Redis
+// at addr, sharing the store under prefix: workloads chat and batch, each
+// with a daily budget of dollars for the fleet, every call charged what its
+// context states. The clients are closed when t ends.
+func redisFleet(t *testing.T, addr, prefix string, n int, dollars float64) []*pacer.Transport {
+	t.Helper()
+	b := pacer.Budget{Spend: prices.Dollars(dollars), Period: period.Daily(0, 0, time.UTC)}
+	var trs []*pacer.Transport
+	for range n {
+		rdb := redis.NewClient(&redis.Options{Addr: addr})
+		t.Cleanup(func() { rdb.Close() })
+		tr := pacer.New(okLLM{}, pacer.WithStore(redisstore.New(rdb, redisstore.WithPrefix(prefix)), store.Policy{OnFailure: store.FailClosed}),
+			pacer.WithMeter(pacer.Meter{Estimate: func(*http.Request) (pacer.CallEstimate, bool) { return pacer.CallEstimate{}, false }}),
+			pacer.WithWorkload("chat", pacer.Workload{Budget: b}), pacer.WithWorkload("batch", pacer.Workload{Budget: b}))
+		if err := tr.Err(); err != nil {
+			t.Fatal(err)
+		}
+		trs = append(trs, tr)
+	}
+	return trs
+}
+
+// reconciler returns a Reconciler of trs against the costs report at
+// base, of project proj_1's workloads chat and batch.
+func reconciler(t *testing.T, base string, trs []*pacer.Transport, correct bool) *reconcile.Reconciler {
+	t.Helper()
+	r, err := reconcile.New(reconcile.Config{
+		Source:     reconcile.OpenAI("admin-key", reconcile.WithBaseURL(base)),
+		Transports: trs, Correct: correct,
+		Groups: []reconcile.Group{{By: reconcile.ByProject, ID: "proj_1", Workloads: []string{"chat", "batch"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// callEach makes n calls of each workload, chat and batch, on each of trs.
+func callEach(t *testing.T, trs []*pacer.Transport, n int) {
+	t.Helper()
+	for _, tr := range trs {
+		for _, w := range []string{"chat", "batch"} {
+			for range n {
+				if err := call(tr, w); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
 	}
 }
 
