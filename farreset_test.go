@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/observe"
+	"github.com/pacer-go/pacer/store"
 )
 
 // A refusal whose retry-after-ms is three days (seen in the wild) is said
@@ -77,6 +78,34 @@ func TestAResetBeyondMaxWaitIsSaidAtOnce(t *testing.T) {
 		}
 		if !strings.Contains(te.Error(), "beyond the maximum wait") {
 			t.Errorf("err = %v: want it to say the wait is beyond the maximum", te)
+		}
+	})
+}
+
+// In a fleet, the process that hears a wait beyond the maximum says it at
+// once; the others, sharing its bucket, cannot hear why they would wait.
+// A debt of the whole maximum wait in the shared bucket parked their calls
+// for ten silent minutes, the wait this rule forbids: the fleet's bucket
+// now owes a second's pace, so another process sends within it, and its
+// own answer tells it at once.
+func TestAWaitBeyondMaxWaitIsSaidAtOnceAcrossAFleet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		far := scripted{http.StatusTooManyRequests, map[string]string{"Retry-After-Ms": "259200000"}}
+		api := &scriptedAPI{steps: []scripted{far, far}}
+		shared := fleetStore{store.NewMemory()} // a store the fleet shares, not this process's memory
+		a := New(api, WithLimit(PerSecond(10)), WithStore(shared, store.Policy{}))
+		b := New(api, WithLimit(PerSecond(10)), WithStore(shared, store.Policy{}))
+		start := time.Now()
+		var qe *QuotaError
+		if err := get(a, context.Background(), "http://api.test/"); !errors.As(err, &qe) {
+			t.Fatalf("the first process: err = %v, want a *QuotaError", err)
+		}
+		err := get(b, context.Background(), "http://api.test/")
+		if !errors.As(err, &qe) || !qe.Reset.Equal(time.Now().Add(72*time.Hour)) {
+			t.Fatalf("the other process: err = %v, want a *QuotaError with the reset three days on", err)
+		}
+		if waited := time.Since(start); waited > 2*time.Second {
+			t.Errorf("the other process was told after %v, want within a second or two, not the maximum wait", waited)
 		}
 	})
 }

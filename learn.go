@@ -390,7 +390,16 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 				// At the pace after any cut, the bucket is back to empty —
 				// not full — when the pause ends.
 				rate, _ := ch.bucket.pace()
-				c.clamp(ctx, now, i, -rate*wait.Seconds())
+				owed := wait
+				if claimed > t.maxWait && !local {
+					// A pause beyond the maximum wait is said at once here
+					// (farreset.go); the fleet's other processes cannot hear
+					// why a debt holds them, and would wait it out in
+					// silence. The shared bucket owes a second's pace: each
+					// sends within it, and its own answer tells it.
+					owed = min(wait, briefRetryAfter)
+				}
+				c.clamp(ctx, now, i, -rate*owed.Seconds())
 				ch.bucket.owe(rate)
 			}
 		}

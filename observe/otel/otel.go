@@ -50,6 +50,9 @@
 //	pacer.budget.runs_out_early gauge    s, how long before its period ends that is; 0 when it lasts the period
 //	pacer.backlog             gauge      what the calls waiting on the scope cost on it
 //	pacer.backlog.drain       gauge      s, how long the scope takes to admit them at its pace now
+//	pacer.window.used         gauge      the share of a long window spent (an hour or more: GitHub's hourly count, Anthropic's 5h and 7d) (pacer.window)
+//	pacer.window.reset        gauge      s, how long until that window reopens (pacer.window)
+//	pacer.window.lasting_pace gauge      the pace that lasts to the binding window's reset, for the workloads that spread long windows
 //
 // The counts of Stats (WorkloadStats.Admitted, Throttled, Refused, Rejected
 // and Waited) are what the counters above count from events; they are not
@@ -80,6 +83,7 @@ const (
 	AttrOrigin   = attribute.Key("pacer.origin")         // who changed a limit: observe.OriginSetLimit or observe.OriginStore
 	AttrPercent  = attribute.Key("pacer.budget.percent") // the share of a budget crossed: 50, 80 or 100
 	AttrReason   = attribute.Key("pacer.reason")         // what holds waiting calls back: an observe.Reason
+	AttrWindow   = attribute.Key("pacer.window")         // a long window's name as its headers spell it: "5h", "7d", "core"
 )
 
 // AttrGroup is the project, key or model a reconciliation compares: a
@@ -112,6 +116,8 @@ type Metrics struct {
 	spendRate, spendWindow              metric.Float64ObservableGauge
 	runsOut, runsOutEarly               metric.Float64ObservableGauge
 	backlog, drain                      metric.Float64ObservableGauge
+	windowUsed, windowReset             metric.Float64ObservableGauge
+	lastingPace                         metric.Float64ObservableGauge
 	attrs                               sync.Map // labels → metric.MeasurementOption, bounded by the configuration
 	registration                        metric.Registration
 }
@@ -185,12 +191,15 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	m.runsOutEarly = floatGauge("pacer.budget.runs_out_early", "s", "How long before its period ends the workload's budget runs out at the spend rate; 0 when it lasts.")
 	m.backlog = floatGauge("pacer.backlog", "1", "What the calls waiting on the scope cost on it, in its unit.")
 	m.drain = floatGauge("pacer.backlog.drain", "s", "How long the scope takes to admit the calls waiting on it at its pace now.")
+	m.windowUsed = floatGauge("pacer.window.used", "1", "The share of a long window (an hour or more) the provider says is spent.")
+	m.windowReset = floatGauge("pacer.window.reset", "s", "How long until a long window reopens.")
+	m.lastingPace = floatGauge("pacer.window.lasting_pace", "1/s", "The pace, in the scope's unit a second, that lasts to the binding long window's reset, for the workloads that spread long windows.")
 	if err != nil {
 		return nil, err
 	}
 	m.registration, err = meter.RegisterCallback(m.report, m.inFlight, m.waiting, m.waitingBy, m.waitStart, m.rate, m.tokens, m.cooldown,
 		m.retryCredit, m.budgetLimit, m.budgetSpent, m.budgetReserved, m.budgetEnd,
-		m.spendRate, m.spendWindow, m.runsOut, m.runsOutEarly, m.backlog, m.drain)
+		m.spendRate, m.spendWindow, m.runsOut, m.runsOutEarly, m.backlog, m.drain, m.windowUsed, m.windowReset, m.lastingPace)
 	if err != nil {
 		return nil, err
 	}
@@ -291,6 +300,18 @@ func (m *Metrics) report(_ context.Context, o metric.Observer) error {
 		o.ObserveFloat64(m.retryCredit, s.RetryCredit, scope)
 		o.ObserveFloat64(m.backlog, s.BacklogCost, unit)
 		o.ObserveFloat64(m.drain, s.DrainIn.Seconds(), scope)
+		for _, w := range s.Windows {
+			window := metric.WithAttributes(AttrScope.String(s.Name), AttrWindow.String(w.Name))
+			if w.Used >= 0 {
+				o.ObserveFloat64(m.windowUsed, w.Used, window)
+			}
+			if w.HasReset {
+				o.ObserveFloat64(m.windowReset, w.Reset.Seconds(), window)
+			}
+		}
+		if s.LastingPace > 0 {
+			o.ObserveFloat64(m.lastingPace, s.LastingPace, unit)
+		}
 	}
 	for _, w := range st.Workloads {
 		if w.Unit == "" {

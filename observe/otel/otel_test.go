@@ -287,3 +287,24 @@ func TestMetricsOfReconciliation(t *testing.T) {
 		t.Errorf("pacer.reconcile.failures = %v, want 1", v)
 	}
 }
+
+// A long window the provider reports is a gauge of the share spent and one
+// of the time until it reopens.
+func TestMetricsLongWindows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, reader := newMetrics(t)
+		tr, err := observetest.LongWindows(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Watch(tr)
+		got := collect(t, reader)
+		const window = "pacer.scope=default,pacer.window=5h"
+		if v := value(t, got, "pacer.window.used", window); v != observetest.LongUsed {
+			t.Errorf("pacer.window.used = %v, want %v", v, observetest.LongUsed)
+		}
+		if v := value(t, got, "pacer.window.reset", window); v != observetest.LongReset.Seconds() {
+			t.Errorf("pacer.window.reset = %v, want %v", v, observetest.LongReset.Seconds())
+		}
+	})
+}

@@ -58,6 +58,9 @@
 //	pacer_budget_runs_out_early_seconds{workload}   how long before its period ends that is; 0 when it lasts the period
 //	pacer_backlog{scope,unit}                       what the calls waiting on the scope cost on it
 //	pacer_backlog_drain_seconds{scope}              how long the scope takes to admit them at its pace now
+//	pacer_window_used_ratio{scope,window}           the share of a long window spent (an hour or more: GitHub's hourly count, Anthropic's 5h and 7d)
+//	pacer_window_reset_seconds{scope,window}        how long until that window reopens
+//	pacer_window_lasting_pace{scope,unit}           the pace that lasts to the binding window's reset, for the workloads that spread long windows
 //
 // The counts of Stats (WorkloadStats.Admitted, Throttled, Refused, Rejected
 // and Waited) are what the counters above count from events; they are not
@@ -115,6 +118,8 @@ type Collector struct {
 	spendRate, spendWindow        *prometheus.Desc
 	runsOut, runsOutEarly         *prometheus.Desc
 	backlog, drain                *prometheus.Desc
+	windowUsed, windowReset       *prometheus.Desc
+	lastingPace                   *prometheus.Desc
 }
 
 var (
@@ -173,6 +178,9 @@ func New(opts ...Option) *Collector {
 		runsOutEarly:   desc("budget_runs_out_early_seconds", "How long before its period ends the workload's budget runs out at the spend rate; 0 when it lasts.", "workload"),
 		backlog:        desc("backlog", "What the calls waiting on the scope cost on it, in its unit.", "scope", "unit"),
 		drain:          desc("backlog_drain_seconds", "How long the scope takes to admit the calls waiting on it at its pace now.", "scope"),
+		windowUsed:     desc("window_used_ratio", "The share of a long window (an hour or more) the provider says is spent.", "scope", "window"),
+		windowReset:    desc("window_reset_seconds", "How long until a long window reopens.", "scope", "window"),
+		lastingPace:    desc("window_lasting_pace", "The pace, in the scope's unit a second, that lasts to the binding long window's reset, for the workloads that spread long windows.", "scope", "unit"),
 	}
 }
 
@@ -237,7 +245,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		v.Describe(ch)
 	}
 	for _, d := range []*prometheus.Desc{c.inFlight, c.waiting, c.waitingBy, c.waitStart, c.rate, c.tokens, c.cooldown, c.retryCredit, c.budgetLimit, c.budgetSpent, c.budgetReserved, c.budgetEnd,
-		c.spendRate, c.spendWindow, c.runsOut, c.runsOutEarly, c.backlog, c.drain} {
+		c.spendRate, c.spendWindow, c.runsOut, c.runsOutEarly, c.backlog, c.drain, c.windowUsed, c.windowReset, c.lastingPace} {
 		ch <- d
 	}
 }
@@ -274,6 +282,17 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.retryCredit, s.RetryCredit, s.Name)
 		gauge(c.backlog, s.BacklogCost, s.Name, s.Unit)
 		gauge(c.drain, s.DrainIn.Seconds(), s.Name)
+		for _, w := range s.Windows {
+			if w.Used >= 0 {
+				gauge(c.windowUsed, w.Used, s.Name, w.Name)
+			}
+			if w.HasReset {
+				gauge(c.windowReset, w.Reset.Seconds(), s.Name, w.Name)
+			}
+		}
+		if s.LastingPace > 0 {
+			gauge(c.lastingPace, s.LastingPace, s.Name, s.Unit)
+		}
 	}
 	for _, w := range st.Workloads {
 		if w.Unit == "" {

@@ -281,3 +281,27 @@ pacer_reconcile_failures_total{group="api_key:key_1"} 1
 		t.Error(err)
 	}
 }
+
+// A long window the provider reports is a gauge of the share spent and one
+// of the time until it reopens.
+func TestMetricsLongWindows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := pacerprom.New()
+		tr, err := observetest.LongWindows(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Watch(tr)
+		want := fmt.Sprintf(`
+# HELP pacer_window_reset_seconds How long until a long window reopens.
+# TYPE pacer_window_reset_seconds gauge
+pacer_window_reset_seconds{scope="default",window="5h"} %v
+# HELP pacer_window_used_ratio The share of a long window (an hour or more) the provider says is spent.
+# TYPE pacer_window_used_ratio gauge
+pacer_window_used_ratio{scope="default",window="5h"} %v
+`, observetest.LongReset.Seconds(), observetest.LongUsed)
+		if err := testutil.CollectAndCompare(m, strings.NewReader(want), "pacer_window_used_ratio", "pacer_window_reset_seconds"); err != nil {
+			t.Error(err)
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing/synctest"
@@ -181,4 +182,43 @@ func RunBackfill(tr *pacer.Transport) (start time.Time, release func() error) {
 		}
 		return nil
 	}
+}
+
+// LongWindows returns a Transport that obs observes, over a provider whose
+// one answer reports Anthropic's unified 5-hour window (LongUsed spent, its
+// reset LongReset after the answer), and sends that one call. Call it in a
+// synctest bubble.
+func LongWindows(obs observe.Observer) (*pacer.Transport, error) {
+	// A bubble starts in 2000, whose Unix seconds read as a count of
+	// seconds to wait rather than as a time: go to the present first.
+	time.Sleep(time.Until(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)))
+	tr := pacer.New(headersAPI(func(now time.Time) http.Header {
+		h := http.Header{}
+		h.Set("Anthropic-Ratelimit-Unified-5h-Utilization", "0.35")
+		h.Set("Anthropic-Ratelimit-Unified-5h-Reset", strconv.FormatInt(now.Add(LongReset).Unix(), 10))
+		return h
+	}), pacer.WithLimit(pacer.PerHour(5000)), pacer.WithObserver(obs))
+	if err := tr.Err(); err != nil {
+		return nil, err
+	}
+	resp, err := send(tr, context.Background())
+	if err != nil {
+		return nil, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	return tr, resp.Body.Close()
+}
+
+// What LongWindows' provider reports.
+const (
+	LongUsed  = 0.35
+	LongReset = 2 * time.Hour
+)
+
+// headersAPI answers every call 200 with the headers h gives at the time
+// of the call.
+type headersAPI func(now time.Time) http.Header
+
+func (h headersAPI) RoundTrip(req *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: http.StatusOK, Header: h(time.Now()), Body: http.NoBody, Request: req}, nil
 }
