@@ -1,6 +1,7 @@
 package pacer
 
 import (
+	"github.com/pacer-go/pacer/pool"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -22,6 +23,9 @@ type Stats struct {
 	// holds 64 names at most: the calls of further names count under
 	// "(others)".
 	Undeclared map[string]int64
+	// Members describes the members of the Transport's pool (WithPool),
+	// in their declared order; nil without a pool.
+	Members []pool.MemberStats
 }
 
 // ScopeStats describes one scope: its shared bucket's pace, and the calls
@@ -249,6 +253,9 @@ func (t *Transport) Stats() Stats {
 	}
 	slices.SortFunc(st.Workloads, func(a, b WorkloadStats) int { return strings.Compare(a.Name, b.Name) })
 	st.Undeclared = t.undeclaredCounts()
+	if t.pool != nil {
+		st.Members = t.pool.memberStats(now) // pool.go
+	}
 	return st
 }
 
