@@ -42,8 +42,14 @@ import (
 // caller's. A body without GetBody is sent once, to one member.
 //
 // With a pool, another member is the retry: the retry policy (WithRetry)
-// is not applied on top, and a call makes at most one attempt per member,
-// plus one on a member it waited for.
+// and WithIdempotencyKey are not applied on top (the policy's
+// IdempotencyHeaders still say what is safe to send twice), and a call
+// makes at most one attempt per member. Members are this process's own:
+// a fleet sharing a store shares each member's buckets, not whether it is
+// out or parked.
+//
+// It is safe for concurrent use, as the Transport is; Transport.PutBack
+// puts a member back and Stats().Members describes them.
 //
 // The caller's request is never modified; the member is applied to the
 // clone that is sent, after admission, so routes see the request without it.

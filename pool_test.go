@@ -589,3 +589,42 @@ func TestPoolAffinityKeepsAKeyOnOneMember(t *testing.T) {
 		}
 	})
 }
+
+// PutBack puts a member that was taken out back in rotation, and says so;
+// a name not in the pool, or a Transport without one, is an error.
+func TestPoolPutBack(t *testing.T) {
+	revoked := true
+	base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		if revoked && req.Header.Get("Authorization") == "Bearer sk-aaa" {
+			return &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{}, Body: http.NoBody, Request: req}, nil
+		}
+		return okResponse(req), nil
+	})
+	var unparked atomic.Int32
+	tr := New(base, WithObserver(observe.Func(func(e observe.Event) {
+		if e.Kind == observe.EventMemberUnparked && e.Member == "a" {
+			unparked.Add(1)
+		}
+	})), WithPool(pool.Config{Members: []pool.Member{bearerMember("a", "sk-aaa"), bearerMember("b", "sk-bbb")}}))
+	for range 2 { // one of them meets a
+		if err := get(tr, context.Background(), "http://api.test/"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := tr.Stats().Members[0]; st.State != pool.Out {
+		t.Fatalf("member a: %+v, want out", st)
+	}
+	revoked = false
+	if err := tr.PutBack("a"); err != nil {
+		t.Fatal(err)
+	}
+	if st := tr.Stats().Members[0]; st.State != pool.Ready || st.Why != "" || unparked.Load() != 1 {
+		t.Errorf("member a: %+v, %d EventMemberUnparked; want ready, said once", st, unparked.Load())
+	}
+	if err := tr.PutBack("nope"); err == nil || !strings.Contains(err.Error(), `no member named "nope"`) {
+		t.Errorf("PutBack(nope) = %v", err)
+	}
+	if err := New(nil).PutBack("a"); err == nil || !strings.Contains(err.Error(), "WithPool") {
+		t.Errorf("PutBack without a pool = %v", err)
+	}
+}
