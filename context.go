@@ -115,6 +115,8 @@ type callValues struct {
 
 	tenant string // tenant.go
 	weight float64
+
+	member *poolMember // the pool member the attempt goes through (pool.go); nil outside a pool
 }
 
 // derive returns a copy of the values ctx holds, or empty ones, for a

@@ -3,6 +3,7 @@ package pacer
 import (
 	"github.com/pacer-go/pacer/internal/clock"
 	"github.com/pacer-go/pacer/observe"
+	"github.com/pacer-go/pacer/pool"
 	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/usage/prices"
 
@@ -23,6 +24,7 @@ import (
 type Option func(*config)
 
 type config struct {
+	pool      *pool.Config // WithPool (pool.go); nil without a pool
 	base      http.RoundTripper
 	headroom  float64
 	scopes    []Scope // in order of declaration; DefaultScope first

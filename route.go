@@ -40,6 +40,11 @@ func (t *Transport) callFor(ctx context.Context, req *http.Request, given []Char
 	if c.workload != workload {
 		c.workload = workload
 	}
+	if vals != nil && vals.member != nil {
+		// A pool's member: its own charges first, so that its responses'
+		// counts teach its own buckets (pool.go).
+		vals.member.charge(c, vals)
+	}
 	if req != nil && len(t.routes) == 0 || req == nil && len(given) == 0 {
 		// The one charge to DefaultScope, without the loop.
 		c.addCharge(t.defaultScope, defaultCharges[0], vals)

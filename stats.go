@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/observe"
+	"github.com/pacer-go/pacer/pool"
 	"github.com/pacer-go/pacer/ratelimitheader"
 	"github.com/pacer-go/pacer/store"
 	"github.com/pacer-go/pacer/usage/prices"
@@ -23,6 +24,9 @@ type Stats struct {
 	// holds 64 names at most: the calls of further names count under
 	// "(others)".
 	Undeclared map[string]int64
+	// Members describes the members of the Transport's pool (WithPool),
+	// in their declared order; nil without a pool.
+	Members []pool.MemberStats
 }
 
 // ScopeStats describes one scope: its shared bucket's pace, and the calls
@@ -268,6 +272,9 @@ func (t *Transport) Stats() Stats {
 	}
 	slices.SortFunc(st.Workloads, func(a, b WorkloadStats) int { return strings.Compare(a.Name, b.Name) })
 	st.Undeclared = t.undeclaredCounts()
+	if t.pool != nil {
+		st.Members = t.pool.memberStats(now) // pool.go
+	}
 	return st
 }
 

@@ -87,6 +87,7 @@ type Transport struct {
 
 	limitSync *limitSync                            // nil unless store.Policy.LimitSync (limitsync.go)
 	tenantOf  func(*http.Request) (string, float64) // WithTenant (tenant.go)
+	pool      *poolState                            // WithPool (pool.go); nil without a pool
 }
 
 // New returns a Transport that sends through base (http.DefaultTransport if
@@ -119,6 +120,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 	}
 	workloads := t.addWorkloads(&cfg)
 	t.addScopes(&cfg, workloads)
+	t.pool = t.newPool(&cfg) // pool.go; nil without a pool
 	t.retry = cfg.retrier(t.scopes)
 	if err := errors.Join(cfg.errs...); err != nil {
 		t.err = fmt.Errorf("pacer: invalid configuration: %w", err)
@@ -315,6 +317,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.err != nil {
 		return nil, closeRequestBody(req, t.err)
 	}
+	if t.pool != nil {
+		return t.pool.roundTrip(t, req) // pool.go: a member per attempt
+	}
 	if t.retry == nil {
 		resp, _, err := t.attempt(req)
 		return resp, err
@@ -393,6 +398,9 @@ func (c *call) send(req *http.Request) (resp *http.Response, verdict classify.Ve
 	if resp.StatusCode >= 400 {
 		c.settleRejected() // before learning: a clamp must have the last word
 		verdict, stalled = c.t.classify(req.Context(), resp)
+		if c.t.pool != nil {
+			confineToMember(req.Context(), &verdict) // pool.go: a member's refusal cools it alone
+		}
 	}
 	c.learn(req.Context(), resp, verdict) // step 6
 	// Step 8 follows; a spent quota ends the call here instead.

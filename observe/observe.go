@@ -60,6 +60,9 @@ type Event struct {
 	// in the budget's unit (dollars for a budget in money); Percent is it
 	// as a share of what pacer charged, rounded.
 	Amount float64
+	// Member is the pool member concerned (pacer.WithPool), by its name
+	// alone; "" outside a pool.
+	Member string
 }
 
 // A Limit is a pacer.Limit as an Event carries it: the same fields, so
@@ -122,11 +125,18 @@ const (
 	// Reconciliation with the provider's own bill (package reconcile).
 	EventBudgetDrift     // what the provider billed differs from what pacer charged (Scope: the group; Amount, Percent, Err say by how much)
 	EventReconcileFailed // the provider's usage or cost report could not be read (Err says why); calls go on as before
+
+	// A pool's members (pacer.WithPool); Member names the member.
+	EventMemberOut      // a member answered 401: out of rotation until put back (Status, Why)
+	EventMemberParked   // a member's quota is spent: no calls until Wait has passed, then a probe (Status, Why)
+	EventMemberUnparked // a parked or out member takes calls again
+	EventMemberRotated  // a call a member refused goes on to another member (Status: the refusal's; 0 for a connection that never left)
 )
 
 var eventNames = [...]string{"admitted", "waited", "throttled", "rejected", "cooldown_started", "cooldown_ended", "retried", "budget_exhausted", "store_failure",
 	"body_not_replayable", "slot_held", "limit_changed", "workload_changed", "budget_threshold", "pace_changed", "implausible_usage",
-	"budget_forecast", "budget_drift", "reconcile_failed"}
+	"budget_forecast", "budget_drift", "reconcile_failed",
+	"member_out", "member_parked", "member_unparked", "member_rotated"}
 
 // String returns the kind's name in snake case, fit for a metric label.
 func (k EventKind) String() string {

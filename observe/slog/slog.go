@@ -55,7 +55,7 @@ func (l *Logger) WithLevel(kind observe.EventKind, level slog.Level) *Logger {
 func DefaultLevel(kind observe.EventKind) slog.Level {
 	switch kind {
 	case observe.EventThrottled, observe.EventRejected, observe.EventBudgetExhausted, observe.EventStoreFailure, observe.EventCooldownStarted,
-		observe.EventImplausibleUsage, observe.EventBudgetForecast:
+		observe.EventImplausibleUsage, observe.EventBudgetForecast, observe.EventMemberOut, observe.EventMemberParked:
 		return slog.LevelWarn
 	case observe.EventRetried:
 		return slog.LevelInfo
@@ -86,6 +86,9 @@ func (l *Logger) Observe(e observe.Event) {
 	}
 	if e.Err != nil {
 		attrs = append(attrs, slog.String("err", e.Err.Error()))
+	}
+	if e.Member != "" {
+		attrs = append(attrs, slog.String("member", e.Member))
 	}
 	l.log.LogAttrs(ctx, level, "pacer: "+e.Kind.String(), attrs...)
 }

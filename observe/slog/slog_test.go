@@ -94,3 +94,18 @@ func TestLogsABudgetForecastAtWarn(t *testing.T) {
 		t.Errorf("a budget forecast is logged at %v, want Warn", got)
 	}
 }
+
+// A pool member out of rotation or parked is something going wrong: at
+// Warn, with the member's name.
+func TestLogsAPoolMemberAtWarnWithItsName(t *testing.T) {
+	for _, kind := range []observe.EventKind{observe.EventMemberOut, observe.EventMemberParked} {
+		if got := pacerslog.DefaultLevel(kind); got != slog.LevelWarn {
+			t.Errorf("%v is logged at %v, want Warn", kind, got)
+		}
+	}
+	var buf bytes.Buffer
+	pacerslog.New(slog.New(slog.NewJSONHandler(&buf, nil))).Observe(observe.Event{Kind: observe.EventMemberOut, Member: "key-a", Status: 401})
+	if !strings.Contains(buf.String(), `"member":"key-a"`) {
+		t.Errorf("logged %s, want the member's name", buf.String())
+	}
+}
