@@ -393,11 +393,10 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 		// what is left down and leaves a fifth of each window unspent.
 		// The refill is seen by the first answer after it, so the estimate
 		// errs late, and spending early is safe (above).
-		// A call sent later than half a round trip, twice, before the
-		// refill the answers see arrives after it: this window's count is
-		// spent by then.
 		horizon = min(horizon, max(refill, pace.RefillFloor))
 		if windowed {
+			// A call sent later than a round trip's floor before the
+			// refill the answers see arrives after it (windowed, above).
 			horizon = min(horizon, max(refill-floor, pace.RefillFloor))
 		}
 	}
