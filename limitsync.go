@@ -49,7 +49,7 @@ func (ls *limitSync) newPace(scope string, version int64) bool {
 func (t *Transport) syncLimits(ctx context.Context) {
 	ls := t.limitSync
 	now := t.clock.Now().UnixNano()
-	if now < ls.next.Load() {
+	if now < ls.next.Load() && ls.read.Load() {
 		return // between reads, every call goes on without the lock
 	}
 	if !ls.mu.TryLock() {

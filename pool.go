@@ -390,8 +390,8 @@ func (p *poolState) roundTrip(t *Transport, req *http.Request) (*http.Response, 
 		bodyUsed = bodyUsed || req.Body != nil && req.Body != http.NoBody
 		m.admitted.Add(1)
 		skip[slices.Index(members, m)] = true
-		if !p.fault(t, m, tried, now) {
-			m.back(t, ctx)
+		if !p.fault(t, m, tried, t.clock.Now()) {
+			m.back(t, ctx, now)
 			return tried.resp, tried.err
 		}
 		m.refused.Add(1)
@@ -497,8 +497,9 @@ func (c *call) admitNow(ctx context.Context) (blocked, error) {
 }
 
 // fault reports whether the try's answer is m's fault, not the caller's,
-// and acts on it: a 401 takes m out, a spent quota parks it. A 429 or 503
-// has cooled m's scopes already (learn, confined by confineToMember).
+// and acts on it: a 401 takes m out, a spent quota parks it, its reset
+// counted from now, when the answer came. A 429 or 503 has cooled m's
+// scopes already (learn, confined by confineToMember).
 func (p *poolState) fault(t *Transport, m *poolMember, r *poolTry, now time.Time) bool {
 	if r.err != nil {
 		var q *QuotaError

@@ -189,10 +189,13 @@ func (m *poolMember) parkUntil(t *Transport, status int, until time.Time, why, o
 	return true
 }
 
-// back notes that m answered a call: a parked member it probed is back,
-// here and, with LimitSync, on the fleet.
-func (m *poolMember) back(t *Transport, ctx context.Context) {
-	if p := m.parkedUntil.Load(); p != 0 && m.parkedUntil.CompareAndSwap(p, 0) {
+// back notes that m answered a call chosen at sent: a parked member it
+// probed is back, here and, with LimitSync, on the fleet. A call chosen
+// before the park ended is no probe: an answer to a call sent before the
+// quota ran out, or before another instance parked the member, says
+// nothing of the quota now.
+func (m *poolMember) back(t *Transport, ctx context.Context, sent time.Time) {
+	if p := m.parkedUntil.Load(); p != 0 && sent.UnixNano() >= p && m.parkedUntil.CompareAndSwap(p, 0) {
 		m.why.Store(nil)
 		t.emit(observe.Event{Kind: observe.EventMemberUnparked, Member: m.Name, Workload: workloadName(t, ctx)})
 		if err := t.publishMember(m, memberRecord{state: pool.Ready}); err != nil {

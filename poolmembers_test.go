@@ -3,8 +3,10 @@ package pacer
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -263,4 +265,33 @@ func TestMemberRecords(t *testing.T) {
 			t.Errorf("parseMemberRecord(%q) = %+v; want it refused", s, r)
 		}
 	}
+}
+
+// An answer to a call sent before a member was parked is no probe: the
+// member stays parked until its reset.
+func TestPoolParkIsNotUndoneByACallSentBefore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		var n atomic.Int32
+		api := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			if n.Add(1) == 1 {
+				time.Sleep(50 * time.Millisecond) // sent first, answered last, and fine
+				return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody, Request: req}, nil
+			}
+			h := http.Header{"Retry-After": {"60"}}
+			return &http.Response{StatusCode: http.StatusPaymentRequired, Header: h, Body: http.NoBody, Request: req}, nil
+		})
+		tr := New(api, WithoutRetry(), WithPool(pool.Config{Members: []pool.Member{bearerMember("b", "sk-bbb")}}))
+		var wg sync.WaitGroup
+		for i := range 2 {
+			wg.Go(func() {
+				time.Sleep(time.Duration(i) * time.Millisecond)
+				get(tr, context.Background(), "http://api.test/")
+			})
+		}
+		wg.Wait()
+		if st := tr.Stats().Members[0]; st.State != pool.Parked {
+			t.Errorf("b = %+v after the answer to a call sent before its 402; want it parked still", st)
+		}
+	})
 }
