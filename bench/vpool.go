@@ -126,9 +126,9 @@ func sum(xs []int64) (n int64) {
 // key from a time on.
 type poolServer struct {
 	from, to time.Time // what it counts: the calls it answers in [from, to)
-	byKey  map[string]http.Handler
-	index  map[string]int
-	shared http.Handler // nil: none
+	byKey    map[string]http.Handler
+	index    map[string]int
+	shared   http.Handler // nil: none
 
 	mu                 sync.Mutex
 	accepted, refused  []int64
