@@ -19,6 +19,7 @@ type limitSync struct {
 	timeout  time.Duration
 	next     atomic.Int64     // Unix nanoseconds of the next read
 	mu       sync.Mutex       // held by the one call that reads
+	read     atomic.Bool      // the first read is done, or failed
 	versions map[string]int64 // by scope, the version applied
 
 	// By scope, the version of the pace record applied or published here;
@@ -42,14 +43,23 @@ func (ls *limitSync) newPace(scope string, version int64) bool {
 
 // syncLimits reads the published limits if interval has passed since the
 // last read, and applies the newer ones. Only one call reads at a time;
-// the others go on at once.
+// the others go on at once, except before the first read has ended: a new
+// instance's first calls wait for it, so that none is sent at a limit the
+// fleet has changed, or through a pool member it has parked.
 func (t *Transport) syncLimits(ctx context.Context) {
 	ls := t.limitSync
 	now := t.clock.Now().UnixNano()
-	if now < ls.next.Load() || !ls.mu.TryLock() {
+	if now < ls.next.Load() && ls.read.Load() {
 		return // between reads, every call goes on without the lock
 	}
+	if !ls.mu.TryLock() {
+		if ls.read.Load() {
+			return
+		}
+		ls.mu.Lock() // the first read is under way: wait for it
+	}
 	defer ls.mu.Unlock()
+	defer ls.read.Store(true)
 	if now < ls.next.Load() {
 		return
 	}
@@ -64,6 +74,9 @@ func (t *Transport) syncLimits(ctx context.Context) {
 	for scope, p := range published {
 		cs := t.scopes[scope]
 		if cs == nil {
+			if p.PaceVersion > 0 && t.pool != nil && isMemberRecord(scope) && ls.newPace(scope, p.PaceVersion) {
+				t.applyMember(scope, p.Pace) // poolmembers.go
+			}
 			continue
 		}
 		if p.Version > ls.versions[scope] {
@@ -112,27 +125,32 @@ func (c *call) publishCut(s *bucket) {
 	if ls == nil || s.key != "" || r == nil {
 		return
 	}
-	rec := r.Record()
-	var v int64
-	publish := func(ctx context.Context) (err error) {
-		v, err = ls.store.PublishPace(ctx, s.scope.Name, rec)
-		return err
-	}
-	var err error
-	if g := t.guard; g == nil { // the in-memory store: no round trip
-		err = publish(context.Background())
-	} else if g.IsDown() {
-		err = g.Unavailable() // not one more wait on a store known to be down
-	} else {
-		// Bounded even for a store that ignores its context.
-		err = g.Bounded(context.Background(), publish)
-	}
+	v, err := t.publishRecord(s.scope.Name, r.Record())
 	if err != nil {
 		t.emit(observe.Event{Kind: observe.EventStoreFailure, Scope: s.scope.Name, Workload: c.workload.name,
 			Err: fmt.Errorf("pacer: publishing scope %q's cut to the fleet: %w", s.scope.Name, err)})
 		return
 	}
 	ls.newPace(s.scope.Name, v)
+}
+
+// publishRecord publishes rec as scope's pace record, in one store round
+// trip bounded by the store timeout, and none while the store is known to
+// be down; it returns the record's version.
+func (t *Transport) publishRecord(scope, rec string) (v int64, err error) {
+	publish := func(ctx context.Context) (err error) {
+		v, err = t.limitSync.store.PublishPace(ctx, scope, rec)
+		return err
+	}
+	switch g := t.guard; {
+	case g == nil: // the in-memory store: no round trip
+		err = publish(context.Background())
+	case g.IsDown():
+		err = g.Unavailable() // not one more wait on a store known to be down
+	default:
+		err = g.Bounded(context.Background(), publish) // bounded even for a store that ignores its context
+	}
+	return v, err
 }
 
 // publishLimit publishes l for the fleet, when the Transport syncs limits.

@@ -11,6 +11,7 @@ import (
 	"hash/fnv"
 	"net/http"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,12 +45,17 @@ import (
 // With a pool, another member is the retry: the retry policy (WithRetry)
 // and WithIdempotencyKey are not applied on top (the policy's
 // IdempotencyHeaders still say what is safe to send twice), and a call
-// makes at most one attempt per member. Members are this process's own:
-// a fleet sharing a store shares each member's buckets, not whether it is
-// out or parked.
+// makes at most one attempt per member.
 //
-// It is safe for concurrent use, as the Transport is; Transport.PutBack
-// puts a member back and Stats().Members describes them.
+// Members change at runtime: Transport.AddMember, RemoveMember,
+// ParkMember and PutBack (poolmembers.go). A fleet sharing a store shares
+// each member's buckets; with store.Policy.LimitSync it also shares each
+// member's state: a member one instance takes out, parks, removes or puts
+// back is so on every instance at its next read, a new instance's first
+// calls included. A member is known by its name on every instance.
+//
+// It is safe for concurrent use, as the Transport is; Stats().Members
+// describes the members.
 //
 // The caller's request is never modified; the member is applied to the
 // clone that is sent, after admission, so routes see the request without it.
@@ -62,7 +68,13 @@ func WithPool(p pool.Config) Option {
 
 // poolState is a Transport's pool.
 type poolState struct {
-	members  []*poolMember
+	// members is replaced whole, never changed in place, so that a call
+	// reads it without a lock while AddMember and RemoveMember change it
+	// (under mu).
+	members  atomic.Pointer[[]*poolMember]
+	mu       sync.Mutex
+	keyed    []*configuredScope // the pool's Scopes
+	shared   []*configuredScope // the pool's SharedQuota
 	affinity func(*http.Request) string
 	turn     atomic.Uint32 // spreads ties
 }
@@ -80,6 +92,7 @@ type poolMember struct {
 	freeAt      atomic.Int64 // UnixNano before which a take was said to be refused
 	parkedUntil atomic.Int64 // UnixNano; 0 when not parked
 	out         atomic.Bool
+	removed     atomic.Bool // by another instance of the fleet (poolmembers.go)
 	why         atomic.Pointer[string]
 
 	admitted, refused, rotatedAway atomic.Int64
@@ -95,41 +108,72 @@ func (t *Transport) newPool(cfg *config) *poolState {
 	if err := pc.Validate(); err != nil {
 		cfg.errs = append(cfg.errs, err)
 	}
-	lookup := func(what, name string) *configuredScope {
-		cs := t.scopes[name]
-		if cs == nil {
-			cfg.errs = append(cfg.errs, fmt.Errorf("WithPool: %s names scope %q, which is not declared; declare it with WithScope", what, name))
-		}
-		return cs
-	}
 	p := &poolState{affinity: pc.Affinity}
-	var keyed, shared []*configuredScope
 	for _, name := range pc.Scopes {
-		if cs := lookup("Scopes", name); cs != nil {
-			keyed = append(keyed, cs)
+		if cs, err := t.poolScope("Scopes", name); err != nil {
+			cfg.errs = append(cfg.errs, err)
+		} else {
+			p.keyed = append(p.keyed, cs)
 		}
 	}
 	for _, name := range pc.SharedQuota {
-		if cs := lookup("SharedQuota", name); cs != nil {
-			if slices.Contains(pc.Scopes, name) {
-				cfg.errs = append(cfg.errs, fmt.Errorf("WithPool: scope %q is both in Scopes (a bucket per member) and SharedQuota (one bucket for all); choose one", name))
-			}
-			shared = append(shared, cs)
+		cs, err := t.poolScope("SharedQuota", name)
+		if err != nil {
+			cfg.errs = append(cfg.errs, err)
+			continue
 		}
+		if slices.Contains(pc.Scopes, name) {
+			cfg.errs = append(cfg.errs, fmt.Errorf("WithPool: scope %q is both in Scopes (a bucket per member) and SharedQuota (one bucket for all); choose one", name))
+		}
+		p.shared = append(p.shared, cs)
 	}
+	members := make([]*poolMember, 0, len(pc.Members))
 	for _, m := range pc.Members {
-		pm := &poolMember{Member: m, keyed: keyed, shared: shared}
-		for _, name := range m.Scopes {
-			if cs := lookup(fmt.Sprintf("member %q's Scopes", m.Name), name); cs != nil {
-				pm.own = append(pm.own, cs)
-			}
-		}
-		for _, cs := range append(slices.Clone(keyed), pm.own...) {
-			pm.concerns = append(pm.concerns, cs.Name)
-		}
-		p.members = append(p.members, pm)
+		pm, errs := t.newMember(p, m)
+		cfg.errs = append(cfg.errs, errs...)
+		members = append(members, pm)
 	}
+	p.members.Store(&members)
 	return p
+}
+
+// poolScope is the declared scope a pool's config names.
+func (t *Transport) poolScope(what, name string) (*configuredScope, error) {
+	if cs := t.scopes[name]; cs != nil {
+		return cs, nil
+	}
+	return nil, fmt.Errorf("WithPool: %s names scope %q, which is not declared; declare it with WithScope", what, name)
+}
+
+// newMember is m as a member of p, with what is wrong with its scopes.
+func (t *Transport) newMember(p *poolState, m pool.Member) (*poolMember, []error) {
+	var errs []error
+	pm := &poolMember{Member: m, keyed: p.keyed, shared: p.shared}
+	for _, name := range m.Scopes {
+		if cs, err := t.poolScope(fmt.Sprintf("member %q's Scopes", m.Name), name); err != nil {
+			errs = append(errs, err)
+		} else {
+			pm.own = append(pm.own, cs)
+		}
+	}
+	for _, cs := range append(slices.Clone(p.keyed), pm.own...) {
+		pm.concerns = append(pm.concerns, cs.Name)
+	}
+	return pm, errs
+}
+
+// list is the pool's members now, in their declared order, then those
+// added since; the caller must not change it.
+func (p *poolState) list() []*poolMember { return *p.members.Load() }
+
+// find is the member named name; nil when the pool has none.
+func (p *poolState) find(name string) *poolMember {
+	for _, m := range p.list() {
+		if m.Name == name {
+			return m
+		}
+	}
+	return nil
 }
 
 // charge adds the member's charges to c: its own buckets first, then the
@@ -172,7 +216,7 @@ func (m *poolMember) eachBucket(f func(*bucket)) {
 // the provider asked of its scopes. ok is false for a member out of
 // rotation or parked.
 func (m *poolMember) readyAt(now int64) (at int64, ok bool) {
-	if m.out.Load() {
+	if m.out.Load() || m.removed.Load() {
 		return 0, false
 	}
 	if p := m.parkedUntil.Load(); p != 0 && p > now {
@@ -199,10 +243,10 @@ func (m *poolMember) headroom() float64 {
 	return h
 }
 
-// order returns the members that may take the call, best first: soonest
-// ready, then most headroom, ties spread in turn; with an affinity key, its
-// member first when it is ready now.
-func (p *poolState) order(now time.Time, req *http.Request, skip []bool) []*poolMember {
+// order returns the members of members that may take the call, best
+// first: soonest ready, then most headroom, ties spread in turn; with an
+// affinity key, its member first when it is ready now.
+func (p *poolState) order(now time.Time, req *http.Request, members []*poolMember, skip []bool) []*poolMember {
 	type ranked struct {
 		m    *poolMember
 		at   int64
@@ -211,8 +255,8 @@ func (p *poolState) order(now time.Time, req *http.Request, skip []bool) []*pool
 	}
 	n := now.UnixNano()
 	turn := p.turn.Add(1)
-	rs := make([]ranked, 0, len(p.members))
-	for i, m := range p.members {
+	rs := make([]ranked, 0, len(members))
+	for i, m := range members {
 		if skip[i] {
 			continue
 		}
@@ -220,7 +264,7 @@ func (p *poolState) order(now time.Time, req *http.Request, skip []bool) []*pool
 		if !ok {
 			continue
 		}
-		rs = append(rs, ranked{m, at, m.headroom(), (uint32(i) + turn) % uint32(len(p.members))})
+		rs = append(rs, ranked{m, at, m.headroom(), (uint32(i) + turn) % uint32(len(members))})
 	}
 	slices.SortFunc(rs, func(a, b ranked) int {
 		switch {
@@ -284,14 +328,18 @@ type poolTry struct {
 // most, as WithPool says.
 func (p *poolState) roundTrip(t *Transport, req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
+	if t.limitSync != nil {
+		t.syncLimits(ctx) // the fleet's records of the members, before choosing one
+	}
 	replayable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
 	bodyUsed := false
-	skip := make([]bool, len(p.members))
+	members := p.list() // the members as the call began: one attempt each at most
+	skip := make([]bool, len(members))
 	var last *poolTry // the latest answer, to hand back when no member is left
 	var lastMember *poolMember
 	for {
 		now := t.clock.Now()
-		order := p.order(now, req, skip)
+		order := p.order(now, req, members, skip)
 		if len(order) == 0 {
 			if last != nil {
 				return last.resp, last.err
@@ -341,9 +389,9 @@ func (p *poolState) roundTrip(t *Transport, req *http.Request) (*http.Response, 
 		}
 		bodyUsed = bodyUsed || req.Body != nil && req.Body != http.NoBody
 		m.admitted.Add(1)
-		skip[slices.Index(p.members, m)] = true
-		if !p.fault(t, m, tried, now) {
-			m.back(t, ctx)
+		skip[slices.Index(members, m)] = true
+		if !p.fault(t, m, tried, t.clock.Now()) {
+			m.back(t, ctx, now)
 			return tried.resp, tried.err
 		}
 		m.refused.Add(1)
@@ -449,8 +497,9 @@ func (c *call) admitNow(ctx context.Context) (blocked, error) {
 }
 
 // fault reports whether the try's answer is m's fault, not the caller's,
-// and acts on it: a 401 takes m out, a spent quota parks it. A 429 or 503
-// has cooled m's scopes already (learn, confined by confineToMember).
+// and acts on it: a 401 takes m out, a spent quota parks it, its reset
+// counted from now, when the answer came. A 429 or 503 has cooled m's
+// scopes already (learn, confined by confineToMember).
 func (p *poolState) fault(t *Transport, m *poolMember, r *poolTry, now time.Time) bool {
 	if r.err != nil {
 		var q *QuotaError
@@ -460,7 +509,7 @@ func (p *poolState) fault(t *Transport, m *poolMember, r *poolTry, now time.Time
 			if until.IsZero() {
 				until = now.Add(t.maxWait)
 			}
-			m.park(t, q.Status, until, "its quota is spent (status "+fmt.Sprint(q.Status)+")")
+			m.park(t, q.Status, until, parkedWhy(q.Status))
 			return true
 		case retryrule.NeverLeft(r.err):
 			return true // the call never left: another member may take it
@@ -476,7 +525,7 @@ func (p *poolState) fault(t *Transport, m *poolMember, r *poolTry, now time.Time
 		if wait, ok := ratelimitheader.RetryAfter(r.resp.Header, now); ok {
 			until = now.Add(wait)
 		}
-		m.park(t, r.resp.StatusCode, until, "its quota is spent (status 402)")
+		m.park(t, r.resp.StatusCode, until, parkedWhy(http.StatusPaymentRequired))
 		return true
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		return true
@@ -501,52 +550,11 @@ func (p *poolState) mayRotate(t *Transport, req *http.Request, r *poolTry) bool 
 	return rule.MayRetry(req)
 }
 
-// takeOut takes m out of rotation, saying so once.
-func (m *poolMember) takeOut(t *Transport) {
-	if !m.out.CompareAndSwap(false, true) {
-		return
-	}
-	why := "it answered 401 Unauthorized: its credential was refused"
-	m.why.Store(&why)
-	t.emit(observe.Event{Kind: observe.EventMemberOut, Member: m.Name, Status: http.StatusUnauthorized, Why: why})
-	t.log.Warn("pacer: a pool member answered 401 and is out of rotation until put back (Transport.PutBack)", "member", m.Name)
-}
-
-// park keeps calls off m until until, when a call probes it. The calls in
-// flight when its quota ran out each meet the refusal: the first parks it
-// and says so; the others only move the end later, if theirs is.
-func (m *poolMember) park(t *Transport, status int, until time.Time, why string) {
-	at := until.UnixNano()
-	for {
-		old := m.parkedUntil.Load()
-		if old != 0 && old >= at {
-			return
-		}
-		if m.parkedUntil.CompareAndSwap(old, at) {
-			if old != 0 {
-				return // parked already: said when it was
-			}
-			break
-		}
-	}
-	m.why.Store(&why)
-	t.emit(observe.Event{Kind: observe.EventMemberParked, Member: m.Name, Status: status, Wait: until.Sub(t.clock.Now()), Why: why})
-	t.log.Info("pacer: a pool member is parked", "member", m.Name, "until", until.UTC().Format(time.RFC3339), "why", why)
-}
-
-// back notes that m answered a call: a parked member it probed is back.
-func (m *poolMember) back(t *Transport, ctx context.Context) {
-	if p := m.parkedUntil.Load(); p != 0 && m.parkedUntil.CompareAndSwap(p, 0) {
-		m.why.Store(nil)
-		t.emit(observe.Event{Kind: observe.EventMemberUnparked, Member: m.Name, Workload: workloadName(t, ctx)})
-	}
-}
-
 // noneLeft is the error of a call no member can take: all out or parked.
 func (p *poolState) noneLeft(now time.Time) error {
 	var soonest time.Duration
-	for _, m := range p.members {
-		if u := m.parkedUntil.Load(); u != 0 && !m.out.Load() {
+	for _, m := range p.list() {
+		if u := m.parkedUntil.Load(); u != 0 && !m.out.Load() && !m.removed.Load() {
 			if d := time.Duration(u - now.UnixNano()); soonest == 0 || d < soonest {
 				soonest = max(d, 1)
 			}
@@ -567,38 +575,18 @@ func (t *Transport) poolThrottled(ctx context.Context, err error) {
 	t.emit(observe.Event{Kind: observe.EventThrottled, Scope: te.Scope, Workload: name, Wait: te.RetryAfter, Err: err})
 }
 
-// PutBack puts a pool member back in rotation: one out after a 401 (its
-// credential fixed), or one parked before its reset. It is safe for
-// concurrent use; a name not in the pool is an error.
-func (t *Transport) PutBack(member string) error {
-	if t.pool == nil {
-		return errors.New("pacer: PutBack: the Transport has no pool; declare one with WithPool")
-	}
-	for _, m := range t.pool.members {
-		if m.Name == member {
-			was := m.out.Swap(false)
-			if m.parkedUntil.Swap(0) != 0 {
-				was = true
-			}
-			m.freeAt.Store(0)
-			m.why.Store(nil)
-			if was {
-				t.emit(observe.Event{Kind: observe.EventMemberUnparked, Member: m.Name})
-			}
-			return nil
-		}
-	}
-	return fmt.Errorf("pacer: PutBack: the pool has no member named %q", member)
-}
-
-// memberStats describes the pool's members, in their declared order.
+// memberStats describes the pool's members, in their declared order, then
+// those added since.
 func (p *poolState) memberStats(now time.Time) []pool.MemberStats {
-	out := make([]pool.MemberStats, 0, len(p.members))
-	for _, m := range p.members {
+	members := p.list()
+	out := make([]pool.MemberStats, 0, len(members))
+	for _, m := range members {
 		ms := pool.MemberStats{Name: m.Name, State: pool.Ready,
 			Admitted: m.admitted.Load(), Refused: m.refused.Load(), RotatedAway: m.rotatedAway.Load()}
 		if m.out.Load() {
 			ms.State = pool.Out
+		} else if m.removed.Load() {
+			ms.State = pool.Removed
 		} else if u := m.parkedUntil.Load(); u != 0 {
 			ms.State, ms.Until = pool.Parked, time.Unix(0, u)
 		}

@@ -50,7 +50,9 @@ type Event struct {
 	// EventLimitChanged: the scope's new Limit, the one it replaced, and
 	// who changed it (OriginSetLimit); EventWorkloadChanged: who changed
 	// the workload (OriginSetWorkload); EventPaceChanged: OriginStore for
-	// a cut another instance took, "" for this one's.
+	// a cut another instance took, "" for this one's; EventMemberOut,
+	// EventMemberParked, EventMemberUnparked: OriginStore for a member's
+	// state another instance of the fleet published, "" for this one's.
 	Limit, Previous Limit
 	Origin          string
 	Percent         int     // EventBudgetThreshold: the share of the budget crossed, 50, 80 or 100
@@ -127,9 +129,9 @@ const (
 	EventReconcileFailed // the provider's usage or cost report could not be read (Err says why); calls go on as before
 
 	// A pool's members (pacer.WithPool); Member names the member.
-	EventMemberOut      // a member answered 401: out of rotation until put back (Status, Why)
-	EventMemberParked   // a member's quota is spent: no calls until Wait has passed, then a probe (Status, Why)
-	EventMemberUnparked // a parked or out member takes calls again
+	EventMemberOut      // a member answered 401 (Status), or another instance removed it: out of rotation until put back (Why)
+	EventMemberParked   // a member's quota is spent (Status), or the caller parked it (Status 0): no calls until Wait has passed, then a probe (Why)
+	EventMemberUnparked // a parked, out or removed member takes calls again
 	EventMemberRotated  // a call a member refused goes on to another member (Status: the refusal's; 0 for a connection that never left)
 )
 

@@ -23,6 +23,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Config declares a pool on a Transport.
@@ -63,8 +65,10 @@ type Config struct {
 // this package returns are). The zero Member has no Name and no Apply,
 // which WithPool refuses.
 type Member struct {
-	// Name identifies the member in events, logs, errors and Stats. It
-	// must not be a credential.
+	// Name identifies the member in events, logs, errors, metrics and
+	// Stats, and, in a fleet sharing a store, on every instance: the same
+	// name is the same member. It must not be a credential, and must be
+	// printable text.
 	Name string
 	// Apply sets the member on the clone of the request that is sent: a
 	// header (Header, Bearer), a URL (URL), a form field (FormField). An
@@ -91,6 +95,8 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("WithPool: member %d has no Name; name it (the name is what events, logs and Stats show)", i+1))
 		case seen[m.Name]:
 			errs = append(errs, fmt.Errorf("WithPool: two members are named %q; names must be unique", m.Name))
+		case !printable(m.Name):
+			errs = append(errs, fmt.Errorf("WithPool: member %d's Name %q holds a control character or invalid UTF-8; name it in printable text (it is a label in metrics and a key in a shared store)", i+1, m.Name))
 		}
 		seen[m.Name] = true
 		if m.Apply == nil {
@@ -98,6 +104,19 @@ func (c Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// printable reports whether s is valid UTF-8 without control characters.
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // Header returns an Apply that sets header name to value.
@@ -161,8 +180,11 @@ type State string
 
 const (
 	Ready  State = "ready"  // takes calls
-	Parked State = "parked" // its quota is spent: no calls until Until, then one probes it
+	Parked State = "parked" // its quota is spent, or the caller parked it: no calls until Until, then one probes it
 	Out    State = "out"    // it answered 401: out of rotation until put back
+	// Removed: another instance of the fleet removed it from the pool
+	// (Transport.RemoveMember); no calls until it is added or put back.
+	Removed State = "removed"
 )
 
 // MemberStats describes one member of a pool (pacer.Stats.Members).

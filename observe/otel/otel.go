@@ -9,8 +9,8 @@
 //	tr := pacer.New(nil, pacer.WithObserver(m), …)
 //	m.Watch(tr)
 //
-// Attributes are bounded: pacer.scope and pacer.workload are names from the
-// Transport's configuration, pacer.unit a scope's unit, and
+// Attributes are bounded: pacer.scope, pacer.workload and pacer.member are
+// names from the Transport's configuration, pacer.unit a scope's unit, and
 // http.response.status_code the provider's status on a rejection. No URL,
 // key or header is ever recorded.
 //
@@ -54,6 +54,16 @@
 //	pacer.window.reset        gauge      s, how long until that window reopens (pacer.window)
 //	pacer.window.lasting_pace gauge      the pace that lasts to the binding window's reset, for the workloads that spread long windows
 //
+// and, for a Transport with a pool (pacer.WithPool), from Stats().Members, each
+// with pacer.member, the member's name:
+//
+//	pacer.member.state        gauge      1 for the member's state (pacer.member.state: ready, parked, out, removed), 0 for the others
+//	pacer.member.calls        counter    calls sent through the member
+//	pacer.member.refused      counter    of them, those the provider refused (429, 503, 401, 402 or a spent quota)
+//	pacer.member.rotated_away counter    of those, the ones that went on to another member
+//	pacer.member.cooldown.remaining gauge s, what is left of a pause the provider asked of the member
+//	pacer.member.parked_until gauge      s, when a parked member is tried again, in Unix seconds (while parked)
+//
 // The counts of Stats (WorkloadStats.Admitted, Throttled, Refused, Rejected
 // and Waited) are what the counters above count from events; they are not
 // reported twice.
@@ -69,6 +79,7 @@ import (
 
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/observe"
+	"github.com/pacer-go/pacer/pool"
 )
 
 // ScopeName is the instrumentation scope of the meter Metrics uses.
@@ -84,6 +95,8 @@ const (
 	AttrPercent  = attribute.Key("pacer.budget.percent") // the share of a budget crossed: 50, 80 or 100
 	AttrReason   = attribute.Key("pacer.reason")         // what holds waiting calls back: an observe.Reason
 	AttrWindow   = attribute.Key("pacer.window")         // a long window's name as its headers spell it: "5h", "7d", "core"
+	AttrMember   = attribute.Key("pacer.member")         // a pool member's name (pacer.WithPool)
+	AttrState    = attribute.Key("pacer.member.state")   // a pool member's state: a pool.State
 )
 
 // AttrGroup is the project, key or model a reconciliation compares: a
@@ -118,6 +131,10 @@ type Metrics struct {
 	backlog, drain                      metric.Float64ObservableGauge
 	windowUsed, windowReset             metric.Float64ObservableGauge
 	lastingPace                         metric.Float64ObservableGauge
+	memberState                         metric.Int64ObservableGauge
+	memberCalls, memberRefused          metric.Int64ObservableCounter
+	memberRotated                       metric.Int64ObservableCounter
+	memberCooldown, memberParked        metric.Float64ObservableGauge
 	attrs                               sync.Map // labels → metric.MeasurementOption, bounded by the configuration
 	registration                        metric.Registration
 }
@@ -129,15 +146,18 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	meter := mp.Meter(ScopeName)
 	m := &Metrics{}
 	var err error
+	keep := func(e error) { // the first error of the instruments made
+		if err == nil {
+			err = e
+		}
+	}
 	counter := func(name, desc string, unit ...string) metric.Int64Counter {
 		u := "{call}"
 		if len(unit) > 0 {
 			u = unit[0]
 		}
 		c, e := meter.Int64Counter(name, metric.WithDescription(desc), metric.WithUnit(u))
-		if err == nil {
-			err = e
-		}
+		keep(e)
 		return c
 	}
 	m.admitted = counter("pacer.admitted", "Calls admitted and sent.")
@@ -159,23 +179,19 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 		m.drift, err = meter.Float64Gauge("pacer.budget.drift", metric.WithUnit("1"),
 			metric.WithDescription("What the provider billed a group (a project, key or model) less what pacer charged its workloads, in the budget's unit, as a reconciliation last reported it."))
 	}
-	intGauge := func(name, desc string) metric.Int64ObservableGauge {
-		g, e := meter.Int64ObservableGauge(name, metric.WithDescription(desc), metric.WithUnit("{call}"))
-		if err == nil {
-			err = e
-		}
+	intGauge := func(name, unit, desc string) metric.Int64ObservableGauge {
+		g, e := meter.Int64ObservableGauge(name, metric.WithDescription(desc), metric.WithUnit(unit))
+		keep(e)
 		return g
 	}
 	floatGauge := func(name, unit, desc string) metric.Float64ObservableGauge {
 		g, e := meter.Float64ObservableGauge(name, metric.WithDescription(desc), metric.WithUnit(unit))
-		if err == nil {
-			err = e
-		}
+		keep(e)
 		return g
 	}
-	m.inFlight = intGauge("pacer.in_flight", "Calls in flight, counted on scopes that cap concurrency.")
-	m.waiting = intGauge("pacer.waiting", "Calls waiting for admission.")
-	m.waitingBy = intGauge("pacer.waiting.by_reason", "Calls waiting for admission, by what holds them back: rate, concurrency, reserve or cooldown.")
+	m.inFlight = intGauge("pacer.in_flight", "{call}", "Calls in flight, counted on scopes that cap concurrency.")
+	m.waiting = intGauge("pacer.waiting", "{call}", "Calls waiting for admission.")
+	m.waitingBy = intGauge("pacer.waiting.by_reason", "{call}", "Calls waiting for admission, by what holds them back: rate, concurrency, reserve or cooldown.")
 	m.waitStart = floatGauge("pacer.wait.oldest_start", "s", "When the call waiting longest on the scope began to wait, in Unix seconds.")
 	m.rate = floatGauge("pacer.rate", "1/s", "The scope's pace now, in its units a second.")
 	m.tokens = floatGauge("pacer.tokens", "1", "What the scope's lowest bucket, of every key, holds now (in-memory store only), in its units.")
@@ -194,10 +210,21 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	m.windowUsed = floatGauge("pacer.window.used", "1", "The share of a long window (an hour or more) the provider says is spent.")
 	m.windowReset = floatGauge("pacer.window.reset", "s", "How long until a long window reopens.")
 	m.lastingPace = floatGauge("pacer.window.lasting_pace", "1/s", "The pace, in the scope's unit a second, that lasts to the binding long window's reset, for the workloads that spread long windows.")
+	m.memberState = intGauge("pacer.member.state", "1", "1 for a pool member's state (ready, parked, out, removed), 0 for the others.")
+	memberCounter := func(name, desc string) metric.Int64ObservableCounter {
+		c, e := meter.Int64ObservableCounter(name, metric.WithDescription(desc), metric.WithUnit("{call}"))
+		keep(e)
+		return c
+	}
+	m.memberCalls = memberCounter("pacer.member.calls", "Calls sent through a pool member.")
+	m.memberRefused = memberCounter("pacer.member.refused", "Calls sent through a pool member that the provider refused: 429, 503, 401, 402 or a spent quota.")
+	m.memberRotated = memberCounter("pacer.member.rotated_away", "Calls a pool member refused that went on to another member.")
+	m.memberCooldown = floatGauge("pacer.member.cooldown.remaining", "s", "What is left of a pause the provider asked of a pool member.")
+	m.memberParked = floatGauge("pacer.member.parked_until", "s", "When a parked pool member is tried again, in Unix seconds.")
 	if err != nil {
 		return nil, err
 	}
-	m.registration, err = meter.RegisterCallback(m.report, m.inFlight, m.waiting, m.waitingBy, m.waitStart, m.rate, m.tokens, m.cooldown,
+	m.registration, err = meter.RegisterCallback(m.report, m.memberState, m.memberCalls, m.memberRefused, m.memberRotated, m.memberCooldown, m.memberParked, m.inFlight, m.waiting, m.waitingBy, m.waitStart, m.rate, m.tokens, m.cooldown,
 		m.retryCredit, m.budgetLimit, m.budgetSpent, m.budgetReserved, m.budgetEnd,
 		m.spendRate, m.spendWindow, m.runsOut, m.runsOutEarly, m.backlog, m.drain, m.windowUsed, m.windowReset, m.lastingPace)
 	if err != nil {
@@ -335,5 +362,25 @@ func (m *Metrics) report(_ context.Context, o metric.Observer) error {
 			o.ObserveFloat64(m.runsOut, float64(w.RunsOut.UnixNano())/1e9, workload)
 		}
 	}
+	for _, mb := range st.Members {
+		member := metric.WithAttributes(AttrMember.String(mb.Name))
+		for _, state := range memberStates {
+			v := int64(0)
+			if mb.State == state {
+				v = 1
+			}
+			o.ObserveInt64(m.memberState, v, metric.WithAttributes(AttrMember.String(mb.Name), AttrState.String(string(state))))
+		}
+		o.ObserveInt64(m.memberCalls, mb.Admitted, member)
+		o.ObserveInt64(m.memberRefused, mb.Refused, member)
+		o.ObserveInt64(m.memberRotated, mb.RotatedAway, member)
+		o.ObserveFloat64(m.memberCooldown, mb.Cooldown.Seconds(), member)
+		if mb.State == pool.Parked {
+			o.ObserveFloat64(m.memberParked, float64(mb.Until.UnixNano())/1e9, member)
+		}
+	}
 	return nil
 }
+
+// memberStates are the states pacer.member.state has a series for.
+var memberStates = [...]pool.State{pool.Ready, pool.Parked, pool.Out, pool.Removed}

@@ -2,6 +2,7 @@ package paceroptel_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -305,6 +306,46 @@ func TestMetricsLongWindows(t *testing.T) {
 		}
 		if v := value(t, got, "pacer.window.reset", window); v != observetest.LongReset.Seconds() {
 			t.Errorf("pacer.window.reset = %v, want %v", v, observetest.LongReset.Seconds())
+		}
+	})
+}
+
+// A pool's members are reported with pacer.member: their state, their
+// calls and refusals, and when a parked one is tried again; never what
+// they apply.
+func TestMetricsOfPoolMembers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, reader := newMetrics(t)
+		tr, err := observetest.Pool(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Watch(tr)
+		got := collect(t, reader)
+		for _, tt := range []struct {
+			name, attrs string
+			want        float64
+		}{
+			{"pacer.member.calls", "pacer.member=a", 2},
+			{"pacer.member.calls", "pacer.member=b", 1},
+			{"pacer.member.refused", "pacer.member=a", 0},
+			{"pacer.member.refused", "pacer.member=b", 1},
+			{"pacer.member.rotated_away", "pacer.member=b", 1},
+			{"pacer.member.state", "pacer.member=a,pacer.member.state=ready", 1},
+			{"pacer.member.state", "pacer.member=a,pacer.member.state=parked", 0},
+			{"pacer.member.state", "pacer.member=b,pacer.member.state=parked", 1},
+			{"pacer.member.state", "pacer.member=b,pacer.member.state=ready", 0},
+			{"pacer.member.parked_until", "pacer.member=b", float64(time.Now().Add(observetest.PoolParkedFor).UnixNano()) / 1e9},
+		} {
+			if v := value(t, got, tt.name, tt.attrs); v != tt.want {
+				t.Errorf("%s{%s} = %v, want %v", tt.name, tt.attrs, v, tt.want)
+			}
+		}
+		if _, ok := got["pacer.member.parked_until"]; ok && len(got["pacer.member.parked_until"]) != 1 {
+			t.Errorf("pacer.member.parked_until = %v, want b's alone", got["pacer.member.parked_until"])
+		}
+		if s := fmt.Sprint(got); strings.Contains(s, "secret") {
+			t.Errorf("a member's credential is in the metrics: %s", s)
 		}
 	})
 }

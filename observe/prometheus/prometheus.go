@@ -10,8 +10,8 @@
 //	m.Watch(tr)
 //	prometheus.MustRegister(m)
 //
-// Labels are bounded: scope and workload names from the Transport's
-// configuration, the event's status code, and a scope's unit. No URL, key
+// Labels are bounded: scope, workload and pool member names from the
+// Transport's configuration, the event's status code, and a scope's unit. No URL, key
 // or header ever becomes a label. To tell several Transports apart (one per
 // API), give each its own Collector and register it through
 // prometheus.WrapRegistererWith(prometheus.Labels{"api": "openai"}, reg).
@@ -62,6 +62,15 @@
 //	pacer_window_reset_seconds{scope,window}        how long until that window reopens
 //	pacer_window_lasting_pace{scope,unit}           the pace that lasts to the binding window's reset, for the workloads that spread long windows
 //
+// and, for a Transport with a pool (pacer.WithPool), from Stats().Members:
+//
+//	pacer_member_state{member,state}                1 for the member's state (ready, parked, out, removed), 0 for the others
+//	pacer_member_calls_total{member}                calls sent through the member
+//	pacer_member_refused_total{member}              of them, those the provider refused (429, 503, 401, 402 or a spent quota)
+//	pacer_member_rotated_away_total{member}         of those, the ones that went on to another member
+//	pacer_member_cooldown_remaining_seconds{member} what is left of a pause the provider asked of the member
+//	pacer_member_parked_until_seconds{member}       when a parked member is tried again, in Unix seconds (while parked)
+//
 // The counts of Stats (WorkloadStats.Admitted, Throttled, Refused, Rejected
 // and Waited) are what the counters above count from events; they are not
 // exported twice.
@@ -75,6 +84,7 @@ import (
 
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/observe"
+	"github.com/pacer-go/pacer/pool"
 )
 
 // DefaultBuckets are the wait histogram's buckets, in seconds: from 10 ms
@@ -120,6 +130,9 @@ type Collector struct {
 	backlog, drain                *prometheus.Desc
 	windowUsed, windowReset       *prometheus.Desc
 	lastingPace                   *prometheus.Desc
+	memberState, memberCalls      *prometheus.Desc
+	memberRefused, memberRotated  *prometheus.Desc
+	memberCooldown, memberParked  *prometheus.Desc
 }
 
 var (
@@ -181,6 +194,12 @@ func New(opts ...Option) *Collector {
 		windowUsed:     desc("window_used_ratio", "The share of a long window (an hour or more) the provider says is spent.", "scope", "window"),
 		windowReset:    desc("window_reset_seconds", "How long until a long window reopens.", "scope", "window"),
 		lastingPace:    desc("window_lasting_pace", "The pace, in the scope's unit a second, that lasts to the binding long window's reset, for the workloads that spread long windows.", "scope", "unit"),
+		memberState:    desc("member_state", "1 for a pool member's state (ready, parked, out, removed), 0 for the others.", "member", "state"),
+		memberCalls:    desc("member_calls_total", "Calls sent through a pool member.", "member"),
+		memberRefused:  desc("member_refused_total", "Calls sent through a pool member that the provider refused: 429, 503, 401, 402 or a spent quota.", "member"),
+		memberRotated:  desc("member_rotated_away_total", "Calls a pool member refused that went on to another member.", "member"),
+		memberCooldown: desc("member_cooldown_remaining_seconds", "What is left of a pause the provider asked of a pool member.", "member"),
+		memberParked:   desc("member_parked_until_seconds", "When a parked pool member is tried again, in Unix seconds.", "member"),
 	}
 }
 
@@ -245,7 +264,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		v.Describe(ch)
 	}
 	for _, d := range []*prometheus.Desc{c.inFlight, c.waiting, c.waitingBy, c.waitStart, c.rate, c.tokens, c.cooldown, c.retryCredit, c.budgetLimit, c.budgetSpent, c.budgetReserved, c.budgetEnd,
-		c.spendRate, c.spendWindow, c.runsOut, c.runsOutEarly, c.backlog, c.drain, c.windowUsed, c.windowReset, c.lastingPace} {
+		c.spendRate, c.spendWindow, c.runsOut, c.runsOutEarly, c.backlog, c.drain, c.windowUsed, c.windowReset, c.lastingPace,
+		c.memberState, c.memberCalls, c.memberRefused, c.memberRotated, c.memberCooldown, c.memberParked} {
 		ch <- d
 	}
 }
@@ -314,4 +334,26 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(c.runsOut, float64(w.RunsOut.UnixNano())/1e9, w.Name)
 		}
 	}
+	counter := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	for _, m := range st.Members {
+		for _, state := range memberStates {
+			v := 0.0
+			if m.State == state {
+				v = 1
+			}
+			gauge(c.memberState, v, m.Name, string(state))
+		}
+		counter(c.memberCalls, m.Admitted, m.Name)
+		counter(c.memberRefused, m.Refused, m.Name)
+		counter(c.memberRotated, m.RotatedAway, m.Name)
+		gauge(c.memberCooldown, m.Cooldown.Seconds(), m.Name)
+		if m.State == pool.Parked {
+			gauge(c.memberParked, float64(m.Until.UnixNano())/1e9, m.Name)
+		}
+	}
 }
+
+// memberStates are the states pacer_member_state has a series for.
+var memberStates = [...]pool.State{pool.Ready, pool.Parked, pool.Out, pool.Removed}

@@ -305,3 +305,62 @@ pacer_window_used_ratio{scope="default",window="5h"} %v
 		}
 	})
 }
+
+// A pool's members are series labelled by name: their state, their calls
+// and refusals, and when a parked one is tried again; never what they
+// apply.
+func TestMetricsOfPoolMembers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := pacerprom.New()
+		tr, err := observetest.Pool(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Watch(tr)
+		until := float64(time.Now().Add(observetest.PoolParkedFor).UnixNano()) / 1e9
+		want := fmt.Sprintf(`
+# HELP pacer_member_calls_total Calls sent through a pool member.
+# TYPE pacer_member_calls_total counter
+pacer_member_calls_total{member="a"} 2
+pacer_member_calls_total{member="b"} 1
+# HELP pacer_member_parked_until_seconds When a parked pool member is tried again, in Unix seconds.
+# TYPE pacer_member_parked_until_seconds gauge
+pacer_member_parked_until_seconds{member="b"} %v
+# HELP pacer_member_refused_total Calls sent through a pool member that the provider refused: 429, 503, 401, 402 or a spent quota.
+# TYPE pacer_member_refused_total counter
+pacer_member_refused_total{member="a"} 0
+pacer_member_refused_total{member="b"} 1
+# HELP pacer_member_rotated_away_total Calls a pool member refused that went on to another member.
+# TYPE pacer_member_rotated_away_total counter
+pacer_member_rotated_away_total{member="a"} 0
+pacer_member_rotated_away_total{member="b"} 1
+# HELP pacer_member_state 1 for a pool member's state (ready, parked, out, removed), 0 for the others.
+# TYPE pacer_member_state gauge
+pacer_member_state{member="a",state="out"} 0
+pacer_member_state{member="a",state="parked"} 0
+pacer_member_state{member="a",state="ready"} 1
+pacer_member_state{member="a",state="removed"} 0
+pacer_member_state{member="b",state="out"} 0
+pacer_member_state{member="b",state="parked"} 1
+pacer_member_state{member="b",state="ready"} 0
+pacer_member_state{member="b",state="removed"} 0
+`, until)
+		if err := testutil.CollectAndCompare(m, strings.NewReader(want), "pacer_member_state", "pacer_member_calls_total",
+			"pacer_member_refused_total", "pacer_member_rotated_away_total", "pacer_member_parked_until_seconds"); err != nil {
+			t.Error(err)
+		}
+		var out strings.Builder
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(m)
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			fmt.Fprintln(&out, mf.String())
+		}
+		if strings.Contains(out.String(), "secret") {
+			t.Errorf("a member's credential is in the metrics:\n%s", out.String())
+		}
+	})
+}

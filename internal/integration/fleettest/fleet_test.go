@@ -51,8 +51,11 @@ const (
 func TestMain(m *testing.M) {
 	if kind := os.Getenv(envChild); kind != "" {
 		run := child
-		if os.Getenv(envRunaway) != "" {
+		switch {
+		case os.Getenv(envRunaway) != "":
 			run = runawayChild // runaway_test.go
+		case os.Getenv(envPool) != "":
+			run = poolChild // pool_test.go
 		}
 		n, err := run(kind)
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/observe"
+	"github.com/pacer-go/pacer/pool"
 )
 
 // Secret is the API key each request carries, in its URL (where a route
@@ -221,4 +222,42 @@ type headersAPI func(now time.Time) http.Header
 
 func (h headersAPI) RoundTrip(req *http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: http.StatusOK, Header: h(time.Now()), Body: http.NoBody, Request: req}, nil
+}
+
+// Pool returns a Transport that obs observes, with a pool of two members:
+// "a", whose calls the provider answers, and "b", whose quota is spent (a
+// 402 with a Retry-After of PoolParkedFor). It sends two calls, of which
+// one meets b's 402 and goes on to a: a sends both, b is parked. Call it
+// in a synctest bubble.
+func Pool(obs observe.Observer) (*pacer.Transport, error) {
+	tr := pacer.New(poolAPI{}, pacer.WithObserver(obs), pacer.WithPool(pool.Config{Members: []pool.Member{
+		{Name: "a", Apply: pool.Bearer("sk-a-secret")},
+		{Name: "b", Apply: pool.Bearer("sk-b-secret")},
+	}}))
+	if err := tr.Err(); err != nil {
+		return nil, err
+	}
+	for range 2 {
+		resp, err := send(tr, context.Background())
+		if err != nil {
+			return nil, err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	return tr, nil
+}
+
+// PoolParkedFor is how long Pool's member b is parked.
+const PoolParkedFor = time.Minute
+
+// poolAPI answers member a's calls 200 and b's 402.
+type poolAPI struct{}
+
+func (poolAPI) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Header.Get("Authorization") == "Bearer sk-b-secret" {
+		h := http.Header{"Retry-After": {strconv.Itoa(int(PoolParkedFor.Seconds()))}}
+		return &http.Response{StatusCode: http.StatusPaymentRequired, Header: h, Body: http.NoBody, Request: req}, nil
+	}
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody, Request: req}, nil
 }
