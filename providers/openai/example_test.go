@@ -10,6 +10,7 @@ import (
 
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/period"
+	"github.com/pacer-go/pacer/pool"
 	"github.com/pacer-go/pacer/providers/openai"
 	"github.com/pacer-go/pacer/usage/prices"
 )
@@ -75,4 +76,28 @@ func ExamplePreset_moneyBudget() {
 		}
 	}
 	// Output: spent $0.000035 of $0.50
+}
+
+// Three keys of one project behind one client: a key revoked or out of
+// quota is taken out and the others carry its calls. The pool is paced at
+// the project's and the organization's limits, which every key shares,
+// so three keys never send more than one would.
+func ExampleProjectKeys() {
+	t := pacer.New(nil,
+		openai.Preset(openai.Tier2),
+		openai.ProjectKeys(
+			pool.Member{Name: "key-a", Apply: pool.Bearer("sk-proj-aaa")}, // os.Getenv("OPENAI_KEY_A")
+			pool.Member{Name: "key-b", Apply: pool.Bearer("sk-proj-bbb")},
+			pool.Member{Name: "key-c", Apply: pool.Bearer("sk-proj-ccc")}))
+	if err := t.Err(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, m := range t.Stats().Members {
+		fmt.Println(m.Name, m.State)
+	}
+	// Output:
+	// key-a ready
+	// key-b ready
+	// key-c ready
 }

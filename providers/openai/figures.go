@@ -123,6 +123,11 @@ func Figures() []figures.Figure {
 			"503 - Slow Down | Cause: A sudden increase in your request rate is impacting service reliability. Solution: Please reduce your request rate to its original level, maintain a consistent rate for at least 15 minutes, and then gradually increase it.",
 			""),
 	)
+	pooled := read("limits are the organization's and the project's, none per key", "", "scope", rateLimitsMirror, rateLimitsPage,
+		"Rate limits are defined at the [organization level](https://developers.openai.com/api/docs/guides/production-best-practices) and at the project level, not user level.",
+		". So ProjectKeys gives a key no scope of its own: every key is charged the preset's per-model scopes and "+ScopeProjectTokens+", one bucket each, and a pool of keys is paced at the project's and the organization's limits, never a multiple")
+	pooled.Preset, pooled.Read = "openai pool", "2026-12-02"
+	out = append(out, pooled)
 	codes := make([]string, 0, len(quotaCodes))
 	for c := range quotaCodes {
 		codes = append(codes, c)

@@ -6,6 +6,8 @@ const (
 	throughputPage = "https://developers.facebook.com/documentation/business-messaging/whatsapp/throughput"
 	errorCodesPage = "https://developers.facebook.com/documentation/business-messaging/whatsapp/support/error-codes"
 	whatsappReadOn = "2026-12-01"
+	poolReadOn     = "2026-12-02"
+	limitsPage     = "https://developers.facebook.com/documentation/business-messaging/whatsapp/messaging-limits"
 
 	// What the search of Meta's error-codes page gave: its introduction,
 	// never its table's rows.
@@ -49,6 +51,20 @@ func Figures() []figures.Figure {
 		unverified("account rate limit error code (left unclassified)", "", 80007, "error code", errorCodesPage,
 			errorRowsNotFound+". Not classified: an 80007 is treated as any other error, final, not retried", ""),
 	}
+	out = append(out,
+		figures.Figure{Preset: "whatsapp pool", Name: "throughput is per number", Scope: NumberScope("<name>"), Value: standardMPS, Unit: "messages/s",
+			Source: throughputPage, Read: poolReadOn,
+			Quote: "For each registered business phone number, Cloud API supports up to 80 messages per second (mps) by default, and up to 1,000 mps by automatic upgrade.",
+			Note:  "PhoneNumbers gives each number its own scope at its own level (80, 1,000 or 20)"},
+		figures.Figure{Preset: "whatsapp pool", Name: "WhatsApp Business Account rate limit (not paced)", Unit: "messages/s",
+			Source: throughputPage, Read: poolReadOn,
+			Quote:      "Note that business phone numbers, regardless of throughput, are still subject to their WhatsApp Business Account rate limit and template messaging limits.",
+			Unverified: "the page names the account's rate limit but gives no figure, and no stored page of Meta's does; the pool declares no shared scope for it, so it is not paced, for one number or many"},
+		figures.Figure{Preset: "whatsapp pool", Name: "messaging limit, shared by the portfolio's numbers (not paced)", Value: 250, Unit: "unique users/24h",
+			Source: limitsPage, Read: poolReadOn,
+			Quote: "Messaging limits are calculated and set at the business portfolio level and are shared by all business phone numbers within a portfolio.",
+			Note:  "\"Newly created business portfolios have a messaging limit of 250\", raised to 2,000, 10,000, 100,000 or unlimited. It counts unique users reached outside a customer service window, which pacer cannot tell apart, so no scope paces it: pooling numbers does not raise it"},
+	)
 	for i := range out {
 		if out[i].Scope == ScopeThroughput {
 			out[i].Note = inbound

@@ -52,6 +52,8 @@ const (
 const (
 	KeySent    = "sent"
 	KeyInbound = "inbound"
+	// KeyNumber+id counts the messages sent from the number id.
+	KeyNumber = "number "
 )
 
 // Server is the emulated Cloud API of business phone numbers of one
@@ -61,6 +63,9 @@ type Server struct {
 
 	mps     int
 	inbound int
+	// MPSOf gives a number its own throughput, by phone-number ID, in place
+	// of the server's: numbers of several levels behind one pool.
+	MPSOf map[string]int
 
 	mu      sync.Mutex
 	numbers map[string]*number
@@ -99,7 +104,11 @@ func (s *Server) send(id string, now time.Time) bool {
 		i++
 	}
 	n.at = n.at[i:]
-	if len(n.at)+1 > s.mps {
+	mps := s.mps
+	if m, ok := s.MPSOf[id]; ok {
+		mps = m
+	}
+	if len(n.at)+1 > mps {
 		return false
 	}
 	n.at = append(n.at, now)
@@ -143,6 +152,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.Tally.Accept(KeySent, 1)
 	s.Tally.Accept(m.To, 1)
+	s.Tally.Accept(KeyNumber+id, 1)
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprintf(w, `{"messaging_product":"whatsapp","contacts":[{"input":%q,"wa_id":%q}],"messages":[{"id":"wamid.%d"}]}`,
 		m.To, m.To, now.UnixNano())
