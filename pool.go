@@ -65,6 +65,12 @@ type poolState struct {
 	members  []*poolMember
 	affinity func(*http.Request) string
 	turn     atomic.Uint32 // spreads ties
+
+	// What groupOf reads: the pool's Scopes, the members' names, and each
+	// member's own scope that is the member's alone, by scope.
+	keyed   map[*configuredScope]bool
+	names   map[string]bool
+	ownedBy map[*configuredScope]string
 }
 
 // poolMember is one member and what the Transport knows of it.
@@ -102,11 +108,12 @@ func (t *Transport) newPool(cfg *config) *poolState {
 		}
 		return cs
 	}
-	p := &poolState{affinity: pc.Affinity}
+	p := &poolState{affinity: pc.Affinity, keyed: map[*configuredScope]bool{}, names: map[string]bool{}, ownedBy: map[*configuredScope]string{}}
 	var keyed, shared []*configuredScope
 	for _, name := range pc.Scopes {
 		if cs := lookup("Scopes", name); cs != nil {
 			keyed = append(keyed, cs)
+			p.keyed[cs] = true
 		}
 	}
 	for _, name := range pc.SharedQuota {
@@ -119,9 +126,17 @@ func (t *Transport) newPool(cfg *config) *poolState {
 	}
 	for _, m := range pc.Members {
 		pm := &poolMember{Member: m, keyed: keyed, shared: shared}
+		p.names[m.Name] = true
 		for _, name := range m.Scopes {
 			if cs := lookup(fmt.Sprintf("member %q's Scopes", m.Name), name); cs != nil {
 				pm.own = append(pm.own, cs)
+				// A scope two members list, or a shared one, is no
+				// member's alone.
+				if by, ok := p.ownedBy[cs]; ok && by != m.Name || slices.Contains(pc.SharedQuota, name) {
+					p.ownedBy[cs] = ""
+				} else {
+					p.ownedBy[cs] = m.Name
+				}
 			}
 		}
 		for _, cs := range append(slices.Clone(keyed), pm.own...) {
@@ -143,6 +158,35 @@ func (m *poolMember) charge(c *call, vals *callValues) {
 	}
 	for _, cs := range m.shared {
 		c.addCharge(cs, Charge{Scope: cs.Name}, vals)
+	}
+}
+
+// groupOf returns the store.Demand.Group of bucket b: a member's name for
+// the member's own buckets — its key of each of the pool's Scopes, and the
+// bucket of each scope of its own that no other member lists — so that a
+// sharded store (a Redis Cluster) keeps them in one slot and takes them in
+// one script; "" for every other, the SharedQuota's included, which every
+// member charges. It is a function of the bucket alone, whichever call
+// charges it (a member's attempt, a permit), as the Group must be.
+func (p *poolState) groupOf(b *bucket) string {
+	if b.key == "" {
+		return p.ownedBy[b.scope]
+	}
+	if p.keyed[b.scope] && p.names[b.key] {
+		return b.key
+	}
+	return ""
+}
+
+// group sets the Group of each of c's demands (setDemands), from the
+// bucket of the charge it serves: a workload's Max share of a member's
+// bucket is kept with it.
+func (p *poolState) group(c *call) {
+	for j := range c.demands {
+		d := &c.demands[j]
+		if g := p.groupOf(c.charges[c.owners[j]].bucket); d.Group != g {
+			d.Group = g
+		}
 	}
 }
 
