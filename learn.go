@@ -86,6 +86,9 @@ func (c *call) repay(s *bucket, now time.Time, rate float64) {
 			if ch := &c.charges[i]; ch.bucket == s {
 				var d store.Demand
 				setNames(&d, s.scope.Name, ch.key)
+				if c.t.pool != nil {
+					d.Group = c.t.pool.groupOf(s)
+				}
 				d.Rate = rate // Burst 0: refilled at the debt's pace up to empty, not full
 				if err := c.t.store.Clamp(context.Background(), now, d, 0); err != nil {
 					c.t.emit(observe.Event{Kind: observe.EventStoreFailure, Scope: d.Scope, Workload: c.workload.name, Err: err})

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"net/http"
 	"slices"
 	"sync"
@@ -71,12 +72,50 @@ type poolState struct {
 	// members is replaced whole, never changed in place, so that a call
 	// reads it without a lock while AddMember and RemoveMember change it
 	// (under mu).
-	members  atomic.Pointer[[]*poolMember]
+	members  atomic.Pointer[memberSet]
 	mu       sync.Mutex
-	keyed    []*configuredScope // the pool's Scopes
-	shared   []*configuredScope // the pool's SharedQuota
+	keyed    []*configuredScope        // the pool's Scopes
+	keyedSet map[*configuredScope]bool // the same, for groupOf
+	shared   []*configuredScope        // the pool's SharedQuota
 	affinity func(*http.Request) string
 	turn     atomic.Uint32 // spreads ties
+}
+
+// A memberSet is the pool's members at one time, and what groupOf reads of
+// every member the pool has had: their names, and each scope of a member's
+// own that is that member's alone. A name or an owner, once seen, stays,
+// so that a member's buckets keep their Group (a Cluster's hash tag) when
+// it is removed and added back.
+type memberSet struct {
+	list    []*poolMember
+	names   map[string]bool
+	ownedBy map[*configuredScope]string // "": listed by two members, or shared
+}
+
+// add adds pm to s, which no call reads yet.
+func (s *memberSet) add(pm *poolMember, shared []*configuredScope) {
+	s.list = append(s.list, pm)
+	s.names[pm.Name] = true
+	for _, cs := range pm.own {
+		// A scope two members list, or a shared one, is no member's alone.
+		if by, ok := s.ownedBy[cs]; ok && by != pm.Name || slices.Contains(shared, cs) {
+			s.ownedBy[cs] = ""
+		} else {
+			s.ownedBy[cs] = pm.Name
+		}
+	}
+}
+
+// with is s and pm, a copy; s is left as it is.
+func (s *memberSet) with(pm *poolMember, shared []*configuredScope) *memberSet {
+	c := &memberSet{list: slices.Clone(s.list), names: maps.Clone(s.names), ownedBy: maps.Clone(s.ownedBy)}
+	c.add(pm, shared)
+	return c
+}
+
+// without is s less the member at i, a copy; what groupOf reads stays.
+func (s *memberSet) without(i int) *memberSet {
+	return &memberSet{list: slices.Delete(slices.Clone(s.list), i, i+1), names: s.names, ownedBy: s.ownedBy}
 }
 
 // poolMember is one member and what the Transport knows of it.
@@ -108,12 +147,13 @@ func (t *Transport) newPool(cfg *config) *poolState {
 	if err := pc.Validate(); err != nil {
 		cfg.errs = append(cfg.errs, err)
 	}
-	p := &poolState{affinity: pc.Affinity}
+	p := &poolState{affinity: pc.Affinity, keyedSet: map[*configuredScope]bool{}}
 	for _, name := range pc.Scopes {
 		if cs, err := t.poolScope("Scopes", name); err != nil {
 			cfg.errs = append(cfg.errs, err)
 		} else {
 			p.keyed = append(p.keyed, cs)
+			p.keyedSet[cs] = true
 		}
 	}
 	for _, name := range pc.SharedQuota {
@@ -127,13 +167,13 @@ func (t *Transport) newPool(cfg *config) *poolState {
 		}
 		p.shared = append(p.shared, cs)
 	}
-	members := make([]*poolMember, 0, len(pc.Members))
+	members := &memberSet{names: map[string]bool{}, ownedBy: map[*configuredScope]string{}}
 	for _, m := range pc.Members {
 		pm, errs := t.newMember(p, m)
 		cfg.errs = append(cfg.errs, errs...)
-		members = append(members, pm)
+		members.add(pm, p.shared)
 	}
-	p.members.Store(&members)
+	p.members.Store(members)
 	return p
 }
 
@@ -164,7 +204,7 @@ func (t *Transport) newMember(p *poolState, m pool.Member) (*poolMember, []error
 
 // list is the pool's members now, in their declared order, then those
 // added since; the caller must not change it.
-func (p *poolState) list() []*poolMember { return *p.members.Load() }
+func (p *poolState) list() []*poolMember { return p.members.Load().list }
 
 // find is the member named name; nil when the pool has none.
 func (p *poolState) find(name string) *poolMember {
@@ -187,6 +227,36 @@ func (m *poolMember) charge(c *call, vals *callValues) {
 	}
 	for _, cs := range m.shared {
 		c.addCharge(cs, Charge{Scope: cs.Name}, vals)
+	}
+}
+
+// groupOf returns the store.Demand.Group of bucket b: a member's name for
+// the member's own buckets — its key of each of the pool's Scopes, and the
+// bucket of each scope of its own that no other member lists — so that a
+// sharded store (a Redis Cluster) keeps them in one slot and takes them in
+// one script; "" for every other, the SharedQuota's included, which every
+// member charges. It is a function of the bucket alone, whichever call
+// charges it (a member's attempt, a permit), as the Group must be.
+func (p *poolState) groupOf(b *bucket) string {
+	ms := p.members.Load()
+	if b.key == "" {
+		return ms.ownedBy[b.scope]
+	}
+	if p.keyedSet[b.scope] && ms.names[b.key] {
+		return b.key
+	}
+	return ""
+}
+
+// group sets the Group of each of c's demands (setDemands), from the
+// bucket of the charge it serves: a workload's Max share of a member's
+// bucket is kept with it.
+func (p *poolState) group(c *call) {
+	for j := range c.demands {
+		d := &c.demands[j]
+		if g := p.groupOf(c.charges[c.owners[j]].bucket); d.Group != g {
+			d.Group = g
+		}
 	}
 }
 

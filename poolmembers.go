@@ -40,13 +40,24 @@ func (t *Transport) AddMember(m pool.Member) error {
 		return fmt.Errorf("pacer: AddMember: %w", err)
 	}
 	p.mu.Lock()
-	old := p.list()
+	old := p.members.Load()
 	if p.find(m.Name) != nil {
 		p.mu.Unlock()
 		return fmt.Errorf("pacer: AddMember: the pool has a member named %q already; names are unique (RemoveMember it first to replace it)", m.Name)
 	}
-	members := append(slices.Clip(old), pm)
-	p.members.Store(&members)
+	for _, cs := range pm.own {
+		// The scope's buckets would change their Group (a Cluster's hash
+		// tag), and so their keys, under the member that has them.
+		if by, ok := old.ownedBy[cs]; ok && by != m.Name {
+			p.mu.Unlock()
+			return fmt.Errorf("pacer: AddMember: member %q's scope %q is another member's; a member added at runtime needs scopes of its own (declare one it shares at New)", m.Name, cs.Name)
+		}
+		if slices.Contains(p.shared, cs) {
+			p.mu.Unlock()
+			return fmt.Errorf("pacer: AddMember: member %q's scope %q is the pool's SharedQuota, which every member charges already", m.Name, cs.Name)
+		}
+	}
+	p.members.Store(old.with(pm, p.shared))
 	p.mu.Unlock()
 	return t.publishMember(pm, memberRecord{state: pool.Ready})
 }
@@ -63,15 +74,14 @@ func (t *Transport) RemoveMember(name string) error {
 		return errors.New("pacer: RemoveMember: the Transport has no pool; declare one with WithPool")
 	}
 	p.mu.Lock()
-	old := p.list()
-	i := slices.IndexFunc(old, func(m *poolMember) bool { return m.Name == name })
+	old := p.members.Load()
+	i := slices.IndexFunc(old.list, func(m *poolMember) bool { return m.Name == name })
 	if i < 0 {
 		p.mu.Unlock()
 		return fmt.Errorf("pacer: RemoveMember: the pool has no member named %q", name)
 	}
-	m := old[i]
-	members := slices.Delete(slices.Clone(old), i, i+1)
-	p.members.Store(&members)
+	m := old.list[i]
+	p.members.Store(old.without(i))
 	p.mu.Unlock()
 	return t.publishMember(m, memberRecord{state: pool.Removed})
 }

@@ -295,3 +295,37 @@ func TestPoolParkIsNotUndoneByACallSentBefore(t *testing.T) {
 		}
 	})
 }
+
+// A member added at runtime cannot take a scope another member has, nor
+// the shared one: those buckets' Group (a Cluster's hash tag) would
+// change under them. A removed member's buckets keep theirs, so that it
+// is added back onto the same buckets.
+func TestPoolRuntimeMembersKeepTheirBucketsGroups(t *testing.T) {
+	tr := New(nil, WithScope(Scope{Name: "own-a", Limit: PerSecond(10)}), WithScope(Scope{Name: "shared", Limit: PerSecond(10)}),
+		WithPool(pool.Config{SharedQuota: []string{"shared"}, Members: []pool.Member{{Name: "a", Apply: pool.Bearer("x"), Scopes: []string{"own-a"}}}}))
+	if err := tr.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.AddMember(pool.Member{Name: "b", Apply: pool.Bearer("y"), Scopes: []string{"own-a"}}); err == nil || !strings.Contains(err.Error(), "another member's") {
+		t.Errorf("adding b on a's scope: err = %v, want one saying it is another member's", err)
+	}
+	if err := tr.AddMember(pool.Member{Name: "b", Apply: pool.Bearer("y"), Scopes: []string{"shared"}}); err == nil || !strings.Contains(err.Error(), "SharedQuota") {
+		t.Errorf("adding b on the shared scope: err = %v, want one naming SharedQuota", err)
+	}
+	own := tr.scopes["own-a"].shared
+	if g := tr.pool.groupOf(own); g != "a" {
+		t.Fatalf("a's own bucket has Group %q, want a", g)
+	}
+	if err := tr.RemoveMember("a"); err != nil {
+		t.Fatal(err)
+	}
+	if g := tr.pool.groupOf(own); g != "a" {
+		t.Errorf("after a was removed, its bucket has Group %q, want a still", g)
+	}
+	if err := tr.AddMember(pool.Member{Name: "a", Apply: pool.Bearer("x"), Scopes: []string{"own-a"}}); err != nil {
+		t.Errorf("adding a back on its own scope: %v", err)
+	}
+	if g := tr.pool.groupOf(own); g != "a" {
+		t.Errorf("after a was added back, its bucket has Group %q, want a", g)
+	}
+}

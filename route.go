@@ -144,6 +144,9 @@ func (c *call) setDemands() {
 			c.addDemand(name, ch.key, rate*share, max(1, burst*share), ch.cost, 0, i)
 		}
 	}
+	if c.t.pool != nil {
+		c.t.pool.group(c) // a pool member's buckets are kept together (pool.go)
+	}
 }
 
 // addDemand appends a demand.

@@ -26,6 +26,13 @@
 //   - Level (the optional LevelReader) reads what a bucket holds, refill
 //     applied, and changes nothing: a bucket not held reads as full.
 //
+// A demand's Group places its bucket and does not name it: the buckets of
+// demands with the same non-empty Group are kept together where a store
+// shards, so one Take over them is one atomic step, and a store that does
+// not shard ignores it (the same Scope and Key are the same bucket whatever
+// the Group). A store that shards may key a bucket by its Group, so a
+// caller gives each bucket the same Group every time, as a Transport does.
+//
 // A store that answers but refuses a value it cannot hold returns an error
 // matching ErrInvalidDemand; any other error is a failure of the store,
 // handled as Policy.OnFailure says. storetest.Run checks a store
@@ -117,6 +124,17 @@ type ContextStore interface {
 type Demand struct {
 	Scope string // the scope's name
 	Key   string // which bucket within the scope; "" for the scope's only bucket
+	// Group, when not empty, says which buckets belong together: a store
+	// that shards its buckets (store/redisstore on a Redis Cluster) keeps
+	// the buckets of demands with the same Group on one shard, so that a
+	// Take over them is one atomic step, one round trip, rather than a
+	// step per shard. A pool gives each member's own buckets the member's
+	// name. A store that does not shard ignores it: the bucket is still
+	// the one (Scope, Key) names. A store that shards may make the Group
+	// part of the bucket's key, so a bucket must be named with the same
+	// Group every time: the same (Scope, Key) under two Groups may be two
+	// buckets.
+	Group string
 
 	Rate  float64 // units added a second; ignored when Window is set
 	Burst float64 // the bucket's capacity, and the level a new bucket starts at

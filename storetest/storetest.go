@@ -100,6 +100,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) 
 		{"AbsurdWaits", testAbsurdWaits},
 		{"ConcurrentTakersNeverOverGranted", func(t *testing.T, h *harness) { testConcurrent(t, h, cfg.concurrency, !cfg.noTotal) }},
 		{"TakenTotal", func(t *testing.T, h *harness) { testTaken(t, h, !cfg.noTotal) }},
+		{"GroupsChangeNoDecision", func(t *testing.T, h *harness) { testGroups(t, h, !cfg.noTotal, !cfg.noLevel) }},
 		{"Eviction", func(t *testing.T, h *harness) { testEviction(t, h, cfg.held) }},
 	}
 	for _, c := range cases {

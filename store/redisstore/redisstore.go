@@ -46,10 +46,22 @@
 //     third each on three primaries. A name holding a '}', which would end
 //     the tag early, is tagged by its 64-bit FNV-1a hash instead:
 //     {<hash in hex>}<name>.
+//   - On a Cluster, the bucket of a demand with a Group
+//     (store.Demand.Group: a pool member's own buckets, which pacer gives
+//     the member's name) is under its Group's tag instead:
+//     {<prefix>:g:<len>:<group>}:<len>:<scope>:<key>. Every bucket of a
+//     Group is in one slot, so a take over them is one script, and the
+//     Groups spread over the shards as buckets do. A Group holding a '}' is tagged by its hash, as a name is:
+//     {<hash in hex>}<prefix>:g:<len>:<group>:<name>; one longer than 256
+//     bytes is "sha256:<hex>" in the tag. The Group is part of the key, so
+//     a bucket must be named with the same Group every time (pacer always
+//     does): the same scope and key under another Group, or none, is
+//     another bucket. Key gives the key of a bucket without a Group.
 //   - Anywhere else (one node, Sentinel failover, a Ring), and on a Cluster
 //     WithSingleSlot, the prefix is the tag: {<prefix>}:<len>:<scope>:<key>.
 //     Every bucket of a prefix is in one slot, on one shard (a Ring shards
 //     by the tag too, and could not run a script over two of its shards).
+//     A Group changes no key.
 //
 // Redis keys are binary-safe, so a scope or key may hold any bytes (NUL,
 // invalid UTF-8). When the two together are longer than 256 bytes, the
@@ -61,20 +73,25 @@
 // # Atomicity
 //
 // One script is atomic over the buckets it is given. Off a Cluster, and on
-// a Cluster for a call that touches one bucket (most: a Transport with one
-// scope, a Clamp, a lease), every call is one script in one round trip.
+// a Cluster for a call whose costly buckets are one (most: a Transport with
+// one scope, a Clamp, a lease) or share a Group (a pool member's own
+// buckets, without a shared quota), every call is one script in one round
+// trip.
 //
 // On a Cluster a Take over buckets in several slots cannot be one script.
-// It is an ordered take with undo: the store takes from one bucket at a time
-// (each take atomic, granted only if that bucket can give), from the last
-// demand to the first; at the first bucket that refuses, it gives back what
-// it took from the others and asks the ones it did not reach how long they
-// would wait (one pipeline, the nodes asked at once), so the decision, and
-// which demand it blames, are the ones a single script would give. A
-// granted Take of k buckets costs k round trips, one after another; a
-// refused one, one more. Refunds go to each bucket on its own.
+// It is an ordered take with undo over its slots: the store takes from one
+// slot at a time, the buckets of a Group in one script and any other
+// bucket alone (each take atomic, granted only if its buckets can give),
+// from the slot of the last demand to the first's; at the first that
+// refuses, it gives back what it took from the others and asks the ones it
+// did not reach how long they would wait (one pipeline, the nodes asked at
+// once), so the decision, and which demand it blames, are the ones a
+// single script would give. A granted Take over k slots costs k round
+// trips, one after another (a pool member with a shared quota, two); a
+// refused one, one more. Refunds and settlements go to each slot on its
+// own, in one pipeline.
 //
-// Overshoot: none. A bucket gives only what it holds, and a request is sent
+// Overshoot: none. A slot's buckets give only what they hold, and a request is sent
 // only if every bucket gave, so no bucket ever grants more than one script
 // would have. Giving back is exact for a refilling bucket; for a window
 // bucket (a spend budget) the undo carries the time of the take and gives
@@ -127,6 +144,18 @@
 // what a new one's fast path wrote, and the fast path reads a key's TTL
 // (PTTL) rather than trusting what an older version set, so instances of
 // both versions on the same keys decide as one version would.
+//
+// A pool member's own buckets are, on a Cluster, under their Group's tag
+// (see Keys), where a version before Groups gave each bucket a tag of its
+// own: each such bucket moves to a new key, and a bucket in a new key is a
+// new bucket, which starts full. A fleet that upgrades instance by
+// instance has, until the last old instance stops, two sets of each
+// member's buckets, each enforcing the member's limits: a member may be
+// sent up to twice its limit meanwhile, and the old keys expire on their
+// own. The buckets without a Group (a shared quota, every bucket outside a
+// pool) keep their keys, and off a Cluster, and WithSingleSlot, nothing
+// moves. Roll out at a quiet time, or with lower member limits until the
+// rollout ends, where that matters.
 //
 // A version before the running total neither writes n nor clears it (HSET
 // leaves the fields it is not given), and a key it wrote has none, which
@@ -266,8 +295,8 @@ func New(client redis.UniversalClient, opts ...Option) *Store {
 // name; longer ones are hashed.
 const maxPlainKey = 256
 
-// Key returns the Redis key of the bucket of scope and key: see the package
-// doc's Keys.
+// Key returns the Redis key of the bucket of scope and key, named without a
+// store.Demand.Group: see the package doc's Keys.
 func (s *Store) Key(scope, key string) string {
 	if len(scope)+len(key) <= maxPlainKey {
 		// The common cases as one concatenation: one allocation.
@@ -297,28 +326,100 @@ func (s *Store) Key(scope, key string) string {
 	return "{" + strconv.FormatUint(h.Sum64(), 16) + "}" + id
 }
 
+// key returns the Redis key of d's bucket: Key's, but on a Cluster, for a
+// demand with a Group, the group's hash tag followed by the bucket's name
+// (see the package doc's Keys).
+func (s *Store) key(d *store.Demand) string {
+	if d.Group == "" || !s.spread {
+		return s.Key(d.Scope, d.Key)
+	}
+	return s.groupKey(d.Group, d.Scope, d.Key)
+}
+
+// groupKey is key for a demand of group on a Cluster:
+// {<prefix>:g:<len>:<group>}:<len>:<scope>:<key>.
+func (s *Store) groupKey(group, scope, key string) string {
+	if len(scope)+len(key) <= maxPlainKey && len(group) <= maxPlainKey &&
+		strings.IndexByte(s.prefix, '}') < 0 && strings.IndexByte(group, '}') < 0 {
+		// The common case as one concatenation: one allocation.
+		return "{" + s.prefix + ":g:" + strconv.Itoa(len(group)) + ":" + group + "}:" + strconv.Itoa(len(scope)) + ":" + scope + ":" + key
+	}
+	name := strconv.Itoa(len(scope)) + ":" + scope + ":" + key
+	if len(scope)+len(key) > maxPlainKey {
+		sum := sha256.Sum256([]byte(name))
+		name = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	g := strconv.Itoa(len(group)) + ":" + group
+	if len(group) > maxPlainKey {
+		sum := sha256.Sum256([]byte(group))
+		g = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	tag := s.prefix + ":g:" + g
+	if strings.IndexByte(tag, '}') < 0 {
+		return "{" + tag + "}:" + name
+	}
+	// A '}' would end the tag early, as in Key: the tag is the group's
+	// hash, the same for every bucket of the group.
+	h := fnv.New64a()
+	h.Write([]byte(tag))
+	return "{" + strconv.FormatUint(h.Sum64(), 16) + "}" + tag + ":" + name
+}
+
+// span returns the shortest run of demands, demands[lo:hi], that holds
+// every demand costs says costs something, and whether one script can
+// reach it on a Cluster: it is one demand, or every demand in it has the
+// same Group, and so the same slot. There is at least one such demand.
+func span(demands []store.Demand, costs func(*store.Demand) bool) (lo, hi int, one bool) {
+	lo, hi = -1, 0
+	for i := range demands {
+		if costs(&demands[i]) {
+			if lo < 0 {
+				lo = i
+			}
+			hi = i + 1
+		}
+	}
+	g := demands[lo].Group
+	if hi-lo == 1 {
+		return lo, hi, true
+	}
+	if g == "" {
+		return lo, hi, false
+	}
+	for i := lo + 1; i < hi; i++ {
+		if demands[i].Group != g {
+			return lo, hi, false
+		}
+	}
+	return lo, hi, true
+}
+
+func takes(d *store.Demand) bool   { return d.Cost > 0 }
+func adjusts(d *store.Demand) bool { return d.Cost != 0 }
+
 // Take implements store.Store.
 func (s *Store) Take(ctx context.Context, now time.Time, demands []store.Demand) (store.Decision, error) {
 	n := costly(demands)
 	if n == 0 {
 		return store.Decision{OK: true}, nil
 	}
-	if s.spread && n > 1 {
-		return s.takeEach(ctx, now, demands)
-	}
 	if s.spread && len(demands) > 1 {
-		// One costly demand among several: its slot alone (a script over
-		// every demand's key would be refused with CROSSSLOT).
-		i := firstCostly(demands)
-		reply, err := s.run(ctx, "take", now, demands[i:i+1], nil, "")
+		lo, hi, one := span(demands, takes)
+		if !one {
+			return s.takeEach(ctx, now, demands, s.units(demands, takes))
+		}
+		// One costly demand among several, or the costly demands of one
+		// Group: their slot alone (a script over every demand's key would
+		// be refused with CROSSSLOT).
+		reply, err := s.run(ctx, "take", now, demands[lo:hi], nil, "")
 		if err != nil {
 			return store.Decision{}, err
 		}
-		d, err := decision(reply, 1)
+		d, err := decision(reply, hi-lo)
 		if !d.OK {
-			d.Blocked = i
+			d.Blocked += lo
 		}
-		if i != 0 {
+		if lo != 0 {
 			d.Taken = 0 // the total is the first demand's, which cost nothing
 		}
 		return d, err
@@ -363,53 +464,55 @@ func tookOf(reply []int64) string {
 
 // Refund implements store.Store.
 func (s *Store) Refund(ctx context.Context, now time.Time, demands []store.Demand) error {
-	n := costly(demands)
-	if n == 0 {
+	if costly(demands) == 0 {
 		return nil
 	}
-	if s.spread && n > 1 {
-		// Each bucket gets back what it gave, on its own node; a refund
-		// need not be atomic.
-		var jobs []job
-		for i := range demands {
-			if demands[i].Cost > 0 {
-				jobs = append(jobs, job{i: i, mode: "refund"})
-			}
+	if s.spread && len(demands) > 1 {
+		lo, hi, one := span(demands, takes)
+		if !one {
+			// Each slot gets back what it gave, on its own node; a refund
+			// need not be atomic.
+			return s.eachUnit(ctx, now, "refund", s.units(demands, takes))
 		}
-		var err error
-		for _, r := range s.each(ctx, now, demands, jobs) {
-			err = cmp.Or(err, r.err)
-		}
-		return err
-	}
-	if s.spread {
-		i := firstCostly(demands) // its slot alone, as in Take
-		demands = demands[i : i+1]
+		demands = demands[lo:hi] // their slot alone, as in Take
 	}
 	_, err := s.run(ctx, "refund", now, demands, nil, "")
 	return err
 }
 
+// eachUnit runs mode on every unit, one script each, in one pipeline, and
+// returns the first error.
+func (s *Store) eachUnit(ctx context.Context, now time.Time, mode string, units []unit) error {
+	jobs := make([]job, len(units))
+	for u := range units {
+		jobs[u] = job{u: u, mode: mode}
+	}
+	var err error
+	for _, r := range s.each(ctx, now, units, jobs) {
+		err = cmp.Or(err, r.err)
+	}
+	return err
+}
+
 // Adjust implements store.Adjuster: one round trip, or on a Cluster one
-// per bucket in a pipeline; a settlement need not be atomic across buckets.
+// script per slot (a Group's buckets share one) in a pipeline; a settlement
+// need not be atomic across buckets.
 func (s *Store) Adjust(ctx context.Context, now time.Time, demands []store.Demand) error {
-	var jobs []job
+	n := 0
 	for i := range demands {
 		if demands[i].Cost != 0 {
-			jobs = append(jobs, job{i: i, mode: "adjust"})
+			n++
 		}
 	}
-	switch {
-	case len(jobs) == 0:
+	if n == 0 {
 		return nil
-	case s.spread && len(jobs) > 1:
-		var err error
-		for _, r := range s.each(ctx, now, demands, jobs) {
-			err = cmp.Or(err, r.err)
-		}
-		return err
-	case len(jobs) == 1:
-		demands = demands[jobs[0].i : jobs[0].i+1] // its slot alone
+	}
+	lo, hi, one := span(demands, adjusts)
+	switch {
+	case s.spread && !one:
+		return s.eachUnit(ctx, now, "adjust", s.units(demands, adjusts))
+	case s.spread || n == 1:
+		demands = demands[lo:hi] // their slot alone
 	}
 	_, err := s.run(ctx, "adjust", now, demands, nil, "")
 	return err
@@ -449,16 +552,6 @@ func costly(demands []store.Demand) int {
 		}
 	}
 	return n
-}
-
-// firstCostly returns the index of the first demand that costs something.
-func firstCostly(demands []store.Demand) int {
-	for i := range demands {
-		if demands[i].Cost > 0 {
-			return i
-		}
-	}
-	return 0
 }
 
 // run runs the script. For a clamp, level replaces each demand's cost; for
@@ -522,7 +615,7 @@ func (s *Store) command(ctx context.Context, mode string, now time.Time, demands
 	args := make([]any, 0, 5+6*n+1)
 	args = append(args, argEvalSha, argSHA, n)
 	for i := range demands {
-		args = append(args, s.Key(demands[i].Scope, demands[i].Key))
+		args = append(args, s.key(&demands[i]))
 	}
 	args = append(args, boxMode(mode), argNoNow)
 	if s.callerClock {
