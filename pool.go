@@ -230,6 +230,27 @@ func (m *poolMember) charge(c *call, vals *callValues) {
 	}
 }
 
+// costMemberCharges gives each of the call's first n charges, a member's,
+// that costs nothing — one on a scope counted in a unit other than
+// requests (tokens, segments), which no route can charge, not knowing the
+// member — the most the routes charged the call in that unit: a
+// deployment's tokens a minute is charged what the call was estimated to
+// cost on the model's.
+func (c *call) costMemberCharges(n int) {
+	for i := range n {
+		ch := &c.charges[i]
+		if ch.cost != 0 || ch.bucket.scope.countsRequests {
+			continue
+		}
+		unit := ch.bucket.scope.Unit
+		for j := n; j < len(c.charges); j++ {
+			if o := &c.charges[j]; o.bucket.scope.Unit == unit {
+				ch.cost = max(ch.cost, o.cost)
+			}
+		}
+	}
+}
+
 // groupOf returns the store.Demand.Group of bucket b: a member's name for
 // the member's own buckets — its key of each of the pool's Scopes, and the
 // bucket of each scope of its own that no other member lists — so that a

@@ -329,3 +329,37 @@ func TestPoolRuntimeMembersKeepTheirBucketsGroups(t *testing.T) {
 		t.Errorf("after a was added back, its bucket has Group %q, want a", g)
 	}
 }
+
+// A member's own scope in tokens is charged what the routes charged the
+// call in tokens: no route can name the member, so without it a
+// deployment's tokens a minute would count nothing.
+func TestPoolMemberScopesInOtherUnitsAreCharged(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ok := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody, Request: req}, nil
+		})
+		tr := New(ok, WithoutRetry(),
+			WithScope(Scope{Name: "model", Unit: "tokens", Limit: PerMinute(1_000_000)}),
+			WithScope(Scope{Name: "deployment-a", Unit: "tokens", Limit: Limit{Count: 300, Per: time.Minute, Burst: 300}}),
+			WithRoute(func(req *http.Request, charges []Charge) []Charge {
+				return append(charges, Charge{Scope: "model", Cost: 100})
+			}),
+			WithPool(pool.Config{Members: []pool.Member{{Name: "a", Apply: pool.Header("api-key", "k"), Scopes: []string{"deployment-a"}}}}))
+		if err := tr.Err(); err != nil {
+			t.Fatal(err)
+		}
+		admitted := 0
+		for range 5 {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			if get(tr, ctx, "http://api.test/") == nil {
+				admitted++
+			}
+			cancel()
+		}
+		// 300 tokens a minute, at the default headroom's burst of 270: two
+		// calls of 100 at once, the third a minute's tenth later.
+		if admitted > 3 {
+			t.Errorf("%d calls of 100 tokens admitted within seconds on a deployment of 300 tokens a minute", admitted)
+		}
+	})
+}

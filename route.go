@@ -40,10 +40,12 @@ func (t *Transport) callFor(ctx context.Context, req *http.Request, given []Char
 	if c.workload != workload {
 		c.workload = workload
 	}
+	members := 0 // the charges of a pool's member, first
 	if vals != nil && vals.member != nil {
 		// A pool's member: its own charges first, so that its responses'
 		// counts teach its own buckets (pool.go).
 		vals.member.charge(c, vals)
+		members = len(c.charges)
 	}
 	if req != nil && len(t.routes) == 0 || req == nil && len(given) == 0 {
 		// The one charge to DefaultScope, without the loop.
@@ -74,6 +76,9 @@ func (t *Transport) callFor(ctx context.Context, req *http.Request, given []Char
 			return nil, fmt.Errorf("pacer: a route charged the request to scope %q, which is not declared; declare it with WithScope", ch.Scope)
 		}
 		c.addCharge(cs, ch, vals)
+	}
+	if members > 0 {
+		c.costMemberCharges(members) // pool.go
 	}
 	return c.plan(req, vals)
 }
