@@ -58,6 +58,11 @@ type scriptHook struct {
 }
 
 func (h *scriptHook) record(cmd redis.Cmder) {
+	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		// A node that had not seen the script yet: the client sends it
+		// again with EVAL, which is the one that ran.
+		return
+	}
 	// EVALSHA sha numkeys key... mode ...
 	a := cmd.Args()
 	if name := cmd.Name(); name != "evalsha" && name != "eval" || len(a) < 4 {
@@ -79,16 +84,18 @@ func (h *scriptHook) record(cmd redis.Cmder) {
 func (h *scriptHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *scriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
 		h.record(cmd)
-		return next(ctx, cmd)
+		return err
 	}
 }
 func (h *scriptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
 		for _, c := range cmds {
 			h.record(c)
 		}
-		return next(ctx, cmds)
+		return err
 	}
 }
 
