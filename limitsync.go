@@ -20,6 +20,7 @@ type limitSync struct {
 	next     atomic.Int64     // Unix nanoseconds of the next read
 	mu       sync.Mutex       // held by the one call that reads
 	read     atomic.Bool      // the first read is done, or failed
+	readDone chan struct{}    // closed when read is set
 	versions map[string]int64 // by scope, the version applied
 
 	// By scope, the version of the pace record applied or published here;
@@ -41,6 +42,28 @@ func (ls *limitSync) newPace(scope string, version int64) bool {
 	return true
 }
 
+// markRead notes that the first read has ended, once.
+func (ls *limitSync) markRead() {
+	if !ls.read.Swap(true) {
+		close(ls.readDone)
+	}
+}
+
+// awaitFirstRead waits for the first read, which another call is making,
+// to end: no longer than a read may take (the store timeout), nor than
+// ctx lasts, so that a store that hangs past its timeout holds the first
+// calls no longer than the store's Policy says.
+func (t *Transport) awaitFirstRead(ctx context.Context) {
+	ls := t.limitSync
+	timer := t.clock.NewTimer(ls.timeout)
+	defer timer.Stop()
+	select {
+	case <-ls.readDone:
+	case <-timer.C():
+	case <-ctx.Done():
+	}
+}
+
 // syncLimits reads the published limits if interval has passed since the
 // last read, and applies the newer ones. Only one call reads at a time;
 // the others go on at once, except before the first read has ended: a new
@@ -53,13 +76,13 @@ func (t *Transport) syncLimits(ctx context.Context) {
 		return // between reads, every call goes on without the lock
 	}
 	if !ls.mu.TryLock() {
-		if ls.read.Load() {
-			return
+		if !ls.read.Load() {
+			t.awaitFirstRead(ctx)
 		}
-		ls.mu.Lock() // the first read is under way: wait for it
+		return
 	}
 	defer ls.mu.Unlock()
-	defer ls.read.Store(true)
+	defer ls.markRead()
 	if now < ls.next.Load() {
 		return
 	}

@@ -363,3 +363,49 @@ func TestPoolMemberScopesInOtherUnitsAreCharged(t *testing.T) {
 		}
 	})
 }
+
+// slowLimits is a shared store whose first read of the published limits
+// hangs, whatever its context, until released.
+type slowLimits struct {
+	*store.Memory
+	release chan struct{}
+	once    sync.Once
+}
+
+func (s *slowLimits) PublishedLimits(ctx context.Context) (map[string]store.PublishedLimit, error) {
+	first := false
+	s.once.Do(func() { first = true })
+	if first {
+		<-s.release
+	}
+	return s.Memory.PublishedLimits(ctx)
+}
+
+// A new instance's calls wait for its first read of the fleet's records,
+// but no longer than the store's timeout, even when the read hangs.
+func TestFirstReadWaitsNoLongerThanTheStoreTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ok := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody, Request: req}, nil
+		})
+		st := &slowLimits{Memory: store.NewMemory(), release: make(chan struct{})}
+		tr := New(ok, WithStore(st, store.Policy{LimitSync: time.Second, Timeout: 100 * time.Millisecond}))
+		if err := tr.Err(); err != nil {
+			t.Fatal(err)
+		}
+		first := make(chan error, 1)
+		go func() { first <- get(tr, context.Background(), "http://api.test/") }()
+		time.Sleep(time.Millisecond) // the first call is reading
+		start := time.Now()
+		if err := get(tr, context.Background(), "http://api.test/"); err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(start); waited < 99*time.Millisecond || waited > 110*time.Millisecond {
+			t.Errorf("the second call waited %v for the first read, want the store timeout, 100ms", waited)
+		}
+		close(st.release)
+		if err := <-first; err != nil {
+			t.Fatal(err)
+		}
+	})
+}

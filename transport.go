@@ -174,7 +174,8 @@ func (t *Transport) useStore(cfg *config) {
 	p := cfg.storePolicy
 	if p.LimitSync > 0 {
 		if ls, ok := s.(store.LimitStore); ok {
-			t.limitSync = &limitSync{store: ls, interval: p.LimitSync, timeout: storeguard.Timeout(p), versions: make(map[string]int64), paces: make(map[string]int64)}
+			t.limitSync = &limitSync{store: ls, interval: p.LimitSync, timeout: storeguard.Timeout(p), readDone: make(chan struct{}),
+				versions: make(map[string]int64), paces: make(map[string]int64)}
 		} else {
 			cfg.errs = append(cfg.errs, fmt.Errorf("WithStore: store.Policy.LimitSync is set, but the store (%T) keeps no limits; use one that implements store.LimitStore (store.Memory, store/redisstore, store/pgstore)", s))
 		}
