@@ -104,8 +104,11 @@ type Policy struct {
 	// same climb back at its next read, once, and never over a deeper cut
 	// it took since (an observe.EventPaceChanged whose Origin is
 	// observe.OriginStore). Only a scope's shared bucket is published; a
-	// keyed bucket's cut stays its instance's. 0 means no sync: each
-	// instance learns a refusal on its own.
+	// keyed bucket's cut stays its instance's. It carries a pool's
+	// members' states too (pacer.WithPool): a member taken out, parked,
+	// removed or put back on one instance is so on every one. A new
+	// instance's first calls wait for its first read, no longer than
+	// Timeout. 0 means no sync: each instance learns a refusal on its own.
 	LimitSync time.Duration
 }
 
