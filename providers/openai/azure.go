@@ -46,10 +46,12 @@ const AzureRequestsPerThousandTPM = 6
 // minute: tpm×6/1000, rounded down.
 func AzureRPM(tpm int) int { return tpm * AzureRequestsPerThousandTPM / 1000 }
 
-// AzureTokensScope and AzureRequestsScope name the scopes that pace the
-// pool's deployment called name: "azure-openai/" + name + "/tokens" and
-// "/requests".
-func AzureTokensScope(name string) string   { return "azure-openai/" + name + "/tokens" }
+// AzureTokensScope names the scope that paces the tokens of the pool's
+// deployment called name: "azure-openai/" + name + "/tokens".
+func AzureTokensScope(name string) string { return "azure-openai/" + name + "/tokens" }
+
+// AzureRequestsScope names the scope that paces the requests of the
+// pool's deployment called name: "azure-openai/" + name + "/requests".
 func AzureRequestsScope(name string) string { return "azure-openai/" + name + "/requests" }
 
 // ScopeAzureEstimate carries each Azure call's token estimate, which each
