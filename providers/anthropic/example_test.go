@@ -74,3 +74,26 @@ func ExamplePreset_longWindows() {
 type roundTrip func(*http.Request) (*http.Response, error)
 
 func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Keys of three Workspaces of one organization behind one client: the
+// organization's limits, which the preset paces, are every key's, and a
+// Workspace capped in the Console is paced at its own limits as well.
+func ExampleWorkspaceKeys() {
+	t := pacer.New(nil,
+		anthropic.Preset(anthropic.Build),
+		anthropic.WorkspaceKeys(
+			anthropic.WorkspaceKey{Name: "default", Key: "sk-ant-aaa"}, // os.Getenv("ANTHROPIC_KEY_DEFAULT")
+			anthropic.WorkspaceKey{Name: "batch", Key: "sk-ant-bbb", Limits: anthropic.ModelLimits{RPM: 500, ITPM: 400_000}},
+			anthropic.WorkspaceKey{Name: "staging", Key: "sk-ant-ccc", Limits: anthropic.ModelLimits{RPM: 50}}))
+	if err := t.Err(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, m := range t.Stats().Members {
+		fmt.Println(m.Name, m.State)
+	}
+	// Output:
+	// default ready
+	// batch ready
+	// staging ready
+}

@@ -6,6 +6,7 @@ const (
 	ratePage    = "https://platform.claude.com/docs/en/api/rate-limits"
 	supportPage = "https://support.claude.com/en/articles/8243635-our-approach-to-api-rate-limits"
 	readOn      = "2026-12-01"
+	poolReadOn  = "2026-12-02"
 )
 
 // rowQuotes are the rows of the page's tables, as the page writes them
@@ -92,6 +93,20 @@ func Figures() []figures.Figure {
 		figures.Figure{Preset: "anthropic", Name: "token headers' rounding", Value: 1000, Unit: "tokens",
 			Source: ratePage, Read: readOn,
 			Quote: "The number of output tokens remaining (rounded to the nearest thousand) before being rate limited."},
+	)
+	pool := func(name, scope, quote, note string) figures.Figure {
+		return figures.Figure{Preset: "anthropic pool", Name: name, Scope: scope, Unit: "scope", Source: ratePage, Read: poolReadOn, Quote: quote, Note: note}
+	}
+	out = append(out,
+		pool("limits per Workspace, the caller's", WorkspaceScope("<name>", "<unit>"),
+			"To protect Workspaces in your Organization from potential overuse, you can set custom spend and rate limits per Workspace.",
+			"The page gives no figure, since they are custom: WorkspaceKey.Limits takes them as the Console shows them. It adds \"Workspace limits are set per limiter type (such as requests per minute, input tokens per minute, or output tokens per minute).\" and \"You can't set limits on the default Workspace.\": a key of the Default Workspace has no scope of its own"),
+		pool("organization-wide limits apply to every Workspace's key", "anthropic/<class>/<unit>",
+			"Organization-wide limits always apply, even if Workspace limits add up to more.",
+			"So WorkspaceKeys leaves the preset's scopes, the organization's, as its routes charge them: every key charges them, one bucket each, and a pool is paced at the organization's limits, never a multiple of them nor the sum of its Workspaces'"),
+		pool("anthropic-ratelimit-tokens-* report the most restrictive limit", "",
+			"The `anthropic-ratelimit-tokens-*` headers display the values for the most restrictive limit currently in effect. For instance, if you have exceeded the Workspace per-minute token limit, the headers will contain the Workspace per-minute token rate limit values.",
+			"The preset reads none of that family (only the requests, input-tokens and output-tokens ones, which the page does not say report a Workspace's), and a Workspace's scopes read no header: they keep the caller's figures"),
 	)
 	return out
 }

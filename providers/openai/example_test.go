@@ -101,3 +101,26 @@ func ExampleProjectKeys() {
 	// key-b ready
 	// key-c ready
 }
+
+// Two deployments of one model, on two resources, behind one client: each
+// call goes to one of them, its deployment put in the path, and each is
+// paced at its own tokens a minute and the 6 requests a minute per 1,000
+// that Azure derives from them.
+func ExampleAzureDeployments() {
+	t := pacer.New(nil, openai.AzureDeployments(
+		openai.AzureDeployment{Name: "eastus", Deployment: "gpt-4o", TPM: 450_000, Key: "east-key"}, // os.Getenv("AZURE_OPENAI_KEY_EAST")
+		openai.AzureDeployment{Name: "swedencentral", Deployment: "gpt-4o", TPM: 150_000,
+			Endpoint: "https://my-sweden-resource.openai.azure.com", Key: "sweden-key"}))
+	if err := t.Err(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, m := range t.Stats().Members {
+		fmt.Println(m.Name, m.State)
+	}
+	fmt.Println("requests a minute:", openai.AzureRPM(450_000), openai.AzureRPM(150_000))
+	// Output:
+	// eastus ready
+	// swedencentral ready
+	// requests a minute: 2700 900
+}

@@ -128,6 +128,7 @@ func Figures() []figures.Figure {
 		". So ProjectKeys gives a key no scope of its own: every key is charged the preset's per-model scopes and "+ScopeProjectTokens+", one bucket each, and a pool of keys is paced at the project's and the organization's limits, never a multiple")
 	pooled.Preset, pooled.Read = "openai pool", "2026-12-02"
 	out = append(out, pooled)
+	out = append(out, azureFigures()...)
 	codes := make([]string, 0, len(quotaCodes))
 	for c := range quotaCodes {
 		codes = append(codes, c)

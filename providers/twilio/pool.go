@@ -9,6 +9,7 @@ import (
 	"github.com/pacer-go/pacer"
 	"github.com/pacer-go/pacer/pool"
 	"github.com/pacer-go/pacer/providers/internal/presetopt"
+	"github.com/pacer-go/pacer/providers/internal/reqbody"
 )
 
 // A Sender is one number (or short code) of a sender pool (SenderPool).
@@ -19,6 +20,11 @@ type Sender struct {
 	// "55555". Its type, and so its rate, is SenderScope's reading of it.
 	From string
 }
+
+// ScopePoolSegments carries each pooled message's segments, which the
+// sender it goes from is charged on its PoolSenderScope. It paces nothing:
+// each sender's scope does.
+const ScopePoolSegments = "twilio/pool/segments"
 
 // PoolSenderScope names the scope that paces the messages of the pool's
 // sender called name: "twilio/sender/" + name.
@@ -32,15 +38,14 @@ func PoolSenderScope(name string) string { return "twilio/sender/" + name }
 // What is per sender: its rate, by its type, as Throughput gives it (a US
 // long code 1 segment a second, a toll-free number 3, a short code 100,
 // a number sending outside the +1 region 10; see Figures for each quote),
-// on a scope of its own (PoolSenderScope), since Twilio keeps a queue per
-// number: "each of your Twilio phone numbers has a separate queue"
-// (https://support.twilio.com/hc/en-us/articles/115002943027). A pooled
-// sender's scope counts messages, not segments: its bucket is chosen
-// before the sender is, when the routes cannot yet charge it the segments
-// they estimate. A message of n segments spends n of the sender's
-// segments a second, and Twilio queues what exceeds them (up to 10 hours'
-// worth, then error 21611), so a pool of long messages should state their
-// segments or keep to single-segment ones.
+// in segments, with SenderBurst, on a scope of its own (PoolSenderScope),
+// since Twilio keeps a queue per number: "each of your Twilio phone
+// numbers has a separate queue"
+// (https://support.twilio.com/hc/en-us/articles/115002943027). The pool
+// charges each message its segments (Segments of its Body) on
+// ScopePoolSegments, which paces nothing, and the sender it goes from is
+// then charged as many on its own scope, so long messages are paced as
+// Preset paces them from one sender.
 //
 // What is shared: the account's cap on concurrent REST requests, which
 // Preset's ScopeAccount charges every request once, whichever sender it
@@ -54,7 +59,7 @@ func PoolSenderScope(name string) string { return "twilio/sender/" + name }
 // error.
 func SenderPool(senders ...Sender) pacer.Option {
 	var errs presetopt.Errors
-	o := []pacer.Option{Preset()}
+	o := []pacer.Option{Preset(), pacer.WithScope(pacer.Scope{Name: ScopePoolSegments, Unit: UnitSegments})}
 	members := make([]pool.Member, 0, len(senders))
 	for i, s := range senders {
 		if strings.TrimSpace(s.From) == "" {
@@ -62,14 +67,18 @@ func SenderPool(senders ...Sender) pacer.Option {
 		}
 		rate, _ := Throughput(SenderScope(s.From))
 		scope := PoolSenderScope(s.Name)
-		o = append(o, pacer.WithScope(pacer.Scope{Name: scope, Limit: pacer.Limit{Count: rate.Count, Per: rate.Per}}))
+		o = append(o, pacer.WithScope(pacer.Scope{Name: scope, Limit: rate, Unit: UnitSegments}))
 		members = append(members, pool.Member{Name: s.Name, Apply: pool.FormField("From", s.From), Scopes: []string{scope}})
 	}
 	o = append(o,
 		// A From in the caller's form is not the one sent: the sender's
-		// own scope paces the message instead.
-		pacer.WithRoute(func(_ *http.Request, charges []pacer.Charge) []pacer.Charge {
-			return slices.DeleteFunc(charges, func(c pacer.Charge) bool { return c.Scope != ScopeAccount })
+		// own scope paces the message instead, charged its segments.
+		pacer.WithRoute(func(req *http.Request, charges []pacer.Charge) []pacer.Charge {
+			charges = slices.DeleteFunc(charges, func(c pacer.Charge) bool { return c.Scope != ScopeAccount })
+			if req.Method != http.MethodPost || !isMessages(req.URL.Path) {
+				return charges
+			}
+			return append(charges, pacer.Charge{Scope: ScopePoolSegments, Cost: int64(Segments(reqbody.Field(req, "Body")))})
 		}),
 		pacer.WithPool(pool.Config{Members: members}))
 	return pacer.Options(append(o, errs.Options()...)...)

@@ -16,10 +16,11 @@ import (
 )
 
 // The workload's three senders behind one pool, driven for five minutes
-// with single-segment messages whose form names no From: each sender is
-// paced at its own type's rate (Twilio's queue for it never holds more
-// than a few segments), the account's cap on requests in flight holds
-// across the three (no 20429), and every sender carries messages.
+// with long and short messages (3, 1, 1 and 2 segments) whose form names
+// no From: each sender is paced at its own type's rate in segments
+// (Twilio's queue for it never holds more than SenderBurst segments, and
+// it sends at least 85% of them), the account's cap on requests in flight
+// holds across the three (no 20429), and every sender carries messages.
 func TestSenderPoolAgainstTheEmulator(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		server := newAccount(t)
@@ -34,7 +35,7 @@ func TestSenderPoolAgainstTheEmulator(t *testing.T) {
 		}
 		const run = 5 * time.Minute
 		statuses := providertest.Drive(tr.Client(), 32, run, func(w, n int) *http.Request {
-			form := url.Values{"To": {"+15557654321"}, "Body": {fmt.Sprintf("Your code is %06d", w*1000+n)}}.Encode()
+			form := url.Values{"To": {"+15557654321"}, "Body": {bodies[(w+n)%len(bodies)]}}.Encode()
 			req, _ := http.NewRequest(http.MethodPost, messagesURL, strings.NewReader(form))
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 			return req

@@ -4,6 +4,7 @@ package providertest
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -120,6 +121,25 @@ func Do(c *http.Client, req *http.Request) (*http.Response, error) {
 		resp.Body.Close()
 	}
 	return resp, err
+}
+
+// Gap sends the requests next makes, one after another, through c, and
+// returns how long after the first the second was answered: how long the
+// Transport held it back. A call that fails or is not answered 200 is
+// returned as an error, with the status.
+func Gap(c *http.Client, next func() *http.Request) (time.Duration, error) {
+	var at [2]time.Time
+	for i := range at {
+		resp, err := Do(c, next())
+		if err != nil {
+			return 0, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return 0, fmt.Errorf("call %d answered %s", i+1, resp.Status)
+		}
+		at[i] = time.Now()
+	}
+	return at[1].Sub(at[0]), nil
 }
 
 // A Peak counts the calls in flight at a fake provider, and keeps the most

@@ -176,6 +176,16 @@ func InputTokens(r request) int {
 	return n
 }
 
+// InputTokensOf is InputTokens of a request's body; 0 for a body that is
+// not a Messages request.
+func InputTokensOf(body []byte) int {
+	var r request
+	if json.Unmarshal(body, &r) != nil {
+		return 0
+	}
+	return InputTokens(r)
+}
+
 // ServeHTTP answers POST /v1/messages.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
