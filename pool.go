@@ -320,7 +320,8 @@ func (m *poolMember) readyAt(now int64) (at int64, ok bool) {
 
 // headroom is the slowest pace among the member's own buckets, in units a
 // second: what the provider's reported counts and published limits allow
-// it now. A member with no buckets of its own has unbounded headroom.
+// it now; -1 for a member with no buckets of its own, whose headroom
+// nothing says.
 func (m *poolMember) headroom() float64 {
 	h := -1.0
 	m.eachBucket(func(b *bucket) {
@@ -328,9 +329,6 @@ func (m *poolMember) headroom() float64 {
 			h = rate
 		}
 	})
-	if h < 0 {
-		return 1e18
-	}
 	return h
 }
 
@@ -356,6 +354,19 @@ func (p *poolState) order(now time.Time, req *http.Request, members []*poolMembe
 			continue
 		}
 		rs = append(rs, ranked{m, at, m.headroom(), (uint32(i) + turn) % uint32(len(members))})
+	}
+	// A member whose headroom nothing says ties with the best that is
+	// known, so that calls spread over it and the best in turn: ranked
+	// above every other, a member with no scopes of its own (a key with
+	// no limits of its own) took every call.
+	best := -1.0
+	for _, r := range rs {
+		best = max(best, r.room)
+	}
+	for i := range rs {
+		if rs[i].room < 0 {
+			rs[i].room = best
+		}
 	}
 	slices.SortFunc(rs, func(a, b ranked) int {
 		switch {

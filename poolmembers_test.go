@@ -409,3 +409,33 @@ func TestFirstReadWaitsNoLongerThanTheStoreTimeout(t *testing.T) {
 		}
 	})
 }
+
+// A member with no scopes of its own says nothing of its headroom: it
+// shares the calls with the others in turn rather than take them all.
+func TestPoolMemberWithoutScopesDoesNotTakeEveryCall(t *testing.T) {
+	var mu sync.Mutex
+	byKey := map[string]int{}
+	ok := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		mu.Lock()
+		byKey[req.Header.Get("Authorization")]++
+		mu.Unlock()
+		return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Body: http.NoBody, Request: req}, nil
+	})
+	tr := New(ok, WithScope(Scope{Name: "own-a", Limit: PerSecond(1000)}), WithScope(Scope{Name: "own-b", Limit: PerSecond(1000)}),
+		WithPool(pool.Config{Members: []pool.Member{
+			{Name: "a", Apply: pool.Bearer("a"), Scopes: []string{"own-a"}},
+			{Name: "b", Apply: pool.Bearer("b"), Scopes: []string{"own-b"}},
+			{Name: "free", Apply: pool.Bearer("free")},
+		}}))
+	if err := tr.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for range 30 {
+		if err := get(tr, context.Background(), "http://api.test/"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if byKey["Bearer free"] > 20 || byKey["Bearer a"]+byKey["Bearer b"] < 10 {
+		t.Errorf("calls by key %v: the member without scopes took nearly all", byKey)
+	}
+}
