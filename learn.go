@@ -30,6 +30,10 @@ func (c *call) coolDown(s *bucket, now time.Time, d time.Duration) {
 			return
 		}
 		if s.cooldown.CompareAndSwap(old, until) {
+			if old < now.UnixNano() {
+				s.pausedFrom.Store(now.UnixNano()) // a new pause, not one made longer
+			}
+			s.pausedTo.Store(until)
 			c.t.emit(observe.Event{Kind: observe.EventCooldownStarted, Scope: s.scope.Name, Workload: c.workload.name, Wait: d})
 			return
 		}

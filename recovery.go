@@ -114,7 +114,24 @@ func (s *bucket) acceptedRate(now time.Time, window time.Duration) (float64, boo
 	if !ok {
 		return 0, false
 	}
+	// The scope sent nothing while it paused itself for a Retry-After: the
+	// server's silence then says nothing of what it accepts, and counted,
+	// a measure taken soon after a pause read the pause as a scarcity (a
+	// leaky bucket beside a neighbour, cut after a one-second pause, was
+	// held at 0.6 of its share for good).
+	if paused := s.pausedWithin(now, span); paused > 0 {
+		if span -= paused; span < window/2 {
+			return 0, false
+		}
+	}
 	return float64(s.accepted.ok.Load()-p.n) / span.Seconds(), true
+}
+
+// pausedWithin is how much of the span before now the latest pause took.
+func (s *bucket) pausedWithin(now time.Time, span time.Duration) time.Duration {
+	from, to := s.pausedFrom.Load(), min(s.pausedTo.Load(), now.UnixNano())
+	from = max(from, now.UnixNano()-int64(span))
+	return time.Duration(max(0, to-from))
 }
 
 // minShareSample is the fewest answered calls a shared scope measures the
