@@ -374,6 +374,14 @@ func (c *refusalsAfter) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
+// seedOf is a run's seed of its draws: the hash of its name, so that each
+// cell's draws are its own and the same from run to run.
+func seedOf(name string) uint64 {
+	h := fnv.New64a()
+	io.WriteString(h, name)
+	return h.Sum64()
+}
+
 // runVirtual runs c, inside the bubble it is called in.
 func runVirtual(c VCell) (VResult, error) {
 	time.Sleep(time.Until(vStart))
@@ -382,9 +390,7 @@ func runVirtual(c VCell) (VResult, error) {
 		return VResult{}, err
 	}
 	server := inProcess{h}
-	hs := fnv.New64a()
-	io.WriteString(hs, c.Name())
-	seed := hs.Sum64()
+	seed := seedOf(c.Name())
 	start := time.Now()
 	d := c.Duration
 	steady := &refusalsAfter{next: c.Net.wire(seed, server), from: start.Add(SteadyFrom)}

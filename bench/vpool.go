@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -128,35 +127,31 @@ type poolServer struct {
 	from, to time.Time // what it counts: the calls it answers in [from, to)
 	byKey    map[string]http.Handler
 	index    map[string]int
-	shared   http.Handler // nil: none
+	root     http.Handler // the shared limiter around byKey's, or byKey's alone (dispatch)
 
 	mu                 sync.Mutex
 	accepted, refused  []int64
 	unknown, otherwise int64
 }
 
+// dispatch hands a call to its key's limiter. Under a shared limiter that
+// let it through, the key's limiter's headers replace the shared ones.
+func (s *poolServer) dispatch(w http.ResponseWriter, r *http.Request) {
+	for _, name := range []string{"X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset"} {
+		w.Header().Del(name)
+	}
+	s.byKey[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")].ServeHTTP(w, r)
+}
+
 func (s *poolServer) RoundTrip(req *http.Request) (*http.Response, error) {
 	key := strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")
-	h, ok := s.byKey[key]
-	if !ok {
+	if _, ok := s.byKey[key]; !ok {
 		s.mu.Lock()
 		s.unknown++
 		s.mu.Unlock()
 		return &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{}, Body: http.NoBody, Request: req}, nil
 	}
-	if s.shared != nil {
-		inner := h
-		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			// The shared limiter let the call through: the key's own
-			// limiter answers, its headers in place of the shared ones.
-			for _, name := range []string{"X-Ratelimit-Limit", "X-Ratelimit-Remaining", "X-Ratelimit-Reset"} {
-				w.Header().Del(name)
-			}
-			inner.ServeHTTP(w, r)
-		})
-		h = sharedHandler{s.shared, h}
-	}
-	resp, err := inProcess{h}.RoundTrip(req)
+	resp, err := inProcess{s.root}.RoundTrip(req)
 	if now := time.Now(); err != nil || now.Before(s.from) || !now.Before(s.to) {
 		return resp, err
 	}
@@ -173,33 +168,13 @@ func (s *poolServer) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// sharedHandler is the shared limiter (built around a placeholder) in
-// front of next: the limiter's middleware is built once, around a handler
-// that hands each call it lets through to the call's own next.
-type sharedHandler struct {
-	limiter http.Handler
-	next    http.Handler
-}
-
-func (s sharedHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.limiter.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), nextKey{}, s.next)))
-}
-
-type nextKey struct{}
-
-// nextHandler serves a call with the handler its context carries.
-type nextHandler struct{}
-
-func (nextHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	r.Context().Value(nextKey{}).(http.Handler).ServeHTTP(w, r)
-}
-
 // RunPool runs c, inside the synctest bubble it is called in.
 func RunPool(c PoolCell) (PoolResult, error) {
 	time.Sleep(time.Until(vStart))
 	start := time.Now()
 	srv := &poolServer{from: start.Add(SteadyFrom), to: start.Add(c.Duration), byKey: map[string]http.Handler{}, index: map[string]int{},
 		accepted: make([]int64, len(c.Setup.Limits)), refused: make([]int64, len(c.Setup.Limits))}
+	srv.root = http.HandlerFunc(srv.dispatch)
 	opts := []pacer.Option{pacer.WithLogger(slog.New(slog.DiscardHandler)), pacer.WithMaxWait(c.Duration)}
 	cfg := pool.Config{}
 	if c.Setup.Headroom > 0 {
@@ -226,20 +201,16 @@ func RunPool(c PoolCell) (PoolResult, error) {
 		ceiling += float64(limit)
 	}
 	if c.Setup.Shared > 0 {
-		h, err := c.limiter(c.Setup.Shared, nextHandler{})
+		h, err := c.limiter(c.Setup.Shared, srv.root)
 		if err != nil {
 			return PoolResult{}, err
 		}
-		srv.shared = h
+		srv.root = h
 		opts = append(opts, pacer.WithScope(pacer.Scope{Name: "shared", Limit: pacer.PerSecond(c.Setup.Shared)}))
 		cfg.SharedQuota = []string{"shared"}
 		ceiling = min(ceiling, float64(c.Setup.Shared))
 	}
-	seed := uint64(len(c.Name()))
-	for _, b := range []byte(c.Name()) {
-		seed = mix(seed ^ uint64(b))
-	}
-	tr := pacer.New(c.Net.wire(seed, srv), append(opts, pacer.WithPool(cfg))...)
+	tr := pacer.New(c.Net.wire(seedOf(c.Name()), srv), append(opts, pacer.WithPool(cfg))...)
 	if err := tr.Err(); err != nil {
 		return PoolResult{}, err
 	}
