@@ -54,22 +54,7 @@ func TestClusterKeysSpread(t *testing.T) {
 		dec, err := s.Take(ctx, time.Now(), []store.Demand{d})
 		return dec.OK, err
 	})
-	perShard := map[string]int{}
-	var mu sync.Mutex
-	err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
-		n := 0
-		iter := node.Scan(ctx, 0, "{"+prefix+":*", 1000).Iterator()
-		for iter.Next(ctx) {
-			n++
-		}
-		mu.Lock()
-		perShard[node.Options().Addr] = n
-		mu.Unlock()
-		return iter.Err()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	perShard := keysPerPrimary(t, ctx, cc, "{"+prefix+":*")
 	t.Logf("%d keys of one scope per primary: %v", keys, perShard)
 	if len(perShard) != 3 {
 		t.Fatalf("the cluster has %d primaries, want 3", len(perShard))
@@ -120,5 +105,50 @@ func TestClusterKeyTags(t *testing.T) {
 			t.Errorf("two buckets share the key %q", k)
 		}
 		seen[k] = true
+	}
+}
+
+// keysPerPrimary counts the keys matching pattern on each primary of cc,
+// by its address.
+func keysPerPrimary(t *testing.T, ctx context.Context, cc *redis.ClusterClient, pattern string) map[string]int {
+	t.Helper()
+	perShard := map[string]int{}
+	var mu sync.Mutex
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		n := 0
+		iter := node.Scan(ctx, 0, pattern, 1000).Iterator()
+		for iter.Next(ctx) {
+			n++
+		}
+		mu.Lock()
+		perShard[node.Options().Addr] = n
+		mu.Unlock()
+		return iter.Err()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return perShard
+}
+
+// cmdHook is a go-redis hook that shows each command it sends, pipelined
+// or not, to a function, once answered (cmd.Err is its error).
+type cmdHook func(redis.Cmder)
+
+func (h cmdHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h cmdHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h(cmd)
+		return err
+	}
+}
+func (h cmdHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			h(cmd)
+		}
+		return err
 	}
 }

@@ -28,7 +28,7 @@ import (
 func TestClusterAccountAndUsers(t *testing.T) {
 	cc := clusterClient(t, 64)
 	undos := &undoCounter{}
-	cc.AddHook(undos)
+	cc.AddHook(cmdHook(undos.count))
 	const (
 		account   = 800
 		users     = 16 // who may send: their own buckets are large
@@ -134,21 +134,5 @@ func (u *undoCounter) count(cmd redis.Cmder) {
 	// EVALSHA sha numkeys key mode ...
 	if a := cmd.Args(); len(a) > 4 && a[3] == u.key.Load() && a[4] == "undo" {
 		u.n.Add(1)
-	}
-}
-
-func (u *undoCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (u *undoCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		u.count(cmd)
-		return next(ctx, cmd)
-	}
-}
-func (u *undoCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, c := range cmds {
-			u.count(c)
-		}
-		return next(ctx, cmds)
 	}
 }
