@@ -307,11 +307,7 @@ func (s *Store) Key(scope, key string) string {
 			return "{" + s.prefix + ":" + strconv.Itoa(len(scope)) + ":" + scope + ":" + key + "}"
 		}
 	}
-	name := strconv.Itoa(len(scope)) + ":" + scope + ":" + key
-	if len(scope)+len(key) > maxPlainKey {
-		sum := sha256.Sum256([]byte(name))
-		name = "sha256:" + hex.EncodeToString(sum[:])
-	}
+	name := bucketName(scope, key)
 	if !s.spread {
 		return "{" + s.prefix + "}:" + name
 	}
@@ -321,9 +317,31 @@ func (s *Store) Key(scope, key string) string {
 	}
 	// A '}' in the name would end the hash tag early, putting every name
 	// that starts alike in one slot: the tag is the name's hash instead.
+	return hashTag(id) + id
+}
+
+// bucketName is a bucket's name, <len>:<scope>:<key>, or, when scope and
+// key are longer than maxPlainKey together, its digest.
+func bucketName(scope, key string) string {
+	name := strconv.Itoa(len(scope)) + ":" + scope + ":" + key
+	if len(scope)+len(key) > maxPlainKey {
+		return digest(name)
+	}
+	return name
+}
+
+// digest is "sha256:<hex of the SHA-256 of s>".
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// hashTag is a hash tag for id that holds no '}' whatever id holds: its
+// 64-bit FNV-1a hash, in hex.
+func hashTag(id string) string {
 	h := fnv.New64a()
 	h.Write([]byte(id))
-	return "{" + strconv.FormatUint(h.Sum64(), 16) + "}" + id
+	return "{" + strconv.FormatUint(h.Sum64(), 16) + "}"
 }
 
 // key returns the Redis key of d's bucket: Key's, but on a Cluster, for a
@@ -344,15 +362,10 @@ func (s *Store) groupKey(group, scope, key string) string {
 		// The common case as one concatenation: one allocation.
 		return "{" + s.prefix + ":g:" + strconv.Itoa(len(group)) + ":" + group + "}:" + strconv.Itoa(len(scope)) + ":" + scope + ":" + key
 	}
-	name := strconv.Itoa(len(scope)) + ":" + scope + ":" + key
-	if len(scope)+len(key) > maxPlainKey {
-		sum := sha256.Sum256([]byte(name))
-		name = "sha256:" + hex.EncodeToString(sum[:])
-	}
+	name := bucketName(scope, key)
 	g := strconv.Itoa(len(group)) + ":" + group
 	if len(group) > maxPlainKey {
-		sum := sha256.Sum256([]byte(group))
-		g = "sha256:" + hex.EncodeToString(sum[:])
+		g = digest(group)
 	}
 	tag := s.prefix + ":g:" + g
 	if strings.IndexByte(tag, '}') < 0 {
@@ -360,9 +373,7 @@ func (s *Store) groupKey(group, scope, key string) string {
 	}
 	// A '}' would end the tag early, as in Key: the tag is the group's
 	// hash, the same for every bucket of the group.
-	h := fnv.New64a()
-	h.Write([]byte(tag))
-	return "{" + strconv.FormatUint(h.Sum64(), 16) + "}" + tag + ":" + name
+	return hashTag(tag) + tag + ":" + name
 }
 
 // span returns the shortest run of demands, demands[lo:hi], that holds
