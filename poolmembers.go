@@ -137,9 +137,7 @@ func (t *Transport) member(by, name string) (*poolMember, error) {
 func (m *poolMember) takeOut(t *Transport) {
 	if m.setOut(t, "it answered 401 Unauthorized: its credential was refused", "") {
 		t.log.Warn("pacer: a pool member answered 401 and is out of rotation until put back (Transport.PutBack)", "member", m.Name)
-		if err := t.publishMember(m, memberRecord{state: pool.Out, status: http.StatusUnauthorized}); err != nil {
-			t.emit(observe.Event{Kind: observe.EventStoreFailure, Member: m.Name, Err: err})
-		}
+		t.tellFleet(m, memberRecord{state: pool.Out, status: http.StatusUnauthorized})
 	}
 }
 
@@ -163,9 +161,7 @@ func (m *poolMember) park(t *Transport, status int, until time.Time, why string)
 		return
 	}
 	t.log.Info("pacer: a pool member is parked", "member", m.Name, "until", until.UTC().Format(time.RFC3339), "why", why)
-	if err := t.publishMember(m, memberRecord{state: pool.Parked, until: until.UnixNano(), status: status}); err != nil {
-		t.emit(observe.Event{Kind: observe.EventStoreFailure, Member: m.Name, Err: err})
-	}
+	t.tellFleet(m, memberRecord{state: pool.Parked, until: until.UnixNano(), status: status})
 }
 
 // parkedWhy says why a member is parked: a spent quota the answer's status
@@ -208,9 +204,7 @@ func (m *poolMember) back(t *Transport, ctx context.Context, sent time.Time) {
 	if p := m.parkedUntil.Load(); p != 0 && sent.UnixNano() >= p && m.parkedUntil.CompareAndSwap(p, 0) {
 		m.why.Store(nil)
 		t.emit(observe.Event{Kind: observe.EventMemberUnparked, Member: m.Name, Workload: workloadName(t, ctx)})
-		if err := t.publishMember(m, memberRecord{state: pool.Ready}); err != nil {
-			t.emit(observe.Event{Kind: observe.EventStoreFailure, Member: m.Name, Err: err})
-		}
+		t.tellFleet(m, memberRecord{state: pool.Ready})
 	}
 }
 
@@ -287,6 +281,14 @@ func (t *Transport) publishMember(m *poolMember, r memberRecord) error {
 	}
 	ls.newPace(scope, v)
 	return nil
+}
+
+// tellFleet publishes r as m's state, on a call's path, where a failure
+// is reported (observe.EventStoreFailure) and the call goes on.
+func (t *Transport) tellFleet(m *poolMember, r memberRecord) {
+	if err := t.publishMember(m, r); err != nil {
+		t.emit(observe.Event{Kind: observe.EventStoreFailure, Member: m.Name, Err: err})
+	}
 }
 
 // applyMember applies a member's record another instance published. A
