@@ -75,6 +75,9 @@ type remainingReports struct {
 	refillAt    int64
 	refillGap   time.Duration
 	refillEvery time.Duration
+	// The spent units at the latest refill, and those spent between the
+	// two latest: what a window took, if the refills are a window's.
+	refillMark, refillSpent int64
 
 	// The window the provider does not state, from successive resets.
 	lastReset int64         // UnixNano of the latest reset seen
@@ -296,6 +299,7 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 				o.refillGap = g
 			}
 			o.refillAt = now.UnixNano()
+			o.refillSpent, o.refillMark = spentAt-o.refillMark, spentAt
 		case dt >= supplySpan.Seconds():
 			// Averaged over several reports, at least supplyTime: one
 			// report's count is rounded to a whole call, and calls are
@@ -323,6 +327,14 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 	refill := pace.NextRefill(now, o.refillAt, o.refillEvery)
 	if local && o.known {
 		supply = max(0, o.supply)
+		if refill > 0 && s.refillsByWindow(o.refillEvery) && o.supply < -neighbourNoise*s.blindRate() {
+			// A fixed window gives nothing back before it refills: a count
+			// that falls faster than the scope spends is another client's,
+			// who goes on spending until the refill. Left out, the scope
+			// spent the window's count by seven tenths of it, and the
+			// neighbour found it empty.
+			supply = max(o.supply, -s.blindRate())
+		}
 	}
 	// Nobody else is seen spending on the key: over the span measured, the
 	// count fell no faster than the scope spent, within the noise of calls
@@ -335,7 +347,8 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 	// arrives after it, so this window's count is spent by then. Only
 	// while nobody else is seen spending on the key (alone).
 	floor := time.Duration(o.rtt.Floor)
-	windowed := alone && refill > 0 && limit > 0 && o.refillEvery > floor && s.refillsByWindow(o.refillEvery)
+	turns := refill > 0 && s.refillsByWindow(o.refillEvery)
+	windowed := alone && turns && limit > 0 && o.refillEvery > floor
 	margin := 1.0
 	if limit > 0 {
 		margin = max(0.25, remainingMargin*float64(limit))
@@ -435,6 +448,16 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 		// the blind one.
 		rate = max(rate, blind)
 	}
+	if turns {
+		// A fixed window seen to refill every so often is full again at
+		// its next refill, whatever this count said of the one ending: a
+		// call is due by then. At the crawl a count near the end of a
+		// window set, the calls waiting slept on past the refill with
+		// nothing in flight to bring its news, the new window unspent.
+		// One call, not the blind pace: the refill is a guess, and the
+		// calls sent before it were refused.
+		rate = max(rate, pace.OneCallBy(refill))
+	}
 	if roomless {
 		rate = s.unreportedPace()
 	}
@@ -462,6 +485,10 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 		tp.room = room + 1 // what the count showed, and the call it answered
 	}
 	old := s.told.Swap(tp)
+	if old != nil && rate > old.rate {
+		// The head of the queue sleeps on the wait the old pace gave it.
+		s.paceRose()
+	}
 	if roomless && (old == nil || !old.roomless) {
 		// The calls admitted before the room was known went out at a
 		// burst the server cannot hold: their refusals say nothing of
@@ -475,17 +502,21 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 }
 
 // refillsByWindow reports whether refills every every are the scope's
-// window turning, within a tenth: the window learned from its resets, else
-// the configured limit's. A token bucket's count jumps now and then as
-// answers overtake each other (every half second, over a jittery round
-// trip), which is not a window that ends. Under s.mu.
+// window turning: every is the window learned from its resets, else the
+// configured limit's, within a tenth; and the count has held at least half
+// of what the scope spent between the two latest refills (a fixed window's
+// count is what it lets through in one). A token bucket's count jumps now
+// and then as answers overtake each other (every half second, over a
+// jittery round trip), which is not a window that ends; one that publishes
+// its capacity (11) while it lets 100 a second through holds a tenth of
+// what it let through between two such jumps. Under s.mu.
 func (s *bucket) refillsByWindow(every time.Duration) bool {
 	w := s.reports.window
 	if w == 0 {
 		w = s.scope.configured.Load().limit.Per
 	}
 	d := every - w
-	return w > 0 && d < w/10 && -d < w/10
+	return w > 0 && d < w/10 && -d < w/10 && s.reports.peak >= float64(s.reports.refillSpent)/2
 }
 
 // sinceMarkLocked is sinceMark less what the provider has refused since

@@ -92,6 +92,22 @@ func (s *bucket) servesBefore(w int, priority float64) bool {
 	return s.queue.ServesBefore(w, priority, s.owners().owns)
 }
 
+// paceRose wakes the scope's head to try again: it sleeps for the wait the
+// store gave it at the pace of its last try, and a pace that rose since
+// (a fixed window seen refilled, after the count at its end had set a
+// crawl) would keep it asleep on the old wait, the scope idle with quota
+// to spend. Called off the path of a call admitted at once, on a report
+// that raised the pace.
+func (s *bucket) paceRose() {
+	if s.waiting.Load() == 0 {
+		return
+	}
+	s.mu.Lock()
+	h := s.head()
+	s.mu.Unlock()
+	h.Signal()
+}
+
 // setReason records what holds w back, w being in s's queue.
 func (s *bucket) setReason(w *queue.Waiter, r observe.Reason) {
 	s.mu.Lock()

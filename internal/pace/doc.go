@@ -19,6 +19,15 @@
 //     dated (when the server counted, not when an answer was read).
 //   - NextRefill relies on a fixed window refilling at regular intervals,
 //     seen as jumps in its count.
+//   - OneCallBy relies on a fixed window being full again when it turns:
+//     a count near the end of one sets a crawl that must not hold past the
+//     refill NextRefill expects. The root takes refills for a window's
+//     turning only when the count has held at least half of what the scope
+//     spent between two of them (a token bucket that publishes its
+//     capacity jumps as answers overtake each other, and never holds that);
+//     and there, a count that falls faster than the scope spends is a
+//     neighbour's, which goes on spending until the turn, so it is taken
+//     off the pace (a fixed window gives nothing back before then).
 //   - WholeSecondSlack and PauseForNoneLeft rely on a reset written in whole
 //     seconds (Unix seconds, or seconds against a Date header) being up to
 //     a second late, so a reset "1 s" away may already be here.

@@ -24,6 +24,13 @@ func NextRefill(now time.Time, refillAt int64, every time.Duration) time.Duratio
 	return every - since
 }
 
+// OneCallBy is the pace that makes one call due by the refill of a fixed
+// window, refill from now (at least RefillFloor): what the count at the end
+// of the window before says does not hold past it.
+func OneCallBy(refill time.Duration) float64 {
+	return 1 / max(refill, RefillFloor).Seconds()
+}
+
 // WholeSecondSlack is how late a reset given in whole seconds may be: a
 // reset written as Unix seconds, or measured against a Date header, is
 // truncated to the second. A reset with a fraction of a second has none.

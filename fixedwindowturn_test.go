@@ -1,0 +1,132 @@
+package pacer
+
+import (
+	"net/http"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/pacer-go/pacer/internal/queue"
+)
+
+// fixedWindow feeds s the reports of a fixed window of 100 a second that
+// refills on each second, one call of the scope's every 10 ms, for n
+// windows, the last cut short after its first calls: each call counted,
+// and a neighbour's with every neighbourEvery-th of them (0: none).
+func fixedWindow(s *bucket, windows, neighbourEvery, last int) {
+	for w := range windows {
+		remaining := int64(100)
+		for i := range 100 {
+			if w == windows-1 && i == last {
+				return
+			}
+			if w > 0 || i > 0 {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if remaining <= 1 {
+				continue // the window is spent: the scope waits for it to turn
+			}
+			remaining--
+			if neighbourEvery > 0 && i%neighbourEvery == 0 {
+				remaining--
+			}
+			s.reportRemaining(time.Now(), remainingReport{remaining: remaining, reset: time.Second, limit: 100, mark: s.spent.Add(1), local: true}, defaultMaxWait)
+		}
+	}
+}
+
+// A fixed window is full again when it turns, and the count at the end of
+// the one before says nothing of it: a count of one left, at the margin,
+// set a crawl of one call in twenty seconds, and the calls waiting on it
+// slept past the refill with nothing in flight to bring its news (the
+// matrix's fixed window over a round trip lost a fifth of its windows).
+// The pace calls for a call by the refill seen coming.
+func TestAFixedWindowsTurnIsCalledFor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(http.DefaultTransport, WithLimit(PerSecond(100)))
+		s := tr.defaultScope.shared
+		// A neighbour takes a call for each of the scope's: the count is
+		// down to one half way through the fourth window.
+		fixedWindow(s, 4, 1, 50)
+		_, rate, _ := s.reportRemaining(time.Now(), remainingReport{remaining: 1, reset: time.Second, limit: 100, mark: s.spent.Add(1), local: true}, defaultMaxWait)
+		s.mu.Lock()
+		next := time.Until(time.Unix(0, s.reports.refillAt).Add(s.reports.refillEvery))
+		s.mu.Unlock()
+		if next < 400*time.Millisecond || next > 600*time.Millisecond {
+			t.Fatalf("the refills say the window turns in %v, want half a second", next)
+		}
+		if rate < 1/next.Seconds() {
+			t.Errorf("pace %.2f a second with the window turning in %v: the first call of the next window is due %v after it", rate, next, time.Duration(float64(time.Second)/rate)-next)
+		}
+	})
+}
+
+// A fixed window gives nothing back before it turns: a count that falls
+// faster than the scope spends is a neighbour's, which goes on spending
+// until the turn. Spending what is left over the window regardless, the
+// scope took the window's count in its first seven tenths, and the
+// neighbour was refused for the rest.
+func TestANeighbourOnAFixedWindowKeepsItsShare(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(http.DefaultTransport, WithLimit(PerSecond(100)))
+		s := tr.defaultScope.shared
+		// A neighbour takes a call for every two of the scope's, 50 a
+		// second while both spend: half way through the fourth window,
+		// 40 are left.
+		fixedWindow(s, 4, 2, 50)
+		s.reportRemaining(time.Now(), remainingReport{remaining: 40, reset: time.Second, limit: 100, mark: s.spent.Add(1), local: true}, defaultMaxWait)
+		// Alone, 39 in half a second is 78 a second; the neighbour takes 25
+		// of them.
+		if rate, _ := s.pace(); rate > 60 {
+			t.Errorf("pace %.0f a second with 40 left for half a second of a window a neighbour spends 50 a second of: want at most 78 − 25", rate)
+		}
+	})
+}
+
+// A token bucket that publishes its capacity (11) while it lets 100 a
+// second through jumps now and then as answers overtake each other, about
+// once a second over a jittery round trip: that is not a window turning,
+// for its count never held what the scope spent between two jumps.
+func TestATokenBucketsJumpsAreNoWindow(t *testing.T) {
+	tr := New(http.DefaultTransport, WithLimit(PerSecond(100)))
+	s := tr.defaultScope.shared
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reports.peak, s.reports.refillSpent = 11, 90
+	if s.refillsByWindow(time.Second) {
+		t.Error("a count of 11 that jumps every second while the scope spends 90 between jumps is read as a window of a second")
+	}
+	s.reports.peak = 100
+	if !s.refillsByWindow(time.Second) {
+		t.Error("a count of 100 that refills every second while the scope spends 90 between refills is not read as a window of a second")
+	}
+}
+
+// A call waiting on a scope sleeps for the wait the store gave it at the
+// pace of its last try: a report that raises the pace wakes the head of
+// the queue to try again, or it sleeps on at the old pace while the scope
+// has quota to spend.
+func TestARisenPaceWakesTheWaitingCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(http.DefaultTransport, WithLimit(PerSecond(100)))
+		s := tr.defaultScope.shared
+		fixedWindow(s, 3, 0, 98)
+		w := queue.NewWaiter(0, 0, 1, 0, time.Now())
+		s.enqueue(w)
+		defer s.leave(w)
+		time.Sleep(5 * time.Millisecond)
+		s.reportRemaining(time.Now(), remainingReport{remaining: 1, reset: time.Second, limit: 100, mark: s.spent.Add(1), local: true}, defaultMaxWait)
+		select {
+		case <-w.Wake(): // a wake from the report before, if any
+		default:
+		}
+		time.Sleep(30 * time.Millisecond)
+		// The window turned: 99 left.
+		s.reportRemaining(time.Now(), remainingReport{remaining: 99, reset: time.Second, limit: 100, mark: s.spent.Add(1), local: true}, defaultMaxWait)
+		select {
+		case <-w.Wake():
+		default:
+			t.Error("a report that raised the pace from a crawl to the window's full count left the waiting call asleep")
+		}
+	})
+}
