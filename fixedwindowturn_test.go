@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"net/http"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -127,6 +128,69 @@ func TestARisenPaceWakesTheWaitingCall(t *testing.T) {
 		case <-w.Wake():
 		default:
 			t.Error("a report that raised the pace from a crawl to the window's full count left the waiting call asleep")
+		}
+	})
+}
+
+// A fixed window counts a call when it arrives. Over a round trip of 300
+// ms, the calls sent in the last 150 ms before a turn arrive after it and
+// spend the next window, and so does every call sent from a round trip
+// before it on: a count near the window's end, less the 30 calls in
+// flight, read as nothing left, emptied the bucket at every window's end,
+// and each window began late. The scope reads what the next window has
+// left instead: its count less the calls already on their way to it.
+func TestTheCallsInFlightAtAFixedWindowsTurnSpendTheNext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := New(http.DefaultTransport, WithLimit(PerSecond(100)))
+		s := tr.defaultScope.shared
+		const way = 150 * time.Millisecond
+		start := time.Now()
+		type answer struct {
+			due             time.Time
+			sent, mark, rem int64
+		}
+		var (
+			inFlight []answer
+			window   = -1
+			counted  int64
+			left     float64
+			atEnd    []float64 // left as the last 100 ms before each turn read it
+			paces    []float64 // the pace then
+		)
+		for tick := range 500 { // 5 s, a call every 10 ms
+			if tick > 0 {
+				time.Sleep(10 * time.Millisecond)
+			}
+			now := time.Now()
+			// The server counts the call when it arrives, in the window of
+			// its arrival.
+			if w := int(now.Add(way).Sub(start) / time.Second); w != window {
+				window, counted = w, 0
+			}
+			counted++
+			inFlight = append(inFlight, answer{due: now.Add(2 * way), sent: now.UnixNano(), mark: s.spent.Add(1), rem: max(0, 100-counted)})
+			for len(inFlight) > 0 && !inFlight[0].due.After(now) {
+				a := inFlight[0]
+				inFlight = inFlight[1:]
+				left, _, _ = s.reportRemaining(now, remainingReport{remaining: a.rem, reset: time.Second, limit: 100, mark: a.mark, sent: a.sent, local: true}, defaultMaxWait)
+			}
+			if e := now.Sub(start); e > 2*time.Second && e%time.Second > 900*time.Millisecond {
+				atEnd = append(atEnd, left)
+				rate, _ := s.pace()
+				paces = append(paces, rate)
+			}
+		}
+		if len(atEnd) == 0 {
+			t.Fatal("no report in the last tenth of a window")
+		}
+		low := slices.Min(atEnd)
+		// 100 a window, of which the 15 to 25 calls sent since a round
+		// trip before the turn are on their way to the next.
+		if low < 50 {
+			t.Errorf("in the last tenth of a window, with the calls sent since go to the next, the scope read %.0f left (least of %d reports), want the next window's, about 75", low, len(atEnd))
+		}
+		if p := slices.Min(paces); p < 80 {
+			t.Errorf("pace %.0f a second in the last tenth of a window, want the next window's, at least 80", p)
 		}
 	})
 }

@@ -78,6 +78,11 @@ type remainingReports struct {
 	// The spent units at the latest refill, and those spent between the
 	// two latest: what a window took, if the refills are a window's.
 	refillMark, refillSpent int64
+	// What the scope had spent by each of the latest reports, oldest
+	// first from sends[nsends%len]: the calls sent since a moment, to
+	// the resolution of the answers (spentBy).
+	sends  [64]spentSample
+	nsends int
 
 	// The window the provider does not state, from successive resets.
 	lastReset int64         // UnixNano of the latest reset seen
@@ -363,6 +368,26 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 	// nothing was refused of late (after a refusal, a full count is the
 	// refill the scope found the edge of, not room).
 	full := local && o.known && peak >= 2 && left >= peak-1 && now.UnixNano()-o.refusedLast > int64(trustAfter)
+	// A fixed window counts a call when it arrives: one sent later than a
+	// round trip before the turn the answers see arrives after it, and
+	// spends the next window. Once the turn is less than a round trip
+	// away (land ≤ 0), every call sent from now on does, and so do those
+	// sent since land ago: what this window has left is no longer the
+	// scope's to spend, and the next window's is its limit less those.
+	// Read against this window's count, the calls in flight emptied the
+	// bucket at every window's end and the next began a round trip late.
+	var land time.Duration
+	next := -1.0
+	if windowed {
+		land = refill - floor
+		o.sends[o.nsends%len(o.sends)] = spentSample{now.UnixNano(), s.sinceMark(0, fleet)}
+		o.nsends++
+		if land <= 0 {
+			if by, ok := o.spentBy(now.Add(land)); ok {
+				next = float64(limit) - float64(s.sinceMark(by, fleet))
+			}
+		}
+	}
 	s.mu.Unlock()
 	// A count with no room for its margin: a server bucket that holds
 	// about one call reads empty after every call it accepts, so its
@@ -408,9 +433,9 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 		// errs late, and spending early is safe (above).
 		horizon = min(horizon, max(refill, pace.RefillFloor))
 		if windowed {
-			// A call sent later than a round trip's floor before the
-			// refill the answers see arrives after it (windowed, above).
-			horizon = min(horizon, max(refill-floor, pace.RefillFloor))
+			// A call sent later than a round trip before the refill the
+			// answers see arrives after it (land, above).
+			horizon = min(horizon, max(land, pace.RefillFloor))
 		}
 	}
 	rate := supply + (left-margin)/horizon.Seconds()
@@ -457,6 +482,11 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 		// One call, not the blind pace: the refill is a guess, and the
 		// calls sent before it were refused.
 		rate = max(rate, pace.OneCallBy(refill))
+	}
+	if next >= 0 {
+		// The calls sent from now on spend the next window (land, above).
+		left = next
+		rate = max(rate, (next-margin)/o.refillEvery.Seconds())
 	}
 	if roomless {
 		rate = s.unreportedPace()
@@ -551,6 +581,24 @@ func (s *bucket) noteRefused(now time.Time, mark, cost int64) {
 
 // A refusedCall is a refused call's mark and cost (noteRefused).
 type refusedCall struct{ mark, cost int64 }
+
+// A spentSample is what the scope had spent (sinceMark(0)) at a report.
+type spentSample struct{ at, spent int64 }
+
+// spentBy returns what the scope had spent by t, as the latest report at
+// or before it saw; ok is false when no report that old is kept. Under
+// s.mu.
+func (o *remainingReports) spentBy(t time.Time) (spent int64, ok bool) {
+	at := t.UnixNano()
+	n := min(o.nsends, len(o.sends))
+	for i := range n {
+		smp := o.sends[(o.nsends-1-i)%len(o.sends)]
+		if smp.at <= at {
+			return smp.spent, true
+		}
+	}
+	return 0, false
+}
 
 // flownBack is what the provider gives back, by the supply measured,
 // between counting the call admitted at sent (UnixNano) and the arrival of

@@ -188,10 +188,10 @@ func TestSlidingWindowOverARoundTrip(t *testing.T) {
 // lands in the next window, so this window's count is spent before then.
 // Spread until the refill itself, the window's last calls went out at a
 // crawl: told twice its limit over a 200–400 ms round trip, 0.84 of the
-// window was spent. (Limit known over the round trip is 0.79: near the
-// window's end what is left still slows the pace, though what is sent
-// then spends the next window's count — not yet counted on, as it cost
-// refusals beside a neighbour; bench/'s virtual matrix.)
+// window was spent. Once the turn is nearer than the floor, what is sent
+// spends the next window's count (TestTheCallsInFlightAtAFixedWindowsTurnSpendTheNext):
+// reckoned from the average round trip rather than the floor, a call with
+// a short way out arrived before the turn, and this test saw 1.4 % refused.
 func TestFixedWindowOverARoundTrip(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		toPresent()
