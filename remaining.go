@@ -330,9 +330,10 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 	// of calls answered out of order, which would stall the scope.
 	supply, first := 0.0, !o.known || now.UnixNano()-o.first < int64(trustAfter)
 	refill := pace.NextRefill(now, o.refillAt, o.refillEvery)
+	turns := refill > 0 && s.refillsByWindow(o.refillEvery)
 	if local && o.known {
 		supply = max(0, o.supply)
-		if refill > 0 && s.refillsByWindow(o.refillEvery) && o.supply < -neighbourNoise*s.blindRate() {
+		if turns && o.supply < -neighbourNoise*s.blindRate() {
 			// A fixed window gives nothing back before it refills: a count
 			// that falls faster than the scope spends is another client's,
 			// who goes on spending until the refill. Left out, the scope
@@ -352,7 +353,6 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 	// arrives after it, so this window's count is spent by then. Only
 	// while nobody else is seen spending on the key (alone).
 	floor := time.Duration(o.rtt.Floor)
-	turns := refill > 0 && s.refillsByWindow(o.refillEvery)
 	windowed := alone && turns && limit > 0 && o.refillEvery > floor
 	margin := 1.0
 	if limit > 0 {
@@ -369,10 +369,11 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 	// refill the scope found the edge of, not room).
 	full := local && o.known && peak >= 2 && left >= peak-1 && now.UnixNano()-o.refusedLast > int64(trustAfter)
 	// A fixed window counts a call when it arrives: one sent later than a
-	// round trip before the turn the answers see arrives after it, and
-	// spends the next window. Once the turn is less than a round trip
-	// away (land ≤ 0), every call sent from now on does, and so do those
-	// sent since land ago: what this window has left is no longer the
+	// round trip's floor before the turn the answers see arrives after it
+	// (the turn is seen at least half a floor late, and a call arrives at
+	// least half a floor after it is sent), and spends the next window.
+	// Once the turn is nearer than the floor (land ≤ 0), every call sent
+	// from now on does, and so do those sent since land ago: what this window has left is no longer the
 	// scope's to spend, and the next window's is its limit less those.
 	// Read against this window's count, the calls in flight emptied the
 	// bucket at every window's end and the next began a round trip late.
@@ -433,8 +434,8 @@ func (s *bucket) reportRemaining(now time.Time, rep remainingReport, maxWait tim
 		// errs late, and spending early is safe (above).
 		horizon = min(horizon, max(refill, pace.RefillFloor))
 		if windowed {
-			// A call sent later than a round trip before the refill the
-			// answers see arrives after it (land, above).
+			// A call sent later than a round trip's floor before the
+			// refill the answers see arrives after it (land, above).
 			horizon = min(horizon, max(land, pace.RefillFloor))
 		}
 	}

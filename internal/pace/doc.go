@@ -29,8 +29,8 @@
 //     neighbour's, which goes on spending until the turn, so it is taken
 //     off the pace (a fixed window gives nothing back before then). It
 //     relies too on a fixed window counting a call when it arrives: a call
-//     sent less than a round trip (floor plus spread) before the turn
-//     spends the next window, so once the turn is nearer than that, what
+//     sent less than a round trip's floor before the turn the answers
+//     show spends the next window, so once the turn is nearer than that, what
 //     the scope has to spend is the next window's count less the calls
 //     already on their way to it.
 //   - WholeSecondSlack and PauseForNoneLeft rely on a reset written in whole
