@@ -157,10 +157,16 @@ func (m *poolMember) setOut(t *Transport, why, origin string) bool {
 // the first parks it and says so; the others only move the end later, if
 // theirs is.
 func (m *poolMember) park(t *Transport, status int, until time.Time, why string) {
-	if !m.parkUntil(t, status, until, why, "") {
+	was, later := m.parkUntil(t, status, until, why, "")
+	if !later {
 		return
 	}
-	t.log.Info("pacer: a pool member is parked", "member", m.Name, "until", until.UTC().Format(time.RFC3339), "why", why)
+	if !was {
+		t.log.Info("pacer: a pool member is parked", "member", m.Name, "until", until.UTC().Format(time.RFC3339), "why", why)
+	}
+	// A later end is published too: an instance that reads the record
+	// after the first end was published would otherwise probe the member
+	// while this one still holds it parked.
 	t.tellFleet(m, memberRecord{state: pool.Parked, until: until.UnixNano(), status: status})
 }
 
@@ -173,26 +179,27 @@ func parkedWhy(status int) string {
 	return "its quota is spent (status " + strconv.Itoa(status) + ")"
 }
 
-// parkUntil parks m until until, or later if it is parked later already;
-// it reports whether m was not parked, and then emits an
-// EventMemberParked with origin.
-func (m *poolMember) parkUntil(t *Transport, status int, until time.Time, why, origin string) bool {
+// parkUntil parks m until until, or later if it is parked later already.
+// It reports whether m was parked already, and whether until is the park's
+// end now; when m was not parked, it emits an EventMemberParked with
+// origin.
+func (m *poolMember) parkUntil(t *Transport, status int, until time.Time, why, origin string) (was, later bool) {
 	at := until.UnixNano()
 	for {
 		old := m.parkedUntil.Load()
 		if old != 0 && old >= at {
-			return false
+			return true, false
 		}
 		if m.parkedUntil.CompareAndSwap(old, at) {
 			if old != 0 {
-				return false // parked already: said when it was
+				return true, true // parked already: said when it was
 			}
 			break
 		}
 	}
 	m.why.Store(&why)
 	t.emit(observe.Event{Kind: observe.EventMemberParked, Member: m.Name, Status: status, Wait: until.Sub(t.clock.Now()), Why: why, Origin: origin})
-	return true
+	return false, true
 }
 
 // back notes that m answered a call chosen at sent: a parked member it

@@ -131,6 +131,31 @@ func TestPoolMemberStateIsTheFleets(t *testing.T) {
 	})
 }
 
+// A park one instance lengthens, as a later 402 tells a later reset, is
+// lengthened on the fleet: another instance that reads the record after
+// the first park was published holds the member to the later end, and
+// sends it nothing before then.
+func TestALengthenedParkIsTheFleets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		api := newPoolAPI(map[string]int{"sk-aaa": 20, "sk-bbb": 20, "sk-ccc": 20})
+		trs, _ := fleetOfPools(t, api, store.NewMemory(), 2)
+		start := time.Now()
+		for _, until := range []time.Time{start.Add(2 * time.Second), start.Add(5 * time.Second)} {
+			if err := trs[0].ParkMember("b", until); err != nil {
+				t.Fatal(err)
+			}
+		}
+		hammer(trs[1], 4, start.Add(4*time.Second))
+		if st := trs[1].Stats().Members[1]; st.State != pool.Parked || !st.Until.Equal(start.Add(5*time.Second)) {
+			t.Errorf("the second instance's b = %+v, want parked until the lengthened end %v", st, start.Add(5*time.Second))
+		}
+		if n := api.sentTo("sk-bbb", start, time.Now()); n != 0 {
+			t.Errorf("the second instance sent %d calls through b before its lengthened park ended", n)
+		}
+	})
+}
+
 // A member removed on one instance takes no calls on any; an AddMember of
 // it on another puts it back for the fleet. ParkMember parks it fleet-wide.
 func TestPoolMembersChangeAtRuntimeForTheFleet(t *testing.T) {
