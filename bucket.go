@@ -66,9 +66,9 @@ type feedback struct {
 	pausedFrom, pausedTo atomic.Int64
 
 	// Under the bucket's mu:
-	cutAt      int64 // the admitted count at the last cut
-	quietUntil int64 // UnixNano before which a rejection does not cut again
-	reports    remainingReports
+	cutAt      int64       // the admitted count at the last cut
+	quietUntil int64       // UnixNano before which a rejection does not cut again
+	reports    pace.Record // what the provider's counts have shown
 }
 
 // newBucket returns c's bucket for key, with no call waiting or in flight.

@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/pace"
 	"github.com/pacer-go/pacer/internal/queue"
 )
 
@@ -31,7 +32,7 @@ func fixedWindow(s *bucket, windows, neighbourEvery, last int) {
 			if neighbourEvery > 0 && i%neighbourEvery == 0 {
 				remaining--
 			}
-			s.reportRemaining(time.Now(), remainingReport{remaining: remaining, reset: time.Second, limit: 100, mark: s.spent.Add(1), local: true}, defaultMaxWait)
+			s.reportRemaining(time.Now(), pace.Count{Remaining: remaining, Reset: time.Second, Limit: 100, Mark: s.spent.Add(1), Local: true}, defaultMaxWait)
 		}
 	}
 }
@@ -49,9 +50,9 @@ func TestAFixedWindowsTurnIsCalledFor(t *testing.T) {
 		// A neighbour takes a call for each of the scope's: the count is
 		// down to one half way through the fourth window.
 		fixedWindow(s, 4, 1, 50)
-		_, rate, _ := s.reportRemaining(time.Now(), remainingReport{remaining: 1, reset: time.Second, limit: 100, mark: s.spent.Add(1), local: true}, defaultMaxWait)
+		_, rate, _ := s.reportRemaining(time.Now(), pace.Count{Remaining: 1, Reset: time.Second, Limit: 100, Mark: s.spent.Add(1), Local: true}, defaultMaxWait)
 		s.mu.Lock()
-		next := time.Until(time.Unix(0, s.reports.refillAt).Add(s.reports.refillEvery))
+		next := s.reports.Refill(time.Now())
 		s.mu.Unlock()
 		if next < 400*time.Millisecond || next > 600*time.Millisecond {
 			t.Fatalf("the refills say the window turns in %v, want half a second", next)
@@ -75,32 +76,13 @@ func TestANeighbourOnAFixedWindowKeepsItsShare(t *testing.T) {
 		// second while both spend: half way through the fourth window,
 		// 40 are left.
 		fixedWindow(s, 4, 2, 50)
-		s.reportRemaining(time.Now(), remainingReport{remaining: 40, reset: time.Second, limit: 100, mark: s.spent.Add(1), local: true}, defaultMaxWait)
+		s.reportRemaining(time.Now(), pace.Count{Remaining: 40, Reset: time.Second, Limit: 100, Mark: s.spent.Add(1), Local: true}, defaultMaxWait)
 		// Alone, 39 in half a second is 78 a second; the neighbour takes 25
 		// of them.
 		if rate, _ := s.pace(); rate > 60 {
 			t.Errorf("pace %.0f a second with 40 left for half a second of a window a neighbour spends 50 a second of: want at most 78 − 25", rate)
 		}
 	})
-}
-
-// A token bucket that publishes its capacity (11) while it lets 100 a
-// second through jumps now and then as answers overtake each other, about
-// once a second over a jittery round trip: that is not a window turning,
-// for its count never held what the scope spent between two jumps.
-func TestATokenBucketsJumpsAreNoWindow(t *testing.T) {
-	tr := New(http.DefaultTransport, WithLimit(PerSecond(100)))
-	s := tr.defaultScope.shared
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.reports.peak, s.reports.refillSpent = 11, 90
-	if s.refillsByWindow(time.Second) {
-		t.Error("a count of 11 that jumps every second while the scope spends 90 between jumps is read as a window of a second")
-	}
-	s.reports.peak = 100
-	if !s.refillsByWindow(time.Second) {
-		t.Error("a count of 100 that refills every second while the scope spends 90 between refills is not read as a window of a second")
-	}
 }
 
 // A call waiting on a scope sleeps for the wait the store gave it at the
@@ -116,14 +98,14 @@ func TestARisenPaceWakesTheWaitingCall(t *testing.T) {
 		s.enqueue(w)
 		defer s.leave(w)
 		time.Sleep(5 * time.Millisecond)
-		s.reportRemaining(time.Now(), remainingReport{remaining: 1, reset: time.Second, limit: 100, mark: s.spent.Add(1), local: true}, defaultMaxWait)
+		s.reportRemaining(time.Now(), pace.Count{Remaining: 1, Reset: time.Second, Limit: 100, Mark: s.spent.Add(1), Local: true}, defaultMaxWait)
 		select {
 		case <-w.Wake(): // a wake from the report before, if any
 		default:
 		}
 		time.Sleep(30 * time.Millisecond)
 		// The window turned: 99 left.
-		s.reportRemaining(time.Now(), remainingReport{remaining: 99, reset: time.Second, limit: 100, mark: s.spent.Add(1), local: true}, defaultMaxWait)
+		s.reportRemaining(time.Now(), pace.Count{Remaining: 99, Reset: time.Second, Limit: 100, Mark: s.spent.Add(1), Local: true}, defaultMaxWait)
 		select {
 		case <-w.Wake():
 		default:
@@ -172,7 +154,7 @@ func TestTheCallsInFlightAtAFixedWindowsTurnSpendTheNext(t *testing.T) {
 			for len(inFlight) > 0 && !inFlight[0].due.After(now) {
 				a := inFlight[0]
 				inFlight = inFlight[1:]
-				left, _, _ = s.reportRemaining(now, remainingReport{remaining: a.rem, reset: time.Second, limit: 100, mark: a.mark, sent: a.sent, local: true}, defaultMaxWait)
+				left, _, _ = s.reportRemaining(now, pace.Count{Remaining: a.rem, Reset: time.Second, Limit: 100, Mark: a.mark, Sent: a.sent, Local: true}, defaultMaxWait)
 			}
 			if e := now.Sub(start); e > 2*time.Second && e%time.Second > 900*time.Millisecond {
 				atEnd = append(atEnd, left)

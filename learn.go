@@ -309,7 +309,7 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 			if status == http.StatusTooManyRequests {
 				refused = int64(c.charges[i].cost)
 			}
-			rep := remainingReport{remaining: q.Remaining, reset: q.Reset, limit: q.Limit, mark: mark, refused: refused, sent: c.admitted, local: local, fleet: fleet}
+			rep := pace.Count{Remaining: q.Remaining, Reset: q.Reset, Limit: q.Limit, Mark: mark, Refused: refused, Sent: c.admitted, Local: local, Fleet: fleet}
 			var began bool
 			if left, _, began = s.reportRemaining(now, rep, t.maxWait); began {
 				c.paceChanged(s, "the provider reports what remains until its reset")

@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/pace"
 	"github.com/pacer-go/pacer/observe"
 	"github.com/pacer-go/pacer/store"
 )
@@ -774,7 +775,7 @@ func TestRefusedCallsAreNotQuotaGivenBack(t *testing.T) {
 		tr := New(http.DefaultTransport, WithLimit(PerSecond(200)))
 		s := tr.defaultScope.shared
 		report := func(refused int64) {
-			s.reportRemaining(time.Now(), remainingReport{remaining: 0, reset: time.Second, limit: 100, mark: s.spent.Add(1), refused: refused, local: true, fleet: false}, defaultMaxWait)
+			s.reportRemaining(time.Now(), pace.Count{Remaining: 0, Reset: time.Second, Limit: 100, Mark: s.spent.Add(1), Refused: refused, Local: true, Fleet: false}, defaultMaxWait)
 		}
 		report(0) // the last call that was accepted
 		for range 200 {
@@ -782,7 +783,7 @@ func TestRefusedCallsAreNotQuotaGivenBack(t *testing.T) {
 			report(1)
 		}
 		s.mu.Lock()
-		supply := s.reports.supply
+		supply, _ := s.reports.Supply()
 		s.mu.Unlock()
 		if supply > 5 {
 			t.Errorf("after a second of refusals with none remaining, the provider is measured to give back %.0f calls a second, want none", supply)
@@ -799,7 +800,7 @@ func TestRefusedCallsAreNotQuotaGivenBack(t *testing.T) {
 // reads as a second away (reset and Date both whole seconds), so spread
 // over a second the pace followed what was left down, and a fifth of each
 // window went unspent: 0.80. From the first call, the first windows are
-// paced blind (trustAfter) and cost a few points.
+// paced blind (pace.TrustAfter) and cost a few points.
 func TestFixedWindowOnTheSecondIsSpentToTheEdge(t *testing.T) {
 	for _, off := range []time.Duration{0, 348 * time.Millisecond, 700 * time.Millisecond} {
 		t.Run(off.String(), func(t *testing.T) {
@@ -1007,18 +1008,17 @@ func TestAFleetTotalThatStartsAgainIsMeasuredAfresh(t *testing.T) {
 		for range 20 {
 			time.Sleep(10 * time.Millisecond)
 			total++
-			s.reportRemaining(time.Now(), remainingReport{remaining: 50, reset: time.Second, limit: 100, mark: total, refused: 0, local: false, fleet: true}, defaultMaxWait)
+			s.reportRemaining(time.Now(), pace.Count{Remaining: 50, Reset: time.Second, Limit: 100, Mark: total, Refused: 0, Local: false, Fleet: true}, defaultMaxWait)
 		}
 		time.Sleep(time.Second)
 		total = 1 // the bucket was forgotten, and started again
-		if _, rate, _ := s.reportRemaining(time.Now(), remainingReport{remaining: 50, reset: time.Second, limit: 100, mark: total, refused: 0, local: false, fleet: true}, defaultMaxWait); rate == 0 {
+		if _, rate, _ := s.reportRemaining(time.Now(), pace.Count{Remaining: 50, Reset: time.Second, Limit: 100, Mark: total, Refused: 0, Local: false, Fleet: true}, defaultMaxWait); rate == 0 {
 			t.Fatal("a report after the total started again was taken for old news")
 		}
-		s.mu.Lock()
-		latest := s.reports.latest
-		s.mu.Unlock()
-		if latest != total {
-			t.Errorf("the latest total taken is %d, want the new one, %d", latest, total)
+		// The totals that follow are measured from the new one.
+		time.Sleep(10 * time.Millisecond)
+		if _, rate, _ := s.reportRemaining(time.Now(), pace.Count{Remaining: 50, Reset: time.Second, Limit: 100, Mark: total + 1, Refused: 0, Local: false, Fleet: true}, defaultMaxWait); rate == 0 {
+			t.Error("the report after the total started again was taken for old news against the total before")
 		}
 	})
 }
@@ -1034,14 +1034,14 @@ func TestMarksThatChangeUnitAreMeasuredAfresh(t *testing.T) {
 		s := tr.defaultScope.shared
 		for range 5 { // the scope's own spent, no total
 			time.Sleep(50 * time.Millisecond)
-			s.reportRemaining(time.Now(), remainingReport{remaining: 50, reset: time.Second, limit: 100, mark: s.spent.Add(1), refused: 0, local: false, fleet: false}, defaultMaxWait)
+			s.reportRemaining(time.Now(), pace.Count{Remaining: 50, Reset: time.Second, Limit: 100, Mark: s.spent.Add(1), Refused: 0, Local: false, Fleet: false}, defaultMaxWait)
 		}
 		time.Sleep(200 * time.Millisecond)
 		// What the fleet took, less than a refill's jump beyond the scope's
 		// own spent: as a gain, 25 calls in 0.2 s.
-		s.reportRemaining(time.Now(), remainingReport{remaining: 50, reset: time.Second, limit: 100, mark: s.spent.Load() + 25, refused: 0, local: false, fleet: true}, defaultMaxWait)
+		s.reportRemaining(time.Now(), pace.Count{Remaining: 50, Reset: time.Second, Limit: 100, Mark: s.spent.Load() + 25, Refused: 0, Local: false, Fleet: true}, defaultMaxWait)
 		s.mu.Lock()
-		known, supply := s.reports.known, s.reports.supply
+		supply, known := s.reports.Supply()
 		s.mu.Unlock()
 		if known {
 			t.Errorf("the first report in the fleet's total measured a supply of %.0f a second from marks in the scope's own spent", supply)

@@ -1,13 +1,34 @@
 // Package pace holds the rules by which pacer reads what a provider did
-// and said, as pure functions and immutable values: no I/O, no clock (the
-// time is an argument, as golang.org/x/time/rate's reserveN takes it), no
-// pointer back to a Transport. The root's learn step (learn.go and the
-// files it calls) keeps the state of each bucket and calls these under its
-// bucket's lock; it also applies what they decide to the store, raises
-// events and logs.
+// and said, as pure functions, immutable values and one state machine: no
+// I/O, no clock (the time is an argument, as golang.org/x/time/rate's
+// reserveN takes it), no pointer back to a Transport. The root's learn
+// step (learn.go and the files it calls) keeps a Record for each bucket
+// and calls these under its bucket's lock; it also applies what they
+// decide to the bucket and the store, raises events and logs.
+//
+// A Record is the model of a provider that reports what remains. Each
+// count it is given (Record.Count) is checked against what the scope sent:
+// the calls admitted since the count's call are taken off it, what the
+// provider gave back is measured from successive counts against the
+// scope's own spending, dated when the server counted (send time plus half
+// the round trip's floor), and refused calls are never taken for spent.
+// Its Verdict is the pace that spends what is left to the margin by the
+// reset, never below the blind pace while what is left lasts at it.
 //
 // Each rule names the server property it relies on:
 //
+//   - The measure of supply (what the provider adds back, net of what
+//     others take) relies on a server that counts each call it accepts
+//     once: a count that falls slower than the scope spends is quota given
+//     back (a sliding window's calls of a window ago, a bucket's refill),
+//     one that falls faster is another client's spending. A token bucket
+//     that publishes its capacity as its limit (11 while it accepts 100 a
+//     second) is paced by what it accepts, not what its Limit seems to say.
+//   - Reading a count net of the calls in flight, plus what flows back
+//     meanwhile, relies on the server counting a call on its way: over a
+//     round trip of 300 ms at 100 a second, 30 calls are in flight.
+//   - A count with no room for its margin (a server bucket of one) sets no
+//     pace: its zeros are its size, not scarcity; its refusals cut.
 //   - Curve, the climb back after a cut, relies on a refusal being a
 //     measurement: a server refuses above its capacity and accepts the
 //     rest, so the pace jumps to what it accepted and climbs back by time,
@@ -17,11 +38,11 @@
 //   - RoundTrips keeps the shortest round trip of late: the floor under a
 //     network's jitter and a busy host's lateness, against which a count is
 //     dated (when the server counted, not when an answer was read).
-//   - NextRefill relies on a fixed window refilling at regular intervals,
-//     seen as jumps in its count.
+//   - NextRefill (Record.Refill) relies on a fixed window refilling at
+//     regular intervals, seen as jumps in its count.
 //   - OneCallBy relies on a fixed window being full again when it turns:
 //     a count near the end of one sets a crawl that must not hold past the
-//     refill NextRefill expects. The root takes refills for a window's
+//     refill NextRefill expects. A Record takes refills for a window's
 //     turning only when the count has held at least half of what the scope
 //     spent between two of them (a token bucket that publishes its
 //     capacity jumps as answers overtake each other, and never holds that);
@@ -41,6 +62,6 @@
 //     than the maximum wait) is forgotten.
 //
 // Concurrency: the functions are safe to call from any goroutine; a Curve
-// is immutable and may be shared; a RoundTrips is not safe for concurrent
-// use (its owner holds a lock).
+// is immutable and may be shared; a Record and a RoundTrips are not safe
+// for concurrent use (their owner holds a lock).
 package pace

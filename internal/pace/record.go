@@ -1,0 +1,611 @@
+package pace
+
+import (
+	"math"
+	"time"
+)
+
+// A Record is what a scope has seen of a provider that reports what
+// remains: the counts it gave, what the scope had spent when each call it
+// answered was admitted, the calls it refused, the refills of a fixed
+// window, the round trips. From it, Count reckons the pace each new count
+// allows. The zero value has seen nothing. A Record is not safe for
+// concurrent use: its owner holds a lock.
+type Record struct {
+	at        int64   // UnixNano of the report the next measure of supply starts from
+	remaining float64 // the count it gave
+	spent     int64   // the scope's spent units when the call it answered was admitted
+	refusedAt int64   // refused then
+	refused   int64   // units of the scope's calls refused with a remaining count, ever
+	last      int64   // UnixNano of the last report
+	supply    float64 // units a second the provider adds back, less what others take
+	interval  float64 // seconds between reports, averaged
+	first     int64   // UnixNano of the first report
+	latest    int64   // the spent units of the latest report taken
+	fleet     bool    // spent units are the fleet's (store.Decision.Taken), not the scope's own
+	known     bool    // supply has a first measurement
+	peak      float64 // the largest count seen, for a limit that is not published
+	rtt       RoundTrips
+
+	refusals    [32]refusedCall // the latest refusals, by mark (spentSince)
+	nrefusals   int
+	refusedLast int64 // UnixNano of the latest refusal, counted or not (Refused)
+
+	// When a fixed window refills, from the jumps in the count: the
+	// report that saw the latest one, the gap to the one before, and the
+	// gap taken: the first seen, then one within a tenth of the one before
+	// it (a gap that spans a window with no jump seen is not taken).
+	refillAt    int64
+	refillGap   time.Duration
+	refillEvery time.Duration
+	// The spent units at the latest refill, and those spent between the
+	// two latest: what a window took, if the refills are a window's.
+	refillMark, refillSpent int64
+	// What the scope had spent by each of the latest reports, oldest
+	// first from sends[nsends%len]: the calls sent since a moment, to
+	// the resolution of the answers (spentBy).
+	sends  [64]spentSample
+	nsends int
+
+	// The window the provider does not state, from successive resets.
+	lastReset int64         // UnixNano of the latest reset seen
+	candidate time.Duration // the shortest gap between resets seen so far
+	window    time.Duration // a window learned; 0 until one is
+}
+
+// A Count is one answer's remaining count, as the scope reads it.
+type Count struct {
+	Remaining int64         // the units the provider says are left
+	Reset     time.Duration // until the count is full again, or its window ends
+	Limit     int64         // the published limit; -1 if none
+	// Mark is the scope's spent units when the call it answers was
+	// admitted, this call's included: the calls admitted since were not
+	// all counted yet. In a shared store that says what the fleet took
+	// (Fleet), it is the fleet's total then (store.Decision.Taken).
+	Mark    int64
+	Refused int64 // the answered call's cost if the provider refused it, which it did not spend; else 0
+	// Sent is when the answered call was admitted (UnixNano): the count
+	// was made a little after, on the way (Count).
+	Sent  int64
+	Local bool // the scope's bucket is this process's alone
+	Fleet bool // Mark is the fleet's total
+}
+
+// A Scope is what Count needs to know of the scope a count is about, as it
+// stands when the count arrives.
+type Scope struct {
+	// Spent is the scope's spent units now, in the unit of the marks: the
+	// scope's own, or the fleet's total as the latest take said (Fleet).
+	Spent int64
+	// Blind is the pace from the configured or published limit alone, the
+	// one the scope returns to once a report has run out; Configured is the
+	// configured limit's pace, and Unreported the one the scope keeps
+	// without a report (the configured or published limit's, whichever the
+	// counts do not outrank).
+	Blind, Configured, Unreported float64
+	// Floor is the least pace a report leaves: a call within the maximum
+	// wait.
+	Floor float64
+	// Per is the configured limit's window, the refills' expected period
+	// while no window is learned from the resets.
+	Per time.Duration
+	// BlindWithin says the blind pace is within the count's published
+	// limit: the published limit's, or a configured one that counts no
+	// more per window.
+	BlindWithin    bool
+	CountsRequests bool // the scope counts requests, not tokens or money
+	MaxWait        time.Duration
+}
+
+// A Verdict is what one count decides.
+type Verdict struct {
+	// Left is what is left now by the count's reading: the count less the
+	// calls admitted since it was made, plus what the provider gave back
+	// meanwhile — or, near a fixed window's turn, the next window's.
+	Left float64
+	// Paced says the count sets a pace: not when it is old news (a later
+	// one was taken) or None.
+	Paced bool
+	// None says nothing is left until a reset far enough away to pause
+	// for (PauseForNoneLeft): the scope pauses, and no pace holds.
+	None bool
+	Rate float64       // units a second
+	Hold time.Duration // how long the pace holds without another count
+	// Young says the measure of what the provider gives back is too young
+	// to aim at the edge by: a sliding window that has been idle lets a
+	// whole window through, and the next one starts full.
+	Young bool
+	// Roomless says the count has no room for its margin: it sets no pace
+	// (Rate is Unreported), and Room is the most calls it has shown it
+	// holds at once, the burst a server's bucket takes.
+	Roomless bool
+	Room     float64
+}
+
+// Margin is the share of a limit that pacing by counts leaves unspent, at
+// least a quarter of a call: what an unpaced neighbour on the same key
+// finds when it calls, and slack for the rounding of the count. Not a
+// whole call: on a small limit that is a large share (one of GitHub's 9
+// code searches a minute is 11 %), and a window that starts at the first
+// call after the last one ended loses the gap besides. One call in a
+// hundred: a count that says what is left after the call it answers
+// already keeps that call's own unit, so with two in a hundred the scope
+// settled at 97 % of a sliding window, below the headroom it aims at.
+const Margin = 0.01
+
+// TrustAfter is how long a scope measures what the provider adds back
+// before that measure may slow it below its blind pace: at least one
+// window of a sliding-window counter, which adds nothing back in its first.
+const TrustAfter = 1500 * time.Millisecond
+
+// neighbourNoise is the share of the blind pace by which the remaining
+// count may fall faster than the scope spends before another client is
+// taken to spend on the key: calls counted in another order than they were
+// admitted in move the count by a call or two over the span measured.
+const neighbourNoise = 0.05
+
+// catchUpTime is how soon a scope spends what remains beyond its margin
+// when the reset is a second or two away.
+const catchUpTime = 500 * time.Millisecond
+
+// deficitTime is how soon a scope that has spent into its margin gives it
+// back.
+const deficitTime = 250 * time.Millisecond
+
+// supplyTime is how long the measure of what a provider adds back takes to
+// follow a change.
+const supplyTime = 300 * time.Millisecond
+
+// supplySpan is the shortest time over which a scope measures what the
+// provider adds back. Calls in flight together are counted by the provider
+// in another order than they were admitted in, and answered microseconds
+// apart: a count that moves by a call or two between two such answers is
+// that order, not thousands of calls a second given back. Over a tenth of
+// a second, sixteen callers' disorder is a few calls.
+const supplySpan = 100 * time.Millisecond
+
+// Count takes a provider's count c, read at now, and reckons the pace that
+// spends what it says is left: what is left after the calls admitted
+// since, spread over the time to the reset (a whole-second reset may be up
+// to a second late), plus what the provider has been adding back net of
+// what others take — measured from successive counts, so that on a key
+// shared with clients pacer does not control the scope spends only what
+// is left.
+//
+// In a shared store whose takes say what the whole fleet took (c.Fleet),
+// what the fleet spent between two counts is known, as one process knows
+// its own, and the fleet measures what the provider gives back net of what
+// real neighbours take, as a local scope does. Without it the other
+// processes' calls would count as a neighbour's, so only the spread
+// applies, never at the edge.
+//
+// A negative count or reset is no count: the zero Verdict.
+func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
+	if c.Reset < 0 || c.Remaining < 0 {
+		return v
+	}
+	remaining, reset, limit, spentAt, local, fleet := c.Remaining, c.Reset, c.Limit, c.Mark, c.Local, c.Fleet
+	r := float64(remaining)
+	o.peak = max(o.peak, r)
+	if fleet != o.fleet || fleet && float64(o.latest-spentAt) > 2*max(o.peak, float64(limit), 1) {
+		// The marks changed their unit (the fleet's total from the
+		// scope's own spent, as when a store stops counting), or the
+		// store forgot the bucket, full, and started its total again:
+		// measure afresh from this count. A step back of a few calls is
+		// only the order in which calls were admitted and answered.
+		o.fleet, o.at, o.latest = fleet, 0, 0
+	}
+	// A fleet that knows what it spent measures what comes back as one
+	// process does.
+	local = local || fleet
+	// A refusal counts even in an answer overtaken by a later one: the
+	// baseline took every call admitted before it as counted.
+	o.refused += c.Refused
+	sent := c.Sent
+	if sent <= 0 || sent > now.UnixNano() {
+		sent = now.UnixNano() // unknown: counted as it arrived
+	}
+	o.rtt.Observe(now.UnixNano() - sent)
+	// When the server counted: the call's admission plus half the
+	// shortest round trip seen, never later than now. Measured so, what
+	// comes back does not depend on how late a busy host reads the
+	// answer, nor on the jitter of the way back.
+	seen := min(now.UnixNano(), sent+o.rtt.Floor/2)
+	if spentAt < o.latest {
+		// An answer overtaken by a later one: old news.
+		v.Left = r - float64(o.spentSince(spentAt, sc.Spent, fleet)) + o.flownBack(now, sent)
+		return v
+	}
+	o.latest = spentAt
+	if o.last != 0 {
+		if dt := float64(seen-o.last) / 1e9; dt > 0 {
+			o.interval += (dt - o.interval) / 8
+		}
+	}
+	o.last = max(o.last, seen)
+	move := o.at == 0 || !local
+	if o.at != 0 && local && spentAt >= o.spent && seen > o.at {
+		dt := float64(seen-o.at) / 1e9
+		// What the provider's count says it added back: the calls
+		// admitted since that it did not count — less those it refused,
+		// which it never counted, and which would otherwise read as
+		// quota given back as fast as the scope sends into the refusals.
+		gain := r - o.remaining + float64(spentAt-o.spent) - float64(o.refused-o.refusedAt)
+		// A gain of a large part of the limit at once is a fixed window
+		// refilled at its reset, not a rate: spreading takes care of it.
+		// But what came back over the span at up to the pace the scope
+		// may go is supply, not a refill: a token bucket of 11 that
+		// refills at 100 a second gives back 10 in a tenth of a second,
+		// and read as refills it measured no supply at all. So does a
+		// process of a fleet that hears a report only every second or
+		// two, when the others win the shared bucket's tokens (a fleet
+		// of four beside a neighbour took 0.86 of what was left).
+		jump := max(3, 0.2*math.Max(float64(limit), o.peak)) + dt*max(sc.Blind, sc.Configured)
+		switch {
+		case gain > jump:
+			move = true
+			if o.refillAt != 0 {
+				g := time.Duration(now.UnixNano() - o.refillAt)
+				if d := g - o.refillGap; d < g/10 && -d < g/10 || o.refillEvery == 0 {
+					o.refillEvery = g
+				}
+				o.refillGap = g
+			}
+			o.refillAt = now.UnixNano()
+			o.refillSpent, o.refillMark = spentAt-o.refillMark, spentAt
+		case dt >= supplySpan.Seconds():
+			// Averaged over several reports, at least supplyTime: one
+			// report's count is rounded to a whole call, and calls are
+			// answered in another order than they were admitted in.
+			w := min(1, dt/max(supplyTime.Seconds(), 8*o.interval))
+			if !o.known {
+				w = 1
+			}
+			o.supply += w * (gain/dt - o.supply)
+			o.known = true
+			move = true
+		}
+	}
+	if move {
+		o.at, o.remaining, o.spent, o.refusedAt = seen, r, spentAt, o.refused
+	}
+	if o.first == 0 {
+		o.first = now.UnixNano()
+	}
+	// Until TrustAfter, the measure of what the provider gives back is too
+	// young to go by. Never below nothing: a neighbour's share is already
+	// out of what remains, and a negative measure is as likely the noise
+	// of calls answered out of order, which would stall the scope.
+	supply, first := 0.0, !o.known || now.UnixNano()-o.first < int64(TrustAfter)
+	refill := NextRefill(now, o.refillAt, o.refillEvery)
+	turns := refill > 0 && o.refillsByWindow(o.refillEvery, sc.Per)
+	if local && o.known {
+		supply = max(0, o.supply)
+		if turns && o.supply < -neighbourNoise*sc.Blind {
+			// A fixed window gives nothing back before it refills: a count
+			// that falls faster than the scope spends is another client's,
+			// who goes on spending until the refill. Left out, the scope
+			// spent the window's count by seven tenths of it, and the
+			// neighbour found it empty.
+			supply = max(o.supply, -sc.Blind)
+		}
+	}
+	// Nobody else is seen spending on the key: over the span measured, the
+	// count fell no faster than the scope spent, within the noise of calls
+	// counted out of order (neighbourNoise).
+	alone := local && o.known && o.supply > -neighbourNoise*sc.Blind
+	left := r - float64(o.spentSince(spentAt, sc.Spent, fleet)) + o.flownBack(now, sent)
+	// A fixed window counts each call when it arrives, and refills at
+	// regular intervals (NextRefill), its window's length: a call sent
+	// later than a round trip's floor before the refill the answers see
+	// arrives after it, so this window's count is spent by then. Only
+	// while nobody else is seen spending on the key (alone).
+	floor := time.Duration(o.rtt.Floor)
+	windowed := alone && turns && limit > 0 && o.refillEvery > floor
+	margin := 1.0
+	if limit > 0 {
+		margin = max(0.25, Margin*float64(limit))
+	}
+	// A count read over a jittery route is as uncertain as what comes
+	// back in the jitter of half a trip: on a 200–400 ms round trip at
+	// 100 a second, five calls. Kept as margin, it is what the count's
+	// age may hide; without it one call in seventy was refused.
+	margin = max(margin, supply*(o.rtt.Spread/1e9)/2)
+	peak := o.peak
+	// full: the count, net of the calls in flight, is at its peak, and
+	// nothing was refused of late (after a refusal, a full count is the
+	// refill the scope found the edge of, not room).
+	full := local && o.known && peak >= 2 && left >= peak-1 && now.UnixNano()-o.refusedLast > int64(TrustAfter)
+	// A fixed window counts a call when it arrives: one sent later than a
+	// round trip's floor before the turn the answers see arrives after it
+	// (the turn is seen at least half a floor late, and a call arrives at
+	// least half a floor after it is sent), and spends the next window.
+	// Once the turn is nearer than the floor (land ≤ 0), every call sent
+	// from now on does, and so do those sent since land ago: what this
+	// window has left is no longer the scope's to spend, and the next
+	// window's is its limit less those. Read against this window's count,
+	// the calls in flight emptied the bucket at every window's end and the
+	// next began a round trip late.
+	var land time.Duration
+	next := -1.0
+	if windowed {
+		land = refill - floor
+		o.sends[o.nsends%len(o.sends)] = spentSample{now.UnixNano(), max(0, sc.Spent)}
+		o.nsends++
+		if land <= 0 {
+			if by, ok := o.spentBy(now.Add(land)); ok {
+				next = float64(limit) - float64(spentSince(by, sc.Spent, fleet))
+			}
+		}
+	}
+	// A count with no room for its margin: a server bucket that holds
+	// about one call reads empty after every call it accepts, so its
+	// zeros are its size, not a scarcity, and what it was measured to
+	// give back is only what the scope asked of it. Read as scarcity,
+	// each answer took the pace a little lower, and a server of 100 a
+	// second with a burst of one was paced at 2 a second. Such a count
+	// sets no pace: the limit does, at a burst the count's room holds,
+	// and a refusal cuts it as a bare 429 does (the root's learn step).
+	// The room is what the count has shown after a call it accepted, or
+	// what a published limit says it holds.
+	room := max(peak, float64(limit)-1)
+	roomless := sc.CountsRequests && room <= margin+1
+	// Spread over the reset as stated: a whole-second reset may be up to a
+	// second later, but spending what is left a little early is safe (the
+	// clamp keeps the bucket within it), and spreading it over the longer
+	// time would leave a one-second window half used. Once what comes
+	// back is measured, a reset a second or two away is as likely a
+	// sliding window's, which gives back what was spent a window ago, as a
+	// fixed one's: close the gap to the margin within half a second, and
+	// let the clamp and the margin guard.
+	horizon := reset
+	if reset == 0 {
+		// Within the second, for a reset in whole seconds (httprate's
+		// near the end of its window); a reset that is exactly now says
+		// only that what remains is about to grow. Spending what is left
+		// early is safe, as above.
+		horizon = catchUpTime
+	}
+	if horizon <= 2*time.Second && (!first || full) {
+		// A count that stays at its peak while the scope spends, before
+		// what comes back is measured too, is a bucket refilling faster
+		// than the scope spends: its reset is when it is full again, not
+		// a window's end (a window's count falls as it is spent).
+		horizon = min(horizon, catchUpTime)
+	}
+	if refill > 0 && WholeSecondSlack(reset) > 0 {
+		// A fixed window seen to refill every so often: its reset is when
+		// it refills next, which the whole-second reset cannot say within
+		// a second. Spread over the whole second instead, the pace follows
+		// what is left down and leaves a fifth of each window unspent.
+		// The refill is seen by the first answer after it, so the estimate
+		// errs late, and spending early is safe (above).
+		horizon = min(horizon, max(refill, RefillFloor))
+		if windowed {
+			// A call sent later than a round trip's floor before the
+			// refill the answers see arrives after it (land, above).
+			horizon = min(horizon, max(land, RefillFloor))
+		}
+	}
+	rate := supply + (left-margin)/horizon.Seconds()
+	if left < margin {
+		// Below the margin, slow down within a fraction of a second, not
+		// by the reset: on a sliding window the next call may be refused.
+		// But not below half the blind pace: the calls are what bring the
+		// news that the margin is back, and none left at all pauses the
+		// scope (PauseForNoneLeft) anyway.
+		rate = max(supply+(left-margin)/min(horizon, deficitTime).Seconds(), sc.Blind/2)
+	}
+	// How long what is left must last at the blind pace for the count to
+	// leave that pace alone: until the reset — or, while what the
+	// provider gives back is unmeasured, until the soonest a whole-second
+	// reset may be, if the blind pace is within the published limit and
+	// nobody else is seen spending on the key. A reset stated as a second
+	// away may be a moment away, and what is left spread over the whole
+	// second slowed the pace at each count by what had been spent since:
+	// the first two seconds of a sliding window lost a fifth of their
+	// calls. A scope in a shared store whose takes do not say what the
+	// fleet took (store.Decision.Taken) never measures what comes back
+	// (the fleet's other processes spend as a neighbour would), and
+	// spreading held a fleet at half the limit for good: it keeps its
+	// blind pace the same way, the shared bucket clamped to what remains.
+	// Its first window can leave an unpaced neighbour short, which nothing
+	// tells apart from the fleet until the window turns. One whose takes
+	// say it measures as a local scope does (local is set above).
+	lasts := max(reset, horizon)
+	if first && (alone || !local) && sc.BlindWithin {
+		lasts = max(0, reset-WholeSecondSlack(reset))
+	}
+	if left >= margin && left-margin >= (sc.Blind-supply)*lasts.Seconds() {
+		// What is left lasts until the reset at the blind pace: the count
+		// may raise the pace toward the edge, not lower it below the
+		// blind one.
+		rate = max(rate, sc.Blind)
+	}
+	if turns {
+		// A fixed window seen to refill every so often is full again at
+		// its next refill, whatever this count said of the one ending: a
+		// call is due by then. At the crawl a count near the end of a
+		// window set, the calls waiting slept on past the refill with
+		// nothing in flight to bring its news, the new window unspent.
+		// One call, not the blind pace: the refill is a guess, and the
+		// calls sent before it were refused.
+		rate = max(rate, OneCallBy(refill))
+	}
+	if next >= 0 {
+		// The calls sent from now on spend the next window (land, above).
+		left = next
+		rate = max(rate, (next-margin)/o.refillEvery.Seconds())
+	}
+	if roomless {
+		rate = sc.Unreported
+	}
+	// However little is left, the scope sends again within the maximum
+	// wait, and a corrected count can teach it back.
+	rate = max(rate, sc.Floor)
+	v.Left = left
+	if remaining == 0 && PauseForNoneLeft(reset, sc.MaxWait) > 0 {
+		// The scope pauses until the reset and probes at its own pace
+		// after it: the count sets no pace of its own.
+		v.None = true
+		return v
+	}
+	v.Paced, v.Rate, v.Young, v.Roomless = true, rate, first, roomless
+	// A count holds until its reset, at the latest.
+	v.Hold = min(reset+WholeSecondSlack(reset), sc.MaxWait)
+	if roomless {
+		v.Room = room + 1 // what the count showed, and the call it answered
+	}
+	return v
+}
+
+// Refused notes that the provider refused, at now, a call of cost admitted
+// at mark (Count.Mark): it never counted it, and never will.
+func (o *Record) Refused(now time.Time, mark, cost int64) {
+	o.refusals[o.nrefusals%len(o.refusals)] = refusedCall{mark, cost}
+	o.nrefusals++
+	o.refusedLast = now.UnixNano()
+}
+
+// Refill is how long after now the fixed window the counts show refills
+// next (NextRefill); 0 when no regular refill has been seen lately.
+func (o *Record) Refill(now time.Time) time.Duration {
+	return NextRefill(now, o.refillAt, o.refillEvery)
+}
+
+// Supply is what the provider has been measured to add back, net of what
+// others take, in units a second; measured is false until a first measure.
+func (o *Record) Supply() (perSecond float64, measured bool) { return o.supply, o.known }
+
+// refillsByWindow reports whether refills every every are the scope's
+// window turning: every is the window learned from its resets, else per,
+// the configured limit's, within a tenth; and the count has held at least
+// half of what the scope spent between the two latest refills (a fixed
+// window's count is what it lets through in one). A token bucket's count
+// jumps now and then as answers overtake each other (every half second,
+// over a jittery round trip), which is not a window that ends; one that
+// publishes its capacity (11) while it lets 100 a second through holds a
+// tenth of what it let through between two such jumps.
+func (o *Record) refillsByWindow(every, per time.Duration) bool {
+	w := o.window
+	if w == 0 {
+		w = per
+	}
+	d := every - w
+	return w > 0 && d < w/10 && -d < w/10 && o.peak >= float64(o.refillSpent)/2
+}
+
+// spentSince is what was spent since mark, spent being what is spent now
+// (spentSince), less what the provider has refused since mark as far as
+// the answers in hand say: a refused call was never counted, and never
+// will be. Taken off again, the calls refused in a burst sent together
+// read as spent, and an empty bucket stalled the scope for seconds. The
+// fleet's refusals are not all this process's to know.
+func (o *Record) spentSince(mark, spent int64, fleet bool) int64 {
+	n := spentSince(mark, spent, fleet)
+	if fleet {
+		return n
+	}
+	for _, r := range o.refusals[:min(o.nrefusals, len(o.refusals))] {
+		if r.mark > mark {
+			n -= r.cost
+		}
+	}
+	return max(0, n)
+}
+
+// spentSince is what was spent since mark, a call's spent units at its
+// admission, with spent spent now: the scope's own, or, when fleet is set,
+// what the whole fleet took from the shared bucket as the latest take
+// said, which may be a few calls behind a call answered out of order:
+// never below nothing.
+func spentSince(mark, spent int64, fleet bool) int64 {
+	if fleet {
+		return max(0, spent-mark)
+	}
+	return spent - mark
+}
+
+// A refusedCall is a refused call's mark and cost (Refused).
+type refusedCall struct{ mark, cost int64 }
+
+// A spentSample is what the scope had spent at a count.
+type spentSample struct{ at, spent int64 }
+
+// spentBy returns what the scope had spent by t, as the latest count at or
+// before it saw; ok is false when no count that old is kept.
+func (o *Record) spentBy(t time.Time) (spent int64, ok bool) {
+	at := t.UnixNano()
+	n := min(o.nsends, len(o.sends))
+	for i := range n {
+		smp := o.sends[(o.nsends-1-i)%len(o.sends)]
+		if smp.at <= at {
+			return smp.spent, true
+		}
+	}
+	return 0, false
+}
+
+// flownBack is what the provider gives back, by the supply measured,
+// between counting the call admitted at sent (UnixNano) and the arrival of
+// a call sent now: a sliding window returns what was spent a window ago, a
+// bucket refills. The calls sent since the counted one arrive over that
+// span too, so the two are read over the same time: the count's age on
+// the way back, and a new call's on the way there, about one round trip.
+// Over a round trip of 300 ms at 100 a second, 30 calls are in flight, and
+// a window that gives back what it was given keeps what remains where it
+// is: taking off the calls in flight alone read that as scarcity, and
+// paced a sliding window at 0.73.
+func (o *Record) flownBack(now time.Time, sent int64) float64 {
+	if !o.known || o.supply <= 0 || sent <= 0 || sent > now.UnixNano() {
+		return 0
+	}
+	return o.supply * float64(now.UnixNano()-sent) / 1e9
+}
+
+// LearnWindow learns the window of a limit published without one, from
+// successive resets: the reset moves on by one window each time one ends.
+// The shortest gap seen twice is taken, and replaced by a shorter one seen
+// twice later (a gap may span windows in which no answer gave a reset).
+// resetAt is the reset on the server's clock; whole says it is given in
+// whole seconds. It returns the window, once learned.
+func (o *Record) LearnWindow(resetAt time.Time, whole bool) time.Duration {
+	at := resetAt.UnixNano()
+	last := o.lastReset
+	if at <= last {
+		return o.window
+	}
+	o.lastReset = at
+	if last == 0 {
+		return o.window
+	}
+	gap := time.Duration(at - last)
+	if whole {
+		gap = gap.Round(time.Second)
+	}
+	if gap < 900*time.Millisecond || o.window > 0 && gap >= o.window {
+		return o.window // the same window read again, or nothing shorter
+	}
+	switch {
+	case gap == o.candidate:
+		o.window = gap
+	case o.candidate == 0 || gap < o.candidate:
+		o.candidate = gap
+	}
+	return o.window
+}
+
+// WindowHint takes a provider's Retry-After as the window of a limit
+// published without one, until successive resets teach the real one: a
+// server that publishes a count but not its window and asks to come back
+// after a while most often means the window. It returns the window as
+// learned or hinted so far.
+func (o *Record) WindowHint(wait time.Duration) time.Duration {
+	if o.window == 0 && o.candidate == 0 && wait >= time.Second && wait <= time.Hour {
+		o.candidate = wait
+	}
+	if o.window > 0 {
+		return o.window
+	}
+	return o.candidate
+}

@@ -1,0 +1,198 @@
+package pace
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// scope100 is a scope of 100 requests a second, configured and blind.
+func scope100(spent int64) Scope {
+	return Scope{Spent: spent, Blind: 100, Configured: 100, Unreported: 100, Floor: 1.0 / 30,
+		Per: time.Second, BlindWithin: true, CountsRequests: true, MaxWait: 30 * time.Second}
+}
+
+// feed gives o a count every step from start for n steps, each answering a
+// call of the scope's that spent one unit, sent half a step before the
+// answer; count says the remaining count the server gave the i-th. It
+// returns the last verdict and the scope's spent units.
+func feed(o *Record, start time.Time, step time.Duration, n int, spent int64, count func(i int, at time.Time) Count) (Verdict, int64) {
+	var v Verdict
+	for i := range n {
+		now := start.Add(time.Duration(i) * step)
+		spent++
+		c := count(i, now)
+		c.Mark, c.Sent, c.Local = spent, now.Add(-step/2).UnixNano(), true
+		v = o.Count(now, c, scope100(spent))
+	}
+	return v, spent
+}
+
+// What a count decides, from explicit times: no count, old news, none
+// left, a server bucket with no room, a token bucket that publishes its
+// capacity, a sliding window spent alone.
+func TestCount(t *testing.T) {
+	sec := time.Second
+	for _, tt := range []struct {
+		name  string
+		run   func(o *Record) Verdict
+		check func(t *testing.T, v Verdict)
+	}{
+		{"a negative count is none", func(o *Record) Verdict {
+			return o.Count(t0, Count{Remaining: -1, Reset: sec, Limit: 100}, scope100(1))
+		}, func(t *testing.T, v Verdict) {
+			if v != (Verdict{}) {
+				t.Errorf("verdict %+v, want none", v)
+			}
+		}},
+		{"an answer overtaken by a later one is old news", func(o *Record) Verdict {
+			o.Count(t0, Count{Remaining: 50, Reset: sec, Limit: 100, Mark: 10, Local: true}, scope100(12))
+			return o.Count(t0.Add(time.Millisecond), Count{Remaining: 52, Reset: sec, Limit: 100, Mark: 8, Local: true}, scope100(12))
+		}, func(t *testing.T, v Verdict) {
+			// 52 when the 8th was admitted, of which the 4 since are spent.
+			if v.Paced || v.Left != 48 {
+				t.Errorf("verdict %+v, want no pace, 48 left", v)
+			}
+		}},
+		{"none left until a far reset pauses", func(o *Record) Verdict {
+			return o.Count(t0, Count{Remaining: 0, Reset: 10 * sec, Limit: 100, Mark: 1, Local: true}, scope100(1))
+		}, func(t *testing.T, v Verdict) {
+			if !v.None || v.Paced {
+				t.Errorf("verdict %+v, want none left, no pace", v)
+			}
+		}},
+		{"a bucket of one has no room to pace by", func(o *Record) Verdict {
+			v, _ := feed(o, t0, 10*time.Millisecond, 50, 0, func(int, time.Time) Count {
+				return Count{Remaining: 0, Reset: sec, Limit: 1}
+			})
+			return v
+		}, func(t *testing.T, v Verdict) {
+			if !v.Roomless || v.Room != 1 || v.Rate != 100 {
+				t.Errorf("verdict %+v, want roomless, room 1, the unreported pace 100", v)
+			}
+		}},
+		{"a token bucket that publishes its capacity is paced by what it accepts", func(o *Record) Verdict {
+			// Capacity 11, 100 a second: spent at 100 a second, its count
+			// stays at 10.
+			v, _ := feed(o, t0, 10*time.Millisecond, 300, 0, func(int, time.Time) Count {
+				return Count{Remaining: 10, Reset: sec, Limit: 11}
+			})
+			return v
+		}, func(t *testing.T, v Verdict) {
+			if supply, ok := o0.Supply(); !ok || math.Abs(supply-100) > 5 {
+				t.Errorf("supply %.1f (measured %v), want about 100", supply, ok)
+			}
+			if !v.Paced || v.Rate < 100 || v.Young {
+				t.Errorf("verdict %+v, want a pace of at least the blind 100, past the young measure", v)
+			}
+		}},
+		{"a sliding window spent alone at its limit keeps the pace", func(o *Record) Verdict {
+			// 100 in any second: spent at 100 a second, what it gives back
+			// is what was spent a second ago, and its count holds at 1.
+			v, _ := feed(o, t0, 10*time.Millisecond, 300, 0, func(i int, _ time.Time) Count {
+				return Count{Remaining: int64(max(1, 99-i)), Reset: sec, Limit: 100}
+			})
+			return v
+		}, func(t *testing.T, v Verdict) {
+			if !v.Paced || v.Rate < 90 {
+				t.Errorf("verdict %+v, want a pace near the limit", v)
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o0 = &Record{}
+			tt.check(t, tt.run(o0))
+		})
+	}
+}
+
+// o0 is the Record a TestCount case runs on, for its check.
+var o0 *Record
+
+// A fixed window's refills are seen as jumps of its count, and predicted:
+// counts of 100 a second that refill on each second, spent a call every
+// 10 ms, refill next on the next second.
+func TestRefill(t *testing.T) {
+	o := &Record{}
+	feed(o, t0, 10*time.Millisecond, 350, 0, func(i int, _ time.Time) Count {
+		return Count{Remaining: int64(99 - i%100), Reset: time.Second, Limit: 100}
+	})
+	now := t0.Add(3490 * time.Millisecond)
+	if got := o.Refill(now); got < 490*time.Millisecond || got > 530*time.Millisecond {
+		t.Errorf("Refill at 3.49 s = %v, want about 0.51 s (the next second)", got)
+	}
+	if !o.refillsByWindow(o.refillEvery, time.Second) {
+		t.Errorf("refills every %v of a count that holds its window's 100 are not read as the window turning", o.refillEvery)
+	}
+}
+
+// Refills are a window's turning only at the window's period, and only
+// for a count that holds at least half of what the scope spent between
+// two of them: a token bucket that publishes its capacity (11) while it
+// lets 100 a second through jumps now and then as answers overtake each
+// other, and never holds that.
+func TestRefillsByWindow(t *testing.T) {
+	for _, tt := range []struct {
+		name               string
+		peak               float64
+		spent              int64
+		window, per, every time.Duration
+		want               bool
+	}{
+		{"a fixed window of 100 a second", 100, 90, 0, time.Second, time.Second, true},
+		{"a token bucket of 11 that lets 90 through between jumps", 11, 90, 0, time.Second, time.Second, false},
+		{"refills at a tenth past the period", 100, 90, 0, time.Second, 1100 * time.Millisecond, false},
+		{"refills within a tenth of it", 100, 90, 0, time.Second, 1050 * time.Millisecond, true},
+		{"the learned window outranks the configured one", 100, 90, time.Minute, time.Second, time.Second, false},
+		{"no window known", 100, 90, 0, 0, time.Second, false},
+	} {
+		o := &Record{peak: tt.peak, refillSpent: tt.spent, window: tt.window}
+		if got := o.refillsByWindow(tt.every, tt.per); got != tt.want {
+			t.Errorf("%s: refillsByWindow = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// A refused call was never counted: what was spent since a mark leaves it
+// out, but only for this process's own (a fleet's refusals are not all
+// its to know).
+func TestRefusedCallsAreNotSpent(t *testing.T) {
+	o := &Record{}
+	o.Refused(t0, 12, 1)
+	o.Refused(t0, 5, 1) // before the mark: already out of the count
+	if got := o.spentSince(10, 20, false); got != 9 {
+		t.Errorf("spent since 10 of 20, one refused after it = %d, want 9", got)
+	}
+	if got := o.spentSince(10, 20, true); got != 10 {
+		t.Errorf("the fleet's spent since 10 of 20 = %d, want 10", got)
+	}
+	if got := o.spentSince(25, 20, true); got != 0 {
+		t.Errorf("the fleet's spent since a mark past its latest take = %d, want 0", got)
+	}
+}
+
+// A window is learned from two equal gaps between resets; a shorter gap
+// seen twice replaces it, and a Retry-After hints at it until then.
+func TestLearnWindow(t *testing.T) {
+	o := &Record{}
+	if got := o.WindowHint(time.Minute); got != time.Minute {
+		t.Fatalf("WindowHint(1m) with nothing learned = %v, want 1m", got)
+	}
+	o = &Record{}
+	var got time.Duration
+	for i := range 3 {
+		got = o.LearnWindow(t0.Add(time.Duration(i)*10*time.Second), true)
+	}
+	if got != 10*time.Second {
+		t.Fatalf("resets 10 s apart, three times: window %v, want 10s", got)
+	}
+	if got := o.LearnWindow(t0.Add(25*time.Second), true); got != 10*time.Second {
+		t.Errorf("a longer gap changed the window to %v", got)
+	}
+	for i := range 2 {
+		got = o.LearnWindow(t0.Add(30*time.Second+time.Duration(i+1)*5*time.Second), true)
+	}
+	if got != 5*time.Second {
+		t.Errorf("a shorter gap seen twice: window %v, want 5s", got)
+	}
+}
