@@ -50,15 +50,15 @@ func TestAFixedWindowsTurnIsCalledFor(t *testing.T) {
 		// A neighbour takes a call for each of the scope's: the count is
 		// down to one half way through the fourth window.
 		fixedWindow(s, 4, 1, 50)
-		_, rate, _ := s.reportRemaining(time.Now(), pace.Count{Remaining: 1, Reset: time.Second, Limit: 100, Mark: s.spent.Add(1), Local: true}, defaultMaxWait)
+		v, _ := s.reportRemaining(time.Now(), pace.Count{Remaining: 1, Reset: time.Second, Limit: 100, Mark: s.spent.Add(1), Local: true}, defaultMaxWait)
 		s.mu.Lock()
-		next := s.reports.Refill(time.Now())
+		next := s.reports.Refill(time.Now(), time.Second)
 		s.mu.Unlock()
 		if next < 400*time.Millisecond || next > 600*time.Millisecond {
 			t.Fatalf("the refills say the window turns in %v, want half a second", next)
 		}
-		if rate < 1/next.Seconds() {
-			t.Errorf("pace %.2f a second with the window turning in %v: the first call of the next window is due %v after it", rate, next, time.Duration(float64(time.Second)/rate)-next)
+		if v.Rate < 1/next.Seconds() {
+			t.Errorf("pace %.2f a second with the window turning in %v: the first call of the next window is due %v after it", v.Rate, next, time.Duration(float64(time.Second)/v.Rate)-next)
 		}
 	})
 }
@@ -154,7 +154,8 @@ func TestTheCallsInFlightAtAFixedWindowsTurnSpendTheNext(t *testing.T) {
 			for len(inFlight) > 0 && !inFlight[0].due.After(now) {
 				a := inFlight[0]
 				inFlight = inFlight[1:]
-				left, _, _ = s.reportRemaining(now, pace.Count{Remaining: a.rem, Reset: time.Second, Limit: 100, Mark: a.mark, Sent: a.sent, Local: true}, defaultMaxWait)
+				v, _ := s.reportRemaining(now, pace.Count{Remaining: a.rem, Reset: time.Second, Limit: 100, Mark: a.mark, Sent: a.sent, Local: true}, defaultMaxWait)
+				left = v.Left
 			}
 			if e := now.Sub(start); e > 2*time.Second && e%time.Second > 900*time.Millisecond {
 				atEnd = append(atEnd, left)

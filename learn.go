@@ -310,9 +310,15 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 				refused = int64(c.charges[i].cost)
 			}
 			rep := pace.Count{Remaining: q.Remaining, Reset: q.Reset, Limit: q.Limit, Mark: mark, Refused: refused, Sent: c.admitted, Local: local, Fleet: fleet}
-			var began bool
-			if left, _, began = s.reportRemaining(now, rep, t.maxWait); began {
+			v, began := s.reportRemaining(now, rep, t.maxWait)
+			if began {
 				c.paceChanged(s, "the provider reports what remains until its reset")
+			}
+			left = v.Left
+			if v.Before {
+				// A fixed window's count from before its latest turn
+				// bounds nothing now.
+				left = math.Inf(1)
 			}
 		}
 		// What the calls in flight take beyond what remains, the provider

@@ -1012,12 +1012,12 @@ func TestAFleetTotalThatStartsAgainIsMeasuredAfresh(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 		total = 1 // the bucket was forgotten, and started again
-		if _, rate, _ := s.reportRemaining(time.Now(), pace.Count{Remaining: 50, Reset: time.Second, Limit: 100, Mark: total, Refused: 0, Local: false, Fleet: true}, defaultMaxWait); rate == 0 {
+		if v, _ := s.reportRemaining(time.Now(), pace.Count{Remaining: 50, Reset: time.Second, Limit: 100, Mark: total, Refused: 0, Local: false, Fleet: true}, defaultMaxWait); v.Rate == 0 {
 			t.Fatal("a report after the total started again was taken for old news")
 		}
 		// The totals that follow are measured from the new one.
 		time.Sleep(10 * time.Millisecond)
-		if _, rate, _ := s.reportRemaining(time.Now(), pace.Count{Remaining: 50, Reset: time.Second, Limit: 100, Mark: total + 1, Refused: 0, Local: false, Fleet: true}, defaultMaxWait); rate == 0 {
+		if v, _ := s.reportRemaining(time.Now(), pace.Count{Remaining: 50, Reset: time.Second, Limit: 100, Mark: total + 1, Refused: 0, Local: false, Fleet: true}, defaultMaxWait); v.Rate == 0 {
 			t.Error("the report after the total started again was taken for old news against the total before")
 		}
 	})

@@ -143,11 +143,11 @@ func (s *bucket) pace() (rate, burst float64) {
 
 // reportRemaining takes a provider's report that what remains is c, and
 // sets the pace that spends it (pace.Record.Count reckons it). It returns
-// what is left now by the report's reading, the new pace, and whether
-// pacing by what remains has just begun.
-func (s *bucket) reportRemaining(now time.Time, c pace.Count, maxWait time.Duration) (left, paced float64, began bool) {
+// the verdict — what is left now by the report's reading, and the new pace
+// — and whether pacing by what remains has just begun.
+func (s *bucket) reportRemaining(now time.Time, c pace.Count, maxWait time.Duration) (v pace.Verdict, began bool) {
 	if c.Reset < 0 || c.Remaining < 0 {
-		return 0, 0, false
+		return v, false
 	}
 	sc := pace.Scope{
 		Blind:          s.blindRate(),
@@ -161,13 +161,13 @@ func (s *bucket) reportRemaining(now time.Time, c pace.Count, maxWait time.Durat
 	}
 	s.mu.Lock()
 	sc.Spent = s.sinceMark(0, c.Fleet)
-	v := s.reports.Count(now, c, sc)
+	v = s.reports.Count(now, c, sc)
 	s.mu.Unlock()
 	if v.None {
 		s.told.Store(nil)
 	}
 	if !v.Paced {
-		return v.Left, 0, false
+		return v, false
 	}
 	// At the edge of the limit (toldHeadroom) unless the configured limit
 	// is below the published one — a limit set low on purpose keeps its
@@ -191,7 +191,7 @@ func (s *bucket) reportRemaining(now time.Time, c pace.Count, maxWait time.Durat
 		s.cutAt = max(s.cutAt, s.admitted.Load())
 		s.mu.Unlock()
 	}
-	return v.Left, v.Rate, old == nil || old.until <= now.UnixNano()
+	return v, old == nil || old.until <= now.UnixNano()
 }
 
 // noteRefused remembers that the provider refused, at now, a call of cost

@@ -38,22 +38,38 @@
 //   - RoundTrips keeps the shortest round trip of late: the floor under a
 //     network's jitter and a busy host's lateness, against which a count is
 //     dated (when the server counted, not when an answer was read).
+//   - Whether another client spends on the key relies on the same count:
+//     it falls faster than the scope spends. Over a jittery route a count
+//     is made in the order calls arrive and read in the order they were
+//     sent, so the fall must exceed the calls in the route's jitter, both
+//     of late and over a second (a neighbour's spending lasts; the
+//     route's disorder averages out).
 //   - NextRefill (Record.Refill) relies on a fixed window refilling at
-//     regular intervals, seen as jumps in its count.
+//     regular intervals, seen as jumps in its count. A Record takes the
+//     refills for a window's turning only when they come a window apart
+//     and the count has held at least half of what the scope spent between
+//     two of them (a token bucket that publishes its capacity jumps as
+//     answers overtake each other, and never holds that). Then the turns
+//     come on the window's period, dated by the earliest a refill was seen
+//     (each is seen a way back after it, and some), not by the latest.
+//   - A fixed window counts a call when it arrives. A call sent later than
+//     a round trip's floor before the turn the answers show spends the
+//     next window, neighbour or not: what this window has left is spread
+//     until then. Alone on the key, once the turn is that near, what the
+//     scope has to spend is the next window's count less the calls already
+//     on their way to it, over what is left of the next window's sending;
+//     and it never paces above the window's count a window (a faster pace
+//     only sends a window's calls early, to arrive at the turn in one
+//     burst). A count overtaken at a turn, lower than the one that showed
+//     the turn by a refill's jump, is of the window before: it bounds
+//     nothing now.
 //   - OneCallBy relies on a fixed window being full again when it turns:
 //     a count near the end of one sets a crawl that must not hold past the
-//     refill NextRefill expects. A Record takes refills for a window's
-//     turning only when the count has held at least half of what the scope
-//     spent between two of them (a token bucket that publishes its
-//     capacity jumps as answers overtake each other, and never holds that);
-//     and there, a count that falls faster than the scope spends is a
-//     neighbour's, which goes on spending until the turn, so it is taken
-//     off the pace (a fixed window gives nothing back before then). It
-//     relies too on a fixed window counting a call when it arrives: a call
-//     sent less than a round trip's floor before the turn the answers
-//     show spends the next window, so once the turn is nearer than that, what
-//     the scope has to spend is the next window's count less the calls
-//     already on their way to it.
+//     refill NextRefill expects. And there a count that falls faster than
+//     the scope spends is a neighbour's, which goes on spending until the
+//     turn (a fixed window gives nothing back before then): it is taken
+//     off the pace, and what the neighbour took since the count was made
+//     off what is left.
 //   - WholeSecondSlack and PauseForNoneLeft rely on a reset written in whole
 //     seconds (Unix seconds, or seconds against a Date header) being up to
 //     a second late, so a reset "1 s" away may already be here.

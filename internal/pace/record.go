@@ -19,6 +19,7 @@ type Record struct {
 	refused   int64   // units of the scope's calls refused with a remaining count, ever
 	last      int64   // UnixNano of the last report
 	supply    float64 // units a second the provider adds back, less what others take
+	drift     float64 // supply averaged over driftTime: whether others take
 	interval  float64 // seconds between reports, averaged
 	first     int64   // UnixNano of the first report
 	latest    int64   // the spent units of the latest report taken
@@ -41,6 +42,10 @@ type Record struct {
 	// The spent units at the latest refill, and those spent between the
 	// two latest: what a window took, if the refills are a window's.
 	refillMark, refillSpent int64
+	refillCount             float64 // the count that showed the latest refill
+	// turnAt is when a window's turns are seen, at the earliest, on the
+	// window's period (phase).
+	turnAt int64
 	// What the scope had spent by each of the latest reports, oldest
 	// first from sends[nsends%len]: the calls sent since a moment, to
 	// the resolution of the answers (spentBy).
@@ -120,6 +125,9 @@ type Verdict struct {
 	// holds at once, the burst a server's bucket takes.
 	Roomless bool
 	Room     float64
+	// Before says the count was made in a fixed window that has turned
+	// since: it says nothing of what is left now, and Left is no bound.
+	Before bool
 }
 
 // Margin is the share of a limit that pacing by counts leaves unspent, at
@@ -155,6 +163,15 @@ const deficitTime = 250 * time.Millisecond
 // supplyTime is how long the measure of what a provider adds back takes to
 // follow a change.
 const supplyTime = 300 * time.Millisecond
+
+// driftTime is how long the measure of whether others spend on the key
+// takes to follow a change: over a jittery route, counts made in the order
+// calls arrived, read against marks in the order they were sent, move the
+// measure over supplyTime by a fifth of the pace either way (a 200–400 ms
+// round trip at 100 a second), and a scope alone read itself as beside a
+// neighbour one report in five. Over a second the noise is a third of it;
+// a neighbour's spending lasts.
+const driftTime = time.Second
 
 // supplySpan is the shortest time over which a scope measures what the
 // provider adds back. Calls in flight together are counted by the provider
@@ -214,6 +231,23 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	if spentAt < o.latest {
 		// An answer overtaken by a later one: old news.
 		v.Left = r - float64(o.spentSince(spentAt, sc.Spent, fleet)) + o.flownBack(now, sent)
+		if refill, turns := o.refill(now, sc.Per); turns {
+			switch {
+			case spentAt < o.refillMark && r+refillJump(limit, o.peak) < o.refillCount:
+				// A fixed window's count from before its latest turn says
+				// nothing of the window now: taken as what is left, the
+				// answers overtaken at a turn emptied the new window's
+				// bucket one after another. It is one admitted before the
+				// call that showed the turn, and lower than that call's by
+				// as much as a refill adds: a count made after the turn is
+				// about as high, or lower by the few calls counted
+				// between.
+				v.Before = true
+			case o.nextCount(now, refill, limit, local, sc) >= 0:
+				// The calls sent from now on spend the next window (Count).
+				v.Left = o.nextCount(now, refill, limit, local, sc)
+			}
+		}
 		return v
 	}
 	o.latest = spentAt
@@ -240,7 +274,7 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 		// process of a fleet that hears a report only every second or
 		// two, when the others win the shared bucket's tokens (a fleet
 		// of four beside a neighbour took 0.86 of what was left).
-		jump := max(3, 0.2*math.Max(float64(limit), o.peak)) + dt*max(sc.Blind, sc.Configured)
+		jump := refillJump(limit, o.peak) + dt*max(sc.Blind, sc.Configured)
 		switch {
 		case gain > jump:
 			move = true
@@ -252,7 +286,8 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 				o.refillGap = g
 			}
 			o.refillAt = now.UnixNano()
-			o.refillSpent, o.refillMark = spentAt-o.refillMark, spentAt
+			o.phase(sc.Per)
+			o.refillSpent, o.refillMark, o.refillCount = spentAt-o.refillMark, spentAt, r
 		case dt >= supplySpan.Seconds():
 			// Averaged over several reports, at least supplyTime: one
 			// report's count is rounded to a whole call, and calls are
@@ -262,6 +297,11 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 				w = 1
 			}
 			o.supply += w * (gain/dt - o.supply)
+			ws := min(1, dt/max(driftTime.Seconds(), 16*o.interval))
+			if !o.known {
+				ws = 1
+			}
+			o.drift += ws * (gain/dt - o.drift)
 			o.known = true
 			move = true
 		}
@@ -277,29 +317,36 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	// out of what remains, and a negative measure is as likely the noise
 	// of calls answered out of order, which would stall the scope.
 	supply, first := 0.0, !o.known || now.UnixNano()-o.first < int64(TrustAfter)
-	refill := NextRefill(now, o.refillAt, o.refillEvery)
-	turns := refill > 0 && o.refillsByWindow(o.refillEvery, sc.Per)
+	refill, turns := o.refill(now, sc.Per)
 	if local && o.known {
 		supply = max(0, o.supply)
-		if turns && o.supply < -neighbourNoise*sc.Blind {
+		if turns && o.drift < -o.neighbourNoise(sc.Blind, driftTime) {
 			// A fixed window gives nothing back before it refills: a count
 			// that falls faster than the scope spends is another client's,
 			// who goes on spending until the refill. Left out, the scope
 			// spent the window's count by seven tenths of it, and the
 			// neighbour found it empty.
-			supply = max(o.supply, -sc.Blind)
+			supply = max(o.drift, -sc.Blind)
 		}
 	}
 	// Nobody else is seen spending on the key: over the span measured, the
 	// count fell no faster than the scope spent, within the noise of calls
 	// counted out of order (neighbourNoise).
-	alone := local && o.known && o.supply > -neighbourNoise*sc.Blind
+	alone := o.alone(local, sc.Blind)
 	left := r - float64(o.spentSince(spentAt, sc.Spent, fleet)) + o.flownBack(now, sent)
+	if supply < 0 {
+		// What a neighbour on a fixed window took since the count was made
+		// is gone as surely as what a sliding window gives back comes
+		// back (flownBack): left in, the scope spent the neighbour's last
+		// calls of each window, and both were refused at its end.
+		left += supply * float64(now.UnixNano()-sent) / 1e9
+	}
 	// A fixed window counts each call when it arrives, and refills at
 	// regular intervals (NextRefill), its window's length: a call sent
 	// later than a round trip's floor before the refill the answers see
-	// arrives after it, so this window's count is spent by then. Only
-	// while nobody else is seen spending on the key (alone).
+	// arrives after it, so this window's count is spent by then (land,
+	// below). While nobody else is seen spending on the key (windowed),
+	// the next window's count is the scope's too (next, below).
 	floor := time.Duration(o.rtt.Floor)
 	windowed := alone && turns && limit > 0 && o.refillEvery > floor
 	margin := 1.0
@@ -327,16 +374,15 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	// the calls in flight emptied the bucket at every window's end and the
 	// next began a round trip late.
 	var land time.Duration
+	lands := turns && limit > 0 && o.refillEvery > floor
+	if lands {
+		land = refill - floor
+	}
 	next := -1.0
 	if windowed {
-		land = refill - floor
 		o.sends[o.nsends%len(o.sends)] = spentSample{now.UnixNano(), max(0, sc.Spent)}
 		o.nsends++
-		if land <= 0 {
-			if by, ok := o.spentBy(now.Add(land)); ok {
-				next = float64(limit) - float64(spentSince(by, sc.Spent, fleet))
-			}
-		}
+		next = o.nextCount(now, refill, limit, local, sc)
 	}
 	// A count with no room for its margin: a server bucket that holds
 	// about one call reads empty after every call it accepts, so its
@@ -381,7 +427,7 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 		// The refill is seen by the first answer after it, so the estimate
 		// errs late, and spending early is safe (above).
 		horizon = min(horizon, max(refill, RefillFloor))
-		if windowed {
+		if lands {
 			// A call sent later than a round trip's floor before the
 			// refill the answers see arrives after it (land, above).
 			horizon = min(horizon, max(land, RefillFloor))
@@ -435,7 +481,14 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	if next >= 0 {
 		// The calls sent from now on spend the next window (land, above).
 		left = next
-		rate = max(rate, (next-margin)/o.refillEvery.Seconds())
+		rate = max(rate, (next-margin)/(o.windowOr(sc.Per)+land).Seconds())
+	}
+	if windowed {
+		// A fixed window lets its count through in each window, no more:
+		// a pace above it only sends the window's calls early, and over a
+		// round trip they arrive at the turn as one burst, some in the
+		// window before.
+		rate = min(rate, float64(limit)/o.windowOr(sc.Per).Seconds())
 	}
 	if roomless {
 		rate = sc.Unreported
@@ -459,6 +512,54 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	return v
 }
 
+// nextCount is, once a fixed window's turn is nearer than the round
+// trip's floor (Count's land ≤ 0), what the next window has left for the
+// calls sent from now on: its limit less the calls sent since land ago,
+// already on their way to it; -1 before then, for a scope not seen alone
+// on the key, or when no count that old is kept. refill is the turn's
+// NextRefill.
+func (o *Record) nextCount(now time.Time, refill time.Duration, limit int64, local bool, sc Scope) float64 {
+	floor := time.Duration(o.rtt.Floor)
+	alone := o.alone(local || o.fleet, sc.Blind)
+	land := refill - floor
+	if !alone || limit <= 0 || o.refillEvery <= floor || land > 0 {
+		return -1
+	}
+	by, ok := o.spentBy(now.Add(land))
+	if !ok {
+		return -1
+	}
+	return float64(limit) - float64(spentSince(by, sc.Spent, o.fleet))
+}
+
+// neighbourNoise is how much faster than the scope spends, in units a
+// second, the count may fall over span before another client is taken to
+// spend on the key, at a blind pace of blind: neighbourNoise of it, or,
+// over a jittery route, the calls in the jitter of the round trip (its
+// spread) over span. A count is made when a call arrives and read against
+// the order calls were sent in: on a 200–400 ms round trip at 100 a
+// second, a count is a dozen calls ahead or behind, and a measure over
+// supplyTime moves by a fifth of the pace either way.
+func (o *Record) neighbourNoise(blind float64, span time.Duration) float64 {
+	return max(neighbourNoise*blind, blind*(o.rtt.Spread/1e9)/span.Seconds())
+}
+
+// alone reports whether nobody else is seen spending on the key: over the
+// spans measured, the count fell no faster than the scope spent, within
+// the noise of calls counted out of order (neighbourNoise), both of late
+// (supply, which sees a neighbour soon) and over driftTime (drift, which a
+// jittery route's disorder moves less).
+func (o *Record) alone(local bool, blind float64) bool {
+	return local && o.known && o.supply > -o.neighbourNoise(blind, supplyTime) && o.drift > -o.neighbourNoise(blind, driftTime)
+}
+
+// refillJump is the least a fixed window's refill adds to a count whose
+// published limit is limit (-1 if none) and whose peak is peak: a large
+// part of the limit at once.
+func refillJump(limit int64, peak float64) float64 {
+	return max(3, 0.2*math.Max(float64(limit), peak))
+}
+
 // Refused notes that the provider refused, at now, a call of cost admitted
 // at mark (Count.Mark): it never counted it, and never will.
 func (o *Record) Refused(now time.Time, mark, cost int64) {
@@ -468,9 +569,67 @@ func (o *Record) Refused(now time.Time, mark, cost int64) {
 }
 
 // Refill is how long after now the fixed window the counts show refills
-// next (NextRefill); 0 when no regular refill has been seen lately.
-func (o *Record) Refill(now time.Time) time.Duration {
-	return NextRefill(now, o.refillAt, o.refillEvery)
+// next, per being the configured limit's window; 0 when no regular refill
+// has been seen lately.
+func (o *Record) Refill(now time.Time, per time.Duration) time.Duration {
+	refill, _ := o.refill(now, per)
+	return refill
+}
+
+// refill is how long after now the counts' refills come next, and whether
+// they are a window's turning (refillsByWindow), per being the configured
+// limit's window. Refills that are a window's turning come every window,
+// on the turns' phase (phase); others, every gap measured from the latest
+// (NextRefill). A turn that is due but not yet seen is imminent
+// (RefillFloor), for a quarter of a window: the answers that show it are
+// on their way.
+func (o *Record) refill(now time.Time, per time.Duration) (time.Duration, bool) {
+	if !o.refillsByWindow(o.refillEvery, per) {
+		return NextRefill(now, o.refillAt, o.refillEvery), false
+	}
+	w := o.windowOr(per)
+	at := now.UnixNano()
+	if o.refillAt == 0 || at-o.refillAt >= int64(w+w/4) || at < o.turnAt {
+		return 0, false
+	}
+	last := o.turnAt + (at-o.turnAt)/int64(w)*int64(w) // the latest turn due by now
+	if o.refillAt < last {
+		return RefillFloor, true
+	}
+	return time.Duration(last + int64(w) - at), true
+}
+
+// phase dates a window's turns from the latest refill seen, refillAt, once
+// the refills are a window's turning: a window's turn is seen by the first
+// answer counted after it, a way back and then some after it, so the
+// earliest a refill has been seen, on the window's period, is nearest the
+// turn. A refill seen earlier than the phase says moves it there at once;
+// one seen later moves it an eighth of the way, to follow a server's clock
+// that drifts. Dated by the latest refill alone, the predicted turns
+// wandered by the jitter of the round trip, and the gap between two
+// refills by twice it: 1.047 s for a window of a second, and the calls due
+// by a turn were sent late.
+func (o *Record) phase(per time.Duration) {
+	if !o.refillsByWindow(o.refillEvery, per) || o.turnAt == 0 {
+		o.turnAt = o.refillAt
+		return
+	}
+	w := int64(o.windowOr(per))
+	k := (o.refillAt - o.turnAt + w/2) / w
+	predicted := o.turnAt + k*w
+	if d := o.refillAt - predicted; d < 0 {
+		o.turnAt = o.refillAt
+	} else {
+		o.turnAt = predicted + d/8
+	}
+}
+
+// windowOr is the window learned from the resets, else per.
+func (o *Record) windowOr(per time.Duration) time.Duration {
+	if o.window > 0 {
+		return o.window
+	}
+	return per
 }
 
 // Supply is what the provider has been measured to add back, net of what
@@ -487,10 +646,7 @@ func (o *Record) Supply() (perSecond float64, measured bool) { return o.supply, 
 // publishes its capacity (11) while it lets 100 a second through holds a
 // tenth of what it let through between two such jumps.
 func (o *Record) refillsByWindow(every, per time.Duration) bool {
-	w := o.window
-	if w == 0 {
-		w = per
-	}
+	w := o.windowOr(per)
 	d := every - w
 	return w > 0 && d < w/10 && -d < w/10 && o.peak >= float64(o.refillSpent)/2
 }

@@ -118,7 +118,7 @@ func TestRefill(t *testing.T) {
 		return Count{Remaining: int64(99 - i%100), Reset: time.Second, Limit: 100}
 	})
 	now := t0.Add(3490 * time.Millisecond)
-	if got := o.Refill(now); got < 490*time.Millisecond || got > 530*time.Millisecond {
+	if got := o.Refill(now, time.Second); got < 490*time.Millisecond || got > 530*time.Millisecond {
 		t.Errorf("Refill at 3.49 s = %v, want about 0.51 s (the next second)", got)
 	}
 	if !o.refillsByWindow(o.refillEvery, time.Second) {
