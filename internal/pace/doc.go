@@ -49,9 +49,12 @@
 //     refills for a window's turning only when they come a window apart
 //     and the count has held at least half of what the scope spent between
 //     two of them (a token bucket that publishes its capacity jumps as
-//     answers overtake each other, and never holds that). Then the turns
-//     come on the window's period, dated by the earliest a refill was seen
-//     (each is seen a way back after it, and some), not by the latest.
+//     answers overtake each other, and never holds that); one refill is
+//     enough after counts over half a window. Then the turns come on the
+//     window's period, dated by the earlier of the latest two refills seen
+//     (each is seen a way back after it, and some), not by the latest
+//     alone; not by older ones either, since a window that starts at the
+//     first call after the last one ended turns a little later each time.
 //   - A fixed window counts a call when it arrives. A call sent later than
 //     a round trip's floor before the turn the answers show spends the
 //     next window, neighbour or not: what this window has left is spread

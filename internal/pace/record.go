@@ -44,8 +44,12 @@ type Record struct {
 	refillMark, refillSpent int64
 	refillCount             float64 // the count that showed the latest refill
 	// turnAt is when a window's turns are seen, at the earliest, on the
-	// window's period (phase).
-	turnAt int64
+	// window's period, of the latest few refills seen (phase).
+	turnAt     int64
+	sightings  [2]int64
+	nsightings int
+	// firstSighting is the first refill of those seen a window apart.
+	firstSighting int64
 	// What the scope had spent by each of the latest reports, oldest
 	// first from sends[nsends%len]: the calls sent since a moment, to
 	// the resolution of the answers (spentBy).
@@ -587,40 +591,44 @@ func (o *Record) refill(now time.Time, per time.Duration) (time.Duration, bool) 
 	if !o.refillsByWindow(o.refillEvery, per) {
 		return NextRefill(now, o.refillAt, o.refillEvery), false
 	}
-	w := o.windowOr(per)
+	p := int64(o.windowOr(per))
 	at := now.UnixNano()
-	if o.refillAt == 0 || at-o.refillAt >= int64(w+w/4) || at < o.turnAt {
+	if o.refillAt == 0 || at-o.refillAt >= p+p/4 || at < o.turnAt {
 		return 0, false
 	}
-	last := o.turnAt + (at-o.turnAt)/int64(w)*int64(w) // the latest turn due by now
+	last := o.turnAt + (at-o.turnAt)/p*p // the latest turn due by now
 	if o.refillAt < last {
 		return RefillFloor, true
 	}
-	return time.Duration(last + int64(w) - at), true
+	return time.Duration(last + p - at), true
 }
 
-// phase dates a window's turns from the latest refill seen, refillAt, once
-// the refills are a window's turning: a window's turn is seen by the first
-// answer counted after it, a way back and then some after it, so the
-// earliest a refill has been seen, on the window's period, is nearest the
-// turn. A refill seen earlier than the phase says moves it there at once;
-// one seen later moves it an eighth of the way, to follow a server's clock
-// that drifts. Dated by the latest refill alone, the predicted turns
-// wandered by the jitter of the round trip, and the gap between two
-// refills by twice it: 1.047 s for a window of a second, and the calls due
-// by a turn were sent late.
+// phase dates a window's turns from the latest refills seen, once they
+// are a window's turning: a window's turn is seen by the first answer
+// counted after it, a way back and then some after it, so the earliest of
+// the latest few refills, each carried on the period to the latest, is
+// nearest the turn. The period is the window's, or longer: a window that
+// starts at the first call after the last one ended (as ulule/limiter's
+// and GitHub's do) turns a call's gap later each time, measured over the
+// refills since they were first seen a window apart. Dated by the latest
+// refill alone, the predicted turns wandered by the jitter of the round
+// trip, and the gap between two refills by twice it (1.047 s for a window
+// of a second): the calls due by a turn were sent late. Carried on the
+// window alone, old refills dated the turns early by the gaps since, and
+// calls were sent into a window that had not turned.
 func (o *Record) phase(per time.Duration) {
-	if !o.refillsByWindow(o.refillEvery, per) || o.turnAt == 0 {
+	if !o.refillsByWindow(o.refillEvery, per) || o.nsightings == 0 {
+		o.sightings[0], o.nsightings, o.firstSighting = o.refillAt, 1, o.refillAt
 		o.turnAt = o.refillAt
 		return
 	}
-	w := int64(o.windowOr(per))
-	k := (o.refillAt - o.turnAt + w/2) / w
-	predicted := o.turnAt + k*w
-	if d := o.refillAt - predicted; d < 0 {
-		o.turnAt = o.refillAt
-	} else {
-		o.turnAt = predicted + d/8
+	o.sightings[o.nsightings%len(o.sightings)] = o.refillAt
+	o.nsightings++
+	p := int64(o.windowOr(per))
+	o.turnAt = o.refillAt
+	for _, at := range o.sightings[:min(o.nsightings, len(o.sightings))] {
+		k := (o.refillAt - at + p/2) / p
+		o.turnAt = min(o.turnAt, at+k*p)
 	}
 }
 
@@ -647,8 +655,17 @@ func (o *Record) Supply() (perSecond float64, measured bool) { return o.supply, 
 // tenth of what it let through between two such jumps.
 func (o *Record) refillsByWindow(every, per time.Duration) bool {
 	w := o.windowOr(per)
+	if w <= 0 || o.peak < float64(o.refillSpent)/2 {
+		return false
+	}
+	if every == 0 {
+		// One refill seen, after counts that covered half a window or
+		// more: the window it ends is the first, whose count held what
+		// the scope spent in it; the period is the window's.
+		return o.refillAt != 0 && o.first != 0 && time.Duration(o.refillAt-o.first) >= w/2
+	}
 	d := every - w
-	return w > 0 && d < w/10 && -d < w/10 && o.peak >= float64(o.refillSpent)/2
+	return d < w/10 && -d < w/10
 }
 
 // spentSince is what was spent since mark, spent being what is spent now

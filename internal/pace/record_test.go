@@ -145,8 +145,10 @@ func TestRefillsByWindow(t *testing.T) {
 		{"refills within a tenth of it", 100, 90, 0, time.Second, 1050 * time.Millisecond, true},
 		{"the learned window outranks the configured one", 100, 90, time.Minute, time.Second, time.Second, false},
 		{"no window known", 100, 90, 0, 0, time.Second, false},
+		{"one refill, after counts over most of a window", 100, 90, 0, time.Second, 0, true},
+		{"one refill of a count of 11 that let 90 through", 11, 90, 0, time.Second, 0, false},
 	} {
-		o := &Record{peak: tt.peak, refillSpent: tt.spent, window: tt.window}
+		o := &Record{peak: tt.peak, refillSpent: tt.spent, window: tt.window, first: at(0), refillAt: at(900 * time.Millisecond)}
 		if got := o.refillsByWindow(tt.every, tt.per); got != tt.want {
 			t.Errorf("%s: refillsByWindow = %v, want %v", tt.name, got, tt.want)
 		}
@@ -194,5 +196,36 @@ func TestLearnWindow(t *testing.T) {
 	}
 	if got != 5*time.Second {
 		t.Errorf("a shorter gap seen twice: window %v, want 5s", got)
+	}
+}
+
+// One refill seen after counts over less than half a window says nothing
+// of a window yet: a token bucket's count jumps as answers overtake each
+// other in its first moments too.
+func TestOneEarlyRefillIsNoWindow(t *testing.T) {
+	o := &Record{peak: 100, refillSpent: 20, first: at(0), refillAt: at(300 * time.Millisecond)}
+	if o.refillsByWindow(0, time.Second) {
+		t.Error("one refill 0.3 s after the first count is read as a window of a second turning")
+	}
+}
+
+// The turns are dated by the earlier of the latest two refills, carried on
+// the window's period: a refill seen early by a fluke is forgotten two
+// windows on (a window that starts at the first call after the last one
+// ended turns a little later each time, and carried on the period an old
+// refill dates the turns early).
+func TestTheTurnsAreDatedByTheLatestRefills(t *testing.T) {
+	o := &Record{peak: 100, refillSpent: 90, refillEvery: time.Second, first: at(0)}
+	for _, seen := range []time.Duration{1100, 2020, 3150, 4140, 5130} {
+		o.refillAt = at(seen * time.Millisecond)
+		o.phase(time.Second)
+	}
+	if got := time.Duration(o.turnAt - at(0)); got != 5130*time.Millisecond {
+		t.Errorf("after refills seen late by 100, 20, 150, 140 and 130 ms, the turns are dated %v, want 5.13s (the fluke at 2.02 s forgotten)", got)
+	}
+	o.refillAt = at(6160 * time.Millisecond)
+	o.phase(time.Second)
+	if got := time.Duration(o.turnAt - at(0)); got != 6130*time.Millisecond {
+		t.Errorf("after refills seen at 5.13 and 6.16 s, the turns are dated %v, want 6.13s (the earlier, a window on)", got)
 	}
 }

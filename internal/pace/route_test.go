@@ -148,10 +148,10 @@ func TestAScopeAloneOverAJitteryRouteIsSeenAlone(t *testing.T) {
 }
 
 // A fixed window's turn is seen by the first answer counted after it, a
-// way back and a jitter late: the turns are dated by the earliest seen, on
-// the window's period, not by the latest (which wanders by the jitter, and
-// the gap between two by twice it).
-func TestAFixedWindowsTurnsAreDatedByTheEarliestSeen(t *testing.T) {
+// way back and a jitter late: the turns are dated by the earlier of the
+// latest refills seen, on the window's period, not by the latest alone
+// (which wanders by the jitter, and the gap between two by twice it).
+func TestAFixedWindowsTurnsAreDatedByTheEarliestSeenLately(t *testing.T) {
 	o := &Record{}
 	r := route{pace: 95, way: 100 * time.Millisecond, jitter: 100 * time.Millisecond, seconds: 8}
 	answers := r.run(o)
