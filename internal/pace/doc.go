@@ -29,6 +29,13 @@
 //     round trip of 300 ms at 100 a second, 30 calls are in flight.
 //   - A count with no room for its margin (a server bucket of one) sets no
 //     pace: its zeros are its size, not scarcity; its refusals cut.
+//   - A count that holds at its peak while the scope spends relies on a
+//     bucket that refills at least as fast as it is spent: the scope is
+//     below the server's rate, by an amount the count cannot say. Before
+//     the measure of supply is old enough to go by, such a count sets no
+//     pace below the one without a count, and lets the scope aim at the
+//     edge at once; read as the rate, the young measure followed the
+//     scope's own pace up, and the pace the measure.
 //   - Curve, the climb back after a cut, relies on a refusal being a
 //     measurement: a server refuses above its capacity and accepts the
 //     rest, so the pace jumps to what it accepted and climbs back by time,

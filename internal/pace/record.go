@@ -122,7 +122,9 @@ type Verdict struct {
 	Hold time.Duration // how long the pace holds without another count
 	// Young says the measure of what the provider gives back is too young
 	// to aim at the edge by: a sliding window that has been idle lets a
-	// whole window through, and the next one starts full.
+	// whole window through, and the next one starts full. A count that
+	// holds full while the scope spends is never young: its bucket refills
+	// faster than the scope spends.
 	Young bool
 	// Roomless says the count has no room for its margin: it sets no pace
 	// (Rate is Unreported), and Room is the most calls it has shown it
@@ -472,6 +474,18 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 		// blind one.
 		rate = max(rate, sc.Blind)
 	}
+	if full && first {
+		// A count that holds at its peak while the scope spends is a
+		// bucket refilling at least as fast: it says the scope is below
+		// the server's rate, not by how much. Before what comes back is
+		// measured long enough to go by (TrustAfter), such a count sets no
+		// pace of its own: read as the rate, the young measure followed
+		// the scope's own pace up, and the pace the measure, and a token
+		// bucket of 100 a second took a second and a half to be spent.
+		// Once it is measured, the measure paces: a neighbour the full
+		// bucket hid took its share back as the count fell.
+		rate = max(rate, sc.Unreported)
+	}
 	if turns {
 		// A fixed window seen to refill every so often is full again at
 		// its next refill, whatever this count said of the one ending: a
@@ -507,7 +521,7 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 		v.None = true
 		return v
 	}
-	v.Paced, v.Rate, v.Young, v.Roomless = true, rate, first, roomless
+	v.Paced, v.Rate, v.Young, v.Roomless = true, rate, first && !full, roomless
 	// A count holds until its reset, at the latest.
 	v.Hold = min(reset+WholeSecondSlack(reset), sc.MaxWait)
 	if roomless {

@@ -17,13 +17,19 @@ func scope100(spent int64) Scope {
 // answer; count says the remaining count the server gave the i-th. It
 // returns the last verdict and the scope's spent units.
 func feed(o *Record, start time.Time, step time.Duration, n int, spent int64, count func(i int, at time.Time) Count) (Verdict, int64) {
+	return feedAs(o, scope100(0), start, step, n, spent, count)
+}
+
+// feedAs is feed for a scope of sc's paces.
+func feedAs(o *Record, sc Scope, start time.Time, step time.Duration, n int, spent int64, count func(i int, at time.Time) Count) (Verdict, int64) {
 	var v Verdict
 	for i := range n {
 		now := start.Add(time.Duration(i) * step)
 		spent++
 		c := count(i, now)
 		c.Mark, c.Sent, c.Local = spent, now.Add(-step/2).UnixNano(), true
-		v = o.Count(now, c, scope100(spent))
+		sc.Spent = spent
+		v = o.Count(now, c, sc)
 	}
 	return v, spent
 }
@@ -84,6 +90,23 @@ func TestCount(t *testing.T) {
 			}
 			if !v.Paced || v.Rate < 100 || v.Young {
 				t.Errorf("verdict %+v, want a pace of at least the blind 100, past the young measure", v)
+			}
+		}},
+		{"a full count, young, sets no pace of its own", func(o *Record) Verdict {
+			// The first 0.3 s of a token bucket that publishes its
+			// capacity: its count holds at 10 while the scope spends 20 a
+			// second, all the pace it had so far allowed. The
+			// blind pace is the published 11's, 10 a second; the
+			// configured limit, which the counts outrank it up to, 90.
+			sc := scope100(0)
+			sc.Blind, sc.Configured, sc.Unreported = 10, 90, 90
+			v, _ := feedAs(o, sc, t0, 50*time.Millisecond, 7, 0, func(int, time.Time) Count {
+				return Count{Remaining: 10, Reset: sec, Limit: 11}
+			})
+			return v
+		}, func(t *testing.T, v Verdict) {
+			if !v.Paced || v.Rate < 90 || v.Young {
+				t.Errorf("verdict %+v, want the unreported pace 90 at the edge: a full count says the scope is below the server's rate", v)
 			}
 		}},
 		{"a sliding window spent alone at its limit keeps the pace", func(o *Record) Verdict {
