@@ -365,10 +365,12 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	// age may hide; without it one call in seventy was refused.
 	margin = max(margin, supply*(o.rtt.Spread/1e9)/2)
 	peak := o.peak
-	// full: the count, net of the calls in flight, is at its peak, and
-	// nothing was refused of late (after a refusal, a full count is the
-	// refill the scope found the edge of, not room).
-	full := local && o.known && peak >= 2 && left >= peak-1 && now.UnixNano()-o.refusedLast > int64(TrustAfter)
+	// full: the count, as the server made it, is at its peak, and nothing
+	// was refused of late (after a refusal, a full count is the refill the
+	// scope found the edge of, not room). Not net of the calls in flight:
+	// over a round trip, thirty of them are, and a bucket that refills
+	// faster than the scope spends gave them back before they arrived.
+	full := local && o.known && peak >= 2 && r >= peak-1 && now.UnixNano()-o.refusedLast > int64(TrustAfter)
 	// A fixed window counts a call when it arrives: one sent later than a
 	// round trip's floor before the turn the answers see arrives after it
 	// (the turn is seen at least half a floor late, and a call arrives at

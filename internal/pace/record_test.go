@@ -109,6 +109,26 @@ func TestCount(t *testing.T) {
 				t.Errorf("verdict %+v, want the unreported pace 90 at the edge: a full count says the scope is below the server's rate", v)
 			}
 		}},
+		{"a full count over a round trip is full, whatever is in flight", func(o *Record) Verdict {
+			// The same bucket over a round trip of 300 ms, just as the
+			// pace rose: fifteen of the scope's calls are in flight at
+			// each answer, more than what it was measured to take back
+			// over the round trip (6).
+			sc := scope100(0)
+			sc.Blind, sc.Configured, sc.Unreported = 10, 90, 90
+			var v Verdict
+			for i := range 7 {
+				now := t0.Add(time.Duration(i) * 50 * time.Millisecond)
+				spent := int64(i + 16)
+				sc.Spent = spent
+				v = o.Count(now, Count{Remaining: 10, Reset: sec, Limit: 11, Mark: spent - 15, Sent: now.Add(-300 * time.Millisecond).UnixNano(), Local: true}, sc)
+			}
+			return v
+		}, func(t *testing.T, v Verdict) {
+			if !v.Paced || v.Rate < 90 {
+				t.Errorf("verdict %+v, want the unreported pace 90: the server's count held full while the calls in flight arrived", v)
+			}
+		}},
 		{"a sliding window spent alone at its limit keeps the pace", func(o *Record) Verdict {
 			// 100 in any second: spent at 100 a second, what it gives back
 			// is what was spent a second ago, and its count holds at 1.
