@@ -3,6 +3,7 @@ package pacer
 import (
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -138,6 +139,7 @@ func TestTheCallsInFlightAtAFixedWindowsTurnSpendTheNext(t *testing.T) {
 			left     float64
 			atEnd    []float64 // left as the last 100 ms before each turn read it
 			paces    []float64 // the pace then
+			whys     []string  // and what Stats said set it
 		)
 		for tick := range 500 { // 5 s, a call every 10 ms
 			if tick > 0 {
@@ -161,6 +163,7 @@ func TestTheCallsInFlightAtAFixedWindowsTurnSpendTheNext(t *testing.T) {
 				atEnd = append(atEnd, left)
 				rate, _ := s.pace()
 				paces = append(paces, rate)
+				whys = append(whys, tr.Stats().Scopes[0].Why)
 			}
 		}
 		if len(atEnd) == 0 {
@@ -171,6 +174,15 @@ func TestTheCallsInFlightAtAFixedWindowsTurnSpendTheNext(t *testing.T) {
 		// trip before the turn are on their way to the next.
 		if low < 50 {
 			t.Errorf("in the last tenth of a window, with the calls sent since go to the next, the scope read %.0f left (least of %d reports), want the next window's, about 75", low, len(atEnd))
+		}
+		next := 0
+		for _, why := range whys {
+			if strings.Contains(why, "next window") {
+				next++
+			}
+		}
+		if next < len(whys)/2 {
+			t.Errorf("in the last tenth of a window, Stats said the next window's count set the pace %d times of %d (%q)", next, len(whys), whys[0])
 		}
 		if p := slices.Min(paces); p < 80 {
 			t.Errorf("pace %.0f a second in the last tenth of a window, want the next window's, at least 80", p)

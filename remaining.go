@@ -33,6 +33,9 @@ type toldPace struct {
 	// roomless says the count has no room for its margin, and set no pace
 	// (reportRemaining): a cut applies, as to a scope without counts.
 	roomless bool
+	// why is the reading of the count that set rate (pace.Verdict.Why),
+	// for Stats.
+	why string
 }
 
 // basePace returns the scope's pace before any cut: the configured or
@@ -176,7 +179,7 @@ func (s *bucket) reportRemaining(now time.Time, c pace.Count, maxWait time.Durat
 	if cfg := s.scope.configured.Load(); cfg.rate > 0 && s.learned.Load() == nil && c.Limit > int64(cfg.limit.Count) {
 		edge = false
 	}
-	tp := &toldPace{rate: v.Rate, until: now.Add(v.Hold).UnixNano(), edge: edge, roomless: v.Roomless, room: v.Room}
+	tp := &toldPace{rate: v.Rate, until: now.Add(v.Hold).UnixNano(), edge: edge, roomless: v.Roomless, room: v.Room, why: v.Why}
 	old := s.told.Swap(tp)
 	if old != nil && v.Rate > old.rate {
 		// The head of the queue sleeps on the wait the old pace gave it.
@@ -275,6 +278,9 @@ func (s *bucket) why(now time.Time) string {
 		return "recovering from a refusal"
 	}
 	if tp := s.told.Load(); tp != nil && now.UnixNano() < tp.until {
+		if tp.why != "" {
+			return "what the provider reports remains: " + tp.why
+		}
 		return "what the provider reports remains"
 	}
 	if s.learned.Load() != nil {

@@ -134,6 +134,9 @@ type Verdict struct {
 	// Before says the count was made in a fixed window that has turned
 	// since: it says nothing of what is left now, and Left is no bound.
 	Before bool
+	// Why says which reading of the count sets Rate, when it is more than
+	// what is left spread to the reset; "" otherwise.
+	Why string
 }
 
 // Margin is the share of a limit that pacing by counts leaves unspent, at
@@ -524,6 +527,16 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 		return v
 	}
 	v.Paced, v.Rate, v.Young, v.Roomless = true, rate, first && !full, roomless
+	switch {
+	case roomless:
+		v.Why = "a count with no room for its margin: the limit paces, at the burst the count holds"
+	case next >= 0:
+		v.Why = "a fixed window's turn is nearer than a round trip: the next window's count, less the calls on their way to it"
+	case turns:
+		v.Why = "a fixed window, spent to its next turn"
+	case full && first:
+		v.Why = "a count that holds full while the scope spends: below the server's rate"
+	}
 	// A count holds until its reset, at the latest.
 	v.Hold = min(reset+WholeSecondSlack(reset), sc.MaxWait)
 	if roomless {

@@ -2,6 +2,7 @@ package pace
 
 import (
 	"sort"
+	"strings"
 	"testing"
 	"time"
 )
@@ -258,6 +259,9 @@ func TestAFixedWindowsCountPacesAScopeAlone(t *testing.T) {
 			t.Errorf("at %v a scope alone on a fixed window of 100 a second is paced at %.0f", a.at.Sub(t0), v.Rate)
 		}
 		if a.land < 0 && a.land > -150*time.Millisecond && v.Left > 50 {
+			if !strings.Contains(v.Why, "next window") {
+				t.Errorf("at %v the next window's count paces the scope, and Why says %q", a.at.Sub(t0), v.Why)
+			}
 			next++
 			ratio += v.Rate / (v.Left - 1)
 			if v.Rate < 90 {
