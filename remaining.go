@@ -163,7 +163,7 @@ func (s *bucket) reportRemaining(now time.Time, c pace.Count, maxWait time.Durat
 		MaxWait:        maxWait,
 	}
 	s.mu.Lock()
-	sc.Spent = s.sinceMark(0, c.Fleet)
+	sc.Spent = s.spentNow(c.Fleet)
 	v = s.reports.Count(now, c, sc)
 	s.mu.Unlock()
 	if v.None {
@@ -206,14 +206,19 @@ func (s *bucket) noteRefused(now time.Time, mark, cost int64) {
 }
 
 // sinceMark is what was spent since mark, a call's spent units at its
-// admission: the scope's own, or, when fleet is set, what the whole fleet
-// took from the shared bucket as the latest take said, which may be a few
-// calls behind a call answered out of order: never below nothing.
+// admission (pace.SpentSince): the scope's own, or, when fleet is set,
+// what the whole fleet took from the shared bucket as the latest take said.
 func (s *bucket) sinceMark(mark int64, fleet bool) int64 {
+	return pace.SpentSince(mark, s.spentNow(fleet), fleet)
+}
+
+// spentNow is the scope's spent units now, or, when fleet is set, the
+// whole fleet's as the latest take said.
+func (s *bucket) spentNow(fleet bool) int64 {
 	if fleet {
-		return max(0, s.taken.Load()-mark)
+		return s.taken.Load()
 	}
-	return s.spent.Load() - mark
+	return s.spent.Load()
 }
 
 // blindWithin reports whether the scope's blind pace is within limit, the

@@ -252,9 +252,11 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 				// about as high, or lower by the few calls counted
 				// between.
 				v.Before = true
-			case o.nextCount(now, refill, limit, local, sc) >= 0:
-				// The calls sent from now on spend the next window (Count).
-				v.Left = o.nextCount(now, refill, limit, local, sc)
+			default:
+				if next := o.nextCount(now, refill, limit, local, sc); next >= 0 {
+					// The calls sent from now on spend the next window (Count).
+					v.Left = next
+				}
 			}
 		}
 		return v
@@ -301,16 +303,8 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 			// Averaged over several reports, at least supplyTime: one
 			// report's count is rounded to a whole call, and calls are
 			// answered in another order than they were admitted in.
-			w := min(1, dt/max(supplyTime.Seconds(), 8*o.interval))
-			if !o.known {
-				w = 1
-			}
-			o.supply += w * (gain/dt - o.supply)
-			ws := min(1, dt/max(driftTime.Seconds(), 16*o.interval))
-			if !o.known {
-				ws = 1
-			}
-			o.drift += ws * (gain/dt - o.drift)
+			o.supply = o.follow(o.supply, gain/dt, dt, max(supplyTime.Seconds(), 8*o.interval))
+			o.drift = o.follow(o.drift, gain/dt, dt, max(driftTime.Seconds(), 16*o.interval))
 			o.known = true
 			move = true
 		}
@@ -357,7 +351,8 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	// below). While nobody else is seen spending on the key (windowed),
 	// the next window's count is the scope's too (next, below).
 	floor := time.Duration(o.rtt.Floor)
-	windowed := alone && turns && limit > 0 && o.refillEvery > floor
+	lands := turns && limit > 0 && o.refillEvery > floor
+	windowed := alone && lands
 	margin := 1.0
 	if limit > 0 {
 		margin = max(0.25, Margin*float64(limit))
@@ -385,7 +380,6 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	// the calls in flight emptied the bucket at every window's end and the
 	// next began a round trip late.
 	var land time.Duration
-	lands := turns && limit > 0 && o.refillEvery > floor
 	if lands {
 		land = refill - floor
 	}
@@ -545,6 +539,15 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	return v
 }
 
+// follow moves a measure from was toward x, seen over dt seconds, so that
+// it follows a change within span seconds; the first measure is x itself.
+func (o *Record) follow(was, x, dt, span float64) float64 {
+	if !o.known {
+		return x
+	}
+	return was + min(1, dt/span)*(x-was)
+}
+
 // nextCount is, once a fixed window's turn is nearer than the round
 // trip's floor (Count's land ≤ 0), what the next window has left for the
 // calls sent from now on: its limit less the calls sent since land ago,
@@ -562,7 +565,7 @@ func (o *Record) nextCount(now time.Time, refill time.Duration, limit int64, loc
 	if !ok {
 		return -1
 	}
-	return float64(limit) - float64(spentSince(by, sc.Spent, o.fleet))
+	return float64(limit) - float64(SpentSince(by, sc.Spent, o.fleet))
 }
 
 // neighbourNoise is how much faster than the scope spends, in units a
@@ -704,7 +707,7 @@ func (o *Record) refillsByWindow(every, per time.Duration) bool {
 // read as spent, and an empty bucket stalled the scope for seconds. The
 // fleet's refusals are not all this process's to know.
 func (o *Record) spentSince(mark, spent int64, fleet bool) int64 {
-	n := spentSince(mark, spent, fleet)
+	n := SpentSince(mark, spent, fleet)
 	if fleet {
 		return n
 	}
@@ -716,12 +719,12 @@ func (o *Record) spentSince(mark, spent int64, fleet bool) int64 {
 	return max(0, n)
 }
 
-// spentSince is what was spent since mark, a call's spent units at its
+// SpentSince is what was spent since mark, a call's spent units at its
 // admission, with spent spent now: the scope's own, or, when fleet is set,
 // what the whole fleet took from the shared bucket as the latest take
 // said, which may be a few calls behind a call answered out of order:
 // never below nothing.
-func spentSince(mark, spent int64, fleet bool) int64 {
+func SpentSince(mark, spent int64, fleet bool) int64 {
 	if fleet {
 		return max(0, spent-mark)
 	}

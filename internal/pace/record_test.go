@@ -20,6 +20,13 @@ func feed(o *Record, start time.Time, step time.Duration, n int, spent int64, co
 	return feedAs(o, scope100(0), start, step, n, spent, count)
 }
 
+// feedSame is feed of one count, the same at every step, for a scope of
+// sc's paces; it returns the last verdict.
+func feedSame(o *Record, sc Scope, step time.Duration, n int, c Count) Verdict {
+	v, _ := feedAs(o, sc, t0, step, n, 0, func(int, time.Time) Count { return c })
+	return v
+}
+
 // feedAs is feed for a scope of sc's paces.
 func feedAs(o *Record, sc Scope, start time.Time, step time.Duration, n int, spent int64, count func(i int, at time.Time) Count) (Verdict, int64) {
 	var v Verdict
@@ -68,10 +75,7 @@ func TestCount(t *testing.T) {
 			}
 		}},
 		{"a bucket of one has no room to pace by", func(o *Record) Verdict {
-			v, _ := feed(o, t0, 10*time.Millisecond, 50, 0, func(int, time.Time) Count {
-				return Count{Remaining: 0, Reset: sec, Limit: 1}
-			})
-			return v
+			return feedSame(o, scope100(0), 10*time.Millisecond, 50, Count{Remaining: 0, Reset: sec, Limit: 1})
 		}, func(t *testing.T, v Verdict) {
 			if !v.Roomless || v.Room != 1 || v.Rate != 100 {
 				t.Errorf("verdict %+v, want roomless, room 1, the unreported pace 100", v)
@@ -80,10 +84,7 @@ func TestCount(t *testing.T) {
 		{"a token bucket that publishes its capacity is paced by what it accepts", func(o *Record) Verdict {
 			// Capacity 11, 100 a second: spent at 100 a second, its count
 			// stays at 10.
-			v, _ := feed(o, t0, 10*time.Millisecond, 300, 0, func(int, time.Time) Count {
-				return Count{Remaining: 10, Reset: sec, Limit: 11}
-			})
-			return v
+			return feedSame(o, scope100(0), 10*time.Millisecond, 300, Count{Remaining: 10, Reset: sec, Limit: 11})
 		}, func(t *testing.T, v Verdict) {
 			if supply, ok := o0.Supply(); !ok || math.Abs(supply-100) > 5 {
 				t.Errorf("supply %.1f (measured %v), want about 100", supply, ok)
@@ -100,10 +101,7 @@ func TestCount(t *testing.T) {
 			// configured limit, which the counts outrank it up to, 90.
 			sc := scope100(0)
 			sc.Blind, sc.Configured, sc.Unreported = 10, 90, 90
-			v, _ := feedAs(o, sc, t0, 50*time.Millisecond, 7, 0, func(int, time.Time) Count {
-				return Count{Remaining: 10, Reset: sec, Limit: 11}
-			})
-			return v
+			return feedSame(o, sc, 50*time.Millisecond, 7, Count{Remaining: 10, Reset: sec, Limit: 11})
 		}, func(t *testing.T, v Verdict) {
 			if !v.Paced || v.Rate < 90 || v.Young {
 				t.Errorf("verdict %+v, want the unreported pace 90 at the edge: a full count says the scope is below the server's rate", v)
