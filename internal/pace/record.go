@@ -297,8 +297,10 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 				o.refillGap = g
 			}
 			o.refillAt = now.UnixNano()
-			o.phase(sc.Per)
 			o.refillSpent, o.refillMark, o.refillCount = spentAt-o.refillMark, spentAt, r
+			// After the window's spent is known: whether the refills are a
+			// window's turning depends on it.
+			o.phase(sc.Per)
 		case dt >= supplySpan.Seconds():
 			// Averaged over several reports, at least supplyTime: one
 			// report's count is rounded to a whole call, and calls are

@@ -270,3 +270,23 @@ func TestTheTurnsAreDatedByTheLatestRefills(t *testing.T) {
 		t.Errorf("after refills seen at 5.13 and 6.16 s, the turns are dated %v, want 6.13s (the earlier, a window on)", got)
 	}
 }
+
+// Whether refills are a window's turning depends on what the scope spent
+// in the window the refill ends: the refill that shows it is judged with
+// its own window's spent, not the one before. After a gap that was no
+// window (300 spent between two refills of a count of 100), a refill that
+// ends a window of 90 dates the turns by the earlier of the two.
+func TestARefillIsJudgedByItsOwnWindow(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	o := &Record{known: true, at: at(ms(5000)), remaining: 5, spent: 1000, latest: 1000, peak: 100, first: at(0),
+		refillEvery: time.Second, refillAt: at(ms(4110)), refillMark: 910, refillSpent: 300, turnAt: at(ms(4110))}
+	o.sightings[0], o.nsightings = at(ms(4110)), 1
+	now := t0.Add(ms(5160))
+	o.Count(now, Count{Remaining: 95, Reset: time.Second, Limit: 100, Mark: 1000, Local: true}, scope100(1000))
+	if o.refillAt != now.UnixNano() || o.refillSpent != 90 {
+		t.Fatalf("the count at 5.16 s was not taken for a refill ending a window of 90 (refill at %v, spent %d)", time.Duration(o.refillAt-at(0)), o.refillSpent)
+	}
+	if got := time.Duration(o.turnAt - at(0)); got != ms(5110) {
+		t.Errorf("the turns are dated %v, want 5.11s: the refill at 4.11 s carried a window on", got)
+	}
+}
