@@ -317,7 +317,9 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 			left = v.Left
 			if v.Before {
 				// A fixed window's count from before its latest turn
-				// bounds nothing now.
+				// bounds nothing now: no bound, so the clamp below leaves
+				// the bucket alone (it lowers a bucket only to a level
+				// under its burst).
 				left = math.Inf(1)
 			}
 		}
