@@ -59,16 +59,15 @@ type feedback struct {
 	cooldown  atomic.Int64                 // UnixNano until which nothing may be sent; 0 if none
 	debtRate  atomic.Uint64                // Float64bits of the pace the pause's debt was set at; 0 if none
 	owedUntil atomic.Int64                 // UnixNano by which the debts this process's settlements left are repaid (settle.go)
-	accepted  acceptance                   // calls the provider accepted, for a cut to measure (recovery.go)
+	accepted  atomic.Int64                 // calls the provider accepted, for a cut to measure (recovery.go)
 
 	// The latest pause, UnixNano from and to: what a measure of the
 	// accepted rate leaves out of its span (recovery.go).
 	pausedFrom, pausedTo atomic.Int64
 
 	// Under the bucket's mu:
-	cutAt      int64       // the admitted count at the last cut
-	quietUntil int64       // UnixNano before which a rejection does not cut again
-	reports    pace.Record // what the provider's counts have shown
+	cuts    pace.Cuts   // what the provider accepted and refused, and the cuts it made
+	reports pace.Record // what the provider's counts have shown
 }
 
 // newBucket returns c's bucket for key, with no call waiting or in flight.

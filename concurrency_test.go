@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/internal/pace"
 	"go.uber.org/goleak"
 )
 
@@ -438,7 +439,7 @@ func TestA429LowersAConcurrencyCap(t *testing.T) {
 			t.Fatalf("a sixth call: err = %v, want throttled: a refusal halves 10 slots at most, to 5", err)
 		}
 		closeAll(open)
-		time.Sleep(cheapRecovery)
+		time.Sleep(pace.CheapRecovery)
 		closeAll(openCalls(t, tr, context.Background(), 10))
 	})
 }

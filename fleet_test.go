@@ -3,7 +3,6 @@ package pacer
 import (
 	"context"
 	"errors"
-	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -219,16 +218,16 @@ func TestACutFromTheStoreKeepsADeeperOneTakenSince(t *testing.T) {
 		s := tr.defaultScope.shared
 		at := time.Now()
 		later := func(d time.Duration) time.Time { return at.Add(d) }
-		local := pace.NewCurve(later(time.Second), 0.5, 0.45, cheapRecovery, false)
+		local := pace.NewCurve(later(time.Second), 0.5, 0.45, pace.CheapRecovery, false)
 		for _, tt := range []struct {
 			what   string
 			remote *pace.Curve
 			want   bool
 		}{
-			{"older and shallower", pace.NewCurve(later(500*time.Millisecond), 0.9, 0.85, cheapRecovery, false), false},
-			{"older and deeper", pace.NewCurve(later(500*time.Millisecond), 0.3, 0.25, cheapRecovery, false), true},
-			{"newer and shallower", pace.NewCurve(later(2*time.Second), 0.9, 0.85, cheapRecovery, false), true},
-			{"over", pace.NewCurve(later(-time.Hour), 0.3, 0.25, cheapRecovery, false), false},
+			{"older and shallower", pace.NewCurve(later(500*time.Millisecond), 0.9, 0.85, pace.CheapRecovery, false), false},
+			{"older and deeper", pace.NewCurve(later(500*time.Millisecond), 0.3, 0.25, pace.CheapRecovery, false), true},
+			{"newer and shallower", pace.NewCurve(later(2*time.Second), 0.9, 0.85, pace.CheapRecovery, false), true},
+			{"over", pace.NewCurve(later(-time.Hour), 0.3, 0.25, pace.CheapRecovery, false), false},
 		} {
 			s.recov.Store(local)
 			got := s.adopt(tt.remote, later(3*time.Second), defaultMaxWait)
@@ -242,19 +241,19 @@ func TestACutFromTheStoreKeepsADeeperOneTakenSince(t *testing.T) {
 // A pace record goes through the store as it is, and nothing else reads
 // as one.
 func TestPaceRecordsRoundTrip(t *testing.T) {
-	r := pace.NewCurve(time.Unix(1764547200, 123456789), 0.5123456789, 0.48671, costlyRecovery, true)
+	r := pace.NewCurve(time.Unix(1764547200, 123456789), 0.5123456789, 0.48671, pace.CostlyRecovery, true)
 	rec := r.Record()
 	if err := store.CheckPaceRecord(rec); err != nil {
 		t.Fatalf("record %q: %v", rec, err)
 	}
-	back, ok := pace.ParseRecord(rec, maxRecordedRecovery)
+	back, ok := pace.ParseRecord(rec, pace.MaxRecordedRecovery)
 	if !ok || *back != *r {
 		t.Errorf("record %q reads back as %+v, want %+v", rec, back, r)
 	}
 	for _, bad := range []string{"", "cut1", "cut2 1 0.5 0.4 1000000000 1", "cut1 1 0.5 0.6 1000000000 1", "cut1 1 NaN 0.4 1000000000 1",
 		"cut1 1 0.5 0.4 -1 1", "cut1 1 0.5 0.4 1000000000 2", "cut1 0 0.5 0.4 1000000000 1", "cut1 1 1.5 0.4 1000000000 0",
 		"cut1 1 0.5 0 1000000000 0", "cut1 1 0.5 0.4 999999999999999 0"} {
-		if r, ok := pace.ParseRecord(bad, maxRecordedRecovery); ok {
+		if r, ok := pace.ParseRecord(bad, pace.MaxRecordedRecovery); ok {
 			t.Errorf("%q reads as %+v", bad, r)
 		}
 	}
@@ -294,44 +293,6 @@ func TestACutThatCannotBePublishedIsReported(t *testing.T) {
 	})
 }
 
-// A shared scope measures the server's capacity at the pace its calls were
-// sent at, not at the pace now: a cut since (its own, or one read from the
-// store) must not be taken again on top of the share it measured. Half of
-// its calls over the last two seconds, sent at 50 a second, were refused:
-// 25 a second, though the scope paces at 25 since.
-func TestASharedCutMeasuresAtThePaceTheCallsWereSentAt(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		toPresent()
-		tr := New(nil, WithLimit(PerSecond(100)))
-		s := tr.defaultScope.shared
-		start := time.Now()
-		// A point every 8 accepted calls, 8 refused between each: 16
-		// answered calls each 320 ms at 50 a second.
-		for i := range 8 {
-			s.accepted.points[i] = acceptancePoint{at: start.Add(time.Duration(i) * 320 * time.Millisecond).UnixNano(), n: int64(8 * (i + 1)), refused: int64(8 * (i + 1)), pace: 50}
-		}
-		s.accepted.next = 8
-		s.accepted.ok.Store(64)
-		s.accepted.refused = 64
-		now := start.Add(8 * 320 * time.Millisecond)
-		s.mu.Lock()
-		got, ok := s.sharedCapacity(now, time.Second)
-		s.mu.Unlock()
-		if !ok || math.Abs(got-25) > 2 {
-			t.Errorf("measured %.1f a second (%v), want about 25", got, ok)
-		}
-		// The last window held one refusal and nothing else: too few to
-		// measure on, so the measure reaches further back.
-		s.accepted.refused++
-		s.mu.Lock()
-		got, ok = s.sharedCapacity(now.Add(2*time.Second), time.Second)
-		s.mu.Unlock()
-		if !ok || got < 20 {
-			t.Errorf("one refusal alone in the window measured %.1f a second (%v), want the share from the calls before it", got, ok)
-		}
-	})
-}
-
 // A pace record stamped a year ahead — a host whose clock is wrong, or a
 // key written by something else — is taken as a cut made now: its climb
 // starts now, and the scope is back at its full pace within the climb,
@@ -342,11 +303,11 @@ func TestACutFromTheFutureClimbsBackFromNow(t *testing.T) {
 		tr := New(nil, WithLimit(PerSecond(100)))
 		s := tr.defaultScope.shared
 		now := time.Now()
-		if !s.adopt(pace.NewCurve(now.AddDate(1, 0, 0), 0.5, 0.25, cheapRecovery, true), now, defaultMaxWait) {
+		if !s.adopt(pace.NewCurve(now.AddDate(1, 0, 0), 0.5, 0.25, pace.CheapRecovery, true), now, defaultMaxWait) {
 			t.Fatal("a cut from the store was not adopted")
 		}
 		// As long as the same cut made now takes to climb back.
-		time.Sleep(time.Until(time.Unix(0, pace.NewCurve(now, 0.5, 0.25, cheapRecovery, true).Full)))
+		time.Sleep(time.Until(time.Unix(0, pace.NewCurve(now, 0.5, 0.25, pace.CheapRecovery, true).Full)))
 		if f := s.rateFactor(); f != 1 {
 			t.Errorf("factor %v a whole climb after adopting a cut stamped a year ahead, want 1", f)
 		}
@@ -362,15 +323,15 @@ func TestARefusalAfterAnAdoptedCutCuts(t *testing.T) {
 		tr := New(nil, WithLimit(PerSecond(100)))
 		s := tr.defaultScope.shared
 		now := time.Now()
-		if !s.adopt(pace.NewCurve(now, 0.8, 0.76, cheapRecovery, false), now, defaultMaxWait) {
+		if !s.adopt(pace.NewCurve(now, 0.8, 0.76, pace.CheapRecovery, false), now, defaultMaxWait) {
 			t.Fatal("a cut from the store was not adopted")
 		}
 		admitted := s.admitted.Add(1) // a call sent at the adopted pace
-		if r := s.cut(admitted, now.Add(100*time.Millisecond), 0, defaultMaxWait, true); !r.cut {
+		if cut, _ := s.cut(admitted, now.Add(100*time.Millisecond), 0, defaultMaxWait, true); !cut {
 			t.Error("a refusal after an adopted cut did not cut")
 		}
 		admitted = s.admitted.Add(1)
-		if r := s.cut(admitted, now.Add(200*time.Millisecond), 0, defaultMaxWait, true); r.cut {
+		if cut, _ := s.cut(admitted, now.Add(200*time.Millisecond), 0, defaultMaxWait, true); cut {
 			t.Error("a refusal within the window of this process's own cut cut again")
 		}
 	})

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacer-go/pacer/internal/pace"
 )
 
 // FuzzTransport puts a Transport in front of a scripted, hostile API, in
@@ -94,9 +96,9 @@ func runHostile(t *testing.T, script []byte) {
 	api.healthy.Store(true)
 	// A cut climbs back by time (recovery.go): a pause is capped by
 	// maxWait, and the dearest rejection's curve takes at most about
-	// 1.6 costlyRecovery from the floor.
+	// 1.6 pace.CostlyRecovery from the floor.
 	const (
-		recovery = maxWait + 2*costlyRecovery
+		recovery = maxWait + 2*pace.CostlyRecovery
 		window   = 10 * time.Second
 	)
 	var accepted atomic.Int64

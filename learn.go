@@ -374,7 +374,7 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 			// refused call waits it out. A longer one asks the scope to
 			// stop; so does a brief one where the count cannot be read
 			// against what was spent.
-			pause := paused && !(counted && wait <= briefRetryAfter && (local || ch.takenAt > 0))
+			pause := paused && !(counted && wait <= pace.BriefRetryAfter && (local || ch.takenAt > 0))
 			if !taught && cuts && ch.bucket.limitsOnlyConcurrency(now) {
 				// A 503 too: nginx's limit_conn answers one, and an
 				// overloaded server as well, which fewer calls at once
@@ -389,11 +389,11 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 					retryAfter = max(wait, 1) // "Retry-After: 0" still asks for a pause
 				}
 				// A brief Retry-After on a scope paced at a measured
-				// capacity pauses only this call (recovery.go's cut).
-				cut := ch.bucket.cut(ch.admittedAt, now, retryAfter, t.maxWait, !local)
-				pause = pause && cut.pauses
+				// capacity pauses only this call (pace.Cuts.Refused).
+				cut, pauses := ch.bucket.cut(ch.admittedAt, now, retryAfter, t.maxWait, !local)
+				pause = pause && pauses
 				c.clamp(ctx, now, i, 0) // the provider has nothing left
-				if cut.cut {
+				if cut {
 					c.paceChanged(ch.bucket, "the provider refused a call")
 					// After the clamp, which stops the fleet at once.
 					c.publishCut(ch.bucket)
@@ -412,7 +412,7 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 					// why a debt holds them, and would wait it out in
 					// silence. The shared bucket owes a second's pace: each
 					// sends within it, and its own answer tells it.
-					owed = min(wait, briefRetryAfter)
+					owed = min(wait, pace.BriefRetryAfter)
 				}
 				c.clamp(ctx, now, i, -rate*owed.Seconds())
 				ch.bucket.owe(rate)

@@ -451,30 +451,3 @@ func TestAPublishedLimitWithoutACountDoesNotFillTheBucket(t *testing.T) {
 		}
 	})
 }
-
-// A measure of what the server accepted leaves out the scope's own pause:
-// what part of a span before now the latest pause took.
-func TestPausedWithin(t *testing.T) {
-	now := time.Date(2026, 12, 2, 0, 0, 10, 0, time.UTC)
-	at := func(s float64) int64 { return now.Add(time.Duration(s * float64(time.Second))).UnixNano() }
-	for _, tt := range []struct {
-		from, to float64 // the pause, in seconds from now
-		span     time.Duration
-		want     time.Duration
-	}{
-		{-3, -2, 2 * time.Second, 0},                         // over before the span
-		{-1.5, -0.5, 2 * time.Second, time.Second},           // within it
-		{-3, -1, 2 * time.Second, time.Second},               // began before it
-		{-0.5, 0.5, 2 * time.Second, 500 * time.Millisecond}, // still on: counted to now
-		{0, 0, 2 * time.Second, 0},                           // none
-	} {
-		s := &bucket{}
-		if tt.from != 0 || tt.to != 0 {
-			s.pausedFrom.Store(at(tt.from))
-			s.pausedTo.Store(at(tt.to))
-		}
-		if got := s.pausedWithin(now, tt.span); got != tt.want {
-			t.Errorf("a pause from %vs to %vs, over the last %v: %v, want %v", tt.from, tt.to, tt.span, got, tt.want)
-		}
-	}
-}

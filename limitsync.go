@@ -118,7 +118,7 @@ func (t *Transport) syncLimits(ctx context.Context) {
 // which the scope's bucket climbs back from as that instance does (see
 // bucket.adopt). A record this version cannot read is logged and left.
 func (t *Transport) applyPace(cs *configuredScope, rec string) {
-	r, ok := pace.ParseRecord(rec, maxRecordedRecovery)
+	r, ok := pace.ParseRecord(rec, pace.MaxRecordedRecovery)
 	if !ok {
 		t.log.Warn("pacer: a pace record in the shared store that this version of pacer cannot read; left alone", "scope", cs.Name, "record", rec)
 		return

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/internal/pace"
 	"github.com/pacer-go/pacer/observe"
 )
 
@@ -434,8 +435,8 @@ func TestALoweredCapAdmitsItsWaitersByTime(t *testing.T) {
 		}
 		wg.Wait()
 		for i, d := range admitted {
-			if d > 2*cheapRecovery {
-				t.Errorf("waiter %d was admitted after %v, want within %v: the cap climbs back by time", i, d, 2*cheapRecovery)
+			if d > 2*pace.CheapRecovery {
+				t.Errorf("waiter %d was admitted after %v, want within %v: the cap climbs back by time", i, d, 2*pace.CheapRecovery)
 			}
 		}
 		if st := tr.Stats().Scopes[0]; st.ConcurrencyNow != 4 || st.InFlight != 4 {

@@ -444,7 +444,7 @@ func TestRecoveryAfterAnIncidentIsBoundedInTime(t *testing.T) {
 }
 
 // What a rejection costs prices the probing back: after a bare 429 the pace
-// is back in full within cheapRecovery; after a 429 that paused the scope it
+// is back in full within pace.CheapRecovery; after a 429 that paused the scope it
 // climbs more slowly.
 func TestProbingIsPricedByWhatARejectionCosts(t *testing.T) {
 	for _, tt := range []struct {
@@ -456,9 +456,9 @@ func TestProbingIsPricedByWhatARejectionCosts(t *testing.T) {
 			api := &scriptedAPI{steps: []scripted{{http.StatusTooManyRequests, tt.header}}}
 			tr := New(api, WithLimit(PerSecond(100)), WithoutRetry())
 			get(tr, context.Background(), "http://api.test/")
-			time.Sleep(cheapRecovery)
+			time.Sleep(pace.CheapRecovery)
 			if f := tr.Stats().Scopes[0].Factor; (f == 1) != tt.full {
-				t.Errorf("429 with %v: factor %v after %v", tt.header, f, cheapRecovery)
+				t.Errorf("429 with %v: factor %v after %v", tt.header, f, pace.CheapRecovery)
 			}
 		})
 	}
@@ -507,7 +507,7 @@ func TestPaceChangesAreObservable(t *testing.T) {
 		if why := tr.Stats().Scopes[0].Why; why != "recovering from a refusal" {
 			t.Errorf("Why = %q after a 429", why)
 		}
-		time.Sleep(cheapRecovery)
+		time.Sleep(pace.CheapRecovery)
 		get(tr, context.Background(), "http://api.test/")
 		want := []string{"the provider published its limit", "the provider refused a call", "recovered from a cut"}
 		if strings.Join(reasons, "; ") != strings.Join(want, "; ") {

@@ -191,7 +191,7 @@ func (s *bucket) reportRemaining(now time.Time, c pace.Count, maxWait time.Durat
 		// its rate, and must not cut it (the first second of a bucket of
 		// one, at the default burst of 10, drew nine).
 		s.mu.Lock()
-		s.cutAt = max(s.cutAt, s.admitted.Load())
+		s.cuts.Mark(s.admitted.Load())
 		s.mu.Unlock()
 	}
 	return v, old == nil || old.until <= now.UnixNano()

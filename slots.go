@@ -300,7 +300,7 @@ func (t *Transport) slotCheckDue(now time.Time) bool {
 // held. The cap drops there at once — a factor of the configured cap took
 // one refusal per step to reach a server's half, and a retry that took the
 // freed slot drew the next one — then climbs back by time, flat at held
-// first (the cubic curve of recovery.go, over cheapRecovery: the slot
+// first (the cubic curve of pace.Curve, over pace.CheapRecovery: the slot
 // above 4 of 8 is tried again about 20 s on). A refusal of a call sent with
 // more in flight than the cap allows now says nothing new, so the refusals
 // of one burst cut once, to the least of them.
@@ -316,17 +316,11 @@ func (s *bucket) cutSlots(held int32, now time.Time) bool {
 	held = max(held, s.inFlight.Load()-1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cur := 1.0
-	if r := s.recov.Load(); r != nil {
-		cur = r.Factor(now.UnixNano())
-	}
-	f, ok := pace.SlotsCut(int(held), n, cur)
-	if !ok {
+	r := s.cuts.SlotsRefused(now, int(held), n, s.recov.Load(), s.admitted.Load())
+	if r == nil {
 		return false
 	}
-	s.accepted.refused++
-	s.cutAt = s.admitted.Load()
-	s.recov.Store(pace.NewCurve(now, f, f, cheapRecovery, true))
+	s.recov.Store(r)
 	s.recovered.Store(false)
 	return true
 }

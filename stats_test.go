@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pacer-go/pacer/internal/clock"
+	"github.com/pacer-go/pacer/internal/pace"
 	"github.com/pacer-go/pacer/store"
 )
 
@@ -34,7 +35,7 @@ func TestStatsDescribeTheScopes(t *testing.T) {
 		}
 		d := st.Scopes[1]
 		// The first call's 429 leaves no history to measure by: the pace halves.
-		if d.Cooldown != 30*time.Second || d.Factor != shortHistoryCut || d.Rate != 90*shortHistoryCut || d.Waiting != 1 || d.Admitted != 1 ||
+		if d.Cooldown != 30*time.Second || d.Factor != pace.ShortHistoryCut || d.Rate != 90*pace.ShortHistoryCut || d.Waiting != 1 || d.Admitted != 1 ||
 			d.Why != "recovering from a refusal" {
 			t.Errorf("default scope = %+v", d)
 		}

@@ -1,10 +1,10 @@
 // Package pace holds the rules by which pacer reads what a provider did
-// and said, as pure functions, immutable values and one state machine: no
+// and said, as pure functions, immutable values and two state machines: no
 // I/O, no clock (the time is an argument, as golang.org/x/time/rate's
 // reserveN takes it), no pointer back to a Transport. The root's learn
-// step (learn.go and the files it calls) keeps a Record for each bucket
-// and calls these under its bucket's lock; it also applies what they
-// decide to the bucket and the store, raises events and logs.
+// step (learn.go and the files it calls) keeps a Record and a Cuts for
+// each bucket and calls these under its bucket's lock; it also applies
+// what they decide to the bucket and the store, raises events and logs.
 //
 // A Record is the model of a provider that reports what remains. Each
 // count it is given (Record.Count) is checked against what the scope sent:
@@ -14,6 +14,13 @@
 // the round trip's floor), and refused calls are never taken for spent.
 // Its Verdict is the pace that spends what is left to the margin by the
 // reset, never below the blind pace while what is left lasts at it.
+//
+// A Cuts is the model of a provider that only refuses. Each refusal that
+// taught nothing else (Cuts.Refused) is checked against what the server
+// accepted over the last measuring window, the scope's own pauses left
+// out; its CutVerdict is a Curve from that capacity back to the full pace,
+// and whether the scope pauses. A refusal of a call the last cut already
+// answered is old news, and cuts nothing.
 //
 // Each rule names the server property it relies on:
 //
@@ -36,10 +43,14 @@
 //     pace below the one without a count, and lets the scope aim at the
 //     edge at once; read as the rate, the young measure followed the
 //     scope's own pace up, and the pace the measure.
-//   - Curve, the climb back after a cut, relies on a refusal being a
-//     measurement: a server refuses above its capacity and accepts the
-//     rest, so the pace jumps to what it accepted and climbs back by time,
-//     flat near the level it last refused (TCP CUBIC's shape).
+//   - Cuts.Refused and Curve, the cut and the climb back, rely on a
+//     refusal being a measurement: a server refuses above its capacity and
+//     accepts the rest, so the pace jumps to what it accepted and climbs
+//     back by time, flat near the level it last refused (TCP CUBIC's
+//     shape). A shared scope measures the share of its calls accepted
+//     times the pace they were sent at: a fleet's server accepted more
+//     than this process saw. A one-second Retry-After on a measured cut
+//     pauses only its call: a per-second limiter's stock answer.
 //   - SlotsCut relies on a concurrency cap refusing a call that arrives
 //     while it holds its cap: what it held then were calls in flight.
 //   - RoundTrips keeps the shortest round trip of late: the floor under a
@@ -88,6 +99,6 @@
 //     than the maximum wait) is forgotten.
 //
 // Concurrency: the functions are safe to call from any goroutine; a Curve
-// is immutable and may be shared; a Record and a RoundTrips are not safe
-// for concurrent use (their owner holds a lock).
+// is immutable and may be shared; a Record, a Cuts and a RoundTrips are
+// not safe for concurrent use (their owner holds a lock).
 package pace

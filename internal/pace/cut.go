@@ -1,0 +1,365 @@
+package pace
+
+import "time"
+
+// What a refusal that teaches nothing else does to a scope's pace.
+//
+// A 429 is a measurement: the server refused the calls above its capacity
+// and accepted the rest, so what it accepted over the last window is its
+// capacity, near enough. The pace jumps there, less CapacityHeadroom, in
+// one step instead of in many geometric ones. When the scope has too little
+// history to measure (its first calls were refused), it halves instead.
+//
+// The pace then climbs back by time, not by successes, on a Curve: quickly
+// at first, flat near the level the server last refused, then faster again
+// beyond it. So probing the old ceiling again is rare, and a scope cut to
+// the floor by an incident is back at its full pace after a bounded time,
+// however many cuts the incident made. How long the curve takes is priced
+// by what a refusal costs: a bare 429 loses one call (CheapRecovery), a 429
+// that paused the whole scope (Retry-After) loses every caller's time
+// (CostlyRecovery).
+const (
+	CapacityHeadroom = 0.95
+	CostlyHeadroom   = 0.9
+	ShortHistoryCut  = 0.5
+
+	// From the floor back to the full pace after a cut, when nothing is
+	// refused on the way.
+	CheapRecovery  = 40 * time.Second
+	CostlyRecovery = 120 * time.Second
+
+	// A scope that refusals have cut to its floor still sends a call
+	// about every ProbeEvery, if that is at most ProbeShare of its pace: a
+	// bare 429 costs one call.
+	ProbeEvery = time.Second
+	ProbeShare = 0.05
+
+	// BriefRetryAfter is the longest Retry-After that, on a refusal whose
+	// cut measured the server's capacity, pauses only the call it answers,
+	// not the scope: a second is a per-second limiter's stock answer
+	// (nginx's, httprate's), and the measured pace already keeps the other
+	// callers under the capacity. A longer one is a request to stop, and
+	// stops the scope.
+	BriefRetryAfter = time.Second
+
+	// MaxRecordedRecovery bounds the climb a fleet's pace record may ask
+	// for (ParseRecord): a record written by a later version, or by
+	// something else, never holds a scope down for longer.
+	MaxRecordedRecovery = 10 * CostlyRecovery
+)
+
+// The accepted-calls history a refusal measures on: a point every
+// AcceptanceStep accepted calls, not every call, so that it spans
+// acceptancePoints × AcceptanceStep calls whatever the rate, and a success
+// costs its owner one atomic add.
+const (
+	AcceptanceStep   = 8
+	acceptancePoints = 32
+)
+
+// minShareSample is the fewest answered calls a shared scope measures the
+// share the server accepted on: on fewer, one refusal among a process's
+// few calls in a window (its fleet took the rest) read as a share of
+// nothing, and cut the whole fleet to the floor.
+const minShareSample = 16
+
+type acceptancePoint struct {
+	at      int64   // UnixNano
+	n       int64   // accepted calls then
+	refused int64   // refused calls then
+	pace    float64 // the scope's pace then, in units a second
+}
+
+// Cuts is a scope's record of what the provider accepted and refused, and
+// of the cuts its refusals made: the history a refusal measures the
+// server's capacity on, and which refusals are old news, answered by a cut
+// already. Its owner keeps the count of accepted calls (an atomic, on the
+// hot path) and the Curve in use, and applies what Refused decides. The
+// zero value is an empty record. A Cuts is not safe for concurrent use.
+type Cuts struct {
+	points  [acceptancePoints]acceptancePoint
+	next    int
+	refused int64 // refused calls a cut answered
+
+	// mark is the owner's admitted count at the last cut: a refusal of a
+	// call admitted before it saw the pace that cut answered.
+	mark int64
+	// quietUntil is the UnixNano before which a refusal does not cut
+	// again: the calls it answers were sent at a pace the cut has not yet
+	// had a window to show wrong.
+	quietUntil int64
+}
+
+// Accepted records, at now (UnixNano), that the provider had accepted ok
+// calls in all, with the scope pacing at pace units a second. The owner
+// calls it every AcceptanceStep accepted calls.
+func (c *Cuts) Accepted(now, ok int64, pace float64) {
+	c.points[c.next%acceptancePoints] = acceptancePoint{now, ok, c.refused, pace}
+	c.next++
+}
+
+// Mark makes the calls admitted so far, admitted in all, old news to a
+// refusal: they went out at a pace something else has answered (a cut
+// adopted from the fleet, a count that showed a bucket too small for the
+// burst they were sent in).
+func (c *Cuts) Mark(admitted int64) { c.mark = max(c.mark, admitted) }
+
+// A Refusal is a refused call that taught nothing else (no count, no
+// limit), with what its scope knew when it came back.
+type Refusal struct {
+	AdmittedAt int64 // the scope's admitted count when the call was admitted
+	Admitted   int64 // the scope's admitted count now
+	Accepted   int64 // the calls the provider has accepted, in all
+	RetryAfter time.Duration
+	// Shared says the scope's bucket is shared with other processes.
+	Shared bool
+
+	Base, Burst float64 // the scope's full pace, units a second, and its burst; 0 if none
+	Curve       *Curve  // the climb in use; nil at the full pace
+	// WaitFloor and ProbeFloor are the paces of one call within the
+	// maximum wait and one call every ProbeEvery, units a second.
+	WaitFloor, ProbeFloor float64
+	// PausedFrom and PausedTo are the latest pause the scope took, UnixNano.
+	PausedFrom, PausedTo int64
+}
+
+// A CutVerdict is what a refusal does to the scope's pace.
+type CutVerdict struct {
+	// Curve is the new climb; nil when the refusal was old news: a call
+	// sent before the last cut, or within a measuring window of it, saw
+	// the pace the cut already answered.
+	Curve *Curve
+	// Pauses says the refusal pauses the scope for its Retry-After.
+	Pauses bool
+}
+
+// Refused records the refusal r at now and returns what it does to the
+// pace.
+//
+// Server property: a server refuses above its capacity and accepts the
+// rest, so what it accepted over the last measuring window, once the
+// pacer's own pauses are left out (its silence then says nothing of the
+// server), is its capacity.
+//
+// A Retry-After pauses the scope, and the climb back is priced as costly,
+// unless it is brief (BriefRetryAfter) and the scope's pace is a measured
+// capacity: this cut's measurement, or for old news, the last cut's. Then
+// only the call it answers waits it out (a retry never goes sooner), and
+// the other callers go on at the measured pace from an empty bucket.
+//
+// A shared scope's bucket is shared with other processes: what this
+// process saw accepted is then only its part of what the server accepted,
+// about 1/N of it in a fleet of N, and as a capacity it would cut the pace
+// N times too deep, and slow the whole fleet's bucket. So a shared scope
+// measures the share of its answered calls the server accepted over the
+// window, times the pace they were sent at.
+func (c *Cuts) Refused(now time.Time, r Refusal) CutVerdict {
+	window := measuringWindow(r.Base)
+	c.refused++
+	if r.AdmittedAt <= c.mark || now.UnixNano() < c.quietUntil {
+		// A call sent before the cut was answered by it; one sent after,
+		// within the window, says the measure was too high: that pauses.
+		brief := r.AdmittedAt <= c.mark && r.Curve != nil && r.Curve.Measured && r.RetryAfter <= BriefRetryAfter
+		return CutVerdict{Pauses: r.RetryAfter > 0 && !brief}
+	}
+	c.mark = r.Admitted
+	c.quietUntil = now.Add(window).UnixNano()
+	cur := 1.0
+	if r.Curve != nil {
+		cur = r.Curve.Factor(now.UnixNano())
+	}
+	floor := MinFactor
+	if r.Base > 0 && r.Burst > 0 {
+		// However low the pace is cut, the scope always probes again
+		// within the maximum wait.
+		floor = max(floor, min(1, r.WaitFloor/r.Base))
+		// And, where that is a small part of its pace, about once every
+		// ProbeEvery: in an outage nothing is accepted, each cut finds no
+		// capacity, and from the least factor the climb takes seconds to
+		// send its first call — which was how long a healed provider
+		// waited after the outage (7 s of a 100/s scope's).
+		floor = max(floor, min(ProbeShare, r.ProbeFloor/r.Base))
+	}
+	var accepted float64
+	var measured bool
+	if r.Shared {
+		accepted, measured = c.sharedCapacity(now, window, r.Accepted)
+	} else {
+		accepted, measured = c.acceptedRate(now, window, r)
+	}
+	measured = measured && r.Base > 0
+	costly := r.RetryAfter > 0 && (!measured || r.RetryAfter > BriefRetryAfter)
+	var wmax, f0 float64
+	switch {
+	case measured:
+		wmax = min(cur, accepted/r.Base)
+		f0 = wmax * CapacityHeadroom
+		if r.RetryAfter > 0 {
+			// The measure may hold a burst the server let through after
+			// the last pause, and the next refusal costs another pause, or
+			// at least a call that waits out its Retry-After.
+			f0 = wmax * CostlyHeadroom
+		}
+	default:
+		wmax, f0 = cur, cur*ShortHistoryCut
+	}
+	f0 = max(f0, floor)
+	wmax = max(wmax, f0)
+	over := CheapRecovery
+	if costly {
+		over = CostlyRecovery
+	}
+	return CutVerdict{Curve: NewCurve(now, wmax, f0, over, measured), Pauses: costly}
+}
+
+// SlotsRefused records a refusal, at now, of a call sent while held others
+// were in flight, for a scope that caps its calls in flight at n and uses
+// the climb cur (nil at its full cap), admitted calls in all; it returns
+// the new climb, or nil when the refusal says nothing new (SlotsCut).
+func (c *Cuts) SlotsRefused(now time.Time, held, n int, cur *Curve, admitted int64) *Curve {
+	f := 1.0
+	if cur != nil {
+		f = cur.Factor(now.UnixNano())
+	}
+	f, ok := SlotsCut(held, n, f)
+	if !ok {
+		return nil
+	}
+	c.refused++
+	c.Mark(admitted)
+	return NewCurve(now, f, f, CheapRecovery, true)
+}
+
+// Adopt returns r, a cut another instance of the fleet took and published,
+// as this scope's climb back at now, so that the fleet climbs back
+// together, and false when it does not take it: not when r is over, nor
+// over the climb cur (nil if none), taken since, that is as deep or deeper
+// now. The calls the scope admitted before it, admitted in all, were sent
+// at the pace it answers: their refusals are old news. waitFloor is the
+// pace of one call within this scope's maximum wait, which may differ from
+// the other instance's: the adopted curve never goes below it.
+func (c *Cuts) Adopt(now time.Time, r, cur *Curve, admitted int64, base, burst, waitFloor float64) (*Curve, bool) {
+	n := now.UnixNano()
+	if n >= r.Full {
+		return nil, false
+	}
+	at, f0, wmax := min(r.At, n), r.F0, r.Wmax
+	if base > 0 && burst > 0 {
+		if floor := min(1, waitFloor/base); f0 < floor {
+			f0, wmax = floor, max(wmax, floor)
+		}
+	}
+	if at != r.At || f0 != r.F0 {
+		// A cut stamped after now (a clock ahead of this one, or a record
+		// written by something else) is taken as made now: its climb would
+		// otherwise not start until then, and hold the scope at its
+		// deepest for as long.
+		r = NewCurve(time.Unix(0, at), wmax, f0, r.Over, r.Measured)
+	}
+	if cur != nil && cur.At >= r.At && cur.Factor(n) <= r.Factor(n) {
+		return nil, false
+	}
+	// Not quiet for a window, as after a cut of its own: a refusal of a
+	// call sent at the adopted pace says the other instance's measure was
+	// too high, and this one's own measure may tell better.
+	c.Mark(admitted)
+	return r, true
+}
+
+// acceptedRate returns how many calls a second the provider accepted over
+// about the last window before now, and false when the record holds less
+// than half a window of history.
+func (c *Cuts) acceptedRate(now time.Time, window time.Duration, r Refusal) (float64, bool) {
+	p, span, ok := c.measuredFrom(now, window)
+	if !ok {
+		return 0, false
+	}
+	// The scope sent nothing while it paused itself for a Retry-After: the
+	// server's silence then says nothing of what it accepts, and counted,
+	// a measure taken soon after a pause read the pause as a scarcity (a
+	// leaky bucket beside a neighbour, cut after a one-second pause, was
+	// held at 0.6 of its share for good).
+	if paused := pausedWithin(r.PausedFrom, r.PausedTo, now, span); paused > 0 {
+		if span -= paused; span < window/2 {
+			return 0, false
+		}
+	}
+	return float64(r.Accepted-p.n) / span.Seconds(), true
+}
+
+// pausedWithin is how much of the span before now the pause from from to
+// to (UnixNano) took.
+func pausedWithin(from, to int64, now time.Time, span time.Duration) time.Duration {
+	from, to = max(from, now.UnixNano()-int64(span)), min(to, now.UnixNano())
+	return time.Duration(max(0, to-from))
+}
+
+// sharedCapacity returns what the server was measured to accept, in units
+// a second, for a scope whose bucket other processes share: the share of
+// this process's answered calls it accepted since about a window before
+// now (further back, if that holds fewer than minShareSample calls), times
+// the pace they were sent at, on average over that span — not the pace
+// now, which a cut since may have lowered already. ok is the count of
+// accepted calls now. false when the record holds too little history.
+func (c *Cuts) sharedCapacity(now time.Time, window time.Duration, ok int64) (float64, bool) {
+	from := now.UnixNano() - int64(window)
+	count := min(c.next, acceptancePoints)
+	// Walk back from the newest point, adding up the pace over time.
+	var paced float64 // units the pace allowed from the point to now
+	end := now.UnixNano()
+	for i := 1; i <= count; i++ {
+		p := c.points[(c.next-i)%acceptancePoints]
+		if p.at > end {
+			continue // recorded out of order by a concurrent success
+		}
+		paced += p.pace * float64(end-p.at) / 1e9
+		end = p.at
+		answered := float64(ok - p.n + c.refused - p.refused)
+		if p.at > from || answered < minShareSample {
+			continue
+		}
+		span := float64(now.UnixNano()-p.at) / 1e9
+		return float64(ok-p.n) / answered * paced / span, true
+	}
+	return 0, false
+}
+
+// measuredFrom returns the point a measure over about the last window
+// before now starts from, and its span; false when the record holds less
+// than half a window of history.
+func (c *Cuts) measuredFrom(now time.Time, window time.Duration) (acceptancePoint, time.Duration, bool) {
+	from := now.UnixNano() - int64(window)
+	var newestOld, oldest acceptancePoint
+	for i := range min(c.next, acceptancePoints) {
+		p := c.points[i]
+		if p.at <= from && p.at > newestOld.at {
+			newestOld = p
+		}
+		if oldest.at == 0 || p.at < oldest.at {
+			oldest = p
+		}
+	}
+	best := newestOld
+	if best.at == 0 {
+		best = oldest
+	}
+	if best.at == 0 {
+		return best, 0, false
+	}
+	span := time.Duration(now.UnixNano() - best.at)
+	if span < window/2 || span <= 0 {
+		return best, 0, false
+	}
+	return best, span, true
+}
+
+// measuringWindow is the window a refusal measures the accepted rate over,
+// for a scope whose full pace is base units a second: long enough to hold
+// twenty calls at that pace, and between a second and a minute.
+func measuringWindow(base float64) time.Duration {
+	w := time.Second
+	if base > 0 {
+		w = time.Duration(20 / base * float64(time.Second))
+	}
+	return min(max(w, time.Second), time.Minute)
+}

@@ -1,0 +1,271 @@
+package pace
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+var cutStart = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+
+// cutAt is cutStart plus s seconds.
+func cutAt(s float64) time.Time { return cutStart.Add(time.Duration(s * float64(time.Second))) }
+
+// accept records, from second from to second to, calls the provider
+// accepted at rate a second, with the scope pacing at pace, as the owner
+// does: a point every AcceptanceStep calls. It returns the accepted count
+// at to.
+func accept(c *Cuts, ok int64, from, to, rate, pace float64) int64 {
+	every := AcceptanceStep / rate
+	n := ok
+	for t := from + every; t <= to+1e-9; t += every {
+		n += AcceptanceStep
+		c.Accepted(cutAt(t).UnixNano(), n, pace)
+	}
+	return ok + int64(math.Round(rate*(to-from)))
+}
+
+// A refusal cuts the pace to what the server accepted over the last
+// measuring window, less a headroom, and prices the climb back by what the
+// refusal cost.
+func TestARefusalCutsToWhatTheServerAccepted(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		accepted   float64 // a second, over the two seconds before the refusal; 0: no history
+		retryAfter time.Duration
+		wantWmax   float64
+		wantF0     float64
+		measured   bool
+		pauses     bool
+		over       time.Duration
+	}{
+		{"a bare 429, measured", 50, 0, 0.5, 0.5 * CapacityHeadroom, true, false, CheapRecovery},
+		{"a brief Retry-After, measured: only the call waits", 50, time.Second, 0.5, 0.5 * CostlyHeadroom, true, false, CheapRecovery},
+		{"a long Retry-After stops the scope", 50, 5 * time.Second, 0.5, 0.5 * CostlyHeadroom, true, true, CostlyRecovery},
+		{"no history: halve", 0, 0, 1, ShortHistoryCut, false, false, CheapRecovery},
+		{"no history and a Retry-After: halve, pause", 0, time.Second, 1, ShortHistoryCut, false, true, CostlyRecovery},
+		{"more accepted than the pace: no rise", 150, 0, 1, CapacityHeadroom, true, false, CheapRecovery},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var c Cuts
+			var ok int64
+			if tt.accepted > 0 {
+				ok = accept(&c, 0, 0, 2, tt.accepted, 100)
+			}
+			v := c.Refused(cutAt(2), Refusal{AdmittedAt: 200, Admitted: 200, Accepted: ok, RetryAfter: tt.retryAfter,
+				Base: 100, Burst: 10, WaitFloor: 1.0 / 60, ProbeFloor: 1})
+			if v.Curve == nil {
+				t.Fatal("no cut")
+			}
+			r := v.Curve
+			if math.Abs(r.Wmax-tt.wantWmax) > 0.03 || math.Abs(r.F0-tt.wantF0) > 0.03 || r.Measured != tt.measured ||
+				v.Pauses != tt.pauses || r.Over != tt.over {
+				t.Errorf("cut to wmax %.3f f0 %.3f measured %v pauses %v over %v; want %.3f %.3f %v %v %v",
+					r.Wmax, r.F0, r.Measured, v.Pauses, r.Over, tt.wantWmax, tt.wantF0, tt.measured, tt.pauses, tt.over)
+			}
+			if r.At != cutAt(2).UnixNano() {
+				t.Errorf("the cut is dated %v, want the refusal's time", time.Unix(0, r.At).UTC())
+			}
+		})
+	}
+}
+
+// The refusals of the calls a cut answers, and those within its measuring
+// window, cut once: the pace they saw is the one the cut answered. Whether
+// they pause follows the cut in use.
+func TestOldNewsCutsOnce(t *testing.T) {
+	var c Cuts
+	ok := accept(&c, 0, 0, 2, 50, 100)
+	first := c.Refused(cutAt(2), Refusal{AdmittedAt: 200, Admitted: 210, Accepted: ok, Base: 100, Burst: 10})
+	if first.Curve == nil {
+		t.Fatal("the first refusal did not cut")
+	}
+	for _, tt := range []struct {
+		name       string
+		at         float64
+		admittedAt int64
+		retryAfter time.Duration
+		cuts       bool
+		pauses     bool
+	}{
+		{"sent before the cut", 2.1, 205, 0, false, false},
+		{"sent before the cut, brief Retry-After on a measured cut", 2.1, 205, time.Second, false, false},
+		{"sent before the cut, long Retry-After", 2.1, 205, 5 * time.Second, false, true},
+		{"the last call sent before the cut, brief Retry-After", 2.1, 210, time.Second, false, false},
+		{"sent after, within the window: the measure was high", 2.5, 215, time.Second, false, true},
+		{"sent after, past the window", 3.5, 260, 0, true, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := c // each case from the state after the first cut
+			v := c.Refused(cutAt(tt.at), Refusal{AdmittedAt: tt.admittedAt, Admitted: 300, Accepted: ok, RetryAfter: tt.retryAfter,
+				Base: 100, Burst: 10, Curve: first.Curve})
+			if (v.Curve != nil) != tt.cuts || v.Pauses != tt.pauses {
+				t.Errorf("cut %v pauses %v, want %v %v", v.Curve != nil, v.Pauses, tt.cuts, tt.pauses)
+			}
+		})
+	}
+}
+
+// Cut after cut in an outage (nothing accepted), the pace keeps a floor:
+// one call within the maximum wait, and about one every ProbeEvery where
+// that is a small part of the pace.
+func TestACutKeepsItsProbes(t *testing.T) {
+	for _, tt := range []struct {
+		name                  string
+		base, burst           float64
+		waitFloor, probeFloor float64
+		want                  float64
+	}{
+		{"a call a second, a hundredth of the pace", 100, 10, 1.0 / 60, 1, 0.01},
+		{"a call a second would be a fifth: ProbeShare", 5, 1, 1.0 / 60, 1, ProbeShare},
+		{"a maximum wait of 10 s on a pace of one a second", 1, 1, 0.1, 1, 0.1},
+		{"no burst: only the least factor", 100, 0, 1.0 / 60, 1, MinFactor},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var c Cuts
+			c.Accepted(cutAt(-30).UnixNano(), 0, tt.base) // history, of nothing accepted
+			v := c.Refused(cutAt(2), Refusal{AdmittedAt: 1, Admitted: 1, Base: tt.base, Burst: tt.burst,
+				WaitFloor: tt.waitFloor, ProbeFloor: tt.probeFloor})
+			if v.Curve == nil || math.Abs(v.Curve.F0-tt.want) > 1e-9 || !v.Curve.Measured {
+				t.Fatalf("cut to %+v, want a measured floor of %v", v.Curve, tt.want)
+			}
+		})
+	}
+}
+
+// The scope sent nothing while it paused itself: a measure leaves the pause
+// out of its span, and one left with less than half a window of sending
+// measures nothing.
+func TestACutLeavesOutThePause(t *testing.T) {
+	for _, tt := range []struct {
+		pause    float64 // seconds, from 3 s
+		measured bool
+	}{
+		{0.4, true},  // 0.72 s of sending in a measure of 1.12 s
+		{0.7, false}, // 0.42 s: less than half the window of 1 s
+	} {
+		var c Cuts
+		ok := accept(&c, 0, 0, 3, 50, 100) // 50 a second from 0 s to 3 s
+		// Paused: nothing sent, nothing accepted; then 50 a second again.
+		ok = accept(&c, ok, 3+tt.pause, 4, 50, 100)
+		r := Refusal{AdmittedAt: 1, Admitted: 1, Accepted: ok, Base: 100, Burst: 10,
+			PausedFrom: cutAt(3).UnixNano(), PausedTo: cutAt(3 + tt.pause).UnixNano()}
+		v := c.Refused(cutAt(4), r)
+		switch {
+		case v.Curve == nil || v.Curve.Measured != tt.measured:
+			t.Errorf("a pause of %v s: cut to %+v, want measured %v", tt.pause, v.Curve, tt.measured)
+		case tt.measured && math.Abs(v.Curve.Wmax-0.5) > 0.05:
+			t.Errorf("a pause of %v s: measured %.3f of the pace, want 0.5 (the pause left out)", tt.pause, v.Curve.Wmax)
+		}
+	}
+}
+
+// A measure of what the server accepted leaves out the scope's own pause:
+// what part of a span before now the latest pause took.
+func TestPausedWithin(t *testing.T) {
+	now := cutAt(10)
+	at := func(s float64) int64 { return now.Add(time.Duration(s * float64(time.Second))).UnixNano() }
+	for _, tt := range []struct {
+		from, to float64 // the pause, in seconds from now
+		span     time.Duration
+		want     time.Duration
+	}{
+		{-3, -2, 2 * time.Second, 0},                         // over before the span
+		{-1.5, -0.5, 2 * time.Second, time.Second},           // within it
+		{-3, -1, 2 * time.Second, time.Second},               // began before it
+		{-0.5, 0.5, 2 * time.Second, 500 * time.Millisecond}, // still on: counted to now
+	} {
+		if got := pausedWithin(at(tt.from), at(tt.to), now, tt.span); got != tt.want {
+			t.Errorf("a pause from %vs to %vs, over the last %v: %v, want %v", tt.from, tt.to, tt.span, got, tt.want)
+		}
+	}
+	if got := pausedWithin(0, 0, now, 2*time.Second); got != 0 {
+		t.Errorf("no pause: %v", got)
+	}
+}
+
+// A shared scope measures the server's capacity at the pace its calls were
+// sent at, not at the pace now: a cut since (its own, or one read from the
+// store) must not be taken again on top of the share it measured. Half of
+// its calls over the last two seconds, sent at 50 a second, were refused:
+// 25 a second, though the scope paces at 25 since.
+func TestASharedCutMeasuresAtThePaceTheCallsWereSentAt(t *testing.T) {
+	var c Cuts
+	// A point every 8 accepted calls, 8 refused between each: 16
+	// answered calls each 320 ms at 50 a second.
+	for i := range 8 {
+		c.refused += 8
+		c.Accepted(cutAt(float64(i)*0.32).UnixNano(), int64(8*(i+1)), 50)
+	}
+	now := cutAt(8 * 0.32)
+	got, ok := c.sharedCapacity(now, time.Second, 64)
+	if !ok || math.Abs(got-25) > 2 {
+		t.Errorf("measured %.1f a second (%v), want about 25", got, ok)
+	}
+	// The last window held one refusal and nothing else: too few to
+	// measure on, so the measure reaches further back.
+	c.refused++
+	got, ok = c.sharedCapacity(now.Add(2*time.Second), time.Second, 64)
+	if !ok || got < 20 {
+		t.Errorf("one refusal alone in the window measured %.1f a second (%v), want the share from the calls before it", got, ok)
+	}
+	// Through Refused: the shared measure, not the 20 a second this
+	// process saw accepted of the fleet's calls.
+	v := c.Refused(now.Add(2*time.Second), Refusal{AdmittedAt: 100, Admitted: 100, Accepted: 64, Shared: true, Base: 50, Burst: 5})
+	if v.Curve == nil || !v.Curve.Measured || v.Curve.Wmax < 0.4 {
+		t.Errorf("a shared refusal cut to %+v, want about half of 50 a second", v.Curve)
+	}
+}
+
+// A cut adopted from the fleet is this scope's climb unless one taken here
+// since is as deep or deeper; it is taken as made now when stamped ahead,
+// and never below this scope's own floor. It makes the calls sent before
+// it old news, without a quiet window.
+func TestAdoptingAFleetsCut(t *testing.T) {
+	now := cutAt(10)
+	var c Cuts
+	r, ok := c.Adopt(now, NewCurve(now.AddDate(1, 0, 0), 0.5, 0.25, CheapRecovery, true), nil, 40, 100, 10, 1.0/60)
+	if !ok || r.At != now.UnixNano() || r.F0 != 0.25 {
+		t.Fatalf("a cut stamped a year ahead adopted as %+v (%v), want it made now", r, ok)
+	}
+	if v := c.Refused(now.Add(100*time.Millisecond), Refusal{AdmittedAt: 40, Admitted: 41, Base: 100, Burst: 10, Curve: r}); v.Curve != nil {
+		t.Error("a refusal of a call sent before the adopted cut cut again")
+	}
+	if v := c.Refused(now.Add(100*time.Millisecond), Refusal{AdmittedAt: 41, Admitted: 41, Base: 100, Burst: 10, Curve: r}); v.Curve == nil {
+		t.Error("a refusal of a call sent at the adopted pace did not cut: the other instance's measure was high")
+	}
+	if r, ok := c.Adopt(now, NewCurve(now, 0.001, 0.001, CheapRecovery, true), nil, 41, 100, 10, 10); !ok || r.F0 != 0.1 {
+		t.Errorf("a cut below this scope's floor adopted as %+v (%v), want F0 0.1", r, ok)
+	}
+	deep := NewCurve(now.Add(-2*time.Second), 0.3, 0.25, CheapRecovery, false)
+	for _, tt := range []struct {
+		name string
+		r    *Curve
+		want bool
+	}{
+		{"older and shallower", NewCurve(now.Add(-3*time.Second), 0.9, 0.85, CheapRecovery, false), false},
+		{"older and deeper", NewCurve(now.Add(-3*time.Second), 0.2, 0.15, CheapRecovery, false), true},
+		{"newer and shallower", NewCurve(now.Add(-time.Second), 0.9, 0.85, CheapRecovery, false), true},
+		{"over", NewCurve(now.Add(-time.Hour), 0.3, 0.25, CheapRecovery, false), false},
+	} {
+		if _, ok := c.Adopt(now, tt.r, deep, 41, 100, 10, 1.0/60); ok != tt.want {
+			t.Errorf("%s: adopted %v, want %v", tt.name, ok, tt.want)
+		}
+	}
+}
+
+// A concurrency cap's refusal cuts the cap to what was held, and makes the
+// calls admitted so far old news to a rate cut.
+func TestASlotsRefusalMarks(t *testing.T) {
+	var c Cuts
+	r := c.SlotsRefused(cutAt(0), 4, 10, nil, 50)
+	if r == nil || Slots(10, r.Factor(cutAt(0).UnixNano())) != 5 {
+		t.Fatalf("a refusal with 4 in flight of a cap of 10 cut to %+v, want 5 slots (no deeper than half)", r)
+	}
+	if again := c.SlotsRefused(cutAt(0.1), 6, 10, r, 51); again != nil {
+		t.Errorf("a refusal with 6 in flight under a cap of 5 cut again: %+v", again)
+	}
+	if v := c.Refused(cutAt(0.2), Refusal{AdmittedAt: 50, Admitted: 52, Base: 100, Burst: 10, Curve: r}); v.Curve != nil {
+		t.Error("a refusal of a call admitted before the slots cut cut the rate")
+	}
+}
