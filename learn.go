@@ -304,6 +304,7 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 			mark = c.charges[i].takenAt
 		}
 		left := float64(q.Remaining) - float64(s.sinceMark(mark, fleet))
+		var none bool // nothing left until a reset that refills it (pace.Verdict.None)
 		if q.HasReset {
 			var refused int64
 			if status == http.StatusTooManyRequests {
@@ -314,7 +315,7 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 			if began {
 				c.paceChanged(s, "the provider reports what remains until its reset")
 			}
-			left = v.Left
+			left, none = v.Left, v.None
 			if v.Before {
 				// A fixed window's count from before its latest turn
 				// bounds nothing now: no bound, so the clamp below leaves
@@ -336,7 +337,7 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 		if tp := s.told.Load(); tp == nil || !tp.roomless {
 			taught, roomless = true, false
 		}
-		if q.Remaining == 0 && q.HasReset {
+		if none {
 			if pause := pace.PauseForNoneLeft(q.Reset, t.maxWait); pause > 0 {
 				c.coolDown(s, now, pause)
 				s.claimFarReset(now, q.Reset, t.maxWait) // farreset.go

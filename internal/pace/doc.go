@@ -94,6 +94,24 @@
 //   - WholeSecondSlack and PauseForNoneLeft rely on a reset written in whole
 //     seconds (Unix seconds, or seconds against a Date header) being up to
 //     a second late, so a reset "1 s" away may already be here.
+//   - A count with none left pauses the scope until its reset only while
+//     the count may refill at its resets, as a fixed window does. A count
+//     made once the reset the one before it named was due, which names a
+//     later one with no refill, and no refill ever seen, is a count that
+//     gives back as it goes (a sliding window, which at its turn is as
+//     empty as before it): from then on none left paces by what comes
+//     back. Paused to each reset, a sliding window of a minute told twice
+//     its limit spent half of it.
+//   - Below the margin, the count slows the scope within a quarter of a
+//     second, and no lower than half the blind pace while nothing was
+//     refused of late (the calls bring the news that the margin is back).
+//     A refusal is the server saying that pace is too much: then the
+//     count paces alone.
+//   - A correction reaches the server a round trip after the count that
+//     asked for it and shows in the counts a trip after that: a gap to the
+//     margin is closed over no less than a round trip, and a surplus
+//     spent over no less than two. Faster, the pace swung between a crawl
+//     and the blind pace on a one-second route.
 //   - BelieveFor relies on a provider that publishes a limit publishing it
 //     again: a figure not repeated within its window (and never for longer
 //     than the maximum wait) is forgotten.

@@ -60,6 +60,14 @@ type Record struct {
 	lastReset int64         // UnixNano of the latest reset seen
 	candidate time.Duration // the shortest gap between resets seen so far
 	window    time.Duration // a window learned; 0 until one is
+
+	// Whether the count refills at its reset. resetAt is when the latest
+	// count said it would, dueAt the same with a whole-second reset's
+	// slack (UnixNano). gradual says a count made after such a reset
+	// named a later one, without a refill then or ever: the count gives
+	// back as it goes (a sliding window, a bucket), not at its reset.
+	resetAt, dueAt int64
+	gradual        bool
 }
 
 // A Count is one answer's remaining count, as the scope reads it.
@@ -314,6 +322,17 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	if move {
 		o.at, o.remaining, o.spent, o.refusedAt = seen, r, spentAt, o.refused
 	}
+	// A count made once the reset the one before named was due, which
+	// names a later one: the count turned at that reset. A fixed window
+	// is full then (refill, above). One with no room, and no refill seen
+	// ever, does not refill at its resets: a sliding window gives back
+	// what was spent a window before as it goes, and at its turn is as
+	// empty as before it (gradual; Count's None).
+	at, due := seen+int64(reset), seen+int64(reset+WholeSecondSlack(reset))
+	if o.dueAt != 0 && seen >= o.resetAt && at > o.dueAt && o.refillAt == 0 && local && r < refillJump(limit, o.peak) {
+		o.gradual = true
+	}
+	o.resetAt, o.dueAt = at, due
 	if o.first == 0 {
 		o.first = now.UnixNano()
 	}
@@ -411,20 +430,28 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	// sliding window's, which gives back what was spent a window ago, as a
 	// fixed one's: close the gap to the margin within half a second, and
 	// let the clamp and the margin guard.
+	// A correction reaches the server a round trip after the count that
+	// asked for it, and its effect comes back in the counts a trip after
+	// that: corrected faster than that, the pace swung between a crawl
+	// and the blind pace on a one-second route. So a gap is closed over
+	// no less than a round trip, and spent toward the reset over no less
+	// than two.
+	trip := time.Duration(o.rtt.Floor) + time.Duration(o.rtt.Spread)
+	catchUp, deficit := max(catchUpTime, 2*trip), max(deficitTime, trip)
 	horizon := reset
 	if reset == 0 {
 		// Within the second, for a reset in whole seconds (httprate's
 		// near the end of its window); a reset that is exactly now says
 		// only that what remains is about to grow. Spending what is left
 		// early is safe, as above.
-		horizon = catchUpTime
+		horizon = catchUp
 	}
 	if horizon <= 2*time.Second && (!first || full) {
 		// A count that stays at its peak while the scope spends, before
 		// what comes back is measured too, is a bucket refilling faster
 		// than the scope spends: its reset is when it is full again, not
 		// a window's end (a window's count falls as it is spent).
-		horizon = min(horizon, catchUpTime)
+		horizon = min(horizon, catchUp)
 	}
 	if refill > 0 && WholeSecondSlack(reset) > 0 {
 		// A fixed window seen to refill every so often: its reset is when
@@ -442,12 +469,21 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	}
 	rate := supply + (left-margin)/horizon.Seconds()
 	if left < margin {
-		// Below the margin, slow down within a fraction of a second, not
-		// by the reset: on a sliding window the next call may be refused.
-		// But not below half the blind pace: the calls are what bring the
-		// news that the margin is back, and none left at all pauses the
-		// scope (PauseForNoneLeft) anyway.
-		rate = max(supply+(left-margin)/min(horizon, deficitTime).Seconds(), sc.Blind/2)
+		// Below the margin, slow down within a fraction of a second (or
+		// a round trip), not by the reset: on a sliding window the next
+		// call may be refused. But not below half the blind pace while
+		// nothing was refused of late: the calls are what bring the news
+		// that the margin is back, and none left at all pauses the scope
+		// (PauseForNoneLeft) anyway. After a refusal the server has shown
+		// that half the blind pace is too much — other clients take the
+		// rest, or the limit is below the configured one — and the count
+		// paces alone: held at half the blind pace, three processes each
+		// told the whole limit of a sliding window had one call in five
+		// refused.
+		rate = supply + (left-margin)/min(horizon, deficit).Seconds()
+		if now.UnixNano()-o.refusedLast > int64(TrustAfter) {
+			rate = max(rate, sc.Blind/2)
+		}
 	}
 	// How long what is left must last at the blind pace for the count to
 	// leave that pace alone: until the reset — or, while what the
@@ -516,9 +552,13 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	// wait, and a corrected count can teach it back.
 	rate = max(rate, sc.Floor)
 	v.Left = left
-	if remaining == 0 && PauseForNoneLeft(reset, sc.MaxWait) > 0 {
+	if remaining == 0 && PauseForNoneLeft(reset, sc.MaxWait) > 0 && !o.gradual {
 		// The scope pauses until the reset and probes at its own pace
-		// after it: the count sets no pace of its own.
+		// after it: the count sets no pace of its own. Not a count that
+		// was seen not to refill at its reset (gradual): paused to the
+		// reset, a sliding window of a minute found the new window as
+		// empty and paused again, and half the limit went unspent. It
+		// paces by what comes back instead.
 		v.None = true
 		return v
 	}

@@ -1,0 +1,193 @@
+package pace
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// minuteWindow is a server of limit calls a minute, in windows that turn on
+// each minute from t0, with httprate's headers: what remains after the call
+// and the whole seconds until the window's end. A sliding window counts
+// the window before at the share of it still inside the last minute; a
+// fixed one forgets it at the turn.
+type minuteWindow struct {
+	limit   int64
+	sliding bool
+	prev    int64 // calls counted in the window before the current one
+	curr    int64
+	start   time.Time // of the current window
+}
+
+// call counts a call arriving at now, if the window has room, and returns
+// the count its answer carries and whether it was refused.
+func (w *minuteWindow) call(now time.Time) (c Count, refused bool) {
+	for !now.Before(w.start.Add(time.Minute)) {
+		w.prev, w.curr = w.curr, 0
+		w.start = w.start.Add(time.Minute)
+	}
+	elapsed := now.Sub(w.start)
+	used := w.curr
+	if w.sliding {
+		used += int64(math.Floor(float64(w.prev) * (1 - elapsed.Seconds()/60)))
+	}
+	refused = used >= w.limit
+	if !refused {
+		w.curr++
+		used++
+	}
+	reset := (time.Minute - elapsed).Truncate(time.Second)
+	return Count{Remaining: max(0, w.limit-used), Reset: reset, Limit: w.limit}, refused
+}
+
+// spendOver sends a call every step from t0 to d, answered 5 ms later, and
+// feeds the Record each answer, refusals as the root notes them. It returns
+// the verdicts from after from.
+func spendOver(o *Record, w *minuteWindow, sc Scope, step, d, from time.Duration) []Verdict {
+	w.start = t0
+	var after []Verdict
+	var spent int64
+	for at := time.Duration(0); at < d; at += step {
+		sent := t0.Add(at)
+		now := sent.Add(5 * time.Millisecond)
+		spent++
+		c, refused := w.call(sent)
+		c.Mark, c.Sent, c.Local = spent, sent.UnixNano(), true
+		if refused {
+			c.Refused = 1
+			o.Refused(now, spent, 1)
+		}
+		sc.Spent = spent
+		v := o.Count(now, c, sc)
+		if at >= from {
+			after = append(after, v)
+		}
+	}
+	return after
+}
+
+// A pause for none left relies on the count refilling at its reset. A
+// sliding window of a minute does not: at its turn it gives back only
+// what was spent a minute before, as the minute goes on. Told twice its
+// limit, the scope spends the first window, finds none left, and — paused
+// to each reset — found the next window as empty and paused again, half
+// the limit unspent. Once a turn shows no refill, none left paces by what
+// comes back; a fixed window, which refilled at its turn, still pauses.
+func TestNoneLeftPausesOnlyForACountThatRefillsAtItsReset(t *testing.T) {
+	// 600 a minute, told 1,200: the scope sends at 20 a second.
+	sc := Scope{Blind: 19.6, Configured: 20, Unreported: 20, Floor: 1.0 / 30,
+		Per: time.Minute, BlindWithin: false, CountsRequests: true, MaxWait: 2 * time.Minute}
+	step := 50 * time.Millisecond
+	t.Run("sliding", func(t *testing.T) {
+		o := &Record{}
+		after := spendOver(o, &minuteWindow{limit: 600, sliding: true}, sc, step, 150*time.Second, 61*time.Second)
+		var paced int
+		for _, v := range after {
+			if v.None {
+				t.Fatalf("after the turn showed no refill, a count paused the scope: %+v", v)
+			}
+			if v.Paced {
+				paced++
+			}
+		}
+		if paced == 0 {
+			t.Fatal("no count after the turn set a pace")
+		}
+		if !o.gradual {
+			t.Error("the turn without a refill was not seen")
+		}
+	})
+	t.Run("fixed", func(t *testing.T) {
+		o := &Record{}
+		after := spendOver(o, &minuteWindow{limit: 600}, sc, step, 150*time.Second, 61*time.Second)
+		var none int
+		for _, v := range after {
+			if v.None {
+				none++
+			}
+		}
+		if none == 0 {
+			t.Error("a fixed window, spent after its turn refilled it, never paused the scope for none left")
+		}
+		if o.gradual {
+			t.Error("a fixed window that refilled at its turn was read as giving back as it goes")
+		}
+	})
+}
+
+// Below the margin, a count slows the scope to no less than half its blind
+// pace while nothing was refused of late: the calls bring the news that
+// the margin is back. After a refusal, the server has shown that half the
+// blind pace is too much, and the count paces alone.
+func TestARefusalLiftsTheDeficitsFloor(t *testing.T) {
+	// A bucket that gives back 20 a second, spent at that pace from
+	// empty: each answer's count says nothing is left.
+	run := func(refuse bool) Verdict {
+		o := &Record{}
+		var v Verdict
+		for i := range 100 {
+			now := t0.Add(time.Duration(i) * 50 * time.Millisecond)
+			spent := int64(i + 1)
+			c := Count{Remaining: 0, Reset: time.Second, Limit: 50, Mark: spent, Sent: now.Add(-5 * time.Millisecond).UnixNano(), Local: true}
+			if refuse && i == 99 {
+				o.Refused(now, spent, 1)
+				c.Refused = 1
+			}
+			v = o.Count(now, c, scope100(spent))
+		}
+		return v
+	}
+	if v := run(false); !v.Paced || v.Rate < 50 {
+		t.Errorf("with nothing refused: %+v, want at least half the blind pace, 50", v)
+	}
+	if v := run(true); !v.Paced || v.Rate >= 50 {
+		t.Errorf("after a refusal: %+v, want the count's own pace, below half the blind pace", v)
+	}
+}
+
+// A correction reaches the server a round trip after the count that asked
+// for it: over a route of a second, a count off its margin closes the gap
+// over a round trip, not within a quarter of a second, which swung the
+// pace between a crawl and the blind pace.
+func TestACountIsCorrectedOverARoundTrip(t *testing.T) {
+	// A sliding window spent a little past its limit over a route of a
+	// second: its count holds at nothing, what it gives back measured at
+	// about the pace, and the hundred calls sent over the last round trip
+	// are in flight at each answer — less what came back meanwhile.
+	run := func(inFlight int64, trip time.Duration) (Verdict, float64) {
+		o := &Record{}
+		var v Verdict
+		for i := range 300 {
+			now := t0.Add(time.Duration(i) * 10 * time.Millisecond)
+			spent := int64(i + 1)
+			c := Count{Remaining: 0, Reset: time.Second, Limit: 100, Mark: max(1, spent-inFlight), Sent: now.Add(-trip).UnixNano(), Local: true}
+			if i%10 == 0 {
+				o.Refused(now, c.Mark, 1) // refused of late: no floor at half the blind pace
+				c.Refused = 1
+			}
+			v = o.Count(now, c, scope100(spent))
+		}
+		supply, _ := o.Supply()
+		return v, supply
+	}
+	for _, tt := range []struct {
+		name     string
+		inFlight int64
+	}{
+		{"short of the margin", 100},
+		{"beyond the margin", 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v, supply := run(tt.inFlight, time.Second)
+			if !v.Paced {
+				t.Fatalf("verdict %+v, want a pace", v)
+			}
+			// The margin is a call (1 % of 100); the gap closes over the
+			// round trip of a second, no faster.
+			want := supply + (v.Left-1)/1
+			if math.Abs(v.Rate-want) > 0.5 {
+				t.Errorf("pace %.2f, want %.2f: what comes back (%.2f) and the gap to the margin (%.2f left) over the round trip", v.Rate, want, supply, v.Left)
+			}
+		})
+	}
+}
