@@ -62,6 +62,14 @@
 //     sent, so the fall must exceed the calls in the route's jitter, both
 //     of late and over a second (a neighbour's spending lasts; the
 //     route's disorder averages out).
+//   - Before any turn of the count is seen, another client's spending is
+//     read from the count alone, over two seconds at least: how much
+//     faster than the scope spent it fell since a count after the first
+//     calls' disorder. It relies on a window that gives nothing back in
+//     its first span (a fixed window, or a sliding one idle before): that
+//     client goes on spending until the reset, and what is left must last
+//     it too. Read from each count (drift), the first burst's disorder
+//     over a round trip passed for a neighbour and stalled a scope alone.
 //   - NextRefill (Record.Refill) relies on a fixed window refilling at
 //     regular intervals, seen as jumps in its count. A Record takes the
 //     refills for a window's turning only when they come a window apart

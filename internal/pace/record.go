@@ -68,6 +68,14 @@ type Record struct {
 	// back as it goes (a sliding window, a bucket), not at its reset.
 	resetAt, dueAt int64
 	gradual        bool
+
+	// The span over which others' spending is read from the count alone:
+	// from a count after the first calls' disorder, or the latest refill
+	// or turn, to now — the count then, and what the scope had spent and
+	// had refused by then (othersTake).
+	spanAt                 int64
+	spanCount              float64
+	spanSpent, spanRefused int64
 }
 
 // A Count is one answer's remaining count, as the scope reads it.
@@ -332,7 +340,11 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	if o.dueAt != 0 && seen >= o.resetAt && at > o.dueAt && o.refillAt == 0 && local && r < refillJump(limit, o.peak) {
 		o.gradual = true
 	}
+	turned := o.dueAt != 0 && seen >= o.resetAt && at > o.dueAt
 	o.resetAt, o.dueAt = at, due
+	if o.spanAt == 0 && o.first != 0 && now.UnixNano()-o.first >= int64(TrustAfter) || o.refillAt == now.UnixNano() || turned {
+		o.spanAt, o.spanCount, o.spanSpent, o.spanRefused = seen, r, spentAt, o.refused
+	}
 	if o.first == 0 {
 		o.first = now.UnixNano()
 	}
@@ -344,7 +356,15 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	refill, turns := o.refill(now, sc.Per)
 	if local && o.known {
 		supply = max(0, o.supply)
-		if turns && o.drift < -o.neighbourNoise(sc.Blind, driftTime) {
+		if take, span := o.othersTake(seen, r, spentAt); !turns && span >= othersSpan && take > o.neighbourNoise(sc.Blind, span) {
+			// Before any turn is seen, whatever the window: a count that
+			// fell faster than the scope spent over seconds is another
+			// client's spending, which goes on until the reset. Spread
+			// over the reset without it, what was left ran out seconds
+			// before a minute's window turned, and the neighbour was
+			// refused one call in twenty.
+			supply = max(-take, -sc.Blind)
+		} else if turns && o.drift < -o.neighbourNoise(sc.Blind, driftTime) {
 			// A fixed window gives nothing back before it refills: a count
 			// that falls faster than the scope spends is another client's,
 			// who goes on spending until the refill. Left out, the scope
@@ -629,6 +649,30 @@ func (o *Record) neighbourNoise(blind float64, span time.Duration) float64 {
 // jittery route's disorder moves less).
 func (o *Record) alone(local bool, blind float64) bool {
 	return local && o.known && o.supply > -o.neighbourNoise(blind, supplyTime) && o.drift > -o.neighbourNoise(blind, driftTime)
+}
+
+// othersSpan is the shortest span over which othersTake is read: over a
+// round trip of up to a second, the calls counted in another order than
+// they were sent in move a count by a few calls, a call a second in two
+// seconds.
+const othersSpan = 2 * time.Second
+
+// othersTake is what others spent on the key, units a second, over the
+// span since spanAt, read from the count r, made when the call admitted at
+// mark spentAt was counted (seen): how much faster than the scope spent
+// the count fell, what the scope had refused left out. The span's length
+// is the second result. Over a span this long, the calls counted in
+// another order than they were admitted in are a few calls, not the
+// dozens of the first burst; a measure that follows each count (drift)
+// read them as a neighbour, and stalled a scope alone.
+func (o *Record) othersTake(seen int64, r float64, spentAt int64) (float64, time.Duration) {
+	if o.spanAt == 0 || seen <= o.spanAt {
+		return 0, 0
+	}
+	span := time.Duration(seen - o.spanAt)
+	fell := o.spanCount - r
+	spent := float64(spentAt-o.spanSpent) - float64(o.refused-o.spanRefused)
+	return (fell - spent) / span.Seconds(), span
 }
 
 // refillJump is the least a fixed window's refill adds to a count whose

@@ -191,3 +191,53 @@ func TestACountIsCorrectedOverARoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// Before any turn is seen, a count that falls faster than the scope spends
+// is another client's, which goes on spending until the reset: what is
+// left must last it too. A window of 600 a minute, a neighbour at 4 a
+// second, the scope paced by its verdicts: spread over the reset without
+// the neighbour's take, what was left ran out seconds before the turn,
+// and the neighbour was refused one call in twenty.
+func TestANeighbourIsLeftItsShareOfTheFirstWindow(t *testing.T) {
+	for _, sliding := range []bool{false, true} {
+		w := &minuteWindow{limit: 600, sliding: sliding, start: t0}
+		sc := Scope{Blind: 9.8, Configured: 10, Unreported: 10, Floor: 1.0 / 30,
+			Per: time.Minute, BlindWithin: true, CountsRequests: true, MaxWait: 2 * time.Minute}
+		o := &Record{}
+		rate, tokens := sc.Blind, 1.0
+		var spent int64
+		var neighbourCalls, neighbourRefused int
+		step := 10 * time.Millisecond
+		for at := time.Duration(0); at < 59*time.Second; at += step {
+			now := t0.Add(at)
+			if at%(250*time.Millisecond) == 0 { // the neighbour, 4 a second
+				neighbourCalls++
+				if _, refused := w.call(now); refused {
+					neighbourRefused++
+				}
+			}
+			tokens = min(tokens+rate*step.Seconds(), 1)
+			if tokens < 1 {
+				continue
+			}
+			tokens--
+			spent++
+			c, refused := w.call(now)
+			c.Mark, c.Sent, c.Local = spent, now.UnixNano(), true
+			if refused {
+				c.Refused = 1
+				o.Refused(now.Add(time.Millisecond), spent, 1)
+			}
+			sc.Spent = spent
+			if v := o.Count(now.Add(time.Millisecond), c, sc); v.Paced {
+				rate = v.Rate
+			}
+		}
+		if neighbourRefused > 0 {
+			t.Errorf("sliding %v: the neighbour was refused %d of %d calls in the first window", sliding, neighbourRefused, neighbourCalls)
+		}
+		if supply, _ := o.Supply(); spent < 300 {
+			t.Errorf("sliding %v: the scope spent %d of the window's 600 beside a neighbour taking 240 (supply %.2f)", sliding, spent, supply)
+		}
+	}
+}
