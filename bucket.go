@@ -57,6 +57,7 @@ type feedback struct {
 	spent     atomic.Int64                 // units admitted, to tell what was sent since a response
 	taken     atomic.Int64                 // the fleet's units taken from a shared bucket, as a take last said (store.Decision.Taken); 0 if none
 	cooldown  atomic.Int64                 // UnixNano until which nothing may be sent; 0 if none
+	pauseWhy  atomic.Pointer[string]       // what asked for the latest pause, for Stats
 	debtRate  atomic.Uint64                // Float64bits of the pace the pause's debt was set at; 0 if none
 	owedUntil atomic.Int64                 // UnixNano by which the debts this process's settlements left are repaid (settle.go)
 	accepted  atomic.Int64                 // calls the provider accepted, for a cut to measure (recovery.go)

@@ -21,8 +21,15 @@ import (
 // (see edgeBurst).
 type learnedLimit struct{ rate, burst, raw, edgeBurst float64 }
 
-// coolDown stops the scope until now+d, unless it is stopped longer already.
-func (c *call) coolDown(s *bucket, now time.Time, d time.Duration) {
+// Why a scope is paused, for Stats (bucket.why).
+var (
+	pausedForRetryAfter = "paused for the provider's Retry-After"
+	pausedForNoneLeft   = "paused until the reset: the provider reported none left"
+)
+
+// coolDown stops the scope until now+d, unless it is stopped longer
+// already; why says what asked for the pause.
+func (c *call) coolDown(s *bucket, now time.Time, d time.Duration, why *string) {
 	until := now.Add(d).UnixNano()
 	for {
 		old := s.cooldown.Load()
@@ -30,6 +37,7 @@ func (c *call) coolDown(s *bucket, now time.Time, d time.Duration) {
 			return
 		}
 		if s.cooldown.CompareAndSwap(old, until) {
+			s.pauseWhy.Store(why)
 			if old < now.UnixNano() {
 				s.pausedFrom.Store(now.UnixNano()) // a new pause, not one made longer
 			}
@@ -339,7 +347,7 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 		}
 		if none {
 			if pause := pace.PauseForNoneLeft(q.Reset, t.maxWait); pause > 0 {
-				c.coolDown(s, now, pause)
+				c.coolDown(s, now, pause, &pausedForNoneLeft)
 				s.claimFarReset(now, q.Reset, t.maxWait) // farreset.go
 				// The bucket is empty, not full, when the pause ends: the
 				// restart is paced, at the pace after the reset.
@@ -401,7 +409,7 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 				}
 			}
 			if pause {
-				c.coolDown(ch.bucket, now, wait)
+				c.coolDown(ch.bucket, now, wait, &pausedForRetryAfter)
 				ch.bucket.claimFarReset(now, claimed, t.maxWait) // farreset.go
 				// At the pace after any cut, the bucket is back to empty —
 				// not full — when the pause ends.

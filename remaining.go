@@ -274,8 +274,24 @@ func (s *bucket) windowHint(wait time.Duration) time.Duration {
 	return s.reports.WindowHint(wait)
 }
 
-// why says what sets the scope's pace now, for Stats.
+// why says what sets the scope's pace now, for Stats, and what pauses it
+// first, if anything does: a Rate with "the configured limit" beside it
+// read as a scope sending while a pause held it for a minute.
 func (s *bucket) why(now time.Time) string {
+	rate := s.rateWhy(now)
+	if s.cooldown.Load() > now.UnixNano() {
+		if w := s.pauseWhy.Load(); w != nil {
+			if rate == "" {
+				return *w
+			}
+			return *w + "; then " + rate
+		}
+	}
+	return rate
+}
+
+// rateWhy says what sets the scope's pace now (why).
+func (s *bucket) rateWhy(now time.Time) string {
 	if r := s.recov.Load(); r != nil && now.UnixNano() < r.Full {
 		if rate, _ := s.scope.configuredPace(); rate == 0 && s.scope.Concurrency > 0 {
 			return "a refusal lowered the cap on calls in flight; it climbs back by time"

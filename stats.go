@@ -43,7 +43,9 @@ type ScopeStats struct {
 	// Why says what sets Rate: the configured limit, the provider's
 	// published one, what it reports remains, or a climb back after a
 	// refusal — for a scope without a rate, a refusal that lowered its
-	// cap; "" for a scope that paces nothing.
+	// cap; "" for a scope that paces nothing. While a pause holds the
+	// scope (Cooldown), it first says what asked for the pause: "paused
+	// for the provider's Retry-After; then recovering from a refusal".
 	Why string
 	// Concurrency is the scope's configured cap on calls in flight (0: no
 	// cap), and ConcurrencyNow the cap in force now on its shared bucket:

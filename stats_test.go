@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -36,13 +37,33 @@ func TestStatsDescribeTheScopes(t *testing.T) {
 		d := st.Scopes[1]
 		// The first call's 429 leaves no history to measure by: the pace halves.
 		if d.Cooldown != 30*time.Second || d.Factor != pace.ShortHistoryCut || d.Rate != 90*pace.ShortHistoryCut || d.Waiting != 1 || d.Admitted != 1 ||
-			d.Why != "recovering from a refusal" {
+			d.Why != "paused for the provider's Retry-After; then recovering from a refusal" {
 			t.Errorf("default scope = %+v", d)
 		}
 		time.Sleep(31 * time.Second)
 		synctest.Wait()
 		if d := tr.Stats().Scopes[1]; d.InFlight != 0 || d.Waiting != 0 || d.Cooldown != 0 || d.Admitted != 2 {
 			t.Errorf("after the pause: %+v", d)
+		}
+	})
+}
+
+// Stats say what pauses a scope, as well as what sets its pace: a scope
+// paused for a minute by a count of none left read as paced by "the
+// configured limit", while it sent nothing.
+func TestStatsSayWhatPausesAScope(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &scriptedAPI{steps: []scripted{{http.StatusOK, map[string]string{
+			"X-RateLimit-Limit": "600", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "30"}}}}
+		tr := New(api, WithLimit(PerMinute(600)), WithoutRetry())
+		get(tr, context.Background(), "http://api.test/")
+		st := tr.Stats().Scopes[0]
+		if st.Cooldown <= 0 || !strings.HasPrefix(st.Why, "paused until the reset: the provider reported none left; then ") {
+			t.Errorf("after none left until a reset 30 s away: cooldown %v, why %q", st.Cooldown, st.Why)
+		}
+		time.Sleep(31 * time.Second)
+		if st := tr.Stats().Scopes[0]; st.Cooldown != 0 || strings.HasPrefix(st.Why, "paused") {
+			t.Errorf("after the pause: cooldown %v, why %q", st.Cooldown, st.Why)
 		}
 	})
 }
