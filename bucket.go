@@ -65,6 +65,9 @@ type feedback struct {
 	// The latest pause, UnixNano from and to: what a measure of the
 	// accepted rate leaves out of its span (recovery.go).
 	pausedFrom, pausedTo atomic.Int64
+	// costlyRefusals says a refusal has paused the scope for longer than
+	// pace.BriefRetryAfter (pace.Scope.CostlyRefusals).
+	costlyRefusals atomic.Bool
 
 	// Under the bucket's mu:
 	cuts    pace.Cuts   // what the provider accepted and refused, and the cuts it made

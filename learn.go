@@ -312,7 +312,7 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 			mark = c.charges[i].takenAt
 		}
 		left := float64(q.Remaining) - float64(s.sinceMark(mark, fleet))
-		var none bool // nothing left until a reset that refills it (pace.Verdict.None)
+		var noneLeft time.Duration // nothing left: how long to pause for it (pace.Verdict.None)
 		if q.HasReset {
 			var refused int64
 			if status == http.StatusTooManyRequests {
@@ -323,7 +323,10 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 			if began {
 				c.paceChanged(s, "the provider reports what remains until its reset")
 			}
-			left, none = v.Left, v.None
+			left = v.Left
+			if v.None {
+				noneLeft = v.Pause
+			}
 			if v.Before {
 				// A fixed window's count from before its latest turn
 				// bounds nothing now: no bound, so the clamp below leaves
@@ -345,15 +348,13 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 		if tp := s.told.Load(); tp == nil || !tp.roomless {
 			taught, roomless = true, false
 		}
-		if none {
-			if pause := pace.PauseForNoneLeft(q.Reset, t.maxWait); pause > 0 {
-				c.coolDown(s, now, pause, &pausedForNoneLeft)
-				s.claimFarReset(now, q.Reset, t.maxWait) // farreset.go
-				// The bucket is empty, not full, when the pause ends: the
-				// restart is paced, at the pace after the reset.
-				left = min(left, -s.blindRate()*pause.Seconds())
-				s.owe(s.blindRate())
-			}
+		if pause := noneLeft; pause > 0 {
+			c.coolDown(s, now, pause, &pausedForNoneLeft)
+			s.claimFarReset(now, q.Reset, t.maxWait) // farreset.go
+			// The bucket is empty, not full, when the pause ends: the
+			// restart is paced, at the pace after the reset.
+			left = min(left, -s.blindRate()*pause.Seconds())
+			s.owe(s.blindRate())
 		}
 		c.clamp(ctx, now, i, left)
 	}
@@ -409,6 +410,11 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 				}
 			}
 			if pause {
+				if wait > pace.BriefRetryAfter {
+					// A refusal that costs more than the call: from now on
+					// none left is waited out (pace.Scope.CostlyRefusals).
+					ch.bucket.costlyRefusals.Store(true)
+				}
 				c.coolDown(ch.bucket, now, wait, &pausedForRetryAfter)
 				ch.bucket.claimFarReset(now, claimed, t.maxWait) // farreset.go
 				// At the pace after any cut, the bucket is back to empty —

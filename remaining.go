@@ -161,6 +161,7 @@ func (s *bucket) reportRemaining(now time.Time, c pace.Count, maxWait time.Durat
 		BlindWithin:    s.blindWithin(c.Limit),
 		CountsRequests: s.scope.countsRequests,
 		MaxWait:        maxWait,
+		CostlyRefusals: s.costlyRefusals.Load(),
 	}
 	s.mu.Lock()
 	sc.Spent = s.spentNow(c.Fleet)

@@ -248,3 +248,27 @@ func TestUnseenServers(t *testing.T) {
 		fmt.Printf("\nServers the rules were not fitted on, pacer, 120 s each:\n\n| server | network | situation | goodput · refused per accepted (· the neighbour's per call) |\n|---|---|---|---|\n%s\n", table.String())
 	}
 }
+
+// httprate's window of a minute answers each refusal with Retry-After: 60,
+// which pacer honours. Told twice the limit, the first window's last call
+// is refused at the turn, and a minute goes unspent; after that, the
+// server having shown what a refusal costs, no call goes into none left,
+// and every later window is spent. Over ten minutes, before: a refusal at
+// every second turn, 0.505 of the quota.
+func TestAMinuteWindowThatAsksForAMinute(t *testing.T) {
+	for _, s := range unseenServers {
+		if s.name != "sliding 600/min" {
+			continue
+		}
+		c := unseenCell{s: s, n: VLoopback, sit: unseenSituations[1], d: 10 * time.Minute}
+		synctest.Test(t, func(t *testing.T) {
+			r := c.run()
+			sc := r.Score()
+			if g := sc.Goodput(); g < 0.87 || sc.Refused > 2 {
+				t.Errorf("%s over %v: goodput %.3f with %d refused, want ≥ 0.87 with one refusal or two", c.name(), c.d, g, sc.Refused)
+			}
+		})
+		return
+	}
+	t.Fatal("no sliding 600/min among the unseen servers")
+}

@@ -120,6 +120,10 @@ type Scope struct {
 	BlindWithin    bool
 	CountsRequests bool // the scope counts requests, not tokens or money
 	MaxWait        time.Duration
+	// CostlyRefusals says a refusal has paused the scope for longer than
+	// BriefRetryAfter: the server has shown that a call sent into none
+	// left costs more than the call (Count's None).
+	CostlyRefusals bool
 }
 
 // A Verdict is what one count decides.
@@ -132,10 +136,12 @@ type Verdict struct {
 	// one was taken) or None.
 	Paced bool
 	// None says nothing is left until a reset far enough away to pause
-	// for (PauseForNoneLeft): the scope pauses, and no pace holds.
-	None bool
-	Rate float64       // units a second
-	Hold time.Duration // how long the pace holds without another count
+	// for (PauseForNoneLeft), or for a server whose refusals are costly:
+	// the scope pauses for Pause, and no pace holds.
+	None  bool
+	Pause time.Duration
+	Rate  float64       // units a second
+	Hold  time.Duration // how long the pace holds without another count
 	// Young says the measure of what the provider gives back is too young
 	// to aim at the edge by: a sliding window that has been idle lets a
 	// whole window through, and the next one starts full. A count that
@@ -572,15 +578,28 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	// wait, and a corrected count can teach it back.
 	rate = max(rate, sc.Floor)
 	v.Left = left
-	if remaining == 0 && PauseForNoneLeft(reset, sc.MaxWait) > 0 && !o.gradual {
+	if remaining == 0 && !o.gradual {
 		// The scope pauses until the reset and probes at its own pace
 		// after it: the count sets no pace of its own. Not a count that
 		// was seen not to refill at its reset (gradual): paused to the
 		// reset, a sliding window of a minute found the new window as
 		// empty and paused again, and half the limit went unspent. It
 		// paces by what comes back instead.
-		v.None = true
-		return v
+		pause := PauseForNoneLeft(reset, sc.MaxWait)
+		if sc.CostlyRefusals {
+			// A reset in whole seconds may already be here, and the scope
+			// does not stop for it (PauseForNoneLeft) — unless a refusal
+			// has cost a pause of more than a second: httprate answers
+			// each with Retry-After: the window, a minute. Then it is
+			// waited out to its slack. Sent into it, the first call at
+			// each turn of a window of a minute was refused, and a minute
+			// of every two went unspent.
+			pause = min(max(pause, reset+WholeSecondSlack(reset)), sc.MaxWait)
+		}
+		if pause > 0 {
+			v.None, v.Pause = true, pause
+			return v
+		}
 	}
 	v.Paced, v.Rate, v.Young, v.Roomless = true, rate, first && !full, roomless
 	switch {

@@ -241,3 +241,28 @@ func TestANeighbourIsLeftItsShareOfTheFirstWindow(t *testing.T) {
 		}
 	}
 }
+
+// Where a refusal has cost a pause of more than a second, none left until a
+// reset in whole seconds is waited out to its slack. Without that
+// evidence, a count of none whose whole-second reset may already be here
+// does not stop the scope; nor, either way, does one that gives back as it
+// goes (paused a second at each count of none over a route of a second, a
+// window of a minute went from 0.89 to 0.80 of its quota).
+func TestNoneLeftAfterACostlyRefusal(t *testing.T) {
+	sc := scope100(1)
+	c := Count{Remaining: 0, Reset: 0, Limit: 100, Mark: 1, Sent: t0.Add(-5 * time.Millisecond).UnixNano(), Local: true}
+	if v := (&Record{}).Count(t0, c, sc); v.None {
+		t.Errorf("none left, the reset due within the second, no costly refusal: %+v, want no pause", v)
+	}
+	sc.CostlyRefusals = true
+	if v := (&Record{}).Count(t0, c, sc); !v.None || v.Pause != time.Second {
+		t.Errorf("none left, the reset due within the second, after a costly refusal: %+v, want a pause of the second's slack", v)
+	}
+	c.Reset = 10 * time.Second
+	if v := (&Record{}).Count(t0, c, sc); !v.None || v.Pause != 11*time.Second {
+		t.Errorf("none left until a reset 10 s away, after a costly refusal: %+v, want a pause to the reset and its slack", v)
+	}
+	if v := (&Record{gradual: true}).Count(t0, c, sc); v.None {
+		t.Errorf("none left in a count that gives back as it goes, after a costly refusal: %+v, want no pause: what comes back paces it", v)
+	}
+}
