@@ -160,10 +160,19 @@ func TestFleetLearnsARefusalOnce(t *testing.T) {
 		if got := float64(r.steady) / (50 * 115); got < 0.95 {
 			t.Errorf("the fleet had %.3f of the ceiling after warm-up, want at least 0.95", got)
 		}
-		for i, m := range r.members {
-			if m.synced == 0 {
-				t.Errorf("process %d applied no cut from the store", i)
+		// The cuts reach the others through the store. Not every process
+		// need apply one: one that was refused first each time has cut
+		// already, and a cut read from the store within its own cut's
+		// window is old news to it (1 run in 25: 9 cuts of its own, none
+		// from the store, while the other two applied 13).
+		synced := 0
+		for _, m := range r.members {
+			if m.synced > 0 {
+				synced++
 			}
+		}
+		if synced == 0 {
+			t.Error("no process applied a cut from the store")
 		}
 	})
 }

@@ -49,7 +49,7 @@ func poolChild(kind string) (int64, error) {
 	}
 	defer closeStore()
 	opts := []pacer.Option{pacer.WithoutRetry(),
-		pacer.WithStore(shared, store.Policy{OnFailure: store.FailClosed, LimitSync: 100 * time.Millisecond})}
+		pacer.WithStore(shared, store.Policy{OnFailure: store.FailClosed, LimitSync: 100 * time.Millisecond, Timeout: storeTimeout})}
 	var members []pool.Member
 	for _, name := range []string{"a", "b", "c"} {
 		key := "sk-" + name

@@ -127,12 +127,7 @@ func runawayChild(kind string) (int64, error) {
 	tr := pacer.New(nil,
 		openai.PresetLimits(openai.Limits{Default: openai.ModelLimits{RPM: 1_000_000, TPM: 1_000_000_000}}),
 		pacer.WithPrices(fakePrices),
-		// A store call may take up to 10 s, not the default 1 s: three
-		// fleets of four processes, racing, on a two-core machine kept
-		// Postgres from answering one take within a second, and the
-		// budget, failing closed, refused the call. The test is of the
-		// budget, not of the store's latency under that load.
-		pacer.WithStore(shared, store.Policy{OnFailure: store.FailClosed, Timeout: 10 * time.Second}), pacer.WithoutRetry(),
+		pacer.WithStore(shared, store.Policy{OnFailure: store.FailClosed, Timeout: storeTimeout}), pacer.WithoutRetry(),
 		pacer.WithWorkload("backfill", pacer.Workload{Budget: pacer.Budget{Spend: prices.Dollars(budgetUSD), Period: period.Daily(0, 0, time.UTC)}}),
 		pacer.WithWorkload("interactive", pacer.Workload{}))
 	if err := tr.Err(); err != nil {
