@@ -312,7 +312,7 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 			mark = c.charges[i].takenAt
 		}
 		left := float64(q.Remaining) - float64(s.sinceMark(mark, fleet))
-		var noneLeft time.Duration // nothing left: how long to pause for it (pace.Verdict.None)
+		var noneLeft time.Duration // nothing left: how long to pause for it (pace.Verdict.Pause)
 		if q.HasReset {
 			var refused int64
 			if status == http.StatusTooManyRequests {
@@ -323,10 +323,7 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 			if began {
 				c.paceChanged(s, "the provider reports what remains until its reset")
 			}
-			left = v.Left
-			if v.None {
-				noneLeft = v.Pause
-			}
+			left, noneLeft = v.Left, v.Pause
 			if v.Before {
 				// A fixed window's count from before its latest turn
 				// bounds nothing now: no bound, so the clamp below leaves

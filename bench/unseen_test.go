@@ -11,9 +11,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/ulule/limiter/v3"
-	"github.com/ulule/limiter/v3/drivers/store/memory"
-
 	"github.com/pacer-go/pacer"
 )
 
@@ -33,25 +30,25 @@ import (
 //
 //	PACER_UNSEEN=all go test -run TestUnseenServers -v ./bench
 type unseenServer struct {
-	name     string
-	make     func() (http.Handler, error)
-	rate     float64 // calls a second, sustained
-	capacity float64 // what it lets through at once from idle, beyond its rate
-	per      time.Duration
+	name   string
+	family Family        // its server, as the virtual matrix makes it (Family.server)
+	per    time.Duration // the window a user would configure its limit per
 }
 
 // goUnseen is a GoLimiter's library, configured as a user would: per the
 // server's own window.
 func goUnseen(name string, g GoLimiter, per time.Duration) unseenServer {
-	return unseenServer{name: name, rate: g.Rate(), capacity: float64(g.Capacity()), per: per, make: func() (http.Handler, error) {
-		return g.handlerOver(okHandler, memory.NewStoreWithOptions(limiter.StoreOptions{Prefix: limiter.DefaultPrefix}))
-	}}
+	return unseenServer{name: name, family: Family{Name: name, Go: &g, Path: PathLimit}, per: per}
 }
 
-func leakyUnseen(name string, rate, burst int64, retryAfter bool) unseenServer {
-	return unseenServer{name: name, rate: float64(rate), capacity: float64(burst), per: time.Second, make: func() (http.Handler, error) {
-		return &leakyBucket{rate: rate, burst: burst, retryAfter: retryAfter}, nil
-	}}
+// leakyUnseen is the leaky bucket (nginx limit_req's model), with a
+// Retry-After: 1 on its 429s if retryAfter.
+func leakyUnseen(name string, rate, burst int, retryAfter bool) unseenServer {
+	path := PathLimit
+	if retryAfter {
+		path = PathLimitRetryAfter
+	}
+	return unseenServer{name: name, family: Family{Name: name, Nginx: &Server{Rate: rate, Burst: burst}, Path: path}, per: time.Second}
 }
 
 var unseenServers = []unseenServer{
@@ -114,14 +111,15 @@ func (c unseenCell) name() string { return c.s.name + " | " + c.n.Name + " | " +
 // 210 a second, whatever the server allows.
 func (c unseenCell) run() VResult {
 	time.Sleep(time.Until(vStart))
-	h, err := c.s.make()
+	h, err := c.s.family.server()
 	if err != nil {
 		panic(err)
 	}
+	serverRate, capacity := c.s.family.rate()
 	server := inProcess{h}
 	seed := seedOf(c.name())
 	start := time.Now()
-	limit := pacer.Limit{Count: int(c.s.rate*c.s.per.Seconds()) * c.sit.scale, Per: c.s.per}
+	limit := pacer.Limit{Count: int(serverRate*c.s.per.Seconds()) * c.sit.scale, Per: c.s.per}
 	client := func(w http.RoundTripper) *http.Client {
 		tr := pacer.New(w, pacer.WithLimit(limit), pacer.WithMaxWait(c.d), pacer.WithLogger(slog.New(slog.DiscardHandler)))
 		if err := tr.Err(); err != nil {
@@ -129,7 +127,7 @@ func (c unseenCell) run() VResult {
 		}
 		return tr.Client()
 	}
-	res := VResult{Result: Result{NeighbourRate: c.sit.nshare * c.s.rate}}
+	res := VResult{Result: Result{NeighbourRate: c.sit.nshare * serverRate}}
 	url := "http://api.test/limit"
 	done := make(chan Counts, 1)
 	if res.NeighbourRate > 0 {
@@ -154,11 +152,11 @@ func (c unseenCell) run() VResult {
 	if res.NeighbourRate > 0 {
 		res.Neighbour = <-done
 	}
-	rate := c.s.rate - res.NeighbourRate
+	rate := serverRate - res.NeighbourRate
 	if c.n.Delay > 0 {
 		rate = min(rate, float64(c.n.Goroutines)/(2*c.n.Delay+c.n.Jitter).Seconds())
 	}
-	res.Ceiling = rate*c.n.window(c.d).Seconds() + c.s.capacity
+	res.Ceiling = rate*c.n.window(c.d).Seconds() + capacity
 	return res
 }
 

@@ -139,7 +139,7 @@ type Verdict struct {
 	// for (PauseForNoneLeft), or for a server whose refusals are costly:
 	// the scope pauses for Pause, and no pace holds.
 	None  bool
-	Pause time.Duration
+	Pause time.Duration // how long None pauses the scope; 0 when not None
 	Rate  float64       // units a second
 	Hold  time.Duration // how long the pace holds without another count
 	// Young says the measure of what the provider gives back is too young
@@ -343,10 +343,10 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	// what was spent a window before as it goes, and at its turn is as
 	// empty as before it (gradual; Count's None).
 	at, due := seen+int64(reset), seen+int64(reset+WholeSecondSlack(reset))
-	if o.dueAt != 0 && seen >= o.resetAt && at > o.dueAt && o.refillAt == 0 && local && r < refillJump(limit, o.peak) {
+	turned := o.dueAt != 0 && seen >= o.resetAt && at > o.dueAt
+	if turned && o.refillAt == 0 && local && r < refillJump(limit, o.peak) {
 		o.gradual = true
 	}
-	turned := o.dueAt != 0 && seen >= o.resetAt && at > o.dueAt
 	o.resetAt, o.dueAt = at, due
 	if o.spanAt == 0 && o.first != 0 && now.UnixNano()-o.first >= int64(TrustAfter) || o.refillAt == now.UnixNano() || turned {
 		o.spanAt, o.spanCount, o.spanSpent, o.spanRefused = seen, r, spentAt, o.refused
