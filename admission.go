@@ -79,7 +79,7 @@ func (s *bucket) queueReason(now time.Time) observe.Reason {
 	}
 	if c := s.scope; c.Concurrency > 0 {
 		limit := c.Concurrency
-		if s.recov.Load() != nil {
+		if s.climb() != nil {
 			limit, _ = s.slots()
 		}
 		if rate, _ := s.pace(); rate == 0 || int(s.inFlight.Load()) >= limit {
@@ -186,7 +186,7 @@ func (c *call) tryAdmit(ctx context.Context) (blocked, error) {
 		return blocked{}, fmt.Errorf("pacer: taking tokens: %w", err)
 	}
 	b := blocked{bucket: c.charges[c.owners[d.Blocked]].bucket, reason: observe.ReasonRate, wait: d.Wait}
-	if b.bucket.learned.Load() != nil && c.forgetUnconfirmed(b.bucket, now) {
+	if b.bucket.published() != nil && c.forgetUnconfirmed(b.bucket, now) {
 		// Responses forget a published limit nobody confirms; so must a
 		// scope that one holds back, or it holds back the very calls whose
 		// answers would forget it. Try again at the configured pace: once,

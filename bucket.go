@@ -48,19 +48,17 @@ type bucket struct {
 // remaining.go, recovery.go). Every atomic field is read on the hot path
 // without a lock. It is declared here, beside the bucket that embeds it.
 type feedback struct {
-	learned   atomic.Pointer[learnedLimit] // a limit the provider published; nil if none
-	believed  atomic.Int64                 // UnixNano until which learned holds unless published again
-	told      atomic.Pointer[toldPace]     // what a live remaining count allows; nil if none
-	recov     atomic.Pointer[pace.Curve]   // the climb back after a cut; nil at the full pace
-	recovered atomic.Bool                  // a climb has just ended, not yet reported
-	admitted  atomic.Int64                 // calls admitted, to tell which 429s are news
-	spent     atomic.Int64                 // units admitted, to tell what was sent since a response
-	taken     atomic.Int64                 // the fleet's units taken from a shared bucket, as a take last said (store.Decision.Taken); 0 if none
-	cooldown  atomic.Int64                 // UnixNano until which nothing may be sent; 0 if none
-	pauseWhy  atomic.Pointer[string]       // what asked for the latest pause, for Stats
-	debtRate  atomic.Uint64                // Float64bits of the pace the pause's debt was set at; 0 if none
-	owedUntil atomic.Int64                 // UnixNano by which the debts this process's settlements left are repaid (settle.go)
-	accepted  atomic.Int64                 // calls the provider accepted, for a cut to measure (recovery.go)
+	model     atomic.Pointer[pace.Model] // the provider's capacity as learned (model.go); nil: the configured limit alone
+	believed  atomic.Int64               // UnixNano until which the published limit holds unless published again
+	recovered atomic.Bool                // a climb has just ended, not yet reported
+	admitted  atomic.Int64               // calls admitted, to tell which 429s are news
+	spent     atomic.Int64               // units admitted, to tell what was sent since a response
+	taken     atomic.Int64               // the fleet's units taken from a shared bucket, as a take last said (store.Decision.Taken); 0 if none
+	cooldown  atomic.Int64               // UnixNano until which nothing may be sent; 0 if none
+	pauseWhy  atomic.Pointer[string]     // what asked for the latest pause, for Stats
+	debtRate  atomic.Uint64              // Float64bits of the pace the pause's debt was set at; 0 if none
+	owedUntil atomic.Int64               // UnixNano by which the debts this process's settlements left are repaid (settle.go)
+	accepted  atomic.Int64               // calls the provider accepted, for a cut to measure (recovery.go)
 
 	// The latest pause, UnixNano from and to: what a measure of the
 	// accepted rate leaves out of its span (recovery.go).

@@ -55,7 +55,7 @@ func TestAPublishedLimitAloneRepacesTheCallsThatFollow(t *testing.T) {
 		api := &scriptedAPI{steps: []scripted{{http.StatusOK, map[string]string{"X-Ratelimit-Limit-Requests": "600"}}}}
 		tr := New(api, WithLimit(PerMinute(3000)), WithLogger(slogTo(io.Discard))) // 45/s, burst 300
 		mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
-		if tr.defaultScope.shared.told.Load() != nil || tr.defaultScope.shared.learned.Load() == nil {
+		if m := tr.defaultScope.shared.model.Load(); m == nil || m.Live.Until != 0 || m.Published == nil {
 			t.Fatal("the published limit was not learned alone; the test no longer sets up its case")
 		}
 		start := time.Now()

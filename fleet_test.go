@@ -238,9 +238,9 @@ func TestACutFromTheStoreKeepsADeeperOneTakenSince(t *testing.T) {
 			{"newer and shallower", pace.NewCurve(later(2*time.Second), 0.9, 0.85, pace.CheapRecovery, false), true},
 			{"over", pace.NewCurve(later(-time.Hour), 0.3, 0.25, pace.CheapRecovery, false), false},
 		} {
-			s.recov.Store(local)
+			s.setClimb(local)
 			got := s.adopt(tt.remote, later(3*time.Second), defaultMaxWait)
-			if got != tt.want || (s.recov.Load() == tt.remote) != tt.want {
+			if got != tt.want || (s.climb() == tt.remote) != tt.want {
 				t.Errorf("%s: adopted %v, want %v", tt.what, got, tt.want)
 			}
 		}

@@ -15,12 +15,6 @@ import (
 	"github.com/pacer-go/pacer/store"
 )
 
-// learnedLimit is a limit the provider published, as a bucket paces by it:
-// its rate and capacity; raw, the limit it was taken from in
-// units a second, before any headroom; and the burst it keeps at the edge
-// (see edgeBurst).
-type learnedLimit struct{ rate, burst, raw, edgeBurst float64 }
-
 // Why a scope is paused, for Stats (bucket.why).
 var (
 	pausedForRetryAfter = "paused for the provider's Retry-After"
@@ -144,28 +138,30 @@ func (s *bucket) learnLimit(q ratelimitheader.Quota, headroom float64, maxWait t
 	raw := float64(l.Count) / l.Per.Seconds()
 	c := s.scope
 	cfg := c.configured.Load() // a limit set at runtime merges as one set at New
-	if cfg.rate > 0 {
+	if cfg.Rate > 0 {
 		mayRaise := c.Provisional && q.Reset <= q.Window
-		if cfg.rate == rate || cfg.rate < rate && !mayRaise {
+		if cfg.Rate == rate || cfg.Rate < rate && !mayRaise {
 			// The configured limit is what the provider allows, or below it.
-			if s.learned.Load() != nil {
-				s.learned.Store(nil)
-				return true
-			}
-			return false
+			return s.forgetPublished(nil)
 		}
 		// Keep the configured bucket's shape: one that holds a full minute
 		// of tokens, so that any request within the limit fits, still does.
-		burst = max(1, cfg.burst*rate/cfg.rate)
-		rate = max(rate, min(cfg.rate, s.floorRate(maxWait)))
+		burst = max(1, cfg.Burst*rate/cfg.Rate)
+		rate = max(rate, min(cfg.Rate, s.floorRate(maxWait)))
 	} else {
 		rate = max(rate, s.floorRate(maxWait))
 	}
-	if p := s.learned.Load(); p != nil && p.rate == rate && p.burst == burst {
+	p := &pace.Capacity{Rate: rate, Burst: burst, Raw: raw, EdgeBurst: pace.EdgeBurst(c.countsRequests, float64(l.Count), burst)}
+	if _, changed := s.amend(func(m pace.Model) (pace.Model, bool) {
+		if m.Published != nil && m.Published.Rate == rate && m.Published.Burst == burst {
+			return m, false
+		}
+		m.Published = p
+		return m, true
+	}); !changed {
 		return false
 	}
-	s.learned.Store(&learnedLimit{rate, burst, raw, edgeBurst(c.countsRequests, float64(l.Count), burst)})
-	if cfg.rate == 0 {
+	if cfg.Rate == 0 {
 		return true // nothing configured to say it replaces
 	}
 	attrs := []any{"scope", c.Name, "configured", cfg.limit.String(), "published", l.String()}
@@ -227,7 +223,7 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 			if s.recovered.Load() {
 				c.reportRecovered(s)
 			}
-			if s.learned.Load() != nil {
+			if s.published() != nil {
 				c.forgetUnconfirmed(s, c.t.clock.Now())
 			}
 		}
@@ -286,15 +282,17 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 		}
 		if q.Limit > 0 && q.Window > 0 {
 			s.believed.Store(now.Add(pace.BelieveFor(q.Window, t.maxWait)).UnixNano())
-			_, before := s.basePace(now)
+			at := now.UnixNano()
+			_, before := s.modelAt(at).Base(at, s.configured())
 			if s.learnLimit(q, t.headroom, t.maxWait, t.log) {
 				// Only beside a count, which clamps it next: the bucket
 				// never believes it has more than the provider reported.
-				if rate, after := s.basePace(now); after > before && q.Remaining >= 0 {
+				m, cfg := s.modelAt(at), s.configured()
+				if rate, after := m.Base(at, cfg); after > before && q.Remaining >= 0 {
 					c.grow(ctx, now, i, after-before, rate, after)
 				}
 				why := "the provider published its limit"
-				if tp, p := s.told.Load(), s.learned.Load(); tp != nil && now.UnixNano() < tp.until && p != nil && s.countsOutrank(p, s.scope.configured.Load()) {
+				if m.Outranked(at, cfg) {
 					why = "the provider published a limit below the configured one; what it reports remains paces the scope meanwhile, up to the configured limit"
 				}
 				c.paceChanged(s, why)
@@ -342,7 +340,7 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 		// room to pace by (reportRemaining), when the refusal is the
 		// lesson.
 		counted = true
-		if tp := s.told.Load(); tp == nil || !tp.roomless {
+		if !s.model.Load().Roomless(now.UnixNano()) {
 			taught, roomless = true, false
 		}
 		if pause := noneLeft; pause > 0 {
@@ -350,8 +348,9 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 			s.claimFarReset(now, q.Reset, t.maxWait) // farreset.go
 			// The bucket is empty, not full, when the pause ends: the
 			// restart is paced, at the pace after the reset.
-			left = min(left, -s.blindRate()*pause.Seconds())
-			s.owe(s.blindRate())
+			blind := s.model.Load().Blind(s.configured())
+			left = min(left, -blind*pause.Seconds())
+			s.owe(blind)
 		}
 		c.clamp(ctx, now, i, left)
 	}
@@ -447,11 +446,11 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 // has published it again for as long as believeFor allows, and reports
 // whether it did.
 func (c *call) forgetUnconfirmed(s *bucket, now time.Time) bool {
-	p := s.learned.Load()
+	p := s.published()
 	if p == nil || now.UnixNano() < s.believed.Load() {
 		return false
 	}
-	if !s.learned.CompareAndSwap(p, nil) {
+	if !s.forgetPublished(p) {
 		return false
 	}
 	c.paceChanged(s, "the provider's published limit was not published again: the configured limit paces the scope")

@@ -343,7 +343,7 @@ func TestProvisionalLimitIgnoresALongerPeriodsFigure(t *testing.T) {
 	mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
 	// The 9,999 left until the reset 13 hours off still pace the scope, by
 	// spreading them; the figure itself is not taken as the limit.
-	if p := tr.defaultScope.shared.learned.Load(); p != nil {
+	if p := tr.defaultScope.shared.published(); p != nil {
 		t.Fatalf("learned %+v after 10,000 with a reset 13 hours off, want the provisional limit kept", p)
 	}
 	if rate, _ := tr.defaultScope.shared.pace(); rate > 45 {
@@ -367,8 +367,8 @@ func TestProvisionalLimitFollowsThePublishedOne(t *testing.T) {
 		t.Fatalf("pace %v/s after 600 a minute was published, want 9/s", rate)
 	}
 	mustNotErr(t, get(tr, context.Background(), "http://api.test/")) // the provisional figure itself
-	if rate, _ := tr.defaultScope.shared.pace(); rate != 45 || tr.defaultScope.shared.learned.Load() != nil {
-		t.Fatalf("pace %v/s, learned %v, after the provisional 3,000 a minute was published; want the configured 45/s", rate, tr.defaultScope.shared.learned.Load())
+	if rate, _ := tr.defaultScope.shared.pace(); rate != 45 || tr.defaultScope.shared.published() != nil {
+		t.Fatalf("pace %v/s, learned %v, after the provisional 3,000 a minute was published; want the configured 45/s", rate, tr.defaultScope.shared.published())
 	}
 }
 
@@ -383,8 +383,8 @@ func TestLearnedLimitKeepsTheConfiguredBurstShape(t *testing.T) {
 			WithRoute(func(_ *http.Request, c []Charge) []Charge { return append(c, Charge{Scope: "tokens"}) }))
 		ctx := ContextWithCost(context.Background(), "tokens", 1000)
 		mustNotErr(t, get(tr, ctx, "http://api.test/"))
-		p := tr.scopes["tokens"].shared.learned.Load()
-		if rate, burst := p.rate, p.burst; rate != 750 || burst != 50000 {
+		p := tr.scopes["tokens"].shared.published()
+		if rate, burst := p.Rate, p.Burst; rate != 750 || burst != 50000 {
 			t.Errorf("learned pace %v/s, burst %v; want 750/s (90%% of 50,000 a minute) and a full minute, 50,000", rate, burst)
 		}
 		time.Sleep(time.Minute)

@@ -144,7 +144,7 @@ func (t *Transport) applyPace(cs *configuredScope, rec string) {
 func (c *call) publishCut(s *bucket) {
 	t := c.t
 	ls := t.limitSync
-	r := s.recov.Load()
+	r := s.climb()
 	if ls == nil || s.key != "" || r == nil {
 		return
 	}

@@ -5,25 +5,26 @@ import (
 	"math"
 	"strings"
 
+	"github.com/pacer-go/pacer/internal/pace"
 	"github.com/pacer-go/pacer/observe"
 )
 
 // configuredLimit is a scope's configured Limit and its pace after headroom.
 type configuredLimit struct {
-	limit       Limit
-	rate, burst float64
-	raw         float64 // the limit, in units a second, before headroom; 0 without a rate
-	edgeBurst   float64 // the burst while the provider reports what remains (edgeBurst)
+	limit Limit
+	// The pace it sets (Rate and Burst, 0 without a rate), as the scope's
+	// pace.Model takes it.
+	pace.Configured
 }
 
 // setLimit makes l the scope's configured limit and returns the one it
 // replaces.
 func (c *configuredScope) setLimit(l Limit, headroom float64) *configuredLimit {
 	rate, burst := l.shape(headroom)
-	cl := &configuredLimit{limit: l, rate: rate, burst: burst}
+	cl := &configuredLimit{limit: l, Configured: pace.Configured{Capacity: pace.Capacity{Rate: rate, Burst: burst}, Provisional: c.Provisional}}
 	if rate > 0 {
-		cl.raw = float64(l.Count) / l.Per.Seconds()
-		cl.edgeBurst = edgeBurst(c.countsRequests, float64(l.Count), burst)
+		cl.Raw = float64(l.Count) / l.Per.Seconds()
+		cl.EdgeBurst = pace.EdgeBurst(c.countsRequests, float64(l.Count), burst)
 	}
 	return c.configured.Swap(cl)
 }
@@ -31,7 +32,7 @@ func (c *configuredScope) setLimit(l Limit, headroom float64) *configuredLimit {
 // configuredPace returns the pace of the scope's configured Limit.
 func (c *configuredScope) configuredPace() (rate, burst float64) {
 	p := c.configured.Load()
-	return p.rate, p.burst
+	return p.Rate, p.Burst
 }
 
 // SetLimit changes the Limit of the named scope while the Transport runs,
@@ -72,7 +73,7 @@ func (t *Transport) SetLimit(scope string, l Limit) error {
 func (t *Transport) applyLimit(cs *configuredScope, l Limit, origin string) {
 	old := cs.setLimit(l, t.headroom)
 	cs.eachBucket(func(s *bucket) {
-		s.learned.Store(nil)
+		s.forgetPublished(nil)
 		// The head's timer was set at the old pace: wake it to re-read.
 		if s.waiting.Load() > 0 {
 			s.headOf().Signal()

@@ -80,11 +80,11 @@ func TestSetLimitAndLearnedLimit(t *testing.T) {
 	tr := New(nil, WithLimit(PerMinute(600)))
 	s := tr.scopes[DefaultScope].shared
 	s.learnLimit(ratelimitheader.Quota{Limit: 60, Window: time.Minute, Remaining: -1}, tr.headroom, tr.maxWait, tr.log)
-	if s.learned.Load() == nil {
+	if s.published() == nil {
 		t.Fatal("a lower published limit was not learned")
 	}
 	mustNotErr(t, tr.SetLimit(DefaultScope, PerMinute(30)))
-	if s.learned.Load() != nil {
+	if s.published() != nil {
 		t.Fatal("SetLimit kept the learned limit")
 	}
 	if rate, _ := s.pace(); rate != 30*0.9/60 {

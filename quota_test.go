@@ -214,7 +214,7 @@ func TestWindowlessLimitIsLearnedFromTheResets(t *testing.T) {
 				tr := New(api, WithLimit(PerSecond(200)), WithoutRetry(), WithLogger(slogTo(io.Discard)))
 				start := time.Now()
 				hammer(tr, 16, start.Add(3*time.Second))
-				if p := tr.defaultScope.shared.learned.Load(); p == nil || p.raw != 100 {
+				if p := tr.defaultScope.shared.published(); p == nil || p.Raw != 100 {
 					t.Fatalf("learned %+v after 3 s, want the published 100 a second", p)
 				}
 				hammer(tr, 16, start.Add(23*time.Second))

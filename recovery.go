@@ -13,27 +13,6 @@ import (
 // calls, the climb in use, read on the hot path without a lock, and the
 // cuts' record under the bucket's lock.
 
-// rateFactor returns the share of the scope's pace in use now: below 1
-// while the scope recovers from a cut.
-func (s *bucket) rateFactor() float64 {
-	r := s.recov.Load()
-	if r == nil {
-		return 1
-	}
-	return s.factorOf(r, s.scope.clock.Now().UnixNano())
-}
-
-// factorOf returns r's factor at now, and forgets r once it is back at 1.
-func (s *bucket) factorOf(r *pace.Curve, now int64) float64 {
-	if now >= r.Full {
-		if s.recov.CompareAndSwap(r, nil) {
-			s.recovered.Store(true)
-		}
-		return 1
-	}
-	return r.Factor(now)
-}
-
 // succeeded counts a call the provider accepted: one atomic add, and every
 // pace.AcceptanceStep calls a point of the history a cut measures on.
 func (s *bucket) succeeded() {
@@ -53,7 +32,8 @@ func (s *bucket) succeeded() {
 // returns whether the rejection cut the pace, and whether it pauses the
 // scope (pace.Cuts.Refused).
 func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.Duration, shared bool) (cut, pauses bool) {
-	base, burst := s.basePace(now)
+	at := now.UnixNano()
+	base, burst := s.modelAt(at).Base(at, s.configured())
 	r := pace.Refusal{
 		AdmittedAt: admittedAt,
 		RetryAfter: retryAfter,
@@ -67,11 +47,10 @@ func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.D
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r.Admitted, r.Accepted, r.Curve = s.admitted.Load(), s.accepted.Load(), s.recov.Load()
+	r.Admitted, r.Accepted, r.Curve = s.admitted.Load(), s.accepted.Load(), s.climb()
 	v := s.cuts.Refused(now, r)
 	if v.Curve != nil {
-		s.recov.Store(v.Curve)
-		s.recovered.Store(false)
+		s.setClimb(v.Curve)
 	}
 	return v.Curve != nil, v.Pauses
 }
@@ -80,15 +59,15 @@ func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.D
 // this bucket's climb back, so that the fleet climbs back together, and
 // reports whether it did (pace.Cuts.Adopt).
 func (s *bucket) adopt(r *pace.Curve, now time.Time, maxWait time.Duration) bool {
-	base, burst := s.basePace(now)
+	at := now.UnixNano()
+	base, burst := s.modelAt(at).Base(at, s.configured())
 	floor := s.floorRate(maxWait)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, ok := s.cuts.Adopt(now, r, s.recov.Load(), s.admitted.Load(), base, burst, floor)
+	r, ok := s.cuts.Adopt(now, r, s.climb(), s.admitted.Load(), base, burst, floor)
 	if !ok {
 		return false
 	}
-	s.recov.Store(r)
-	s.recovered.Store(false)
+	s.setClimb(r)
 	return true
 }

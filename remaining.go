@@ -1,148 +1,10 @@
 package pacer
 
 import (
-	"math"
 	"time"
 
 	"github.com/pacer-go/pacer/internal/pace"
 )
-
-// toldHeadroom is the share of a limit pacer aims at while the provider
-// reports live remaining counts. The configured headroom is for flying
-// blind; with the provider saying what is left, the remaining count is the
-// guard, and the margin it keeps (pace.Margin) is the headroom.
-const toldHeadroom = 0.98
-
-// toldPace is what a provider's live remaining count allows: the scope may
-// send its remaining calls before the reset, spread over the time to it,
-// plus what the provider adds back meanwhile. Immutable; each report
-// stores a new one.
-type toldPace struct {
-	rate  float64 // units a second
-	until int64   // UnixNano when the report stops applying
-	// edge says the report is about the limit the scope paces by, so that
-	// it may aim at toldHeadroom of it. It is not when the scope's
-	// configured limit is below the published one: a limit set low on
-	// purpose keeps its headroom.
-	edge bool
-	// room is, for a count with no room for its margin (roomless), the
-	// most calls it has shown it holds at once; else 0. A burst beyond it
-	// is refused whatever the pace: a server bucket of one refuses the
-	// second of two calls sent together.
-	room float64
-	// roomless says the count has no room for its margin, and set no pace
-	// (reportRemaining): a cut applies, as to a scope without counts.
-	roomless bool
-	// why is the reading of the count that set rate (pace.Verdict.Why),
-	// for Stats.
-	why string
-}
-
-// basePace returns the scope's pace before any cut: the configured or
-// published limit at the Transport's headroom, or — while the provider
-// reports live remaining counts — at toldHeadroom, and no faster than
-// the remaining count allows.
-func (s *bucket) basePace(now time.Time) (rate, burst float64) {
-	cfg := s.scope.configured.Load()
-	rate, burst = cfg.rate, cfg.burst
-	raw, edgeBurst := cfg.raw, cfg.edgeBurst
-	if p := s.learned.Load(); p != nil {
-		rate, burst, raw, edgeBurst = p.rate, p.burst, p.raw, p.edgeBurst
-	}
-	if tp := s.told.Load(); tp != nil && rate > 0 {
-		if now.UnixNano() < tp.until {
-			if p := s.learned.Load(); p != nil && s.countsOutrank(p, cfg) {
-				// A published figure below the configured limit is a
-				// reading of the headers; live counts are what the server
-				// does. While they come, they pace the scope up to the
-				// configured limit: a token bucket that publishes its
-				// capacity (11) with the seconds until it is full (1)
-				// reads as 11 a second while it accepts 100. A
-				// provisional limit is only a stand-in for the published
-				// one (a preset's placeholder may be no limit at all).
-				rate, burst, raw, edgeBurst = cfg.rate, cfg.burst, cfg.raw, cfg.edgeBurst
-			}
-			if tp.edge && edgeBurst > 0 && raw*toldHeadroom > rate {
-				// In any window, the burst and what refills add up to
-				// the limit, as Limit's doc says of the blind headroom.
-				rate, burst = raw*toldHeadroom, edgeBurst
-			}
-			if tp.room > 0 {
-				burst = min(burst, tp.room)
-			}
-			// A call that waits at the reported pace wakes by the time the
-			// report runs out, to pace itself anew: nothing else wakes it
-			// when no call is in flight.
-			rate = min(rate, max(tp.rate, burst*1e9/float64(tp.until-now.UnixNano())))
-		} else {
-			s.told.CompareAndSwap(tp, nil)
-		}
-	}
-	return rate, burst
-}
-
-// countsOutrank reports whether live remaining counts pace the scope above
-// p, a published limit below cfg, the configured one (basePace): not for
-// a provisional scope, whose published limit replaces its stand-in.
-func (s *bucket) countsOutrank(p *learnedLimit, cfg *configuredLimit) bool {
-	return cfg.rate > p.rate && !s.scope.Provisional
-}
-
-// steadyPace is pace's common case, small enough to be inlined where every
-// call asks: nothing told, nothing cut, nothing published, so the
-// configured pace. ok is false otherwise; ask pace.
-func (s *bucket) steadyPace() (rate, burst float64, ok bool) {
-	if s.told.Load() != nil || s.recov.Load() != nil || s.learned.Load() != nil {
-		return 0, 0, false
-	}
-	rate, burst = s.scope.configuredPace()
-	return rate, burst, true
-}
-
-// unreportedPace is the rate basePace gives the scope without a report of
-// what remains: the configured limit's, or the published one's where that
-// is lower and the counts do not outrank it.
-func (s *bucket) unreportedPace() float64 {
-	cfg := s.scope.configured.Load()
-	if p := s.learned.Load(); p != nil && !(cfg.rate > 0 && s.countsOutrank(p, cfg)) {
-		return p.rate
-	}
-	return cfg.rate
-}
-
-// blindRate is the scope's rate from its configured or published limit
-// alone: the pace it returns to once a report of what remains has run out.
-func (s *bucket) blindRate() float64 {
-	if p := s.learned.Load(); p != nil {
-		return p.rate
-	}
-	rate, _ := s.scope.configuredPace()
-	return rate
-}
-
-// pace returns the bucket's current pace: basePace, times the share
-// a cut left (recovery.go) unless a live remaining count sets it. The common case — nothing learned, nothing
-// cut — reads two pointers and no clock.
-func (s *bucket) pace() (rate, burst float64) {
-	if s.told.Load() == nil && s.recov.Load() == nil {
-		rate, burst = s.scope.configuredPace()
-		if p := s.learned.Load(); p != nil {
-			rate, burst = p.rate, p.burst
-		}
-		return rate, burst
-	}
-	now := s.scope.clock.Now()
-	rate, burst = s.basePace(now)
-	if r := s.recov.Load(); r != nil {
-		f := s.factorOf(r, now.UnixNano())
-		if tp := s.told.Load(); tp == nil || now.UnixNano() >= tp.until || tp.roomless {
-			// A live remaining count paces by what it says; a cut is
-			// for the pace without one.
-			rate *= f
-		}
-	}
-	return rate, burst
-}
 
 // reportRemaining takes a provider's report that what remains is c, and
 // sets the pace that spends it (pace.Record.Count reckons it). It returns
@@ -152,10 +14,12 @@ func (s *bucket) reportRemaining(now time.Time, c pace.Count, maxWait time.Durat
 	if c.Reset < 0 || c.Remaining < 0 {
 		return v, false
 	}
+	at := now.UnixNano()
+	m, cfg := s.modelAt(at), s.configured()
 	sc := pace.Scope{
-		Blind:          s.blindRate(),
-		Configured:     s.scope.configured.Load().rate,
-		Unreported:     s.unreportedPace(),
+		Blind:          m.Blind(cfg),
+		Configured:     cfg.Rate,
+		Unreported:     m.Unreported(cfg),
 		Floor:          s.floorRate(maxWait),
 		Per:            s.scope.configured.Load().limit.Per,
 		BlindWithin:    s.blindWithin(c.Limit),
@@ -168,25 +32,38 @@ func (s *bucket) reportRemaining(now time.Time, c pace.Count, maxWait time.Durat
 	v = s.reports.Count(now, c, sc)
 	s.mu.Unlock()
 	if v.None {
-		s.told.Store(nil)
+		s.amend(func(m pace.Model) (pace.Model, bool) {
+			if m.Live.Until == 0 {
+				return m, false
+			}
+			m.Live = pace.LivePace{}
+			return m, true
+		})
 	}
 	if !v.Paced {
 		return v, false
 	}
-	// At the edge of the limit (toldHeadroom) unless the configured limit
+	// At the edge of the limit (pace.EdgeShare) unless the configured limit
 	// is below the published one — a limit set low on purpose keeps its
 	// headroom — or the measure of what comes back is young.
 	edge := !v.Young
-	if cfg := s.scope.configured.Load(); cfg.rate > 0 && s.learned.Load() == nil && c.Limit > int64(cfg.limit.Count) {
+	if cl := s.scope.configured.Load(); cl.Rate > 0 && s.published() == nil && c.Limit > int64(cl.limit.Count) {
 		edge = false
 	}
-	tp := &toldPace{rate: v.Rate, until: now.Add(v.Hold).UnixNano(), edge: edge, roomless: v.Roomless, room: v.Room, why: v.Why}
-	old := s.told.Swap(tp)
-	if old != nil && v.Rate > old.rate {
+	live := pace.LivePace{Rate: v.Rate, Until: now.Add(v.Hold).UnixNano(), Edge: edge, Roomless: v.Roomless, Room: v.Room, Why: v.Why}
+	prev, _ := s.amend(func(m pace.Model) (pace.Model, bool) {
+		m.Live = live
+		return m, true
+	})
+	var old pace.LivePace
+	if prev != nil {
+		old = prev.Live
+	}
+	if old.Until != 0 && v.Rate > old.Rate {
 		// The head of the queue sleeps on the wait the old pace gave it.
 		s.paceRose()
 	}
-	if v.Roomless && (old == nil || !old.roomless) {
+	if v.Roomless && !old.Roomless {
 		// The calls admitted before the room was known went out at a
 		// burst the server cannot hold: their refusals say nothing of
 		// its rate, and must not cut it (the first second of a bucket of
@@ -195,7 +72,7 @@ func (s *bucket) reportRemaining(now time.Time, c pace.Count, maxWait time.Durat
 		s.cuts.Mark(s.admitted.Load())
 		s.mu.Unlock()
 	}
-	return v, old == nil || old.until <= now.UnixNano()
+	return v, old.Until <= at
 }
 
 // noteRefused remembers that the provider refused, at now, a call of cost
@@ -228,11 +105,11 @@ func (s *bucket) spentNow(fleet bool) int64 {
 // configured limit counts in its own window, which the provider's count
 // does not state; a count that matches is taken as the same limit.
 func (s *bucket) blindWithin(limit int64) bool {
-	if s.learned.Load() != nil {
+	if s.published() != nil {
 		return true
 	}
 	cfg := s.scope.configured.Load()
-	return cfg.rate > 0 && limit >= int64(cfg.limit.Count)
+	return cfg.Rate > 0 && limit >= int64(cfg.limit.Count)
 }
 
 // floorRate is the pace of one call every every (for a scope counted in
@@ -242,21 +119,10 @@ func (s *bucket) blindWithin(limit int64) bool {
 func (s *bucket) floorRate(every time.Duration) float64 {
 	units := 1.0
 	if !s.scope.countsRequests {
-		_, units = s.basePace(s.scope.clock.Now())
+		now := s.scope.clock.Now().UnixNano()
+		_, units = s.modelAt(now).Base(now, s.configured())
 	}
 	return units / every.Seconds()
-}
-
-// edgeBurst is the burst a scope counted in requests keeps while it aims at
-// toldHeadroom of a limit of count per window: (1 − toldHeadroom) × count,
-// at least one, and no more than burst. A scope counted in another unit
-// keeps its burst, which must hold its largest request, and its headroom:
-// 0.
-func edgeBurst(countsRequests bool, count, burst float64) float64 {
-	if !countsRequests || count <= 0 {
-		return 0
-	}
-	return min(burst, max(1, math.Floor((1-toldHeadroom)*count+1e-9)))
 }
 
 // learnWindow learns the window of a limit published without one, from
@@ -273,43 +139,4 @@ func (s *bucket) windowHint(wait time.Duration) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.reports.WindowHint(wait)
-}
-
-// why says what sets the scope's pace now, for Stats, and what pauses it
-// first, if anything does: a Rate with "the configured limit" beside it
-// read as a scope sending while a pause held it for a minute.
-func (s *bucket) why(now time.Time) string {
-	rate := s.rateWhy(now)
-	if s.cooldown.Load() > now.UnixNano() {
-		if w := s.pauseWhy.Load(); w != nil {
-			if rate == "" {
-				return *w
-			}
-			return *w + "; then " + rate
-		}
-	}
-	return rate
-}
-
-// rateWhy says what sets the scope's pace now (why).
-func (s *bucket) rateWhy(now time.Time) string {
-	if r := s.recov.Load(); r != nil && now.UnixNano() < r.Full {
-		if rate, _ := s.scope.configuredPace(); rate == 0 && s.scope.Concurrency > 0 {
-			return "a refusal lowered the cap on calls in flight; it climbs back by time"
-		}
-		return "recovering from a refusal"
-	}
-	if tp := s.told.Load(); tp != nil && now.UnixNano() < tp.until {
-		if tp.why != "" {
-			return "what the provider reports remains: " + tp.why
-		}
-		return "what the provider reports remains"
-	}
-	if s.learned.Load() != nil {
-		return "the provider's published limit"
-	}
-	if rate, _ := s.scope.configuredPace(); rate > 0 {
-		return "the configured limit"
-	}
-	return ""
 }

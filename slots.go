@@ -38,7 +38,7 @@ func (s *bucket) acquireSlot(w int, epoch int64) (held int32) {
 	// Nothing cut, the common case, is the whole cap without slots' call:
 	// its share is then 1 either way.
 	limit, share := c.Concurrency, 1.0
-	if s.recov.Load() != nil {
+	if s.climb() != nil {
 		limit, share = s.slots()
 	}
 	sh := c.shares.Load()
@@ -103,7 +103,7 @@ func (s *bucket) slotRefusal(w int) observe.Reason {
 		return observe.ReasonConcurrency
 	}
 	limit, share := s.scope.Concurrency, 1.0
-	if s.recov.Load() != nil {
+	if s.climb() != nil {
 		limit, share = s.slots()
 	}
 	s.mu.Lock()
@@ -156,16 +156,16 @@ func (s *bucket) slots() (limit int, share float64) {
 // that waits for it while the calls in flight hold their slots. 0 when the
 // cap is not lowered: only a released slot admits a call then.
 func (s *bucket) slotsRiseIn(w int, now time.Time) time.Duration {
-	r := s.recov.Load()
 	c := s.scope
-	if r == nil || c.Concurrency == 0 {
+	if s.climb() == nil || c.Concurrency == 0 {
 		return 0
 	}
 	if rate, _ := c.configuredPace(); rate > 0 {
 		return 0 // a scope with a rate keeps its whole cap (slots)
 	}
 	n := now.UnixNano()
-	share := s.factorOf(r, n)
+	model := s.modelAt(n)
+	share := model.Factor(n)
 	if share >= 1 {
 		return 0
 	}
@@ -175,7 +175,7 @@ func (s *bucket) slotsRiseIn(w int, now time.Time) time.Duration {
 	}
 	// A millisecond at least, and a hair past the share, so that the wait
 	// does not end a rounding short of the slot.
-	return max(time.Duration(r.Reaches(next+1e-9)-n), time.Millisecond)
+	return max(time.Duration(model.Climb.Reaches(next+1e-9)-n), time.Millisecond)
 }
 
 // nextSlotShare returns the share of n slots at which scaled gives one slot
@@ -316,12 +316,11 @@ func (s *bucket) cutSlots(held int32, now time.Time) bool {
 	held = max(held, s.inFlight.Load()-1)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.cuts.SlotsRefused(now, int(held), n, s.recov.Load(), s.admitted.Load())
+	r := s.cuts.SlotsRefused(now, int(held), n, s.climb(), s.admitted.Load())
 	if r == nil {
 		return false
 	}
-	s.recov.Store(r)
-	s.recovered.Store(false)
+	s.setClimb(r)
 	return true
 }
 
@@ -332,6 +331,7 @@ func (s *bucket) limitsOnlyConcurrency(now time.Time) bool {
 	if s.scope.Concurrency == 0 {
 		return false
 	}
-	rate, _ := s.basePace(now)
+	at := now.UnixNano()
+	rate, _ := s.modelAt(at).Base(at, s.configured())
 	return rate == 0
 }

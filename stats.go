@@ -235,7 +235,7 @@ func (t *Transport) Stats() Stats {
 		rate, burst := s.pace()
 		sc := ScopeStats{
 			Name: cs.Name, Unit: cs.Unit,
-			Rate: rate, Burst: burst, Learned: s.learned.Load() != nil, Factor: s.rateFactor(), Why: s.why(now),
+			Rate: rate, Burst: burst, Learned: s.published() != nil, Factor: s.rateFactor(), Why: s.why(now),
 			Admitted:    s.admitted.Load(),
 			Rejected:    cs.rejected.Load(),
 			InFlightBy:  map[string]int{},
@@ -328,7 +328,7 @@ func (w *workloadCounts) read(ws *WorkloadStats) {
 // of s is over.
 func (s *bucket) describeCut(sc *ScopeStats, now time.Time) {
 	sc.Concurrency, sc.ConcurrencyNow = s.scope.Concurrency, s.scope.Concurrency
-	r := s.recov.Load()
+	r := s.climb()
 	if r == nil || now.UnixNano() >= r.Full {
 		return
 	}

@@ -2,11 +2,20 @@
 // and said, as pure functions, immutable values and two state machines: no
 // I/O, no clock (the time is an argument, as golang.org/x/time/rate's
 // reserveN takes it), no pointer back to a Transport. The root's learn
-// step (learn.go and the files it calls) keeps a Record and a Cuts for
-// each bucket and calls these under its bucket's lock; it also applies
-// what they decide to the bucket and the store, raises events and logs.
+// step (learn.go and the files it calls) keeps a Model, a Record and a
+// Cuts for each bucket and calls these under its bucket's lock; it also
+// applies what they decide to the bucket and the store, raises events and
+// logs.
 //
-// A Record is the model of a provider that reports what remains. Each
+// A Model is the one model of the provider's admission capacity a scope
+// paces by: the configured limit as the prior, a limit the provider
+// published in its place, the pace live remaining counts allow while they
+// come, and a cut's climb back. Model.Pace reads them as one pace, in one
+// order; Model.Why says which sets it. A Model is immutable and the root
+// replaces it whole, so the hot path reads it with one atomic load and no
+// lock. The evidence behind its figures is kept by the two state machines:
+//
+// A Record is the evidence of a provider that reports what remains. Each
 // count it is given (Record.Count) is checked against what the scope sent:
 // the calls admitted since the count's call are taken off it, what the
 // provider gave back is measured from successive counts against the
@@ -15,7 +24,7 @@
 // Its Verdict is the pace that spends what is left to the margin by the
 // reset, never below the blind pace while what is left lasts at it.
 //
-// A Cuts is the model of a provider that only refuses. Each refusal that
+// A Cuts is the evidence of a provider that only refuses. Each refusal that
 // taught nothing else (Cuts.Refused) is checked against what the server
 // accepted over the last measuring window, the scope's own pauses left
 // out; its CutVerdict is a Curve from that capacity back to the full pace,
@@ -24,6 +33,12 @@
 //
 // Each rule names the server property it relies on:
 //
+//   - Model.Pace lets live counts outrank a published limit below the
+//     configured one, up to the configured limit (not a provisional one,
+//     which the published limit replaces). It relies on a count falling
+//     as the server admits: a figure the counts show is exceeded without
+//     running out is a reading of the headers (a bucket's capacity, say),
+//     not the rate; once counts stop, the published figure paces again.
 //   - The measure of supply (what the provider adds back, net of what
 //     others take) relies on a server that counts each call it accepts
 //     once: a count that falls slower than the scope spends is quota given
@@ -131,7 +146,7 @@
 //     again: a figure not repeated within its window (and never for longer
 //     than the maximum wait) is forgotten.
 //
-// Concurrency: the functions are safe to call from any goroutine; a Curve
-// is immutable and may be shared; a Record, a Cuts and a RoundTrips are
+// Concurrency: the functions are safe to call from any goroutine; a Model
+// and a Curve are immutable and may be shared; a Record, a Cuts and a RoundTrips are
 // not safe for concurrent use (their owner holds a lock).
 package pace

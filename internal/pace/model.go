@@ -1,0 +1,229 @@
+package pace
+
+import "math"
+
+// EdgeShare is the share of a limit a scope aims at while the provider
+// reports live remaining counts. The configured headroom is for flying
+// blind; with the provider saying what is left, the remaining count is the
+// guard, and the margin it keeps (Margin) is the headroom.
+const EdgeShare = 0.98
+
+// Capacity is a limit as a scope paces by it: Rate (units a second) and
+// Burst at the Transport's headroom; Raw, the limit in units a second
+// before any headroom (0 without a rate); and EdgeBurst, the burst kept
+// while live counts let the scope aim at EdgeShare of Raw (0: none).
+type Capacity struct{ Rate, Burst, Raw, EdgeBurst float64 }
+
+// EdgeBurst is the burst a scope counted in requests keeps while it aims at
+// EdgeShare of a limit of count per window: (1 − EdgeShare) × count, at
+// least one, and no more than burst. In any window the burst and what
+// refills add up to the limit, as the blind headroom's do. A scope counted
+// in another unit keeps its burst, which must hold its largest request,
+// and its headroom: 0.
+func EdgeBurst(countsRequests bool, count, burst float64) float64 {
+	if !countsRequests || count <= 0 {
+		return 0
+	}
+	return min(burst, max(1, math.Floor((1-EdgeShare)*count+1e-9)))
+}
+
+// Configured is what a scope's configuration says of its pace: the
+// configured limit's Capacity, and whether the limit is Provisional, a
+// stand-in for the one the provider publishes.
+type Configured struct {
+	Capacity
+	Provisional bool
+}
+
+// LivePace is the pace a live remaining count allows (Record.Count's
+// Verdict), until Until (UnixNano) when the report stops applying; the
+// zero LivePace is none.
+type LivePace struct {
+	Rate  float64 // units a second
+	Until int64
+	// Edge says the report is about the limit the scope paces by, so that
+	// it may aim at EdgeShare of it. It is not when the configured limit is
+	// below the published one: a limit set low on purpose keeps its
+	// headroom.
+	Edge bool
+	// Room is, for a count with no room for its margin (Roomless), the
+	// most calls it has shown it holds at once; else 0. A burst beyond it
+	// is refused whatever the pace: a server bucket of one refuses the
+	// second of two calls sent together.
+	Room float64
+	// Roomless says the count has no room for its margin and sets no pace:
+	// a cut applies, as to a scope without counts.
+	Roomless bool
+	// Why is the reading of the count that set Rate (Verdict.Why).
+	Why string
+}
+
+// A Model is a scope's one model of the provider's admission capacity:
+// each figure it paces by, with the evidence it came from. The configured
+// limit is the prior; a limit the provider published replaces it
+// (Published); live remaining counts pace the scope within it while they
+// come (Live); a refusal that taught nothing else scales it down for a
+// while (Climb). A Record and a Cuts are the evidence behind Live and
+// Climb: what the counts showed, and what the server accepted and refused.
+//
+// A Model is immutable: its owner replaces it whole, so that a reader
+// without a lock sees one consistent model. The nil *Model is the
+// configured limit alone; every method takes it.
+type Model struct {
+	// Published is a limit the provider published; nil if none.
+	Published *Capacity
+	// Live is the pace the latest live count allows; zero if none.
+	Live LivePace
+	// Climb is the climb back after a cut; nil at the full pace.
+	Climb *Curve
+}
+
+// Empty reports whether m says nothing beyond the configured limit.
+func (m *Model) Empty() bool {
+	return m == nil || m.Published == nil && m.Live.Until == 0 && m.Climb == nil
+}
+
+// limit is the limit the scope paces by without a live count: the
+// published one, else the configured one.
+func (m *Model) limit(cfg Configured) Capacity {
+	if m != nil && m.Published != nil {
+		return *m.Published
+	}
+	return cfg.Capacity
+}
+
+// live reports whether a live count paces the scope at now.
+func (m *Model) live(now int64) bool {
+	return m != nil && now < m.Live.Until
+}
+
+// Outranked reports whether live counts pace the scope above its published
+// limit at now, up to cfg's: the published figure is below the configured
+// one, and not a provisional stand-in's replacement. A published figure is
+// a reading of the headers; live counts are what the server does. A token
+// bucket that publishes its capacity (11) with the seconds until it is
+// full (1) reads as 11 a second while it accepts 100.
+func (m *Model) Outranked(now int64, cfg Configured) bool {
+	return m.live(now) && m.outranked(cfg)
+}
+
+// outranked is Outranked, whether or not a live count paces the scope.
+func (m *Model) outranked(cfg Configured) bool {
+	return m != nil && m.Published != nil && cfg.Rate > m.Published.Rate && !cfg.Provisional
+}
+
+// Base returns the scope's pace at now before any cut: its limit's at the
+// Transport's headroom, or — while a live count paces it — at EdgeShare of
+// the limit, and no faster than the count allows.
+func (m *Model) Base(now int64, cfg Configured) (rate, burst float64) {
+	c := m.limit(cfg)
+	if c.Rate <= 0 || !m.live(now) {
+		return c.Rate, c.Burst
+	}
+	if m.outranked(cfg) {
+		c = cfg.Capacity
+	}
+	rate, burst = c.Rate, c.Burst
+	l := &m.Live
+	if l.Edge && c.EdgeBurst > 0 && c.Raw*EdgeShare > rate {
+		rate, burst = c.Raw*EdgeShare, c.EdgeBurst
+	}
+	if l.Room > 0 {
+		burst = min(burst, l.Room)
+	}
+	// A call that waits at the reported pace wakes by the time the report
+	// runs out, to pace itself anew: nothing else wakes it when no call is
+	// in flight.
+	return min(rate, max(l.Rate, burst*1e9/float64(l.Until-now))), burst
+}
+
+// Pace returns the scope's pace at now: Base, times the share a cut left
+// (Climb) unless a live count sets it — a count paces by what it says; a
+// cut is for the pace without one — or has no room to pace by.
+func (m *Model) Pace(now int64, cfg Configured) (rate, burst float64) {
+	rate, burst = m.Base(now, cfg)
+	if m != nil && m.Climb != nil && (!m.live(now) || m.Live.Roomless) {
+		rate *= m.Climb.Factor(now)
+	}
+	return rate, burst
+}
+
+// Factor returns the share of the scope's pace a cut leaves at now: below
+// 1 while it climbs back.
+func (m *Model) Factor(now int64) float64 {
+	if m == nil || m.Climb == nil {
+		return 1
+	}
+	return m.Climb.Factor(now)
+}
+
+// Blind returns the scope's rate from its limit alone, the published or
+// configured one: the pace it returns to once live counts stop.
+func (m *Model) Blind(cfg Configured) float64 {
+	return m.limit(cfg).Rate
+}
+
+// Unreported returns the rate Base gives the scope without a live count's
+// report: the configured limit's, or the published one's where that is
+// lower and counts do not outrank it.
+func (m *Model) Unreported(cfg Configured) float64 {
+	if m.outranked(cfg) {
+		return cfg.Rate
+	}
+	return m.Blind(cfg)
+}
+
+// Roomless reports whether the live count at now has no room to pace by.
+func (m *Model) Roomless(now int64) bool {
+	return m.live(now) && m.Live.Roomless
+}
+
+// Tidy returns m without what has run out by now — a live count's pace
+// past its Until, a climb at its end — or m itself if nothing has; nil
+// if nothing is left. climbed says a climb ended. The methods read a part
+// that ran out as gone already; Tidy is for the owner, to keep a model
+// that says nothing from being read at all, and to say a climb is over.
+func (m *Model) Tidy(now int64) (t *Model, climbed bool) {
+	if m == nil {
+		return nil, false
+	}
+	liveOut := m.Live.Until != 0 && now >= m.Live.Until
+	climbed = m.Climb != nil && now >= m.Climb.Full
+	if !liveOut && !climbed {
+		return m, false
+	}
+	n := *m
+	if liveOut {
+		n.Live = LivePace{}
+	}
+	if climbed {
+		n.Climb = nil
+	}
+	if n.Empty() {
+		return nil, climbed
+	}
+	return &n, climbed
+}
+
+// Why says what sets the scope's pace at now, for Stats; "" for a scope
+// with no pace. slotsOnly says the scope caps only its calls in flight, so
+// that a cut lowers that cap.
+func (m *Model) Why(now int64, cfg Configured, slotsOnly bool) string {
+	switch {
+	case m != nil && m.Climb != nil && now < m.Climb.Full:
+		if slotsOnly {
+			return "a refusal lowered the cap on calls in flight; it climbs back by time"
+		}
+		return "recovering from a refusal"
+	case m.live(now):
+		if m.Live.Why != "" {
+			return "what the provider reports remains: " + m.Live.Why
+		}
+		return "what the provider reports remains"
+	case m != nil && m.Published != nil:
+		return "the provider's published limit"
+	case cfg.Rate > 0:
+		return "the configured limit"
+	}
+	return ""
+}
