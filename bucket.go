@@ -63,9 +63,10 @@ type feedback struct {
 	// The latest pause, UnixNano from and to: what a measure of the
 	// accepted rate leaves out of its span (recovery.go).
 	pausedFrom, pausedTo atomic.Int64
-	// costlyRefusals says a refusal has paused the scope for longer than
-	// pace.BriefRetryAfter (pace.Scope.CostlyRefusals).
-	costlyRefusals atomic.Bool
+	// costlyUntil is UnixNano until which a refusal that paused the scope
+	// for longer than pace.BriefRetryAfter is remembered (pace.CostlyFor,
+	// pace.Scope.CostlyRefusals); 0 if none was.
+	costlyUntil atomic.Int64
 
 	// Under the bucket's mu:
 	cuts    pace.Cuts   // what the provider accepted and refused, and the cuts it made

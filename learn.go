@@ -406,10 +406,12 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 				}
 			}
 			if pause {
-				if wait > pace.BriefRetryAfter {
-					// A refusal that costs more than the call: from now on
+				if wait > pace.BriefRetryAfter && status == http.StatusTooManyRequests {
+					// A refusal that costs more than the call: for a while
 					// none left is waited out (pace.Scope.CostlyRefusals).
-					ch.bucket.costlyRefusals.Store(true)
+					// Not a 503's: an outage's pause says nothing of what
+					// the limiter charges for a call sent into none left.
+					ch.bucket.costlyFrom(now, wait)
 				}
 				c.coolDown(ch.bucket, now, wait, &pausedForRetryAfter)
 				ch.bucket.claimFarReset(now, claimed, t.maxWait) // farreset.go
@@ -529,6 +531,19 @@ func (c *call) clamp(ctx context.Context, now time.Time, i int, tokens float64) 
 		if err := c.t.store.Clamp(context.WithoutCancel(ctx), now, c.demands[j], tokens); err != nil {
 			c.t.emit(observe.Event{Kind: observe.EventStoreFailure, Scope: c.demands[j].Scope, Workload: c.workload.name, Err: err})
 			c.t.log.Warn("pacer: lowering a bucket to what the provider reported", "scope", c.demands[j].Scope, "err", err)
+		}
+	}
+}
+
+// costlyFrom remembers that a refusal at now paused the scope for wait,
+// more than pace.BriefRetryAfter: for pace.CostlyFor(wait), or longer if
+// an earlier one asks.
+func (s *bucket) costlyFrom(now time.Time, wait time.Duration) {
+	until := now.Add(pace.CostlyFor(wait)).UnixNano()
+	for {
+		old := s.costlyUntil.Load()
+		if old >= until || s.costlyUntil.CompareAndSwap(old, until) {
+			return
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/pacer-go/pacer/internal/pace"
 	"github.com/pacer-go/pacer/observe"
 )
 
@@ -450,4 +451,36 @@ func TestAPublishedLimitWithoutACountDoesNotFillTheBucket(t *testing.T) {
 			t.Errorf("%v tokens after a larger limit was published without a count, want the bucket still about empty (it never believes more than was reported)", st.Tokens)
 		}
 	})
+}
+
+// A refusal that paused the scope for seconds makes none left a pause to
+// the reset's slack (pace.Scope.CostlyRefusals) for sixty times that
+// pause, not for good; an outage's 503 does not teach it at all.
+func TestACostlyRefusalIsRememberedForAWhile(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		refusal int
+		after   time.Duration
+		costly  bool
+	}{
+		{"6 s after a 429 asking for 5 s", http.StatusTooManyRequests, 6 * time.Second, true},
+		{"5 min after a 429 asking for 5 s", http.StatusTooManyRequests, pace.CostlyFor(5*time.Second) + time.Second, false},
+		{"6 s after a 503 asking for 5 s", http.StatusServiceUnavailable, 6 * time.Second, false},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			api := &scriptedAPI{steps: []scripted{
+				{tt.refusal, map[string]string{"Retry-After": "5"}},
+				{http.StatusOK, map[string]string{"X-RateLimit-Limit": "600", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1"}},
+			}}
+			tr := New(api, WithLimit(PerMinute(600)), WithoutRetry(), WithLogger(slogTo(io.Discard)))
+			get(tr, context.Background(), "http://api.test/")
+			time.Sleep(tt.after)
+			get(tr, context.Background(), "http://api.test/")
+			// A reset "1 s" away may be here already: waited out only
+			// while a refusal is known to cost more than the call.
+			if d := tr.Stats().Scopes[0].Cooldown; (d > time.Second) != tt.costly {
+				t.Errorf("%s: none left a second before the reset paused the scope %v; want a pause to the reset's slack: %v", tt.name, d, tt.costly)
+			}
+		})
+	}
 }

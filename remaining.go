@@ -25,7 +25,7 @@ func (s *bucket) reportRemaining(now time.Time, c pace.Count, maxWait time.Durat
 		BlindWithin:    s.blindWithin(c.Limit),
 		CountsRequests: s.scope.countsRequests,
 		MaxWait:        maxWait,
-		CostlyRefusals: s.costlyRefusals.Load(),
+		CostlyRefusals: at < s.costlyUntil.Load(),
 	}
 	s.mu.Lock()
 	sc.Spent = s.spentNow(c.Fleet)

@@ -127,11 +127,13 @@
 //     its limit spent half of it.
 //   - A reset in whole seconds may already be here, so none left until
 //     one does not stop the scope — unless the server has shown that a
-//     refusal costs more than the call (a Retry-After beyond
+//     refusal costs more than the call (a 429's Retry-After beyond
 //     BriefRetryAfter paused the scope: Scope.CostlyRefusals). Then none
 //     left is waited out to the reset's slack: httprate answers each
 //     refusal with Retry-After: its window, and a call sent into the last
-//     fraction of a minute's window cost the next minute.
+//     fraction of a minute's window cost the next minute. The lesson lasts
+//     CostlyFor, sixty times that pause: a server that asked once does
+//     not keep the scope waiting at every count of none left for good.
 //   - Below the margin, the count slows the scope within a quarter of a
 //     second, and no lower than half the blind pace while nothing was
 //     refused of late (the calls bring the news that the margin is back).

@@ -121,10 +121,18 @@ type Scope struct {
 	CountsRequests bool // the scope counts requests, not tokens or money
 	MaxWait        time.Duration
 	// CostlyRefusals says a refusal has paused the scope for longer than
-	// BriefRetryAfter: the server has shown that a call sent into none
-	// left costs more than the call (Count's None).
+	// BriefRetryAfter, within CostlyFor of it: the server has shown that a
+	// call sent into none left costs more than the call (Count's None).
 	CostlyRefusals bool
 }
+
+// CostlyFor is how long a refusal that paused a scope for wait is
+// remembered as costly (Scope.CostlyRefusals): sixty times the pause.
+// Forgotten, it costs at most one more such pause in sixty — a minute an
+// hour behind a limiter that answers each refusal with its minute's
+// window — and a server that asked once, during an incident say, does not
+// keep every count of none left waited out for good.
+func CostlyFor(wait time.Duration) time.Duration { return 60 * wait }
 
 // A Verdict is what one count decides.
 type Verdict struct {
