@@ -25,10 +25,14 @@ import (
 //
 // TestUnseenServers runs the cells of unseenRatchets and holds each to its
 // floor. With PACER_UNSEEN=all it runs every cell, 120 s of virtual time
-// each (about half a minute without the race detector), and prints the
-// table BENCHMARKS.md quotes:
+// each (about a minute without the race detector), and prints the table
+// BENCHMARKS.md quotes; with PACER_UNSEEN=peers, each cell is run again
+// with x/time/rate, failsafe-go and go-retryablehttp in pacer's place,
+// configured as the wall-clock matrix configures them, beside it in the
+// table (a few minutes):
 //
 //	PACER_UNSEEN=all go test -run TestUnseenServers -v ./bench
+//	PACER_UNSEEN=peers go test -run TestUnseenServers -v ./bench
 type unseenServer struct {
 	name   string
 	family Family        // its server, as the virtual matrix makes it (Family.server)
@@ -79,6 +83,7 @@ var unseenNetworks = []VNetwork{
 	unseenRoute(20*time.Millisecond, 10*time.Millisecond, 32),
 	unseenRoute(100*time.Millisecond, 100*time.Millisecond, 64),
 	unseenRoute(250*time.Millisecond, 250*time.Millisecond, 128),
+	VBusy,
 }
 
 type unseenSituation struct {
@@ -100,6 +105,8 @@ type unseenCell struct {
 	n   VNetwork
 	sit unseenSituation
 	d   time.Duration
+	// client is the client in every pod: Pacer, or a peer of Clients.
+	client string
 }
 
 func (c unseenCell) name() string { return c.s.name + " | " + c.n.Name + " | " + c.sit.name }
@@ -121,6 +128,16 @@ func (c unseenCell) run() VResult {
 	start := time.Now()
 	limit := pacer.Limit{Count: int(serverRate*c.s.per.Seconds()) * c.sit.scale, Per: c.s.per}
 	client := func(w http.RoundTripper) *http.Client {
+		if c.client != Pacer {
+			// As the wall-clock matrix configures a peer (harness.go): the
+			// rate a second, a burst of one for each limit it was told.
+			cfg := ClientConfig{Rate: int(serverRate) * c.sit.scale, Burst: c.sit.scale, MaxWait: c.d}
+			cl, _, err := NewClient(c.client, cfg, w)
+			if err != nil {
+				panic(err)
+			}
+			return cl
+		}
 		tr := pacer.New(w, pacer.WithLimit(limit), pacer.WithMaxWait(c.d), pacer.WithLogger(slog.New(slog.DiscardHandler)))
 		if err := tr.Err(); err != nil {
 			panic(err)
@@ -197,13 +214,21 @@ var unseenRatchets = map[string]unseenRatchet{
 	"leaky 500/s b50, Retry-After | rtt 200ms–400ms | limit known":  {0.96, 0, 0},           // 0.998 · 0
 }
 
+// unseenPeers are the clients run beside pacer with PACER_UNSEEN=peers.
+var unseenPeers = []string{XRate, Failsafe, RetryableHTTP}
+
 func TestUnseenServers(t *testing.T) {
-	all := os.Getenv("PACER_UNSEEN") == "all"
+	mode := os.Getenv("PACER_UNSEEN")
+	all := mode == "all" || mode == "peers"
+	clients := []string{Pacer}
+	if mode == "peers" {
+		clients = append(clients, unseenPeers...)
+	}
 	var cells []unseenCell
 	for _, s := range unseenServers {
 		for _, n := range unseenNetworks {
 			for _, sit := range unseenSituations {
-				c := unseenCell{s: s, n: n, sit: sit, d: 120 * time.Second}
+				c := unseenCell{s: s, n: n, sit: sit, d: 120 * time.Second, client: Pacer}
 				if _, held := unseenRatchets[c.name()]; held || all {
 					cells = append(cells, c)
 				}
@@ -215,35 +240,46 @@ func TestUnseenServers(t *testing.T) {
 	}
 	var table strings.Builder
 	for _, c := range cells {
-		t.Run(c.name(), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				r := c.run()
-				s := r.Score()
-				nb := ""
-				if r.NeighbourRate > 0 {
-					nb = fmt.Sprintf(" · %.4f", r.NeighbourRefused())
-				}
-				fmt.Fprintf(&table, "| %s | %.3f · %.4f%s |\n", strings.ReplaceAll(c.name(), " | ", " | "), s.Goodput(), s.RefusedPerAccepted(), nb)
-				want, held := unseenRatchets[c.name()]
-				if !held {
-					return
-				}
-				if g := s.Goodput(); g < want.floor {
-					t.Errorf("goodput %.3f, below its floor %.3f", g, want.floor)
-				}
-				if f, bound := s.RefusedPerAccepted(), refusalBound(want.refused); f > bound {
-					t.Errorf("%d refused for %d accepted (%.4f a call), above its bound %.4f", s.Refused, s.Accepted, f, bound)
-				}
-				if r.NeighbourRate > 0 {
-					if f, bound := r.NeighbourRefused(), refusalBound(want.neighbour); f > bound {
-						t.Errorf("the neighbour's refusals %.4f a call, above their bound %.4f", f, bound)
-					}
-				}
+		fmt.Fprintf(&table, "| %s |", c.name())
+		for _, client := range clients {
+			c.client = client
+			t.Run(c.name()+" | "+client, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) { c.check(t, &table) })
 			})
-		})
+		}
+		table.WriteString("\n")
 	}
 	if testing.Verbose() {
-		fmt.Printf("\nServers the rules were not fitted on, pacer, 120 s each:\n\n| server | network | situation | goodput · refused per accepted (· the neighbour's per call) |\n|---|---|---|---|\n%s\n", table.String())
+		fmt.Printf("\nServers the rules were not fitted on, 120 s each:\n\n| server | network | situation | %s |\n|---|---|---|%s\n%s\n",
+			strings.Join(clients, " | "), strings.Repeat("---|", len(clients)), table.String())
+	}
+}
+
+// check runs the cell, adds its figures to the table — goodput · refused
+// per accepted (· the neighbour's refused per call) — and holds pacer to
+// the cell's ratchet, if it has one.
+func (c unseenCell) check(t *testing.T, table *strings.Builder) {
+	r := c.run()
+	s := r.Score()
+	nb := ""
+	if r.NeighbourRate > 0 {
+		nb = fmt.Sprintf(" · %.4f", r.NeighbourRefused())
+	}
+	fmt.Fprintf(table, " %.3f · %.4f%s |", s.Goodput(), s.RefusedPerAccepted(), nb)
+	want, held := unseenRatchets[c.name()]
+	if !held || c.client != Pacer {
+		return
+	}
+	if g := s.Goodput(); g < want.floor {
+		t.Errorf("goodput %.3f, below its floor %.3f", g, want.floor)
+	}
+	if f, bound := s.RefusedPerAccepted(), refusalBound(want.refused); f > bound {
+		t.Errorf("%d refused for %d accepted (%.4f a call), above its bound %.4f", s.Refused, s.Accepted, f, bound)
+	}
+	if r.NeighbourRate > 0 {
+		if f, bound := r.NeighbourRefused(), refusalBound(want.neighbour); f > bound {
+			t.Errorf("the neighbour's refusals %.4f a call, above their bound %.4f", f, bound)
+		}
 	}
 }
 
@@ -258,7 +294,7 @@ func TestAMinuteWindowThatAsksForAMinute(t *testing.T) {
 		if s.name != "sliding 600/min" {
 			continue
 		}
-		c := unseenCell{s: s, n: VLoopback, sit: unseenSituations[1], d: 10 * time.Minute}
+		c := unseenCell{s: s, n: VLoopback, sit: unseenSituations[1], d: 10 * time.Minute, client: Pacer}
 		synctest.Test(t, func(t *testing.T) {
 			r := c.run()
 			sc := r.Score()
