@@ -124,7 +124,11 @@
 //     gives back as it goes (a sliding window, which at its turn is as
 //     empty as before it): from then on none left paces by what comes
 //     back. Paused to each reset, a sliding window of a minute told twice
-//     its limit spent half of it.
+//     its limit spent half of it. So does a count that names a reset
+//     beyond the soonest an earlier count named, before that one came (by
+//     more than the route's jitter and a whole second's slack): a window's
+//     end stays put as its count falls, a bucket's reset — when it is full
+//     again — moves later as it is spent, and it gives back as it goes.
 //   - A reset in whole seconds may already be here, so none left until
 //     one does not stop the scope — unless the server has shown that a
 //     refusal costs more than the call (a 429's Retry-After beyond

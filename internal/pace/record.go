@@ -68,6 +68,10 @@ type Record struct {
 	// back as it goes (a sliding window, a bucket), not at its reset.
 	resetAt, dueAt int64
 	gradual        bool
+	// The soonest reset a count has named since the latest turn, and its
+	// due time (UnixNano): a later count that names one beyond it before
+	// it comes has a reset that moves as the count is spent.
+	soonestAt, soonestDue int64
 
 	// The span over which others' spending is read from the count alone:
 	// from a count after the first calls' disorder, or the latest refill
@@ -350,12 +354,27 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	// ever, does not refill at its resets: a sliding window gives back
 	// what was spent a window before as it goes, and at its turn is as
 	// empty as before it (gradual; Count's None).
+	//
+	// So does a count that names a reset beyond the soonest one an earlier
+	// count named, before that one came: its reset moved later as the
+	// count was spent. A window's end stays where it is while its count
+	// falls; a bucket's reset is when it will be full again, and it gives
+	// back as it goes. Paused to that reset, a token bucket of 10 a
+	// second and 51 in hand, emptied by the first burst, sat out the five
+	// seconds it takes to be full while it took ten a second.
 	at, due := seen+int64(reset), seen+int64(reset+WholeSecondSlack(reset))
 	turned := o.dueAt != 0 && seen >= o.resetAt && at > o.dueAt
-	if turned && o.refillAt == 0 && local && r < refillJump(limit, o.peak) {
+	// A reset stated as a time from the answer, not from when the server
+	// counted, moves with the route's jitter: beyond it, and beyond a
+	// whole-second reset's slack, it moved.
+	moved := o.soonestDue != 0 && seen < o.soonestAt && at > o.soonestDue+int64(o.rtt.Spread)
+	if (turned || moved) && o.refillAt == 0 && local && r < refillJump(limit, o.peak) {
 		o.gradual = true
 	}
 	o.resetAt, o.dueAt = at, due
+	if turned || o.soonestDue == 0 || due < o.soonestDue {
+		o.soonestAt, o.soonestDue = at, due
+	}
 	if o.spanAt == 0 && o.first != 0 && now.UnixNano()-o.first >= int64(TrustAfter) || o.refillAt == now.UnixNano() || turned {
 		o.spanAt, o.spanCount, o.spanSpent, o.spanRefused = seen, r, spentAt, o.refused
 	}

@@ -266,3 +266,60 @@ func TestNoneLeftAfterACostlyRefusal(t *testing.T) {
 		t.Errorf("none left in a count that gives back as it goes, after a costly refusal: %+v, want no pause: what comes back paces it", v)
 	}
 }
+
+// tokenBucket is a GCRA-like server of rate a second holding up to
+// capacity, with throttled's headers: what remains after the call, the
+// capacity as the limit, and the whole seconds until it is full again.
+type tokenBucket struct {
+	capacity, rate, level float64
+	at                    time.Time
+}
+
+func (b *tokenBucket) call(now time.Time) (c Count, refused bool) {
+	if !b.at.IsZero() {
+		b.level = min(b.capacity, b.level+b.rate*now.Sub(b.at).Seconds())
+	}
+	b.at = now
+	refused = b.level < 1
+	if !refused {
+		b.level--
+	}
+	full := time.Duration(math.Ceil((b.capacity-b.level)/b.rate)) * time.Second
+	return Count{Remaining: int64(b.level), Reset: full, Limit: int64(b.capacity)}, refused
+}
+
+// A bucket's reset is when it is full again, and it moves later as the
+// bucket is spent; a window's end stays put. A first burst that empties a
+// bucket of 51 at 10 a second shows its reset moving from one second to
+// six: none left then paces by what comes back, not by a pause of five
+// seconds to a full bucket. A fixed window emptied by the same burst
+// still pauses to its reset.
+func TestNoneLeftInABucketWhoseResetMovesDoesNotPause(t *testing.T) {
+	sc := Scope{Blind: 9, Configured: 10, Unreported: 10, Floor: 1.0 / 120,
+		Per: time.Minute, CountsRequests: true, MaxWait: 2 * time.Minute}
+	burst := func(o *Record, call func(time.Time) (Count, bool)) (none int) {
+		for i := range 60 {
+			sent := t0.Add(time.Duration(i) * time.Millisecond)
+			now := sent.Add(5 * time.Millisecond)
+			c, refused := call(sent)
+			c.Mark, c.Sent, c.Local = int64(i+1), sent.UnixNano(), true
+			if refused {
+				c.Refused = 1
+				o.Refused(now, c.Mark, 1)
+			}
+			sc.Spent = c.Mark
+			if v := o.Count(now, c, sc); v.None {
+				none++
+			}
+		}
+		return none
+	}
+	bucket := &Record{}
+	if none := burst(bucket, (&tokenBucket{capacity: 51, rate: 10, level: 51}).call); none > 0 || !bucket.gradual {
+		t.Errorf("a bucket emptied by a burst: %d counts paused the scope, gradual %v; want none, and the moving reset seen", none, bucket.gradual)
+	}
+	window := &Record{}
+	if none := burst(window, (&minuteWindow{limit: 51, start: t0}).call); none == 0 || window.gradual {
+		t.Errorf("a fixed window emptied by a burst: %d counts paused the scope, gradual %v; want a pause to its reset", none, window.gradual)
+	}
+}
