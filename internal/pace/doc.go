@@ -3,9 +3,9 @@
 // I/O, no clock (the time is an argument, as golang.org/x/time/rate's
 // reserveN takes it), no pointer back to a Transport. The root's learn
 // step (learn.go and the files it calls) keeps a Model, a Record and a
-// Cuts for each bucket and calls these under its bucket's lock; it also
-// applies what they decide to the bucket and the store, raises events and
-// logs.
+// Cuts for each bucket — the Model replaced whole and read without a lock,
+// the other two under the bucket's lock; it also applies what they decide
+// to the bucket and the store, raises events and logs.
 //
 // A Model is the one model of the provider's admission capacity a scope
 // paces by: the configured limit as the prior, a limit the provider
