@@ -283,7 +283,7 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 		if q.Limit > 0 && q.Window > 0 {
 			s.believed.Store(now.Add(pace.BelieveFor(q.Window, t.maxWait)).UnixNano())
 			at := now.UnixNano()
-			_, before := s.modelAt(at).Base(at, s.configured())
+			_, before := s.basePace(at)
 			if s.learnLimit(q, t.headroom, t.maxWait, t.log) {
 				// Only beside a count, which clamps it next: the bucket
 				// never believes it has more than the provider reported.
@@ -539,11 +539,5 @@ func (c *call) clamp(ctx context.Context, now time.Time, i int, tokens float64) 
 // more than pace.BriefRetryAfter: for pace.CostlyFor(wait), or longer if
 // an earlier one asks.
 func (s *bucket) costlyFrom(now time.Time, wait time.Duration) {
-	until := now.Add(pace.CostlyFor(wait)).UnixNano()
-	for {
-		old := s.costlyUntil.Load()
-		if old >= until || s.costlyUntil.CompareAndSwap(old, until) {
-			return
-		}
-	}
+	raiseTo(&s.costlyUntil, now.Add(pace.CostlyFor(wait)).UnixNano())
 }

@@ -1,6 +1,7 @@
 package pacer
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/pacer-go/pacer/internal/pace"
@@ -49,6 +50,38 @@ func (s *bucket) modelAt(now int64) *pace.Model {
 		s.recovered.Store(true)
 	}
 	return t
+}
+
+// basePace returns the bucket's pace at now before any cut
+// (pace.Model.Base).
+func (s *bucket) basePace(now int64) (rate, burst float64) {
+	return s.modelAt(now).Base(now, s.configured())
+}
+
+// setLive makes l the pace live counts allow (the zero LivePace: none),
+// and returns the one it replaces.
+func (s *bucket) setLive(l pace.LivePace) (old pace.LivePace) {
+	prev, _ := s.amend(func(m pace.Model) (pace.Model, bool) {
+		if m.Live == l {
+			return m, false
+		}
+		m.Live = l
+		return m, true
+	})
+	if prev != nil {
+		old = prev.Live
+	}
+	return old
+}
+
+// raiseTo sets a to v, unless it holds a later time already.
+func raiseTo(a *atomic.Int64, v int64) {
+	for {
+		old := a.Load()
+		if old >= v || a.CompareAndSwap(old, v) {
+			return
+		}
+	}
 }
 
 // amend replaces the bucket's model with what change makes of it, if it

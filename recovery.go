@@ -32,8 +32,7 @@ func (s *bucket) succeeded() {
 // returns whether the rejection cut the pace, and whether it pauses the
 // scope (pace.Cuts.Refused).
 func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.Duration, shared bool) (cut, pauses bool) {
-	at := now.UnixNano()
-	base, burst := s.modelAt(at).Base(at, s.configured())
+	base, burst := s.basePace(now.UnixNano())
 	r := pace.Refusal{
 		AdmittedAt: admittedAt,
 		RetryAfter: retryAfter,
@@ -59,8 +58,7 @@ func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.D
 // this bucket's climb back, so that the fleet climbs back together, and
 // reports whether it did (pace.Cuts.Adopt).
 func (s *bucket) adopt(r *pace.Curve, now time.Time, maxWait time.Duration) bool {
-	at := now.UnixNano()
-	base, burst := s.modelAt(at).Base(at, s.configured())
+	base, burst := s.basePace(now.UnixNano())
 	floor := s.floorRate(maxWait)
 	s.mu.Lock()
 	defer s.mu.Unlock()

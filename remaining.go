@@ -32,13 +32,7 @@ func (s *bucket) reportRemaining(now time.Time, c pace.Count, maxWait time.Durat
 	v = s.reports.Count(now, c, sc)
 	s.mu.Unlock()
 	if v.None {
-		s.amend(func(m pace.Model) (pace.Model, bool) {
-			if m.Live.Until == 0 {
-				return m, false
-			}
-			m.Live = pace.LivePace{}
-			return m, true
-		})
+		s.setLive(pace.LivePace{})
 	}
 	if !v.Paced {
 		return v, false
@@ -50,15 +44,7 @@ func (s *bucket) reportRemaining(now time.Time, c pace.Count, maxWait time.Durat
 	if cl := s.scope.configured.Load(); cl.Rate > 0 && s.published() == nil && c.Limit > int64(cl.limit.Count) {
 		edge = false
 	}
-	live := pace.LivePace{Rate: v.Rate, Until: now.Add(v.Hold).UnixNano(), Edge: edge, Roomless: v.Roomless, Room: v.Room, Why: v.Why}
-	prev, _ := s.amend(func(m pace.Model) (pace.Model, bool) {
-		m.Live = live
-		return m, true
-	})
-	var old pace.LivePace
-	if prev != nil {
-		old = prev.Live
-	}
+	old := s.setLive(pace.LivePace{Rate: v.Rate, Until: now.Add(v.Hold).UnixNano(), Edge: edge, Roomless: v.Roomless, Room: v.Room, Why: v.Why})
 	if old.Until != 0 && v.Rate > old.Rate {
 		// The head of the queue sleeps on the wait the old pace gave it.
 		s.paceRose()
@@ -119,8 +105,7 @@ func (s *bucket) blindWithin(limit int64) bool {
 func (s *bucket) floorRate(every time.Duration) float64 {
 	units := 1.0
 	if !s.scope.countsRequests {
-		now := s.scope.clock.Now().UnixNano()
-		_, units = s.modelAt(now).Base(now, s.configured())
+		_, units = s.basePace(s.scope.clock.Now().UnixNano())
 	}
 	return units / every.Seconds()
 }

@@ -227,12 +227,7 @@ func (s *bucket) owes(now time.Time, rate, n float64) {
 // it owes already: a Reservation taken ahead leaves it owing until the
 // reserved call may go (see debtRoom).
 func (s *bucket) owesUntil(at time.Time) {
-	for {
-		old := s.owedUntil.Load()
-		if old >= at.UnixNano() || s.owedUntil.CompareAndSwap(old, at.UnixNano()) {
-			return
-		}
-	}
+	raiseTo(&s.owedUntil, at.UnixNano())
 }
 
 // adjust settles token demands on the store: in memory at once, on a shared

@@ -331,7 +331,6 @@ func (s *bucket) limitsOnlyConcurrency(now time.Time) bool {
 	if s.scope.Concurrency == 0 {
 		return false
 	}
-	at := now.UnixNano()
-	rate, _ := s.modelAt(at).Base(at, s.configured())
+	rate, _ := s.basePace(now.UnixNano())
 	return rate == 0
 }
