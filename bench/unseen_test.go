@@ -208,9 +208,10 @@ var unseenRatchets = map[string]unseenRatchet{
 	"fixed 600/min | rtt 500ms–1s | neighbour at 40%":               {0.94, 0, 0},           // 0.975 · 0 · 0; at 5f223ac 1.024 · 0.0041 · 0.0482
 	"fixed 50/10s | rtt 200ms–400ms | limit known":                  {0.94, 0, 0},           // 0.973 · 0
 	"gcra 10/s b5 | rtt 200ms–400ms | limit known":                  {0.94, 0, 0},           // 0.974 · 0
-	"gcra 600/min b50 | loopback | told 2×":                         {0.93, 0, 0},           // 0.964 · 0
 	"gcra 600/min b50 | rtt 40ms–60ms | told 2×":                    {0.96, 0, 0},           // 0.999 · 0; before the moving reset: 0.951 · 0
 	"gcra 600/min b50 | rtt 200ms–400ms | limit known":              {0.94, 0.0074, 0},      // 0.970 · 0.0074; before the moving reset: 0.930 · 0.0077
+	"gcra 600/min b50 | loopback | told 2×":                         {0.96, 0, 0},           // 0.990 · 0; paused to a full bucket at each none left: 0.964 · 0
+	"gcra 600/min b50 | busy | told 2×":                             {0.96, 0, 0},           // 0.990 · 0; paused to a full bucket at each none left: 0.964 · 0
 	"gcra 1000/s b100 | rtt 200ms–400ms | told 2×":                  {0.96, 0, 0},           // 0.996 · 0
 	"leaky 10/s b5 | rtt 200ms–400ms | told 2×":                     {0.94, 0.0085, 0},      // 0.974 · 0.0085
 	"leaky 500/s b50, Retry-After | rtt 200ms–400ms | limit known":  {0.96, 0, 0},           // 0.998 · 0

@@ -107,6 +107,10 @@
 //     burst). A count overtaken at a turn, lower than the one that showed
 //     the turn by a refill's jump, is of the window before: it bounds
 //     nothing now.
+//   - A fixed window's refills come a window apart; the calls spent
+//     between two of them are what the window let through only when they
+//     are a whole number of windows apart. A token bucket's count jumps
+//     when answers overtake each other, at any gap.
 //   - OneCallBy relies on a fixed window being full again when it turns:
 //     a count near the end of one sets a crawl that must not hold past the
 //     refill NextRefill expects. And there a count that falls faster than
@@ -129,6 +133,19 @@
 //     more than the route's jitter and a whole second's slack): a window's
 //     end stays put as its count falls, a bucket's reset — when it is full
 //     again — moves later as it is spent, and it gives back as it goes.
+//     And so does a count that gave back a quarter of the blind pace or
+//     more over the latest two seconds without a refill (a fixed window
+//     gives nothing back before it refills), however the resets went: a
+//     bucket spent slowly to none names the time until it is full.
+//   - Over seconds without a refusal, what a count gave back is the pace
+//     the server sustains (a sliding window returns what was spent a
+//     window ago, a bucket refills at its rate): while the count's reset
+//     is within those seconds, the scope does not pace below it, less a
+//     gap to the margin spread over those seconds. It
+//     relies on a server whose count moves only by what it accepts and
+//     gives back, read over long enough that answers counted out of order
+//     are a call or two (Record's givenBack); a refusal, a fixed window
+//     seen to turn, or a refill within the span sets it aside.
 //   - A reset in whole seconds may already be here, so none left until
 //     one does not stop the scope — unless the server has shown that a
 //     refusal costs more than the call (a 429's Retry-After beyond

@@ -80,6 +80,20 @@ type Record struct {
 	spanAt                 int64
 	spanCount              float64
 	spanSpent, spanRefused int64
+
+	// The latest counts, one a heldEvery apart, oldest first from
+	// held[nheld%len]: what the provider gave back over the latest
+	// seconds (givenBack).
+	held  [12]heldSample
+	nheld int
+}
+
+// A heldSample is a count as a scope measured it: when the server made
+// it, the count, and what the scope had spent and had refused by then.
+type heldSample struct {
+	at             int64
+	count          float64
+	spent, refused int64
 }
 
 // A Count is one answer's remaining count, as the scope reads it.
@@ -323,15 +337,26 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 		switch {
 		case gain > jump:
 			move = true
+			apart := true
 			if o.refillAt != 0 {
 				g := time.Duration(now.UnixNano() - o.refillAt)
 				if d := g - o.refillGap; d < g/10 && -d < g/10 || o.refillEvery == 0 {
 					o.refillEvery = g
 				}
 				o.refillGap = g
+				apart = windowsApart(g, o.refillEvery)
 			}
 			o.refillAt = now.UnixNano()
-			o.refillSpent, o.refillMark, o.refillCount = spentAt-o.refillMark, spentAt, r
+			if apart {
+				// What a window took, if the refills are a window's: not
+				// over a gap off their period. A token bucket's count
+				// jumps when answers overtake each other; two such jumps
+				// a second apart, then two a tenth of a second apart, read
+				// as a window of a second that let through ten, and a
+				// bucket of a hundred a second was paced at eleven.
+				o.refillSpent = spentAt - o.refillMark
+			}
+			o.refillMark, o.refillCount = spentAt, r
 			// After the window's spent is known: whether the refills are a
 			// window's turning depends on it.
 			o.phase(sc.Per)
@@ -347,6 +372,10 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	}
 	if move {
 		o.at, o.remaining, o.spent, o.refusedAt = seen, r, spentAt, o.refused
+	}
+	if n := o.nheld; n == 0 || seen-o.held[(n-1)%len(o.held)].at >= int64(heldEvery) {
+		o.held[n%len(o.held)] = heldSample{seen, r, spentAt, o.refused}
+		o.nheld++
 	}
 	// A count made once the reset the one before named was due, which
 	// names a later one: the count turned at that reset. A fixed window
@@ -564,6 +593,25 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 		// blind one.
 		rate = max(rate, sc.Blind)
 	}
+	// What the server did outranks what one count seems to say. Over a
+	// jittery route a count is a few calls above or below the truth (calls
+	// counted in another order than they were sent in), and read against
+	// the margin within a round trip the pace dipped by a fifth at every
+	// low one while the server refused nothing. A count that gave back
+	// what it gave over seconds, with no refusal, goes on giving it back
+	// (a sliding window returns what was spent a window ago, a bucket
+	// refills at its rate): the scope keeps that pace, and closes a gap to
+	// the margin over those seconds, not a round trip. Only for a reset
+	// within those seconds: what a sliding window of a minute gives back
+	// is what was spent a minute ago, which says nothing of the next
+	// seconds, and held to it a window told twice its limit ran out before
+	// its reset. Not a fixed window seen to turn, which gives nothing back
+	// before its turn; not a count of none, whose rule is below; not a
+	// fleet, whose spending the marks do not all say.
+	back, refusedNone, unrefilled := o.givenBack(seen, r, spentAt)
+	if held := back + min(0, left-margin)/heldSpan.Seconds(); refusedNone && reset <= heldSpan && local && !fleet && !first && !turns && r > 0 && held > rate {
+		rate = held
+	}
 	if full && first {
 		// A count that holds at its peak while the scope spends is a
 		// bucket refilling at least as fast: it says the scope is below
@@ -605,13 +653,20 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	// wait, and a corrected count can teach it back.
 	rate = max(rate, sc.Floor)
 	v.Left = left
-	if remaining == 0 && !o.gradual {
+	// A count that gave back a quarter of the blind pace or more over the
+	// latest seconds, without a refill, gives back as it goes: a fixed
+	// window gives nothing back before it refills. Paused to its reset, a
+	// bucket of 50 at 10 a second, spent at twice that until none was
+	// left, sat out the five seconds its reset said it takes to be full,
+	// every half minute.
+	givesBack := unrefilled && local && !fleet && back >= sc.Blind/4
+	if remaining == 0 && !o.gradual && !givesBack {
 		// The scope pauses until the reset and probes at its own pace
 		// after it: the count sets no pace of its own. Not a count that
-		// was seen not to refill at its reset (gradual): paused to the
-		// reset, a sliding window of a minute found the new window as
-		// empty and paused again, and half the limit went unspent. It
-		// paces by what comes back instead.
+		// was seen not to refill at its reset (gradual), or to give back
+		// as it goes: paused to the reset, a sliding window of a minute
+		// found the new window as empty and paused again, and half the
+		// limit went unspent. It paces by what comes back instead.
 		pause := PauseForNoneLeft(reset, sc.MaxWait)
 		if sc.CostlyRefusals {
 			// A reset in whole seconds may already be here, and the scope
@@ -645,6 +700,38 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 		v.Room = room + 1 // what the count showed, and the call it answered
 	}
 	return v
+}
+
+// heldSpan is the least span givenBack reads over: over two seconds, the
+// calls counted in another order than they were sent in are a call a
+// second or two, where over supplyTime they are a fifth of the pace.
+// heldEvery is how far apart the counts it reads are kept.
+const (
+	heldSpan  = 2 * time.Second
+	heldEvery = 250 * time.Millisecond
+)
+
+// givenBack is what the provider gave back over the latest heldSpan or
+// more, in units a second, read from the count r made when the call
+// admitted at spentAt was counted (seen): how much less the count fell
+// than the scope spent, its refused calls left out. refusedNone says the
+// server refused none of the scope's calls meanwhile; unrefilled, that
+// the count did not refill meanwhile (a fixed window's turn, or a bucket
+// left to fill while the scope paused): a refill is not a rate. All three
+// are zero while no count that old is kept.
+func (o *Record) givenBack(seen int64, r float64, spentAt int64) (perSecond float64, refusedNone, unrefilled bool) {
+	n := min(o.nheld, len(o.held))
+	for i := range n {
+		s := o.held[(o.nheld-1-i)%len(o.held)]
+		span := seen - s.at
+		if span < int64(heldSpan) {
+			continue
+		}
+		refusedNone = o.refused == s.refused && o.refusedLast < s.at
+		back := r - s.count + float64(spentAt-s.spent) - float64(o.refused-s.refused)
+		return max(0, back) / (float64(span) / 1e9), refusedNone, o.refillAt < s.at
+	}
+	return 0, false, false
 }
 
 // follow moves a measure from was toward x, seen over dt seconds, so that
@@ -830,6 +917,19 @@ func (o *Record) refillsByWindow(every, per time.Duration) bool {
 	}
 	d := every - w
 	return d < w/10 && -d < w/10
+}
+
+// windowsApart reports whether two refills gap apart are a whole number of
+// periods every apart, within a tenth of one: a window's turns, seen each
+// window or with a window or two between without an answer. Without a
+// period yet, any gap is.
+func windowsApart(gap, every time.Duration) bool {
+	if every <= 0 {
+		return true
+	}
+	k := (gap + every/2) / every
+	d := gap - k*every
+	return k >= 1 && d < every/10 && -d < every/10
 }
 
 // spentSince is what was spent since mark, spent being what is spent now

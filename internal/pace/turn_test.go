@@ -273,6 +273,9 @@ func TestNoneLeftAfterACostlyRefusal(t *testing.T) {
 type tokenBucket struct {
 	capacity, rate, level float64
 	at                    time.Time
+	// round says the reset is rounded to the nearest second, not up: a
+	// bucket a call short of full says it is full now (0).
+	round bool
 }
 
 func (b *tokenBucket) call(now time.Time) (c Count, refused bool) {
@@ -284,7 +287,11 @@ func (b *tokenBucket) call(now time.Time) (c Count, refused bool) {
 	if !refused {
 		b.level--
 	}
-	full := time.Duration(math.Ceil((b.capacity-b.level)/b.rate)) * time.Second
+	toFull := (b.capacity - b.level) / b.rate
+	if b.round {
+		toFull = math.Round(toFull)
+	}
+	full := time.Duration(math.Ceil(toFull)) * time.Second
 	return Count{Remaining: int64(b.level), Reset: full, Limit: int64(b.capacity)}, refused
 }
 
@@ -317,6 +324,12 @@ func TestNoneLeftInABucketWhoseResetMovesDoesNotPause(t *testing.T) {
 	bucket := &Record{}
 	if none := burst(bucket, (&tokenBucket{capacity: 51, rate: 10, level: 51}).call); none > 0 || !bucket.gradual {
 		t.Errorf("a bucket emptied by a burst: %d counts paused the scope, gradual %v; want none, and the moving reset seen", none, bucket.gradual)
+	}
+	// A first count a call short of full, its reset rounded to the nearest
+	// second, names none (0): the next, naming a second, turned at it.
+	rounded := &Record{}
+	if none := burst(rounded, (&tokenBucket{capacity: 51, rate: 10, level: 51, round: true}).call); none > 0 || !rounded.gradual {
+		t.Errorf("a bucket emptied by a burst, its reset rounded: %d counts paused the scope, gradual %v; want none, and the moving reset seen", none, rounded.gradual)
 	}
 	window := &Record{}
 	if none := burst(window, (&minuteWindow{limit: 51, start: t0}).call); none == 0 || window.gradual {

@@ -1,0 +1,138 @@
+package pace
+
+import (
+	"testing"
+	"time"
+)
+
+// drive calls server at most a second — or, if follow, at the pace each
+// verdict sets, no faster — for d from t0, each call answered 5 ms after
+// it was sent; a count of none waits out its pause. It returns the pauses,
+// and the scope's spent and refused calls.
+func drive(o *Record, sc Scope, server func(time.Time) (Count, bool), most float64, follow bool, d time.Duration) (pauses int, spent, refused int64) {
+	rate := most
+	for at := t0; at.Before(t0.Add(d)); {
+		c, ref := server(at)
+		spent++
+		now := at.Add(5 * time.Millisecond)
+		c.Mark, c.Sent, c.Local = spent, at.UnixNano(), true
+		if ref {
+			c.Refused = 1
+			refused++
+			o.Refused(now, spent, 1)
+		}
+		sc.Spent = spent
+		v := o.Count(now, c, sc)
+		switch {
+		case v.None:
+			pauses++
+			at = now.Add(v.Pause)
+			continue
+		case v.Paced && follow:
+			rate = min(most, v.Rate)
+		}
+		at = at.Add(time.Duration(float64(time.Second) / rate))
+	}
+	return pauses, spent, refused
+}
+
+// A bucket of 50 at 10 a second, told twice that: the scope spends it
+// slowly, the reset — the time until it is full — creeping from one second
+// to five, and none left comes seconds after the first count named its
+// reset, and after a refill (the first pause's). The count gave back ten a
+// second all along: none left paces by what comes back, not by a pause to
+// a full bucket every half minute. A fixed window spent the same way gives
+// nothing back before its turn, and still pauses to it.
+func TestNoneLeftInABucketThatGivesBackDoesNotPause(t *testing.T) {
+	sc := Scope{Blind: 18, Configured: 20, Unreported: 20, Floor: 1.0 / 120,
+		Per: time.Minute, CountsRequests: true, MaxWait: 2 * time.Minute}
+	bucket := &tokenBucket{capacity: 51, rate: 10, level: 51}
+	pauses, spent, _ := drive(&Record{}, sc, bucket.call, 19.6, true, 2*time.Minute)
+	if pauses > 0 || spent < 1230 {
+		t.Errorf("a bucket of 10 a second spent at twice that: %d pauses, %d calls in 2 minutes; want none, and ≥ 1,230 (1,250 at most)", pauses, spent)
+	}
+	window := &minuteWindow{limit: 600, start: t0}
+	if pauses, _, refused := drive(&Record{}, sc, window.call, 19.6, false, 2*time.Minute); pauses < 2 || refused > 60 {
+		t.Errorf("a fixed window of 600 a minute called at 19.6 a second: %d pauses, %d refused; want a pause to each turn, not calls into the rest of the window", pauses, refused)
+	}
+}
+
+// A count held steady for seconds while the scope spent, the server
+// refusing nothing: a count a few calls below the margin, as the calls
+// counted out of order leave one now and then over a jittery route, does
+// not slow the scope within a quarter of a second. The gap is closed over
+// seconds from the pace the server has been seen to sustain. A refusal
+// within those seconds sets that pace aside.
+func TestACountHeldSteadyKeepsItsPace(t *testing.T) {
+	sc := Scope{Blind: 90, Configured: 100, Unreported: 100, Floor: 1.0 / 30,
+		Per: time.Second, BlindWithin: true, CountsRequests: true, MaxWait: 30 * time.Second}
+	steady := func(refuseAt int) (*Record, time.Time, int64) {
+		o := &Record{}
+		var spent int64
+		now := t0
+		for i := range 300 { // 95 a second for 3.16 s, the count between 4 and 8
+			now = t0.Add(time.Duration(i) * time.Second / 95)
+			spent++
+			sc.Spent = spent
+			c := Count{Remaining: int64(4 + i*7%5), Reset: time.Second, Limit: 500, Mark: spent, Sent: now.Add(-time.Millisecond).UnixNano(), Local: true}
+			if i == refuseAt {
+				o.Refused(now, spent, 1)
+				c.Refused = 1
+			}
+			o.Count(now, c, sc)
+		}
+		return o, now, spent
+	}
+	low := func(o *Record, now time.Time, spent int64) Verdict {
+		now = now.Add(10 * time.Millisecond)
+		sc.Spent = spent + 1
+		// One below the margin of five the published 500 keeps.
+		return o.Count(now, Count{Remaining: 1, Reset: time.Second, Limit: 500, Mark: spent + 1, Sent: now.Add(-time.Millisecond).UnixNano(), Local: true}, sc)
+	}
+	if v := low(steady(-1)); !v.Paced || v.Rate < 90 {
+		t.Errorf("a count held steady for 3 s at 95 a second, none refused, then one below its margin: %+v, want a pace of 90 or more", v)
+	}
+	if v := low(steady(250)); !v.Paced || v.Rate >= 90 {
+		t.Errorf("the same, one call refused half a second before: %+v, want the pace below 90: the refusal outranks the steady count", v)
+	}
+}
+
+// A token bucket's count jumps when answers overtake each other: two jumps
+// a second apart, then one an eighth of a second later, are not a window
+// of a second that let through the dozen spent in that eighth. The spent between
+// two refills is a window's only when they are a whole number of windows
+// apart; read from the last pair, the bucket of 100 a second publishing
+// its capacity of 11 was paced as a fixed window of 11.
+func TestJumpsOffTheWindowAreNotAWindow(t *testing.T) {
+	sc := scope100(0)
+	o := &Record{}
+	var spent int64
+	jumps := map[int]bool{50: true, 150: true, 250: true, 262: true}
+	for i := range 300 { // a call each 10 ms, the bucket at 1 but for the jumps
+		now := t0.Add(time.Duration(i) * 10 * time.Millisecond)
+		spent++
+		sc.Spent = spent
+		r := int64(1)
+		if jumps[i] {
+			r = 10
+		}
+		o.Count(now, Count{Remaining: r, Reset: time.Second, Limit: 11, Mark: spent, Sent: now.Add(-time.Millisecond).UnixNano(), Local: true}, sc)
+	}
+	if o.refillEvery != time.Second {
+		t.Fatalf("the jumps a second apart set a period of %v, want 1s", o.refillEvery)
+	}
+	if o.refillsByWindow(o.refillEvery, sc.Per) {
+		t.Errorf("jumps at 0.5, 1.5, 2.5 and 2.62 s read as a window's turns (spent between the latest two: %d)", o.refillSpent)
+	}
+	windows := &Record{}
+	spent = 0
+	for i := range 300 { // a fixed window of 100 turning each second, spent at its rate
+		now := t0.Add(time.Duration(i) * 10 * time.Millisecond)
+		spent++
+		sc.Spent = spent
+		windows.Count(now, Count{Remaining: 99 - int64(i%100), Reset: time.Second - time.Duration(i%100)*10*time.Millisecond, Limit: 100, Mark: spent, Sent: now.Add(-time.Millisecond).UnixNano(), Local: true}, sc)
+	}
+	if !windows.refillsByWindow(windows.refillEvery, sc.Per) {
+		t.Errorf("a fixed window's refills each second are not read as its turns (period %v, spent between the latest two %d)", windows.refillEvery, windows.refillSpent)
+	}
+}
