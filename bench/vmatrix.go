@@ -267,6 +267,18 @@ type VCell struct {
 	// bubble.
 	Options []pacer.Option
 	AtEnd   func(*pacer.Transport)
+	// Draw picks the cell's draws of delay and jitter: 0, the cell's own
+	// (the ratchets are held on it); another, a run of the same cell on
+	// other draws, as VirtualMatrixDraws runs it.
+	Draw int
+}
+
+// seed is the cell's seed of its draws (Draw).
+func (c VCell) seed() uint64 {
+	if c.Draw == 0 {
+		return seedOf(c.Name())
+	}
+	return seedOf(fmt.Sprintf("%s #%d", c.Name(), c.Draw))
 }
 
 // Name is the cell's family, network and situation.
@@ -390,7 +402,7 @@ func runVirtual(c VCell) (VResult, error) {
 		return VResult{}, err
 	}
 	server := inProcess{h}
-	seed := seedOf(c.Name())
+	seed := c.seed()
 	start := time.Now()
 	d := c.Duration
 	steady := &refusalsAfter{next: c.Net.wire(seed, server), from: start.Add(SteadyFrom)}
