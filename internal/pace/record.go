@@ -597,10 +597,10 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	// jittery route a count is a few calls above or below the truth (calls
 	// counted in another order than they were sent in), and read against
 	// the margin within a round trip the pace dipped by a fifth at every
-	// low one while the server refused nothing. A count that gave back
-	// what it gave over seconds, with no refusal, goes on giving it back
-	// (a sliding window returns what was spent a window ago, a bucket
-	// refills at its rate): the scope keeps that pace, and closes a gap to
+	// low one while the server refused nothing. What a count gave back
+	// over seconds without a refusal it goes on giving back (a sliding
+	// window returns what was spent a window ago, a bucket refills at its
+	// rate): the scope keeps that pace, and closes a gap to
 	// the margin over those seconds, not a round trip. Only for a reset
 	// within those seconds: what a sliding window of a minute gives back
 	// is what was spent a minute ago, which says nothing of the next
