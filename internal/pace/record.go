@@ -73,27 +73,33 @@ type Record struct {
 	// it comes has a reset that moves as the count is spent.
 	soonestAt, soonestDue int64
 
-	// The span over which others' spending is read from the count alone:
-	// from a count after the first calls' disorder, or the latest refill
-	// or turn, to now — the count then, and what the scope had spent and
-	// had refused by then (othersTake).
-	spanAt                 int64
-	spanCount              float64
-	spanSpent, spanRefused int64
+	// The count others' spending is read from, to now (othersTake): one
+	// after the first calls' disorder, or the latest refill or turn.
+	span countSample
 
 	// The latest counts, one a heldEvery apart, oldest first from
 	// held[nheld%len]: what the provider gave back over the latest
 	// seconds (givenBack).
-	held  [12]heldSample
+	held  [12]countSample
 	nheld int
 }
 
-// A heldSample is a count as a scope measured it: when the server made
-// it, the count, and what the scope had spent and had refused by then.
-type heldSample struct {
+// A countSample is a count as a scope measured it: when the server made
+// it (UnixNano), the count, and what the scope had spent and had refused
+// by then.
+type countSample struct {
 	at             int64
 	count          float64
 	spent, refused int64
+}
+
+// gaveBack is what the provider gave back since s, in units, by the count
+// r made when the scope had spent spent and had refused refused: how much
+// less the count fell than the scope spent, its refused calls left out
+// (they were never counted). Negative, the count fell faster: others
+// spent on the key.
+func (s countSample) gaveBack(r float64, spent, refused int64) float64 {
+	return r - s.count + float64(spent-s.spent) - float64(refused-s.refused)
 }
 
 // A Count is one answer's remaining count, as the scope reads it.
@@ -374,7 +380,7 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 		o.at, o.remaining, o.spent, o.refusedAt = seen, r, spentAt, o.refused
 	}
 	if n := o.nheld; n == 0 || seen-o.held[(n-1)%len(o.held)].at >= int64(heldEvery) {
-		o.held[n%len(o.held)] = heldSample{seen, r, spentAt, o.refused}
+		o.held[n%len(o.held)] = countSample{seen, r, spentAt, o.refused}
 		o.nheld++
 	}
 	// A count made once the reset the one before named was due, which
@@ -404,8 +410,8 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	if turned || o.soonestDue == 0 || due < o.soonestDue {
 		o.soonestAt, o.soonestDue = at, due
 	}
-	if o.spanAt == 0 && o.first != 0 && now.UnixNano()-o.first >= int64(TrustAfter) || o.refillAt == now.UnixNano() || turned {
-		o.spanAt, o.spanCount, o.spanSpent, o.spanRefused = seen, r, spentAt, o.refused
+	if o.span.at == 0 && o.first != 0 && now.UnixNano()-o.first >= int64(TrustAfter) || o.refillAt == now.UnixNano() || turned {
+		o.span = countSample{seen, r, spentAt, o.refused}
 	}
 	if o.first == 0 {
 		o.first = now.UnixNano()
@@ -728,8 +734,7 @@ func (o *Record) givenBack(seen int64, r float64, spentAt int64) (perSecond floa
 			continue
 		}
 		refusedNone = o.refused == s.refused && o.refusedLast < s.at
-		back := r - s.count + float64(spentAt-s.spent) - float64(o.refused-s.refused)
-		return max(0, back) / (float64(span) / 1e9), refusedNone, o.refillAt < s.at
+		return max(0, s.gaveBack(r, spentAt, o.refused)) / (float64(span) / 1e9), refusedNone, o.refillAt < s.at
 	}
 	return 0, false, false
 }
@@ -791,7 +796,7 @@ func (o *Record) alone(local bool, blind float64) bool {
 const othersSpan = 2 * time.Second
 
 // othersTake is what others spent on the key, units a second, over the
-// span since spanAt, read from the count r, made when the call admitted at
+// span since o.span, read from the count r, made when the call admitted at
 // mark spentAt was counted (seen): how much faster than the scope spent
 // the count fell, what the scope had refused left out. The span's length
 // is the second result. Over a span this long, the calls counted in
@@ -799,13 +804,11 @@ const othersSpan = 2 * time.Second
 // dozens of the first burst; a measure that follows each count (drift)
 // read them as a neighbour, and stalled a scope alone.
 func (o *Record) othersTake(seen int64, r float64, spentAt int64) (float64, time.Duration) {
-	if o.spanAt == 0 || seen <= o.spanAt {
+	if o.span.at == 0 || seen <= o.span.at {
 		return 0, 0
 	}
-	span := time.Duration(seen - o.spanAt)
-	fell := o.spanCount - r
-	spent := float64(spentAt-o.spanSpent) - float64(o.refused-o.spanRefused)
-	return (fell - spent) / span.Seconds(), span
+	span := time.Duration(seen - o.span.at)
+	return -o.span.gaveBack(r, spentAt, o.refused) / span.Seconds(), span
 }
 
 // refillJump is the least a fixed window's refill adds to a count whose
