@@ -135,8 +135,9 @@
 //     again — moves later as it is spent, and it gives back as it goes.
 //     And so does a count that gave back a quarter of the blind pace or
 //     more over the latest two seconds without a refill (a fixed window
-//     gives nothing back before it refills), however the resets went: a
-//     bucket spent slowly to none names the time until it is full.
+//     gives nothing back before it refills) or a refusal, however the
+//     resets went: a bucket spent slowly to none names the time until it
+//     is full.
 //   - Over seconds without a refusal, what a count gave back is the pace
 //     the server sustains (a sliding window returns what was spent a
 //     window ago, a bucket refills at its rate): while the count's reset

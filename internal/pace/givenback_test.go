@@ -136,3 +136,47 @@ func TestJumpsOffTheWindowAreNotAWindow(t *testing.T) {
 		t.Errorf("a fixed window's refills each second are not read as its turns (period %v, spent between the latest two %d)", windows.refillEvery, windows.refillSpent)
 	}
 }
+
+// A hostile server: its count says none left until a reset ten seconds
+// off, or stays at three, whatever is spent, while it refuses every call.
+// The refused calls were never counted, so nothing came back: neither the
+// give-back floor nor the no-pause reading of none may carry the scope
+// past what the server does. It pauses on none, and a count that holds at
+// three while every call is refused keeps the scope far below its blind
+// pace.
+func TestGivenBackIsNotFooledByACountThatLies(t *testing.T) {
+	sc := Scope{Blind: 90, Configured: 100, Unreported: 100, Floor: 1.0 / 30,
+		Per: time.Second, BlindWithin: true, CountsRequests: true, MaxWait: 30 * time.Second}
+	for _, left := range []int64{0, 3} {
+		refuse := func(time.Time) (Count, bool) {
+			return Count{Remaining: left, Reset: 10 * time.Second, Limit: 100}, true
+		}
+		pauses, spent, _ := drive(&Record{}, sc, refuse, 90, true, time.Minute)
+		if left == 0 && pauses == 0 {
+			t.Errorf("a count of none until a reset 10 s off while every call is refused: no pause in a minute (%d calls)", spent)
+		}
+		if spent > 60*9 {
+			t.Errorf("a count stuck at %d while every call is refused: %d calls in a minute, want fewer than a tenth of the blind pace's", left, spent)
+		}
+	}
+}
+
+// A server that gave back all the scope spent for seconds, then turns: it
+// refuses every call, its count none until a reset ten seconds off. What
+// came back before is no licence to go on: the first refusal outranks it,
+// and the scope pauses at the next count of none instead of pacing into
+// the refusals by what came back.
+func TestARefusalEndsTheGiveBackReading(t *testing.T) {
+	sc := Scope{Blind: 90, Configured: 100, Unreported: 100, Floor: 1.0 / 30,
+		Per: time.Second, BlindWithin: true, CountsRequests: true, MaxWait: 30 * time.Second}
+	turn := t0.Add(5 * time.Second)
+	server := func(at time.Time) (Count, bool) {
+		if at.Before(turn) {
+			return Count{Remaining: 5, Reset: time.Second, Limit: 100}, false
+		}
+		return Count{Remaining: 0, Reset: 10 * time.Second, Limit: 100}, true
+	}
+	if _, _, refused := drive(&Record{}, sc, server, 90, true, 10*time.Second); refused > 3 {
+		t.Errorf("after the server turned to refusing with none left: %d calls refused, want a pause after the first or two", refused)
+	}
+}

@@ -664,8 +664,11 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	// window gives nothing back before it refills. Paused to its reset, a
 	// bucket of 50 at 10 a second, spent at twice that until none was
 	// left, sat out the five seconds its reset said it takes to be full,
-	// every half minute.
-	givesBack := unrefilled && local && !fleet && back >= sc.Blind/4
+	// every half minute. Not once the server refused a call meanwhile:
+	// what came back before is no licence to send into refusals, and a
+	// server that turned to refusing every call with none left was sent
+	// twenty more.
+	givesBack := unrefilled && refusedNone && local && !fleet && back >= sc.Blind/4
 	if remaining == 0 && !o.gradual && !givesBack {
 		// The scope pauses until the reset and probes at its own pace
 		// after it: the count sets no pace of its own. Not a count that
