@@ -14,7 +14,8 @@ import (
 // the round trip at 0.947 on its own draw, and at 0.81–0.84 on three draws
 // in eight. With PACER_VDRAWS=n, TestVirtualMatrixDraws runs every cell on
 // n draws (its own and n−1 others) and prints, for each, the mean goodput,
-// the mean refusals per accepted call and on how many draws it meets
+// the mean refusals per accepted call (and the neighbour's, mean and
+// most) and on how many draws it meets
 // issue 25's target (about 10 s for eight draws):
 //
 //	PACER_VDRAWS=8 go test -run TestVirtualMatrixDraws -v ./bench
@@ -28,8 +29,9 @@ func TestVirtualMatrixDraws(t *testing.T) {
 	}
 	cells := VCells(false, 20*time.Second)
 	type tally struct {
-		goodput, refused float64
-		meets            int
+		goodput, refused, neighbour float64
+		worst                       float64 // the neighbour's most refused on a draw
+		meets                       int
 	}
 	tallies := make([]tally, len(cells))
 	for draw := range n {
@@ -40,6 +42,10 @@ func TestVirtualMatrixDraws(t *testing.T) {
 			s := r.Score()
 			tallies[i].goodput += s.Goodput() / float64(n)
 			tallies[i].refused += s.RefusedPerAccepted() / float64(n)
+			if r.NeighbourRate > 0 {
+				tallies[i].neighbour += r.NeighbourRefused() / float64(n)
+				tallies[i].worst = max(tallies[i].worst, r.NeighbourRefused())
+			}
 			if vMark(r, vRatchets[r.Cell.Name()]) == "meets the target" {
 				tallies[i].meets++
 			}
@@ -49,11 +55,15 @@ func TestVirtualMatrixDraws(t *testing.T) {
 		return
 	}
 	total := 0
-	fmt.Printf("\nThe virtual matrix on %d draws: mean goodput · refused per accepted, draws at target\n\n| cell | mean | at target |\n|---|---:|---:|\n", n)
+	fmt.Printf("\nThe virtual matrix on %d draws: mean goodput · refused per accepted (· the neighbour's refused per call, mean and most), draws at target\n\n| cell | mean | at target |\n|---|---:|---:|\n", n)
 	for i, c := range cells {
 		tl := tallies[i]
 		total += tl.meets
-		fmt.Printf("| %s | %.3f · %.4f | %d of %d |\n", c.Name(), tl.goodput, tl.refused, tl.meets, n)
+		nb := ""
+		if c.Situation.NeighbourShare > 0 {
+			nb = fmt.Sprintf(" · %.4f, most %.4f", tl.neighbour, tl.worst)
+		}
+		fmt.Printf("| %s | %.3f · %.4f%s | %d of %d |\n", c.Name(), tl.goodput, tl.refused, nb, tl.meets, n)
 	}
 	fmt.Printf("\nAt target: %d of %d cell-draws.\n", total, n*len(cells))
 }

@@ -180,3 +180,27 @@ func TestARefusalEndsTheGiveBackReading(t *testing.T) {
 		t.Errorf("after the server turned to refusing with none left: %d calls refused, want a pause after the first or two", refused)
 	}
 }
+
+// When the marks change their unit — the fleet's total from a shared
+// store, then the scope's own spent once the store stops counting — the
+// counts kept against the old marks are no baseline: read against the
+// new, thousands of calls a second came back, or others took them.
+func TestNewMarksStartTheBaselinesAfresh(t *testing.T) {
+	sc := scope100(0)
+	o := &Record{}
+	for i := range 300 { // 3 s of a fleet's counts, its total past 50,000
+		now := t0.Add(time.Duration(i) * 10 * time.Millisecond)
+		sc.Spent = 50_000 + int64(i)
+		o.Count(now, Count{Remaining: 50, Reset: time.Second, Limit: 100, Mark: sc.Spent, Sent: now.Add(-time.Millisecond).UnixNano(), Fleet: true}, sc)
+	}
+	now := t0.Add(3 * time.Second)
+	sc.Spent = 1
+	o.Count(now, Count{Remaining: 50, Reset: time.Second, Limit: 100, Mark: 1, Sent: now.Add(-time.Millisecond).UnixNano(), Local: true}, sc)
+	seen := now.Add(-time.Millisecond).UnixNano()
+	if back, _, _ := o.givenBack(seen+int64(heldSpan), 50, 1); back != 0 {
+		t.Errorf("given back over the fleet's counts, read against the scope's own marks: %.0f a second, want none measured", back)
+	}
+	if take, span := o.othersTake(seen+int64(heldSpan), 50, 1); take < -1 || take > 1 {
+		t.Errorf("others' take, the count unmoved and nothing spent since the marks changed: %.0f a second over %v, want none", take, span)
+	}
+}

@@ -271,9 +271,11 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 		// The marks changed their unit (the fleet's total from the
 		// scope's own spent, as when a store stops counting), or the
 		// store forgot the bucket, full, and started its total again:
-		// measure afresh from this count. A step back of a few calls is
-		// only the order in which calls were admitted and answered.
+		// measure afresh from this count — every baseline read against
+		// the marks. A step back of a few calls is only the order in
+		// which calls were admitted and answered.
 		o.fleet, o.at, o.latest = fleet, 0, 0
+		o.span, o.nheld = countSample{}, 0
 	}
 	// A fleet that knows what it spent measures what comes back as one
 	// process does.
