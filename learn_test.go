@@ -278,8 +278,8 @@ func TestPublishedLimitOverridesAHigherConfiguredOne(t *testing.T) {
 			get(tr, context.Background(), "http://api.test/")
 		}
 		// The provider reports live remaining counts: they pace the scope,
-		// to the edge of the published 10 a second (98 %, not the blind
-		// 90 %), and a call beyond it where the server's bucket still
+		// to the edge of the published 10 a second (all of it, not the
+		// blind 90 %), and a call beyond it where the server's bucket still
 		// holds one; no 429.
 		if n := between(api.accepted, start.Add(time.Second), start.Add(10*time.Second)); n < 87 || n > 92 {
 			t.Errorf("%d accepted in 9 s, want about 9.8 to 10 a second: the edge of the published 10", n)
@@ -301,7 +301,7 @@ func TestConfiguredLimitBelowThePublishedOneStays(t *testing.T) {
 		for time.Since(start) < 10*time.Second {
 			mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
 		}
-		// The configured 10/s at 90%, not 98% (a limit set below the
+		// The configured 10/s at 90%, not at its edge (a limit set below the
 		// published one keeps its headroom), less a call or two while the
 		// first remaining count is spread before the next shows the refill.
 		if n := len(api.accepted); n < 89 || n > 91 {

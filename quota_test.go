@@ -177,7 +177,7 @@ func check(t *testing.T, what string, accepted, rejected int, ceiling, want floa
 }
 
 // With the limit known and the server reporting live remaining counts,
-// pacer aims at the edge (98%), not at the blind 90%. A window that ends
+// pacer aims at the edge (the limit itself), not at the blind 90%. A window that ends
 // 990 ms past the second makes almost every reset in whole seconds read as
 // now: those are reports too. Answers that come back up to 20 ms late and
 // out of order (a loaded machine) change little.

@@ -37,7 +37,7 @@ func (s *bucket) reportRemaining(now time.Time, c pace.Count, maxWait time.Durat
 	if !v.Paced {
 		return v, false
 	}
-	// At the edge of the limit (pace.EdgeShare) unless the configured limit
+	// At the limit itself (pace.Model.Base) unless the configured limit
 	// is below the published one — a limit set low on purpose keeps its
 	// headroom — or the measure of what comes back is young.
 	edge := !v.Young

@@ -10,7 +10,7 @@ func TestModelPace(t *testing.T) {
 	at := time.Unix(1000, 0)
 	now := at.UnixNano()
 	sec := int64(time.Second)
-	// 100 a second at 90 %, a burst of 10; at the edge 98 a second, a burst of 2.
+	// 100 a second at 90 %, a burst of 10; at the edge 100 a second, a burst of 2.
 	cfg := Configured{Capacity: Capacity{Rate: 90, Burst: 10, Raw: 100, EdgeBurst: 2}}
 	// A token bucket's capacity published as its limit: 11 "a second".
 	eleven := &Capacity{Rate: 9.9, Burst: 1, Raw: 11, EdgeBurst: 1}
@@ -24,13 +24,13 @@ func TestModelPace(t *testing.T) {
 		{"nothing learned: the configured limit", nil, cfg, 90, 10},
 		{"a published limit replaces the configured one", &Model{Published: eleven}, cfg, 9.9, 1},
 		{"a live count within the limit paces by what it says", &Model{Live: LivePace{Rate: 40, Until: now + sec}}, cfg, 40, 10},
-		{"a live count at the edge aims at EdgeShare with the edge's burst", &Model{Live: LivePace{Rate: 500, Until: now + sec, Edge: true}}, cfg, 98, 2},
+		{"a live count at the edge aims at the limit with the edge's burst", &Model{Live: LivePace{Rate: 500, Until: now + sec, Edge: true}}, cfg, 100, 2},
 		{"not at the edge, the headroom holds", &Model{Live: LivePace{Rate: 500, Until: now + sec}}, cfg, 90, 10},
 		// The configured 100 a second paces while counts come, not the published 11.
-		{"live counts outrank a published limit below the configured one", &Model{Published: eleven, Live: LivePace{Rate: 500, Until: now + sec, Edge: true}}, cfg, 98, 2},
-		// A provisional limit's replacement paces, at its own edge (98 % of 11).
+		{"live counts outrank a published limit below the configured one", &Model{Published: eleven, Live: LivePace{Rate: 500, Until: now + sec, Edge: true}}, cfg, 100, 2},
+		// A provisional limit's replacement paces, at its own edge (all of 11).
 		{"a provisional limit is replaced, not outranked", &Model{Published: eleven, Live: LivePace{Rate: 500, Until: now + sec, Edge: true}},
-			Configured{Capacity: cfg.Capacity, Provisional: true}, 10.78, 1},
+			Configured{Capacity: cfg.Capacity, Provisional: true}, 11, 1},
 		{"a count that ran out paces no more", &Model{Live: LivePace{Rate: 1, Until: now}}, cfg, 90, 10},
 		// A call waiting at 1 a second must wake by the count's end: a burst of 10 over 0.5 s.
 		{"a slow count still wakes a call by its end", &Model{Live: LivePace{Rate: 1, Until: now + sec/2}}, cfg, 20, 10},

@@ -345,7 +345,7 @@ func TestPresetFollowsThePublishedLimits(t *testing.T) {
 	}{
 		// Tier 1 lists gpt-4o at 500 requests and 30,000 tokens a minute,
 		// and guesses the same for other models; OpenAI publishes 5,000 and
-		// 2,000,000: paced at 90%, 4,500 a minute, or at 98% while its
+		// 2,000,000: paced at 90%, 4,500 a minute, or at the limit while its
 		// counts say plenty is left, and the bucket grows to the published
 		// size at once (its burst of 500 is in the first minute too).
 		{"listed model", openai.Preset(openai.Tier1), "gpt-4o", 4_000, 5_500},
