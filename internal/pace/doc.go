@@ -39,6 +39,12 @@
 //     as the server admits: a figure the counts show is exceeded without
 //     running out is a reading of the headers (a bucket's capacity, say),
 //     not the rate; once counts stop, the published figure paces again.
+//   - Model.Base aims at the limit itself while a live count about that
+//     limit paces the scope (LivePace.Edge), not at the blind headroom
+//     under it. It relies on the count falling as the server admits: the
+//     margin the count keeps unspent is the headroom. A second one under
+//     the limit held a token bucket, whose count any pace above its refill
+//     spends, at 98 a second of its 100.
 //   - The measure of supply (what the provider adds back, net of what
 //     others take) relies on a server that counts each call it accepts
 //     once: a count that falls slower than the scope spends is quota given
