@@ -143,12 +143,18 @@ func TestTokenBucketsPublishedCapacityIsNotItsRate(t *testing.T) {
 					toPresent()
 					api := &bucketAPI{rate: 100, burst: 10}
 					// Issue 25's targets are 0.97 limit known, 0.95 told
-					// 2× (0.95 and 0.93 over the round trip); this holds
-					// what the controller reaches (the virtual matrix in
-					// bench/ keeps every cell's figure).
+					// 2× (0.95 and 0.93 over the round trip). With the
+					// limit known the live counts pace the scope up to the
+					// limit itself: at 98 % of it, as before, the bucket
+					// took 0.980 on loopback and 0.966 over the round trip
+					// (the virtual matrix in bench/ keeps every cell's
+					// figure).
 					want := 0.95
-					if net.callers > onLoopback.callers && told == 100 {
-						want = 0.93
+					if told == 100 {
+						want = 0.99
+						if net.callers > onLoopback.callers {
+							want = 0.975
+						}
 					}
 					spend(t, api, net, 100, 22*time.Second, 2*time.Second, want, WithLimit(PerSecond(told)))
 				})

@@ -25,12 +25,13 @@ type Capacity struct{ Rate, Burst, Raw, EdgeBurst float64 }
 
 // EdgeBurst is the burst a scope counted in requests keeps while it aims at
 // a limit of count per window: a fiftieth of count, at least one, and no
-// more than burst. In a window the scope sends at most the limit and this
-// burst, which the count's margin guards. A burst of one did worse beside
-// an unpaced neighbour on a busy host: the neighbour of a token bucket was
-// refused 1.7 % of its calls, not 0.9 % (eight draws of the virtual
-// matrix). A scope counted in another unit keeps its burst, which must hold its
-// largest request, and its headroom: 0.
+// more than burst. A window may see the limit and this burst; the count
+// paces the scope down before what it says is left runs out, so the burst
+// is spent only out of what the count shows. A burst of one did worse
+// beside an unpaced neighbour on a busy host: the neighbour of a token
+// bucket was refused 1.7 % of its calls, not 0.9 % (eight draws of the
+// virtual matrix). A scope counted in another unit keeps its burst, which
+// must hold its largest request, and its headroom: 0.
 func EdgeBurst(countsRequests bool, count, burst float64) float64 {
 	if !countsRequests || count <= 0 {
 		return 0
