@@ -324,94 +324,12 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 		}
 	}
 	o.last = max(o.last, seen)
-	move := o.at == 0 || !local
-	if o.at != 0 && local && spentAt >= o.spent && seen > o.at {
-		dt := float64(seen-o.at) / 1e9
-		// What the provider's count says it added back: the calls
-		// admitted since that it did not count — less those it refused,
-		// which it never counted, and which would otherwise read as
-		// quota given back as fast as the scope sends into the refusals.
-		gain := r - o.remaining + float64(spentAt-o.spent) - float64(o.refused-o.refusedAt)
-		// A gain of a large part of the limit at once is a fixed window
-		// refilled at its reset, not a rate: spreading takes care of it.
-		// But what came back over the span at up to the pace the scope
-		// may go is supply, not a refill: a token bucket of 11 that
-		// refills at 100 a second gives back 10 in a tenth of a second,
-		// and read as refills it measured no supply at all. So does a
-		// process of a fleet that hears a report only every second or
-		// two, when the others win the shared bucket's tokens (a fleet
-		// of four beside a neighbour took 0.86 of what was left).
-		jump := refillJump(limit, o.peak) + dt*max(sc.Blind, sc.Configured)
-		switch {
-		case gain > jump:
-			move = true
-			apart := true
-			if o.refillAt != 0 {
-				g := time.Duration(now.UnixNano() - o.refillAt)
-				if d := g - o.refillGap; d < g/10 && -d < g/10 || o.refillEvery == 0 {
-					o.refillEvery = g
-				}
-				o.refillGap = g
-				apart = windowsApart(g, o.refillEvery)
-			}
-			o.refillAt = now.UnixNano()
-			if apart {
-				// What a window took, if the refills are a window's: not
-				// over a gap off their period. A token bucket's count
-				// jumps when answers overtake each other; two such jumps
-				// a second apart, then two a tenth of a second apart, read
-				// as a window of a second that let through ten, and a
-				// bucket of a hundred a second was paced at eleven.
-				o.refillSpent = spentAt - o.refillMark
-			}
-			o.refillMark, o.refillCount = spentAt, r
-			// After the window's spent is known: whether the refills are a
-			// window's turning depends on it.
-			o.phase(sc.Per)
-		case dt >= supplySpan.Seconds():
-			// Averaged over several reports, at least supplyTime: one
-			// report's count is rounded to a whole call, and calls are
-			// answered in another order than they were admitted in.
-			o.supply = o.follow(o.supply, gain/dt, dt, max(supplyTime.Seconds(), 8*o.interval))
-			o.drift = o.follow(o.drift, gain/dt, dt, max(driftTime.Seconds(), 16*o.interval))
-			o.known = true
-			move = true
-		}
-	}
-	if move {
-		o.at, o.remaining, o.spent, o.refusedAt = seen, r, spentAt, o.refused
-	}
+	o.measure(now, seen, r, spentAt, limit, local, sc)
 	if n := o.nheld; n == 0 || seen-o.held[(n-1)%len(o.held)].at >= int64(heldEvery) {
 		o.held[n%len(o.held)] = countSample{seen, r, spentAt, o.refused}
 		o.nheld++
 	}
-	// A count made once the reset the one before named was due, which
-	// names a later one: the count turned at that reset. A fixed window
-	// is full then (refill, above). One with no room, and no refill seen
-	// ever, does not refill at its resets: a sliding window gives back
-	// what was spent a window before as it goes, and at its turn is as
-	// empty as before it (gradual; Count's None).
-	//
-	// So does a count that names a reset beyond the soonest one an earlier
-	// count named, before that one came: its reset moved later as the
-	// count was spent. A window's end stays where it is while its count
-	// falls; a bucket's reset is when it will be full again, and it gives
-	// back as it goes. Paused to that reset, a token bucket of 10 a
-	// second and 51 in hand, emptied by the first burst, sat out the five
-	// seconds it takes to be full while it took ten a second.
-	at, due := seen+int64(reset), seen+int64(reset+WholeSecondSlack(reset))
-	turned := o.dueAt != 0 && seen >= o.resetAt && at > o.dueAt
-	// A reset stated as a time from the answer, not from when the server
-	// counted, moves with the route's jitter: beyond it, and beyond a
-	// whole-second reset's slack, it moved.
-	moved := o.soonestDue != 0 && seen < o.soonestAt && at > o.soonestDue+int64(o.rtt.Spread)
-	if (turned || moved) && o.refillAt == 0 && local && r < refillJump(limit, o.peak) {
-		o.gradual = true
-	}
-	o.resetAt, o.dueAt = at, due
-	if turned || o.soonestDue == 0 || due < o.soonestDue {
-		o.soonestAt, o.soonestDue = at, due
-	}
+	turned := o.noteReset(seen, reset, r, limit, local)
 	if o.span.at == 0 && o.first != 0 && now.UnixNano()-o.first >= int64(TrustAfter) || o.refillAt == now.UnixNano() || turned {
 		o.span = countSample{seen, r, spentAt, o.refused}
 	}
@@ -425,23 +343,7 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	supply, first := 0.0, !o.known || now.UnixNano()-o.first < int64(TrustAfter)
 	refill, turns := o.refill(now, sc.Per)
 	if local && o.known {
-		supply = max(0, o.supply)
-		if take, span := o.othersTake(seen, r, spentAt); !turns && span >= othersSpan && take > o.neighbourNoise(sc.Blind, span) {
-			// Before any turn is seen, whatever the window: a count that
-			// fell faster than the scope spent over seconds is another
-			// client's spending, which goes on until the reset. Spread
-			// over the reset without it, what was left ran out seconds
-			// before a minute's window turned, and the neighbour was
-			// refused one call in twenty.
-			supply = max(-take, -sc.Blind)
-		} else if turns && o.drift < -o.neighbourNoise(sc.Blind, driftTime) {
-			// A fixed window gives nothing back before it refills: a count
-			// that falls faster than the scope spends is another client's,
-			// who goes on spending until the refill. Left out, the scope
-			// spent the window's count by seven tenths of it, and the
-			// neighbour found it empty.
-			supply = max(o.drift, -sc.Blind)
-		}
+		supply = o.netSupply(seen, r, spentAt, turns, sc.Blind)
 	}
 	// Nobody else is seen spending on the key: over the span measured, the
 	// count fell no faster than the scope spent, within the noise of calls
@@ -528,35 +430,7 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	// than two.
 	trip := time.Duration(o.rtt.Floor) + time.Duration(o.rtt.Spread)
 	catchUp, deficit := max(catchUpTime, 2*trip), max(deficitTime, trip)
-	horizon := reset
-	if reset == 0 {
-		// Within the second, for a reset in whole seconds (httprate's
-		// near the end of its window); a reset that is exactly now says
-		// only that what remains is about to grow. Spending what is left
-		// early is safe, as above.
-		horizon = catchUp
-	}
-	if horizon <= 2*time.Second && (!first || full) {
-		// A count that stays at its peak while the scope spends, before
-		// what comes back is measured too, is a bucket refilling faster
-		// than the scope spends: its reset is when it is full again, not
-		// a window's end (a window's count falls as it is spent).
-		horizon = min(horizon, catchUp)
-	}
-	if refill > 0 && WholeSecondSlack(reset) > 0 {
-		// A fixed window seen to refill every so often: its reset is when
-		// it refills next, which the whole-second reset cannot say within
-		// a second. Spread over the whole second instead, the pace follows
-		// what is left down and leaves a fifth of each window unspent.
-		// The refill is seen by the first answer after it, so the estimate
-		// errs late, and spending early is safe (above).
-		horizon = min(horizon, max(refill, RefillFloor))
-		if lands {
-			// A call sent later than a round trip's floor before the
-			// refill the answers see arrives after it (land, above).
-			horizon = min(horizon, max(land, RefillFloor))
-		}
-	}
+	horizon := spreadOver(reset, catchUp, refill, land, lands, !first || full)
 	rate := supply + (left-margin)/horizon.Seconds()
 	if left < margin {
 		// Below the margin, slow down within a fraction of a second (or
@@ -711,6 +585,169 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 		v.Room = room + 1 // what the count showed, and the call it answered
 	}
 	return v
+}
+
+// netSupply is what the provider gives back, units a second, net of what
+// others are seen to take from the key, read from the count r made when
+// the call admitted at spentAt was counted (seen); turns says a fixed
+// window's turns are known. Never below minus the blind pace blind.
+func (o *Record) netSupply(seen int64, r float64, spentAt int64, turns bool, blind float64) float64 {
+	supply := max(0, o.supply)
+	if take, span := o.othersTake(seen, r, spentAt); !turns && span >= othersSpan && take > o.neighbourNoise(blind, span) {
+		// Before any turn is seen, whatever the window: a count that
+		// fell faster than the scope spent over seconds is another
+		// client's spending, which goes on until the reset. Spread
+		// over the reset without it, what was left ran out seconds
+		// before a minute's window turned, and the neighbour was
+		// refused one call in twenty.
+		supply = max(-take, -blind)
+	} else if turns && o.drift < -o.neighbourNoise(blind, driftTime) {
+		// A fixed window gives nothing back before it refills: a count
+		// that falls faster than the scope spends is another client's,
+		// who goes on spending until the refill. Left out, the scope
+		// spent the window's count by seven tenths of it, and the
+		// neighbour found it empty.
+		supply = max(o.drift, -blind)
+	}
+	return supply
+}
+
+// measure takes what the count r, made when the call admitted at spentAt
+// was counted (seen), says the provider gave back since the count the
+// measure starts from: a refill (a large part of the limit at once), or,
+// over supplySpan or more, the supply and drift measures. It moves the
+// measure's start to this count when it measured, and for a count that
+// cannot be measured against (not local, or the first).
+func (o *Record) measure(now time.Time, seen int64, r float64, spentAt, limit int64, local bool, sc Scope) {
+	move := o.at == 0 || !local
+	if o.at != 0 && local && spentAt >= o.spent && seen > o.at {
+		dt := float64(seen-o.at) / 1e9
+		// What the provider's count says it added back: the calls
+		// admitted since that it did not count — less those it refused,
+		// which it never counted, and which would otherwise read as
+		// quota given back as fast as the scope sends into the refusals.
+		gain := r - o.remaining + float64(spentAt-o.spent) - float64(o.refused-o.refusedAt)
+		// A gain of a large part of the limit at once is a fixed window
+		// refilled at its reset, not a rate: spreading takes care of it.
+		// But what came back over the span at up to the pace the scope
+		// may go is supply, not a refill: a token bucket of 11 that
+		// refills at 100 a second gives back 10 in a tenth of a second,
+		// and read as refills it measured no supply at all. So does a
+		// process of a fleet that hears a report only every second or
+		// two, when the others win the shared bucket's tokens (a fleet
+		// of four beside a neighbour took 0.86 of what was left).
+		jump := refillJump(limit, o.peak) + dt*max(sc.Blind, sc.Configured)
+		switch {
+		case gain > jump:
+			move = true
+			apart := true
+			if o.refillAt != 0 {
+				g := time.Duration(now.UnixNano() - o.refillAt)
+				if d := g - o.refillGap; d < g/10 && -d < g/10 || o.refillEvery == 0 {
+					o.refillEvery = g
+				}
+				o.refillGap = g
+				apart = windowsApart(g, o.refillEvery)
+			}
+			o.refillAt = now.UnixNano()
+			if apart {
+				// What a window took, if the refills are a window's: not
+				// over a gap off their period. A token bucket's count
+				// jumps when answers overtake each other; two such jumps
+				// a second apart, then two a tenth of a second apart, read
+				// as a window of a second that let through ten, and a
+				// bucket of a hundred a second was paced at eleven.
+				o.refillSpent = spentAt - o.refillMark
+			}
+			o.refillMark, o.refillCount = spentAt, r
+			// After the window's spent is known: whether the refills are a
+			// window's turning depends on it.
+			o.phase(sc.Per)
+		case dt >= supplySpan.Seconds():
+			// Averaged over several reports, at least supplyTime: one
+			// report's count is rounded to a whole call, and calls are
+			// answered in another order than they were admitted in.
+			o.supply = o.follow(o.supply, gain/dt, dt, max(supplyTime.Seconds(), 8*o.interval))
+			o.drift = o.follow(o.drift, gain/dt, dt, max(driftTime.Seconds(), 16*o.interval))
+			o.known = true
+			move = true
+		}
+	}
+	if move {
+		o.at, o.remaining, o.spent, o.refusedAt = seen, r, spentAt, o.refused
+	}
+}
+
+// noteReset takes the reset a count r named, made at seen, and reports
+// whether the count turned at the reset the one before named.
+func (o *Record) noteReset(seen int64, reset time.Duration, r float64, limit int64, local bool) (turned bool) {
+	// A count made once the reset the one before named was due, which
+	// names a later one: the count turned at that reset. A fixed window
+	// is full then (Record.refill). One with no room, and no refill seen
+	// ever, does not refill at its resets: a sliding window gives back
+	// what was spent a window before as it goes, and at its turn is as
+	// empty as before it (gradual; Count's None).
+	//
+	// So does a count that names a reset beyond the soonest one an earlier
+	// count named, before that one came: its reset moved later as the
+	// count was spent. A window's end stays where it is while its count
+	// falls; a bucket's reset is when it will be full again, and it gives
+	// back as it goes. Paused to that reset, a token bucket of 10 a
+	// second and 51 in hand, emptied by the first burst, sat out the five
+	// seconds it takes to be full while it took ten a second.
+	at, due := seen+int64(reset), seen+int64(reset+WholeSecondSlack(reset))
+	turned = o.dueAt != 0 && seen >= o.resetAt && at > o.dueAt
+	// A reset stated as a time from the answer, not from when the server
+	// counted, moves with the route's jitter: beyond it, and beyond a
+	// whole-second reset's slack, it moved.
+	moved := o.soonestDue != 0 && seen < o.soonestAt && at > o.soonestDue+int64(o.rtt.Spread)
+	if (turned || moved) && o.refillAt == 0 && local && r < refillJump(limit, o.peak) {
+		o.gradual = true
+	}
+	o.resetAt, o.dueAt = at, due
+	if turned || o.soonestDue == 0 || due < o.soonestDue {
+		o.soonestAt, o.soonestDue = at, due
+	}
+	return turned
+}
+
+// spreadOver is how long what is left is spread over: the reset as
+// stated; no longer than catchUp for a reset of a second or two once the
+// count is settled (what comes back is measured, or the count holds full
+// while the scope spends); and for a fixed window seen to refill, no later
+// than its next refill (refill), or than the time after which a call sent
+// lands beyond it (land, when lands). Spending what is left early is
+// safe: the clamp keeps the bucket within it (Count).
+func spreadOver(reset, catchUp, refill, land time.Duration, lands, settled bool) time.Duration {
+	horizon := reset
+	if reset == 0 {
+		// Within the second, for a reset in whole seconds (httprate's
+		// near the end of its window); a reset that is exactly now says
+		// only that what remains is about to grow.
+		horizon = catchUp
+	}
+	if horizon <= 2*time.Second && settled {
+		// A count that stays at its peak while the scope spends, before
+		// what comes back is measured too, is a bucket refilling faster
+		// than the scope spends: its reset is when it is full again, not
+		// a window's end (a window's count falls as it is spent).
+		horizon = min(horizon, catchUp)
+	}
+	if refill > 0 && WholeSecondSlack(reset) > 0 {
+		// A fixed window seen to refill every so often: its reset is when
+		// it refills next, which the whole-second reset cannot say within
+		// a second. Spread over the whole second instead, the pace follows
+		// what is left down and leaves a fifth of each window unspent.
+		// The refill is seen by the first answer after it, so the estimate
+		// errs late, and spending early is safe.
+		horizon = min(horizon, max(refill, RefillFloor))
+		if lands {
+			// A call sent later than a round trip's floor before the
+			// refill the answers see arrives after it (Count's land).
+			horizon = min(horizon, max(land, RefillFloor))
+		}
+	}
+	return horizon
 }
 
 // heldSpan is the least span givenBack reads over: over two seconds, the
