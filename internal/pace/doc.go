@@ -31,6 +31,14 @@
 // and whether the scope pauses. A refusal of a call the last cut already
 // answered is old news, and cuts nothing.
 //
+// Where each part lives: model.go, the Model and the pace it reads;
+// record.go, the Record and Count, which reads one count in order;
+// givenback.go, what the provider gives back and what others take;
+// turn.go, a fixed window's refills, turns and learned window; spent.go,
+// what was spent since a count; window.go, the arithmetic of resets;
+// cut.go and curve.go, the Cuts and the climb back; slots.go, a
+// concurrency cap's cut; roundtrip.go, the route's floor and spread.
+//
 // Each rule names the server property it relies on:
 //
 //   - Model.Pace lets live counts outrank a published limit below the
@@ -177,6 +185,6 @@
 //     than the maximum wait) is forgotten.
 //
 // Concurrency: the functions are safe to call from any goroutine; a Model
-// and a Curve are immutable and may be shared; a Record, a Cuts and a RoundTrips are
-// not safe for concurrent use (their owner holds a lock).
+// and a Curve are immutable and may be shared; a Record, a Cuts and a
+// RoundTrips are not safe for concurrent use (their owner holds a lock).
 package pace
