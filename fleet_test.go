@@ -238,7 +238,7 @@ func TestACutFromTheStoreKeepsADeeperOneTakenSince(t *testing.T) {
 			{"newer and shallower", pace.NewCurve(later(2*time.Second), 0.9, 0.85, pace.CheapRecovery, false), true},
 			{"over", pace.NewCurve(later(-time.Hour), 0.3, 0.25, pace.CheapRecovery, false), false},
 		} {
-			s.setClimb(local)
+			s.setClimb(local, false)
 			got := s.adopt(tt.remote, later(3*time.Second), defaultMaxWait)
 			if got != tt.want || (s.climb() == tt.remote) != tt.want {
 				t.Errorf("%s: adopted %v, want %v", tt.what, got, tt.want)
@@ -336,11 +336,11 @@ func TestARefusalAfterAnAdoptedCutCuts(t *testing.T) {
 			t.Fatal("a cut from the store was not adopted")
 		}
 		admitted := s.admitted.Add(1) // a call sent at the adopted pace
-		if cut, _ := s.cut(admitted, now.Add(100*time.Millisecond), 0, defaultMaxWait, true); !cut {
+		if cut, _ := s.cut(admitted, now.Add(100*time.Millisecond), 0, defaultMaxWait, true, false); !cut {
 			t.Error("a refusal after an adopted cut did not cut")
 		}
 		admitted = s.admitted.Add(1)
-		if cut, _ := s.cut(admitted, now.Add(200*time.Millisecond), 0, defaultMaxWait, true); cut {
+		if cut, _ := s.cut(admitted, now.Add(200*time.Millisecond), 0, defaultMaxWait, true, false); cut {
 			t.Error("a refusal within the window of this process's own cut cut again")
 		}
 	})

@@ -242,6 +242,11 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 	// taught: the response teaches a limit or a count, so a 429 needs no
 	// cut; counted: it says what remains, which paces the scope.
 	taught, counted := false, false
+	// A 429 is explained by a count it carries for a scope it concerns
+	// that has no room for the refused call: the limit the count keeps
+	// refused it. counts says it carries one at all.
+	refused := status == http.StatusTooManyRequests
+	explained, counts := false, false
 	// roomless: every count has no room to pace by (reportRemaining), so
 	// neither it nor a published limit it outranks teaches anything: a
 	// refusal is the lesson, as a bare 429's is.
@@ -302,6 +307,10 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 		if q.Remaining < 0 {
 			continue
 		}
+		if refused && concerns(verdict, s.scope.Name) {
+			counts = true
+			explained = explained || q.Remaining < int64(c.charges[i].cost)
+		}
 		// What was admitted since this call may not be in the provider's
 		// count yet: take it off, in the scope's own units — the whole
 		// fleet's, in a shared store that counts what it took.
@@ -357,6 +366,17 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 	if counted && roomless {
 		taught = false
 	}
+	// A refusal while every count said the call fitted: the server limits
+	// by more than it counts (a second limit it does not report, as
+	// GitHub's secondary ones: "403 or 429" while x-ratelimit-remaining is
+	// not 0). What it did outranks what its counts say: the refusal cuts,
+	// as a bare 429 does, and the climb paces the scope below the counts
+	// until it ends. Taken as the count's lesson, a server that said 80
+	// left while it accepted half the calls had half refused for good.
+	overruled := counts && !explained
+	if overruled {
+		taught = false
+	}
 	switch status {
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		// Only the scopes the response concerns: those the classifier
@@ -380,7 +400,7 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 			// refused call waits it out. A longer one asks the scope to
 			// stop; so does a brief one where the count cannot be read
 			// against what was spent.
-			pause := paused && !(counted && wait <= pace.BriefRetryAfter && (local || ch.takenAt > 0))
+			pause := paused && !(counted && !overruled && wait <= pace.BriefRetryAfter && (local || ch.takenAt > 0))
 			if !taught && cuts && ch.bucket.limitsOnlyConcurrency(now) {
 				// A 503 too: nginx's limit_conn answers one, and an
 				// overloaded server as well, which fewer calls at once
@@ -396,11 +416,15 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 				}
 				// A brief Retry-After on a scope paced at a measured
 				// capacity pauses only this call (pace.Cuts.Refused).
-				cut, pauses := ch.bucket.cut(ch.admittedAt, now, retryAfter, t.maxWait, !local)
+				cut, pauses := ch.bucket.cut(ch.admittedAt, now, retryAfter, t.maxWait, !local, overruled)
 				pause = pause && pauses
 				c.clamp(ctx, now, i, 0) // the provider has nothing left
 				if cut {
-					c.paceChanged(ch.bucket, "the provider refused a call")
+					why := "the provider refused a call"
+					if overruled {
+						why = "the provider refused a call its count said fitted: it limits by more than it counts"
+					}
+					c.paceChanged(ch.bucket, why)
 					// After the clamp, which stops the fleet at once.
 					c.publishCut(ch.bucket)
 				}

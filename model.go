@@ -139,10 +139,11 @@ func (s *bucket) climb() *pace.Curve {
 	return nil
 }
 
-// setClimb makes r the scope's climb back after a cut.
-func (s *bucket) setClimb(r *pace.Curve) {
+// setClimb makes r the scope's climb back after a cut; overruled says a
+// refusal no count explained made it (pace.Model.Overruled).
+func (s *bucket) setClimb(r *pace.Curve, overruled bool) {
 	s.amend(func(m pace.Model) (pace.Model, bool) {
-		m.Climb = r
+		m.Climb, m.Overruled = r, overruled
 		return m, true
 	})
 	s.recovered.Store(false)

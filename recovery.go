@@ -30,8 +30,10 @@ func (s *bucket) succeeded() {
 // is the rejection's Retry-After, 0 if it has none; shared says the
 // scope's bucket is shared with other processes (a shared store). It
 // returns whether the rejection cut the pace, and whether it pauses the
-// scope (pace.Cuts.Refused).
-func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.Duration, shared bool) (cut, pauses bool) {
+// scope (pace.Cuts.Refused). overruled says no count explained the
+// rejection: the climb then paces the scope below its counts too
+// (pace.Model.Overruled).
+func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.Duration, shared, overruled bool) (cut, pauses bool) {
 	base, burst := s.basePace(now.UnixNano())
 	r := pace.Refusal{
 		AdmittedAt: admittedAt,
@@ -49,7 +51,7 @@ func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.D
 	r.Admitted, r.Accepted, r.Curve = s.admitted.Load(), s.accepted.Load(), s.climb()
 	v := s.cuts.Refused(now, r)
 	if v.Curve != nil {
-		s.setClimb(v.Curve)
+		s.setClimb(v.Curve, overruled)
 	}
 	return v.Curve != nil, v.Pauses
 }
@@ -66,6 +68,6 @@ func (s *bucket) adopt(r *pace.Curve, now time.Time, maxWait time.Duration) bool
 	if !ok {
 		return false
 	}
-	s.setClimb(r)
+	s.setClimb(r, false)
 	return true
 }

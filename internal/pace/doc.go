@@ -161,6 +161,17 @@
 //     gives back, read over long enough that answers counted out of order
 //     are a call or two (Record's givenBack); a refusal, a fixed window
 //     seen to turn, or a refill within the span sets it aside.
+//   - A refusal the count does not explain — every count the 429 carries
+//     for the scopes it concerns has room for the refused call — overrules
+//     the counts (Model.Overruled): the refusal cuts as a bare 429 does,
+//     and the climb paces the scope below what the counts allow, at the
+//     blind headroom, until it ends. It relies on a limiter that reports
+//     the count it refuses by at 0 (or below the call's cost) on its own
+//     refusal, as httprate, throttled and ulule/limiter do, and GitHub's
+//     primary limit does; a refusal by a limit the counts do not report
+//     (GitHub's secondary ones) leaves them with room. Taken as the
+//     count's lesson, a server that said 80 left while it accepted half
+//     the calls had half of them refused for good.
 //   - A reset in whole seconds may already be here, so none left until
 //     one does not stop the scope — unless the server has shown that a
 //     refusal costs more than the call (a 429's Retry-After beyond
