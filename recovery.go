@@ -20,7 +20,7 @@ func (s *bucket) succeeded() {
 		now := s.scope.clock.Now().UnixNano()
 		rate, _ := s.pace()
 		s.mu.Lock()
-		s.cuts.Accepted(now, n, rate)
+		s.cuts.Accepted(now, n, s.admitted.Load(), rate)
 		s.mu.Unlock()
 	}
 }

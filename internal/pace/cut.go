@@ -57,6 +57,11 @@ const (
 	acceptancePoints = 32
 )
 
+// silentShare is the share of its pace below which a scope that sends
+// for longer than a measuring window without a call accepted is silent
+// then (measuredFrom): a quarter.
+const silentShare = 0.25
+
 // minShareSample is the fewest answered calls a shared scope measures the
 // share the server accepted on: on fewer, one refusal among a process's
 // few calls in a window (its fleet took the rest) read as a share of
@@ -64,10 +69,11 @@ const (
 const minShareSample = 16
 
 type acceptancePoint struct {
-	at      int64   // UnixNano
-	n       int64   // accepted calls then
-	refused int64   // refused calls then
-	pace    float64 // the scope's pace then, in units a second
+	at       int64   // UnixNano
+	n        int64   // accepted calls then
+	admitted int64   // calls the scope had admitted then
+	refused  int64   // refused calls then
+	pace     float64 // the scope's pace then, in units a second
 }
 
 // Cuts is a scope's record of what the provider accepted and refused, and
@@ -91,10 +97,10 @@ type Cuts struct {
 }
 
 // Accepted records, at now (UnixNano), that the provider had accepted ok
-// calls in all, with the scope pacing at pace units a second. The owner
-// calls it every AcceptanceStep accepted calls.
-func (c *Cuts) Accepted(now, ok int64, pace float64) {
-	c.points[c.next%acceptancePoints] = acceptancePoint{now, ok, c.refused, pace}
+// calls in all and the scope had admitted admitted, pacing at pace units a
+// second. The owner calls it every AcceptanceStep accepted calls.
+func (c *Cuts) Accepted(now, ok, admitted int64, pace float64) {
+	c.points[c.next%acceptancePoints] = acceptancePoint{now, ok, admitted, c.refused, pace}
 	c.next++
 }
 
@@ -270,7 +276,7 @@ func (c *Cuts) Adopt(now time.Time, r, cur *Curve, admitted int64, base, burst, 
 // about the last window before now, and false when the record holds less
 // than half a window of history.
 func (c *Cuts) acceptedRate(now time.Time, window time.Duration, r Refusal) (float64, bool) {
-	p, span, ok := c.measuredFrom(now, window)
+	p, span, ok := c.measuredFrom(now, window, r.Admitted, r.Base)
 	if !ok {
 		return 0, false
 	}
@@ -326,10 +332,22 @@ func (c *Cuts) sharedCapacity(now time.Time, window time.Duration, ok int64) (fl
 
 // measuredFrom returns the point a measure over about the last window
 // before now starts from, and its span; false when the record holds less
-// than half a window of history.
-func (c *Cuts) measuredFrom(now time.Time, window time.Duration) (acceptancePoint, time.Duration, bool) {
+// than half a window of history. admitted is the calls the scope has
+// admitted by now, base its full pace in units a second.
+//
+// A scope that sent at less than silentShare of its pace for longer than
+// a window, with no call accepted (idle: no caller asked, or a caller
+// asked a few) says nothing of the server then, as over its own pauses:
+// the measure starts after that silence. Spanning it, the first refusal
+// after a minute's rest read the few calls accepted since as the
+// server's rate over the whole minute, and a bucket of 50 a second was
+// paced at 5 (0.04 of it over the next ten seconds). Calls sent into an
+// outage at the full pace are not silence: they were refused, and the
+// measure of nothing accepted is the lesson (an outage cut to its probes
+// is silent, and a refusal then halves a pace already at its floor).
+func (c *Cuts) measuredFrom(now time.Time, window time.Duration, admitted int64, base float64) (acceptancePoint, time.Duration, bool) {
 	from := now.UnixNano() - int64(window)
-	var newestOld, oldest acceptancePoint
+	var newestOld, oldest, after acceptancePoint
 	for i := range min(c.next, acceptancePoints) {
 		p := c.points[i]
 		if p.at <= from && p.at > newestOld.at {
@@ -339,8 +357,21 @@ func (c *Cuts) measuredFrom(now time.Time, window time.Duration) (acceptancePoin
 			oldest = p
 		}
 	}
+	for i := range min(c.next, acceptancePoints) {
+		if p := c.points[i]; p.at > newestOld.at && (after.at == 0 || p.at < after.at) {
+			after = p // the point after newestOld, if any
+		}
+	}
 	best := newestOld
-	if best.at == 0 {
+	if best.at != 0 {
+		end, sent := now.UnixNano(), admitted-best.admitted
+		if after.at != 0 {
+			end, sent = after.at, after.admitted-best.admitted
+		}
+		if gap := end - best.at; gap > int64(window) && float64(sent) < silentShare*base*float64(gap)/1e9 {
+			best = after // the zero point, when nothing came after
+		}
+	} else {
 		best = oldest
 	}
 	if best.at == 0 {

@@ -20,7 +20,7 @@ func accept(c *Cuts, ok int64, from, to, rate, pace float64) int64 {
 	n := ok
 	for t := from + every; t <= to+1e-9; t += every {
 		n += AcceptanceStep
-		c.Accepted(cutAt(t).UnixNano(), n, pace)
+		c.Accepted(cutAt(t).UnixNano(), n, n, pace)
 	}
 	return ok + int64(math.Round(rate*(to-from)))
 }
@@ -123,8 +123,10 @@ func TestACutKeepsItsProbes(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var c Cuts
-			c.Accepted(cutAt(-30).UnixNano(), 0, tt.base) // history, of nothing accepted
-			v := c.Refused(cutAt(2), Refusal{AdmittedAt: 1, Admitted: 1, Base: tt.base, Burst: tt.burst,
+			c.Accepted(cutAt(-30).UnixNano(), 0, 0, tt.base) // history, of nothing accepted
+			// The scope sent at its pace into the outage since: not silence.
+			sent := int64(32 * tt.base)
+			v := c.Refused(cutAt(2), Refusal{AdmittedAt: 1, Admitted: sent, Base: tt.base, Burst: tt.burst,
 				WaitFloor: tt.waitFloor, ProbeFloor: tt.probeFloor})
 			if v.Curve == nil || math.Abs(v.Curve.F0-tt.want) > 1e-9 || !v.Curve.Measured {
 				t.Fatalf("cut to %+v, want a measured floor of %v", v.Curve, tt.want)
@@ -195,7 +197,7 @@ func TestASharedCutMeasuresAtThePaceTheCallsWereSentAt(t *testing.T) {
 	// answered calls each 320 ms at 50 a second.
 	for i := range 8 {
 		c.refused += 8
-		c.Accepted(cutAt(float64(i)*0.32).UnixNano(), int64(8*(i+1)), 50)
+		c.Accepted(cutAt(float64(i)*0.32).UnixNano(), int64(8*(i+1)), int64(8*(i+1)), 50)
 	}
 	now := cutAt(8 * 0.32)
 	got, ok := c.sharedCapacity(now, time.Second, 64)
@@ -267,5 +269,36 @@ func TestASlotsRefusalMarks(t *testing.T) {
 	}
 	if v := c.Refused(cutAt(0.2), Refusal{AdmittedAt: 50, Admitted: 52, Base: 100, Burst: 10, Curve: r}); v.Curve != nil {
 		t.Error("a refusal of a call admitted before the slots cut cut the rate")
+	}
+}
+
+// A scope that sent nothing for longer than a window says nothing of the
+// server then: a refusal soon after it starts again is measured on what
+// was accepted since, or, with too little of that, halves. Spanning the
+// silence, a minute's rest read the calls accepted since as the server's
+// rate over the whole minute.
+func TestACutLeavesOutTheSilence(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		resumed  float64 // seconds of sending after the silence before the refusal
+		measured bool
+		wmax     float64
+	}{
+		{"at once: too little history, halved", 0.1, false, 1},
+		{"after a second and a half: what was accepted since", 1.5, true, 0.5},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var c Cuts
+			ok := accept(&c, 0, 0, 3, 50, 100) // 50 a second from 0 s to 3 s
+			// Silent from 3 s to 63 s: nothing admitted, nothing accepted.
+			ok = accept(&c, ok, 63, 63+tt.resumed, 50, 100)
+			v := c.Refused(cutAt(63+tt.resumed), Refusal{AdmittedAt: ok, Admitted: ok + 2, Accepted: ok, Base: 100, Burst: 10})
+			switch {
+			case v.Curve == nil || v.Curve.Measured != tt.measured:
+				t.Fatalf("cut to %+v, want measured %v", v.Curve, tt.measured)
+			case math.Abs(v.Curve.Wmax-tt.wmax) > 0.05:
+				t.Errorf("measured %.3f of the pace, want %.1f: the silence left out", v.Curve.Wmax, tt.wmax)
+			}
+		})
 	}
 }
