@@ -238,7 +238,7 @@ func TestACutFromTheStoreKeepsADeeperOneTakenSince(t *testing.T) {
 			{"newer and shallower", pace.NewCurve(later(2*time.Second), 0.9, 0.85, pace.CheapRecovery, false), true},
 			{"over", pace.NewCurve(later(-time.Hour), 0.3, 0.25, pace.CheapRecovery, false), false},
 		} {
-			s.setClimb(local, false)
+			s.setClimb(local)
 			got := s.adopt(tt.remote, later(3*time.Second), defaultMaxWait)
 			if got != tt.want || (s.climb() == tt.remote) != tt.want {
 				t.Errorf("%s: adopted %v, want %v", tt.what, got, tt.want)
@@ -260,7 +260,7 @@ func TestPaceRecordsRoundTrip(t *testing.T) {
 		t.Errorf("record %q reads back as %+v, want %+v", rec, back, r)
 	}
 	for _, bad := range []string{"", "cut1", "cut2 1 0.5 0.4 1000000000 1", "cut1 1 0.5 0.6 1000000000 1", "cut1 1 NaN 0.4 1000000000 1",
-		"cut1 1 0.5 0.4 -1 1", "cut1 1 0.5 0.4 1000000000 2", "cut1 0 0.5 0.4 1000000000 1", "cut1 1 1.5 0.4 1000000000 0",
+		"cut1 1 0.5 0.4 -1 1", "cut1 1 0.5 0.4 1000000000 4", "cut1 0 0.5 0.4 1000000000 1", "cut1 1 1.5 0.4 1000000000 0",
 		"cut1 1 0.5 0 1000000000 0", "cut1 1 0.5 0.4 999999999999999 0"} {
 		if r, ok := pace.ParseRecord(bad, pace.MaxRecordedRecovery); ok {
 			t.Errorf("%q reads as %+v", bad, r)

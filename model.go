@@ -139,11 +139,10 @@ func (s *bucket) climb() *pace.Curve {
 	return nil
 }
 
-// setClimb makes r the scope's climb back after a cut; overruled says a
-// refusal no count explained made it (pace.Model.Overruled).
-func (s *bucket) setClimb(r *pace.Curve, overruled bool) {
+// setClimb makes r the scope's climb back after a cut.
+func (s *bucket) setClimb(r *pace.Curve) {
 	s.amend(func(m pace.Model) (pace.Model, bool) {
-		m.Climb, m.Overruled = r, overruled
+		m.Climb = r
 		return m, true
 	})
 	s.recovered.Store(false)

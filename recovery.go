@@ -32,7 +32,7 @@ func (s *bucket) succeeded() {
 // returns whether the rejection cut the pace, and whether it pauses the
 // scope (pace.Cuts.Refused). overruled says no count explained the
 // rejection: the climb then paces the scope below its counts too
-// (pace.Model.Overruled).
+// (pace.Curve.Overruled).
 func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.Duration, shared, overruled bool) (cut, pauses bool) {
 	base, burst := s.basePace(now.UnixNano())
 	r := pace.Refusal{
@@ -45,13 +45,14 @@ func (s *bucket) cut(admittedAt int64, now time.Time, retryAfter, maxWait time.D
 		ProbeFloor: s.floorRate(pace.ProbeEvery),
 		PausedFrom: s.pausedFrom.Load(),
 		PausedTo:   s.pausedTo.Load(),
+		Overruled:  overruled,
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r.Admitted, r.Accepted, r.Curve = s.admitted.Load(), s.accepted.Load(), s.climb()
 	v := s.cuts.Refused(now, r)
 	if v.Curve != nil {
-		s.setClimb(v.Curve, overruled)
+		s.setClimb(v.Curve)
 	}
 	return v.Curve != nil, v.Pauses
 }
@@ -68,6 +69,6 @@ func (s *bucket) adopt(r *pace.Curve, now time.Time, maxWait time.Duration) bool
 	if !ok {
 		return false
 	}
-	s.setClimb(r, false)
+	s.setClimb(r)
 	return true
 }

@@ -320,7 +320,7 @@ func (s *bucket) cutSlots(held int32, now time.Time) bool {
 	if r == nil {
 		return false
 	}
-	s.setClimb(r, false)
+	s.setClimb(r)
 	return true
 }
 

@@ -25,6 +25,12 @@ type Curve struct {
 	// Measured says Wmax is what the server was measured to accept, not a
 	// guess from too little history.
 	Measured bool
+	// Overruled says the cut came from a refusal no count explained: the
+	// server refused while each count the answer carried said the call
+	// fitted. The counts are not all the server limits by (a second limit
+	// it does not report, as GitHub's secondary ones), so the climb paces
+	// the scope below what they allow until it ends (Model.Pace).
+	Overruled bool
 }
 
 // NewCurve returns the climb back from a cut at at, from f0 to wmax and on
@@ -65,14 +71,18 @@ func (r *Curve) Reaches(x float64) int64 {
 
 // Record returns the curve as a pace record, the short printable text a
 // fleet's store keeps (store.CheckPaceRecord): what another instance needs
-// to climb the same curve.
+// to climb the same curve. Its last field is the flags: 1 Measured, 2
+// Overruled.
 func (r *Curve) Record() string {
-	measured := 0
+	flags := 0
 	if r.Measured {
-		measured = 1
+		flags |= 1
+	}
+	if r.Overruled {
+		flags |= 2
 	}
 	return fmt.Sprintf("cut1 %d %s %s %d %d", r.At, strconv.FormatFloat(r.Wmax, 'g', -1, 64),
-		strconv.FormatFloat(r.F0, 'g', -1, 64), int64(r.Over), measured)
+		strconv.FormatFloat(r.F0, 'g', -1, 64), int64(r.Over), flags)
 }
 
 // ParseRecord reads a pace record that Record wrote; false for any other,
@@ -88,13 +98,16 @@ func ParseRecord(rec string, maxOver time.Duration) (*Curve, bool) {
 	wmax, err2 := strconv.ParseFloat(f[2], 64)
 	f0, err3 := strconv.ParseFloat(f[3], 64)
 	over, err4 := strconv.ParseInt(f[4], 10, 64)
-	if err := errors.Join(err1, err2, err3, err4); err != nil || at <= 0 || (f[5] != "0" && f[5] != "1") {
+	if err := errors.Join(err1, err2, err3, err4); err != nil || at <= 0 || len(f[5]) != 1 || f[5][0] < '0' || f[5][0] > '3' {
 		return nil, false
 	}
 	if !(f0 >= MinFactor && f0 <= wmax && wmax <= 1) || over <= 0 || time.Duration(over) > maxOver {
 		return nil, false
 	}
-	return NewCurve(time.Unix(0, at), wmax, f0, time.Duration(over), f[5] == "1"), true
+	flags := f[5][0] - '0'
+	r := NewCurve(time.Unix(0, at), wmax, f0, time.Duration(over), flags&1 != 0)
+	r.Overruled = flags&2 != 0
+	return r, true
 }
 
 // MinFactor is the least share of its pace a cut leaves a scope.

@@ -127,6 +127,9 @@ type Refusal struct {
 	WaitFloor, ProbeFloor float64
 	// PausedFrom and PausedTo are the latest pause the scope took, UnixNano.
 	PausedFrom, PausedTo int64
+	// Overruled says no count the refusal carried explained it: the cut's
+	// climb paces the scope below its counts too (Curve.Overruled).
+	Overruled bool
 }
 
 // A CutVerdict is what a refusal does to the scope's pace.
@@ -215,7 +218,9 @@ func (c *Cuts) Refused(now time.Time, r Refusal) CutVerdict {
 	if costly {
 		over = CostlyRecovery
 	}
-	return CutVerdict{Curve: NewCurve(now, wmax, f0, over, measured), Pauses: costly}
+	cut := NewCurve(now, wmax, f0, over, measured)
+	cut.Overruled = r.Overruled
+	return CutVerdict{Curve: cut, Pauses: costly}
 }
 
 // SlotsRefused records a refusal, at now, of a call sent while held others
@@ -260,7 +265,9 @@ func (c *Cuts) Adopt(now time.Time, r, cur *Curve, admitted int64, base, burst, 
 		// written by something else) is taken as made now: its climb would
 		// otherwise not start until then, and hold the scope at its
 		// deepest for as long.
+		overruled := r.Overruled
 		r = NewCurve(time.Unix(0, at), wmax, f0, r.Over, r.Measured)
+		r.Overruled = overruled
 	}
 	if cur != nil && cur.At >= r.At && cur.Factor(n) <= r.Factor(n) {
 		return nil, false

@@ -239,6 +239,13 @@ func TestAdoptingAFleetsCut(t *testing.T) {
 	if r, ok := c.Adopt(now, NewCurve(now, 0.001, 0.001, CheapRecovery, true), nil, 41, 100, 10, 10); !ok || r.F0 != 0.1 {
 		t.Errorf("a cut below this scope's floor adopted as %+v (%v), want F0 0.1", r, ok)
 	}
+	// A cut made by a refusal no count explained overrules this scope's
+	// counts too, however it is adopted.
+	overruled := NewCurve(now.AddDate(1, 0, 0), 0.001, 0.001, CheapRecovery, true)
+	overruled.Overruled = true
+	if r, ok := c.Adopt(now, overruled, nil, 41, 100, 10, 10); !ok || !r.Overruled {
+		t.Errorf("an overruling cut adopted as %+v (%v), want it overruling", r, ok)
+	}
 	deep := NewCurve(now.Add(-2*time.Second), 0.3, 0.25, CheapRecovery, false)
 	for _, tt := range []struct {
 		name string

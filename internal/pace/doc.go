@@ -163,9 +163,10 @@
 //     seen to turn, or a refill within the span sets it aside.
 //   - A refusal the count does not explain — every count the 429 carries
 //     for the scopes it concerns has room for the refused call — overrules
-//     the counts (Model.Overruled): the refusal cuts as a bare 429 does,
+//     the counts (Curve.Overruled): the refusal cuts as a bare 429 does,
 //     and the climb paces the scope below what the counts allow, at the
-//     blind headroom, until it ends. It relies on a limiter that reports
+//     blind headroom, until it ends; a fleet that adopts the cut climbs
+//     below its counts too. It relies on a limiter that reports
 //     the count it refuses by at 0 (or below the call's cost) on its own
 //     refusal, as httprate, throttled and ulule/limiter do, and GitHub's
 //     primary limit does; a refusal by a limit the counts do not report

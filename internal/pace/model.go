@@ -88,12 +88,12 @@ type Model struct {
 	Live LivePace
 	// Climb is the climb back after a cut; nil at the full pace.
 	Climb *Curve
-	// Overruled says the Climb's cut came from a refusal no count
-	// explained: the server refused while each count the answer carried
-	// said the call fitted. The counts are not all the server limits by (a
-	// second limit it does not report, as GitHub's secondary ones), so
-	// the climb paces the scope below what they allow until it ends.
-	Overruled bool
+}
+
+// overruled reports whether a refusal no count explained made the climb
+// at now (Curve.Overruled).
+func (m *Model) overruled(now int64) bool {
+	return m != nil && m.Climb != nil && m.Climb.Overruled && now < m.Climb.Full
 }
 
 // Empty reports whether m says nothing beyond the configured limit.
@@ -147,7 +147,7 @@ func (m *Model) Base(now int64, cfg Configured) (rate, burst float64) {
 	// no headroom: the scope keeps the blind one until the climb ends.
 	// Aimed at the limit, the cut's share of a pace that rose by the
 	// headroom's tenth went above what the server had accepted at once.
-	if l.Edge && !m.Overruled && c.EdgeBurst > 0 && c.Raw > rate {
+	if l.Edge && !m.overruled(now) && c.EdgeBurst > 0 && c.Raw > rate {
 		rate, burst = c.Raw, c.EdgeBurst
 	}
 	if l.Room > 0 {
@@ -162,10 +162,10 @@ func (m *Model) Base(now int64, cfg Configured) (rate, burst float64) {
 // Pace returns the scope's pace at now: Base, times the share a cut left
 // (Climb) unless a live count sets it — a count paces by what it says; a
 // cut is for the pace without one — or has no room to pace by, or was
-// overruled by a refusal it did not explain (Overruled).
+// overruled by a refusal it did not explain (Curve.Overruled).
 func (m *Model) Pace(now int64, cfg Configured) (rate, burst float64) {
 	rate, burst = m.Base(now, cfg)
-	if m != nil && m.Climb != nil && (!m.live(now) || m.Live.Roomless || m.Overruled) {
+	if m != nil && m.Climb != nil && (!m.live(now) || m.Live.Roomless || m.Climb.Overruled) {
 		rate *= m.Climb.Factor(now)
 	}
 	return rate, burst
@@ -220,7 +220,7 @@ func (m *Model) Tidy(now int64) (t *Model, climbed bool) {
 		n.Live = LivePace{}
 	}
 	if climbed {
-		n.Climb, n.Overruled = nil, false
+		n.Climb = nil
 	}
 	if n.Empty() {
 		return nil, climbed
@@ -237,7 +237,7 @@ func (m *Model) Why(now int64, cfg Configured, slotsOnly bool) string {
 		if slotsOnly {
 			return "a refusal lowered the cap on calls in flight; it climbs back by time"
 		}
-		if m.Overruled {
+		if m.Climb.Overruled {
 			return "recovering from a refusal the provider's count did not explain: it limits by more than it counts"
 		}
 		return "recovering from a refusal"

@@ -15,6 +15,8 @@ func TestModelPace(t *testing.T) {
 	// A token bucket's capacity published as its limit: 11 "a second".
 	eleven := &Capacity{Rate: 9.9, Burst: 1, Raw: 11, EdgeBurst: 1}
 	cut := NewCurve(at, 0.5, 0.4, 10*time.Second, true) // at 0.4 now
+	overruling := NewCurve(at, 0.5, 0.4, 10*time.Second, true)
+	overruling.Overruled = true
 	for _, tt := range []struct {
 		name        string
 		m           *Model
@@ -39,7 +41,7 @@ func TestModelPace(t *testing.T) {
 		{"a cut does not scale a live count's pace", &Model{Climb: cut, Live: LivePace{Rate: 40, Until: now + sec}}, cfg, 40, 10},
 		// A refusal the count did not explain: the cut scales the count's
 		// pace, from the blind one under the limit, not the edge.
-		{"a cut overrules a count it contradicts, without the edge", &Model{Climb: cut, Overruled: true, Live: LivePace{Rate: 500, Until: now + sec, Edge: true}}, cfg, 36, 10},
+		{"a cut overrules a count it contradicts, without the edge", &Model{Climb: overruling, Live: LivePace{Rate: 500, Until: now + sec, Edge: true}}, cfg, 36, 10},
 		{"a cut scales a roomless count's", &Model{Climb: cut, Live: LivePace{Rate: 40, Until: now + sec, Roomless: true, Room: 1}}, cfg, 16, 1},
 		{"no rate: a count sets none", &Model{Live: LivePace{Rate: 40, Until: now + sec}}, Configured{}, 0, 0},
 	} {
@@ -94,8 +96,6 @@ func TestModelTidy(t *testing.T) {
 		{"nothing ran out", &Model{Live: live, Climb: climbing}, nil, true, false},
 		{"a count ran out, nothing else left", &Model{Live: LivePace{Rate: 5, Until: now}}, nil, false, false},
 		{"a climb ended", &Model{Climb: over, Published: pub}, &Model{Published: pub}, false, true},
-		// The count a refusal overruled paces again, at the edge.
-		{"an overruling climb ended", &Model{Climb: over, Overruled: true, Live: live}, &Model{Live: live}, false, true},
 		{"a count ran out beside a climb", &Model{Live: LivePace{Rate: 5, Until: now - 1}, Climb: climbing}, &Model{Climb: climbing}, false, false},
 		{"both ran out", &Model{Live: LivePace{Until: now}, Climb: over}, nil, false, true},
 	} {

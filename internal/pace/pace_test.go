@@ -50,13 +50,17 @@ func TestCurve(t *testing.T) {
 // than allowed, is refused.
 func TestRecord(t *testing.T) {
 	c := NewCurve(t0.Add(123456789), 0.5123456789, 0.48671, 120*time.Second, true)
-	back, ok := ParseRecord(c.Record(), 20*time.Minute)
-	if !ok || *back != *c {
-		t.Fatalf("ParseRecord(%q) = %+v, %v; want %+v", c.Record(), back, ok, c)
+	overruled := NewCurve(t0.Add(123456789), 0.5123456789, 0.48671, 120*time.Second, false)
+	overruled.Overruled = true // the fleet climbs below its counts too
+	for _, c := range []*Curve{c, overruled} {
+		back, ok := ParseRecord(c.Record(), 20*time.Minute)
+		if !ok || *back != *c {
+			t.Fatalf("ParseRecord(%q) = %+v, %v; want %+v", c.Record(), back, ok, c)
+		}
 	}
 	for _, bad := range []string{
 		"", "cut1", "cut2 1 0.5 0.4 1 0", "cut1 0 0.5 0.4 1 0", "cut1 1 0.5 0.6 1 0", "cut1 1 1.5 0.4 1 0",
-		"cut1 1 0.5 0.0001 1 0", "cut1 1 0.5 0.4 0 0", "cut1 1 0.5 0.4 1 2", "cut1 1 x 0.4 1 0",
+		"cut1 1 0.5 0.0001 1 0", "cut1 1 0.5 0.4 0 0", "cut1 1 0.5 0.4 1 4", "cut1 1 0.5 0.4 1 12", "cut1 1 x 0.4 1 0",
 		c.Record() + " 1",
 	} {
 		if _, ok := ParseRecord(bad, 20*time.Minute); ok {
