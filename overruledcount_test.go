@@ -5,9 +5,12 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/pacer-go/pacer/store"
 )
 
 // countsPlentyAPI is a server that limits by more than it counts: a token
@@ -93,5 +96,37 @@ func TestAnOverruledCountIsSaidAndForgiven(t *testing.T) {
 		if s = scopeStats(t, tr, "default"); s.Factor != 1 || strings.Contains(s.Why, "did not explain") || s.Rate < 99 {
 			t.Errorf("after the climb back: %.1f a second (factor %.2f), why %q; want the count's pace, the limit itself", s.Rate, s.Factor, s.Why)
 		}
+	})
+}
+
+// A fleet that shares one bucket climbs an overruled cut below its counts
+// in every process, not only the one refused: the cut it reads from the
+// store says so (pace.Curve.Overruled). Three processes told 100 a
+// second behind the bucket of 50: 0.978 of it, 10 refused in two
+// minutes. With the flag left out of the record the fleet took 0.189 of
+// the rate, 8.5 % refused: the processes that adopted the cut paced by
+// their counts, into refusals.
+func TestAFleetClimbsAnOverruledCutBelowItsCounts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		api := countsPlentyAPI{&bucketAPI{rate: 50, burst: 5}, false}
+		shared := fleetStore{store.NewMemory()}
+		var trs []*Transport
+		for range 3 {
+			tr := New(&wire{next: api}, WithLogger(slogTo(io.Discard)), WithoutRetry(), WithLimit(PerSecond(100)),
+				WithStore(shared, store.Policy{LimitSync: time.Second}))
+			if err := tr.Err(); err != nil {
+				t.Fatal(err)
+			}
+			trs = append(trs, tr)
+		}
+		start := time.Now()
+		var wg sync.WaitGroup
+		for _, tr := range trs {
+			wg.Go(func() { hammer(tr, 8, start.Add(122*time.Second)) })
+		}
+		wg.Wait()
+		a, r := api.counts("pacer", start.Add(2*time.Second), start.Add(122*time.Second))
+		check(t, "three processes", a, r, 50*120, 0.9)
 	})
 }
