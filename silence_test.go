@@ -1,8 +1,10 @@
 package pacer
 
 import (
+	"context"
 	"io"
 	"net/http"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -49,4 +51,33 @@ func TestTheFirstRefusalAfterARestIsNotMeasuredOnTheRest(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A scope whose callers ask for less than its pace is not at rest between
+// the calls they ask for: a refusal measures what the server accepted
+// across those gaps, and finds a limit below what they ask at once. Paced
+// at 100 a second, asked for 8, behind a server of 5: 0.96 of the 5 over
+// two minutes. Read as rest whenever it sent under a quarter of its pace,
+// it halved its way down, refusal by refusal: 0.887.
+func TestCallersWhoAskForLittleAreNotAtRest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		toPresent()
+		api := countlessAPI{&bucketAPI{rate: 5, burst: 1}}
+		tr := New(&wire{next: api}, WithLogger(slogTo(io.Discard)), WithoutRetry(), WithLimit(PerSecond(100)))
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for time.Since(start) < 120*time.Second {
+					get(tr, context.Background(), "http://api.test/")
+					time.Sleep(500 * time.Millisecond) // two a second each
+				}
+			})
+		}
+		wg.Wait()
+		a, r := api.counts("pacer", start, start.Add(120*time.Second))
+		if float64(a) < 0.93*5*120 || r > 30 {
+			t.Errorf("asked for 8 a second behind a server of 5: %d accepted of 600, %d refused; want 558 or more, 30 refused at most", a, r)
+		}
+	})
 }

@@ -57,9 +57,13 @@ const (
 	acceptancePoints = 32
 )
 
-// silentShare is the share of its pace below which a scope that sends
-// for longer than a measuring window without a call accepted is silent
-// then (measuredFrom): a quarter.
+// silentShare is the share of what it sent before below which a scope
+// that sends for longer than a measuring window without a call accepted
+// is silent then (measuredFrom): a quarter. Of what it sent, not of its
+// pace: a scope whose callers ask for less than its pace is not silent,
+// and measured across its gaps it finds a limit below what they ask at
+// once (a server of 5 a second, a scope paced at 100 and asked for 8:
+// 0.960 of the 5, where read as silence it halved its way down, 0.887).
 const silentShare = 0.25
 
 // minShareSample is the fewest answered calls a shared scope measures the
@@ -340,11 +344,13 @@ func (c *Cuts) sharedCapacity(now time.Time, window time.Duration, ok int64) (fl
 // measuredFrom returns the point a measure over about the last window
 // before now starts from, and its span; false when the record holds less
 // than half a window of history. admitted is the calls the scope has
-// admitted by now, base its full pace in units a second.
+// admitted by now, base its full pace in units a second (taken for what
+// it sent before when the history holds no earlier point).
 //
-// A scope that sent at less than silentShare of its pace for longer than
-// a window, with no call accepted (idle: no caller asked, or a caller
-// asked a few) says nothing of the server then, as over its own pauses:
+// A scope that sent at less than silentShare of what it sent before, for
+// longer than a window with no call accepted (idle: no caller asked, or
+// a caller asked a few) says nothing of the server then, as over its own
+// pauses:
 // the measure starts after that silence. Spanning it, the first refusal
 // after a minute's rest read the few calls accepted since as the
 // server's rate over the whole minute, and a bucket of 50 a second was
@@ -364,18 +370,29 @@ func (c *Cuts) measuredFrom(now time.Time, window time.Duration, admitted int64,
 			oldest = p
 		}
 	}
+	var before acceptancePoint
 	for i := range min(c.next, acceptancePoints) {
-		if p := c.points[i]; p.at > newestOld.at && (after.at == 0 || p.at < after.at) {
+		p := c.points[i]
+		if p.at > newestOld.at && (after.at == 0 || p.at < after.at) {
 			after = p // the point after newestOld, if any
+		}
+		if p.at < newestOld.at && p.at > before.at {
+			before = p // the one before it
 		}
 	}
 	best := newestOld
 	if best.at != 0 {
+		// What the scope was sending before: between the two points, or
+		// at its pace with one point only.
+		sending := base
+		if before.at != 0 {
+			sending = float64(best.admitted-before.admitted) / (float64(best.at-before.at) / 1e9)
+		}
 		end, sent := now.UnixNano(), admitted-best.admitted
 		if after.at != 0 {
 			end, sent = after.at, after.admitted-best.admitted
 		}
-		if gap := end - best.at; gap > int64(window) && float64(sent) < silentShare*base*float64(gap)/1e9 {
+		if gap := end - best.at; gap > int64(window) && float64(sent) < silentShare*sending*float64(gap)/1e9 {
 			best = after // the zero point, when nothing came after
 		}
 	} else {
