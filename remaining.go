@@ -44,7 +44,7 @@ func (s *bucket) reportRemaining(now time.Time, c pace.Count, maxWait time.Durat
 	if cl := s.scope.configured.Load(); cl.Rate > 0 && s.published() == nil && c.Limit > int64(cl.limit.Count) {
 		edge = false
 	}
-	old := s.setLive(pace.LivePace{Rate: v.Rate, Until: now.Add(v.Hold).UnixNano(), Edge: edge, Roomless: v.Roomless, Room: v.Room, Why: v.Why})
+	old := s.setLive(pace.LivePace{Rate: v.Rate, Until: now.Add(v.Hold).UnixNano(), Edge: edge, Roomless: v.Roomless, Room: v.Room, Why: v.Why, WakeOne: sc.CostlyRefusals && s.scope.countsRequests})
 	if old.Until != 0 && v.Rate > old.Rate {
 		// The head of the queue sleeps on the wait the old pace gave it.
 		s.paceRose()

@@ -291,7 +291,10 @@ func (c unseenCell) check(t *testing.T, table *strings.Builder) {
 // is refused at the turn, and a minute goes unspent; after that, the
 // server having shown what a refusal costs, no call goes into none left,
 // and every later window is spent. Over ten minutes, before: a refusal at
-// every second turn, 0.505 of the quota.
+// every second turn, 0.505 of the quota. Until the wake floor let one
+// call through, not a burst (pace.LivePace.WakeOne), the calls a count of
+// none let through as it ran out met the turn in a run of every
+// thirty-odd on a busy host: 0.801 with two refusals, 0.702 with three.
 func TestAMinuteWindowThatAsksForAMinute(t *testing.T) {
 	for _, s := range unseenServers {
 		if s.name != "sliding 600/min" {
@@ -301,8 +304,8 @@ func TestAMinuteWindowThatAsksForAMinute(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			r := c.run()
 			sc := r.Score()
-			if g := sc.Goodput(); g < 0.87 || sc.Refused > 2 {
-				t.Errorf("%s over %v: goodput %.3f with %d refused, want ≥ 0.87 with one refusal or two", c.name(), c.d, g, sc.Refused)
+			if g := sc.Goodput(); g < 0.87 || sc.Refused > 1 {
+				t.Errorf("%s over %v: goodput %.3f with %d refused, want ≥ 0.87 with the first refusal alone", c.name(), c.d, g, sc.Refused)
 			}
 		})
 		return

@@ -182,6 +182,12 @@
 //     fraction of a minute's window cost the next minute. The lesson lasts
 //     CostlyFor, sixty times that pause: a server that asked once does
 //     not keep the scope waiting at every count of none left for good.
+//     While it lasts, a count running out wakes a waiting call with one
+//     call's worth, not the bucket's burst (LivePace.WakeOne): a count of
+//     a sliding window that gives back as it goes is not paused at none
+//     left, and the burst the wake refilled went out into the turn of a
+//     minute, whose refusal asked for the next one. Elsewhere the burst
+//     is a probe that costs a refused call where the count was right.
 //   - Below the margin, the count slows the scope within a quarter of a
 //     second, and no lower than half the blind pace while nothing was
 //     refused of late (the calls bring the news that the margin is back).

@@ -68,6 +68,13 @@ type LivePace struct {
 	Roomless bool
 	// Why is the reading of the count that set Rate (Verdict.Why).
 	Why string
+	// WakeOne says a refusal has cost the scope more than the call
+	// (Scope.CostlyRefusals) and it counts requests: what wakes a waiting
+	// call as the report runs out lets one call through, not a burst
+	// (Base). At httprate's turn of a minute the count had said none
+	// left, the burst went out into it, and its refusal asked for the next
+	// minute.
+	WakeOne bool
 }
 
 // A Model is a scope's one model of the provider's admission capacity:
@@ -155,8 +162,15 @@ func (m *Model) Base(now int64, cfg Configured) (rate, burst float64) {
 	}
 	// A call that waits at the reported pace wakes by the time the report
 	// runs out, to pace itself anew: nothing else wakes it when no call is
-	// in flight.
-	return min(rate, max(l.Rate, burst*1e9/float64(l.Until-now))), burst
+	// in flight. The bucket refills to its burst by then, which sends
+	// beyond what the count allows — a probe that costs one refused call
+	// where the count was right. Where a refusal costs more (WakeOne), it
+	// refills to one call.
+	wake := burst
+	if l.WakeOne {
+		wake = min(burst, 1)
+	}
+	return min(rate, max(l.Rate, wake*1e9/float64(l.Until-now))), burst
 }
 
 // Pace returns the scope's pace at now: Base, times the share a cut left
