@@ -195,19 +195,32 @@ func TestRemainingClampsTheBucket(t *testing.T) {
 	})
 }
 
-// A success that took the last call pauses the scope until the reset —
-// unless a reset in whole seconds may already be here (Unix seconds, or a
-// Date header, truncate): "1s" does not stop the scope, which goes on at
-// half its pace, and the next answer says more.
+// A success that took the last call pauses the scope until the reset. A
+// reset in whole seconds (Unix seconds, or a Date header, truncate) may be
+// up to a second later: in a window of a minute, waiting that second out
+// costs little of the window, and a call sent into none left may cost the
+// next minute, so the pause runs to the reset's slack. In a window of
+// seconds the slack is a large share of every window: "1s" may already be
+// here, and does not stop the scope, which goes on at half its pace until
+// the next answer says more.
 func TestNoneRemainingWaitsWhileTheResetMayLieAhead(t *testing.T) {
 	for _, tt := range []struct {
 		reset string
+		per   time.Duration
 		want  time.Duration
-	}{{"3s", 3 * time.Second}, {"1.5s", 1500 * time.Millisecond}, {"6m0s", 6 * time.Minute}, {"1s", 0}} {
+	}{
+		{"3s", time.Minute, 4 * time.Second},
+		{"1.5s", time.Minute, 1500 * time.Millisecond},
+		{"6m0s", time.Minute, 6*time.Minute + time.Second},
+		{"1s", time.Minute, 2 * time.Second},
+		{"3s", 4 * time.Second, 3 * time.Second},
+		{"1s", 4 * time.Second, 0},
+	} {
 		synctest.Test(t, func(t *testing.T) {
 			api := &scriptedAPI{steps: []scripted{{http.StatusOK, map[string]string{
-				"x-ratelimit-limit-requests": "5000", "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": tt.reset}}}}
-			tr := New(api, WithLimit(PerMinute(5000)))
+				"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": tt.reset}}}}
+			// 75 a second at the headroom, whatever the window.
+			tr := New(api, WithLimit(Limit{Count: int(tt.per / (12 * time.Millisecond)), Per: tt.per}))
 			start := time.Now()
 			mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
 			mustNotErr(t, get(tr, context.Background(), "http://api.test/"))
@@ -216,7 +229,7 @@ func TestNoneRemainingWaitsWhileTheResetMayLieAhead(t *testing.T) {
 				// No pause: the scope goes on at half its pace (37.5 a
 				// second) until the next answer says more.
 				if waited > 30*time.Millisecond {
-					t.Errorf("reset %s: the next call went out after %v, want no pause", tt.reset, waited)
+					t.Errorf("reset %s in a window of %v: the next call went out after %v, want no pause", tt.reset, tt.per, waited)
 				}
 				return
 			}
@@ -224,7 +237,7 @@ func TestNoneRemainingWaitsWhileTheResetMayLieAhead(t *testing.T) {
 			// 1/75 s later.
 			tt.want += time.Second / 75
 			if waited < tt.want || waited > tt.want+time.Millisecond {
-				t.Errorf("reset %s: the next call went out after %v, want %v", tt.reset, waited, tt.want)
+				t.Errorf("reset %s in a window of %v: the next call went out after %v, want %v", tt.reset, tt.per, waited, tt.want)
 			}
 		})
 	}
@@ -455,7 +468,8 @@ func TestAPublishedLimitWithoutACountDoesNotFillTheBucket(t *testing.T) {
 
 // A refusal that paused the scope for seconds makes none left a pause to
 // the reset's slack (pace.Scope.CostlyRefusals) for sixty times that
-// pause, not for good; an outage's 503 does not teach it at all.
+// pause, not for good; an outage's 503 does not teach it at all. In a
+// window of a second, where the slack is not waited out without it.
 func TestACostlyRefusalIsRememberedForAWhile(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
@@ -470,9 +484,9 @@ func TestACostlyRefusalIsRememberedForAWhile(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			api := &scriptedAPI{steps: []scripted{
 				{tt.refusal, map[string]string{"Retry-After": "5"}},
-				{http.StatusOK, map[string]string{"X-RateLimit-Limit": "600", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1"}},
+				{http.StatusOK, map[string]string{"X-RateLimit-Limit": "10", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1"}},
 			}}
-			tr := New(api, WithLimit(PerMinute(600)), WithoutRetry(), WithLogger(slogTo(io.Discard)))
+			tr := New(api, WithLimit(PerSecond(10)), WithoutRetry(), WithLogger(slogTo(io.Discard)))
 			get(tr, context.Background(), "http://api.test/")
 			time.Sleep(tt.after)
 			get(tr, context.Background(), "http://api.test/")

@@ -204,7 +204,8 @@ var unseenRatchets = map[string]unseenRatchet{
 	"sliding 20/s | rtt 200ms–400ms | limit known":                  {0.88, 0.0023, 0},      // 0.910 · 0.0023
 	"fixed 600/min | loopback | neighbour at 40%":                   {0.97, 0, 0},           // 1.001 · 0 · 0; at 5f223ac 1.035 · 0 · 0.0501
 	"fixed 600/min | rtt 200ms–400ms | limit known":                 {0.95, 0, 0},           // 0.983 · 0
-	"fixed 600/min | rtt 200ms–400ms | told 2×":                     {0.97, 0.0033, 0},      // 1.002 · 0.0033
+	"fixed 600/min | loopback | told 2×":                            {0.96, 0, 0},           // 0.993 · 0; sent into each turn's none left: 1.000 · 0.0133
+	"fixed 600/min | rtt 200ms–400ms | told 2×":                     {0.95, 0.0009, 0},      // 0.978 · 0.0009; sent into each turn's none left: 1.002 · 0.0033
 	"fixed 600/min | rtt 500ms–1s | neighbour at 40%":               {0.94, 0, 0},           // 0.975 · 0 · 0; at 5f223ac 1.024 · 0.0041 · 0.0482
 	"fixed 50/10s | rtt 200ms–400ms | limit known":                  {0.94, 0, 0},           // 0.973 · 0
 	"gcra 10/s b5 | rtt 200ms–400ms | limit known":                  {0.94, 0, 0},           // 0.974 · 0
@@ -295,6 +296,13 @@ func (c unseenCell) check(t *testing.T, table *strings.Builder) {
 // call through, not a burst (pace.LivePace.WakeOne), the calls a count of
 // none let through as it ran out met the turn in a run of every
 // thirty-odd on a busy host: 0.801 with two refusals, 0.702 with three.
+// Since none left is waited out to the reset's slack in a window this
+// long (pace's slackShare), the first turn is not refused either: 0.999
+// with none in 235 runs of 240 on a busy host. In the other five, a later
+// turn drew one refusal before the server had shown what one costs (the
+// wake floor's burst, sent into a count that gives back as it goes),
+// 0.89; this one is not held to less. (Nor is the two-minute cell of
+// TestUnseenServers held to 0.999: one such refusal costs it half.)
 func TestAMinuteWindowThatAsksForAMinute(t *testing.T) {
 	for _, s := range unseenServers {
 		if s.name != "sliding 600/min" {

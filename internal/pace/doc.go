@@ -176,12 +176,18 @@
 //   - A reset in whole seconds may already be here, so none left until
 //     one does not stop the scope — unless the server has shown that a
 //     refusal costs more than the call (a 429's Retry-After beyond
-//     BriefRetryAfter paused the scope: Scope.CostlyRefusals). Then none
-//     left is waited out to the reset's slack: httprate answers each
-//     refusal with Retry-After: its window, and a call sent into the last
-//     fraction of a minute's window cost the next minute. The lesson lasts
-//     CostlyFor, sixty times that pause: a server that asked once does
-//     not keep the scope waiting at every count of none left for good.
+//     BriefRetryAfter paused the scope: Scope.CostlyRefusals), or the
+//     window is long enough that the second's slack is a small share of
+//     it (slackShare: twenty seconds or more). Then none left is waited
+//     out to the reset's slack. Server property: a server may answer a
+//     call sent into none left with a pause of its window — httprate's
+//     Retry-After is its window, and a call sent into the last fraction
+//     of a minute's window cost the next minute — while the wait costs at
+//     most the slack. A window of seconds would lose a large share of
+//     every window to it, and a refusal there costs a call or a brief
+//     pause. The lesson of a costly refusal lasts CostlyFor, sixty times
+//     that pause: a server that asked once does not keep the scope
+//     waiting at every count of none left for good.
 //     While it lasts, a count running out wakes a waiting call with one
 //     call's worth, not the bucket's burst (LivePace.WakeOne): a count of
 //     a sliding window that gives back as it goes is not paused at none

@@ -523,14 +523,16 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 		// found the new window as empty and paused again, and half the
 		// limit went unspent. It paces by what comes back instead.
 		pause := PauseForNoneLeft(reset, sc.MaxWait)
-		if sc.CostlyRefusals {
+		if sc.CostlyRefusals || slackIsSmall(reset, o.windowOr(sc.Per)) {
 			// A reset in whole seconds may already be here, and the scope
 			// does not stop for it (PauseForNoneLeft) — unless a refusal
-			// has cost a pause of more than a second: httprate answers
-			// each with Retry-After: the window, a minute. Then it is
-			// waited out to its slack. Sent into it, the first call at
-			// each turn of a window of a minute was refused, and a minute
-			// of every two went unspent.
+			// has cost a pause of more than a second (httprate answers
+			// each with Retry-After: the window, a minute), or the slack
+			// is a small share of the window, so that waiting it out
+			// costs little beside what a refusal may cost. Then it is
+			// waited out to its slack. Sent into it, the first call at a
+			// turn of a window of a minute was refused, and the next
+			// minute went unspent.
 			pause = min(max(pause, reset+WholeSecondSlack(reset)), sc.MaxWait)
 		}
 		if pause > 0 {

@@ -267,6 +267,41 @@ func TestNoneLeftAfterACostlyRefusal(t *testing.T) {
 	}
 }
 
+// None left until a whole-second reset of a window of a minute is waited
+// out to the reset's slack before any refusal: the wait costs at most a
+// second of the minute, a refusal at the turn may cost the next minute
+// (httprate's first turn, told twice its limit: 0.507 of two minutes, now
+// 0.999). Not for windows of a second or ten, where the wait would cost a
+// large share of every window; not for a count that gives back as it goes.
+func TestNoneLeftAtAMinutesTurn(t *testing.T) {
+	c := Count{Remaining: 0, Reset: time.Second, Limit: 600, Mark: 1, Sent: t0.Add(-5 * time.Millisecond).UnixNano(), Local: true}
+	for _, tt := range []struct {
+		name    string
+		per     time.Duration // the configured limit's window
+		learned time.Duration // a window learned from the resets; 0 if none
+		gradual bool
+		reset   time.Duration
+		pause   time.Duration // 0: no pause
+	}{
+		{"a minute's window", time.Minute, 0, false, time.Second, 2 * time.Second},
+		{"a minute's window, the reset within the second", time.Minute, 0, false, 0, time.Second},
+		{"a window of twenty seconds", 20 * time.Second, 0, false, time.Second, 2 * time.Second},
+		{"a window of ten seconds", 10 * time.Second, 0, false, time.Second, 0},
+		{"a window of a second", time.Second, 0, false, time.Second, 0},
+		{"a minute learned from the resets, a second configured", time.Second, time.Minute, false, time.Second, 2 * time.Second},
+		{"a minute's window that gives back as it goes", time.Minute, 0, true, time.Second, 0},
+		{"a reset with a fraction of a second has no slack", time.Minute, 0, false, 500 * time.Millisecond, 500 * time.Millisecond},
+	} {
+		sc := scope100(1)
+		sc.Per = tt.per
+		c.Reset = tt.reset
+		v := (&Record{window: tt.learned, gradual: tt.gradual}).Count(t0, c, sc)
+		if v.None != (tt.pause > 0) || v.Pause != tt.pause {
+			t.Errorf("%s: none %v, pause %v; want a pause of %v", tt.name, v.None, v.Pause, tt.pause)
+		}
+	}
+}
+
 // tokenBucket is a GCRA-like server of rate a second holding up to
 // capacity, with throttled's headers: what remains after the call, the
 // capacity as the limit, and the whole seconds until it is full again.

@@ -53,6 +53,24 @@ func PauseForNoneLeft(reset, maxWait time.Duration) time.Duration {
 	return min(reset, maxWait)
 }
 
+// slackShare is the largest share of its window that waiting out a
+// whole-second reset's slack may cost a scope with none left: a second of a
+// window of twenty seconds or longer. A server may answer a call sent into
+// none left with a pause of its window (httprate's Retry-After is its
+// window; GitHub asks a client to wait until its reset), so a refusal at a
+// minute's turn can cost the whole next minute, and the wait at most a
+// second of it. For a window of a second or ten, the wait would cost a
+// large share of every window, and the refusal one call or a brief pause.
+const slackShare = 0.05
+
+// slackIsSmall reports whether waiting out the slack of a whole-second
+// reset costs at most slackShare of a window of window (Record.Count's
+// None): a reset with a fraction of a second has no slack to wait out.
+func slackIsSmall(reset, window time.Duration) bool {
+	slack := WholeSecondSlack(reset)
+	return slack > 0 && float64(slack) <= slackShare*float64(window)
+}
+
 // BelieveFor is how long a published limit holds without being published
 // again: its window, at least a minute, and at most maxWait. A limit from
 // one answer — a year's window, say — cannot hold a scope below its
