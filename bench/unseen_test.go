@@ -33,6 +33,13 @@ import (
 //
 //	PACER_UNSEEN=all go test -run TestUnseenServers -v ./bench
 //	PACER_UNSEEN=peers go test -run TestUnseenServers -v ./bench
+//
+// Every cell starts at vStart, 0.370 s after a whole second, and a reset in
+// whole seconds makes the phase of the second matter. PACER_UNSEEN_PHASE
+// starts every cell that much later (a duration: 200ms), to run the table
+// at another phase:
+//
+//	PACER_UNSEEN=all PACER_UNSEEN_PHASE=200ms go test -run TestUnseenServers -v ./bench
 type unseenServer struct {
 	name   string
 	family Family        // its server, as the virtual matrix makes it (Family.server)
@@ -107,6 +114,8 @@ type unseenCell struct {
 	d   time.Duration
 	// client is the client in every pod: Pacer, or a peer of Clients.
 	client string
+	// phase is how long after vStart the cell starts.
+	phase time.Duration
 }
 
 func (c unseenCell) name() string { return c.s.name + " | " + c.n.Name + " | " + c.sit.name }
@@ -117,7 +126,7 @@ func (c unseenCell) name() string { return c.s.name + " | " + c.n.Name + " | " +
 // trip each, if that is less: 64 callers over 300 ms send at most about
 // 210 a second, whatever the server allows.
 func (c unseenCell) run() VResult {
-	time.Sleep(time.Until(vStart))
+	time.Sleep(time.Until(vStart.Add(c.phase)))
 	h, err := c.s.family.server()
 	if err != nil {
 		panic(err)
@@ -228,11 +237,18 @@ func TestUnseenServers(t *testing.T) {
 	if mode == "peers" {
 		clients = append(clients, unseenPeers...)
 	}
+	var phase time.Duration
+	if v := os.Getenv("PACER_UNSEEN_PHASE"); v != "" {
+		var err error
+		if phase, err = time.ParseDuration(v); err != nil || phase < 0 {
+			t.Fatalf("PACER_UNSEEN_PHASE=%q: want a duration of 0 or more, as 200ms", v)
+		}
+	}
 	var cells []unseenCell
 	for _, s := range unseenServers {
 		for _, n := range unseenNetworks {
 			for _, sit := range unseenSituations {
-				c := unseenCell{s: s, n: n, sit: sit, d: 120 * time.Second, client: Pacer}
+				c := unseenCell{s: s, n: n, sit: sit, d: 120 * time.Second, client: Pacer, phase: phase}
 				if _, held := unseenRatchets[c.name()]; held || all {
 					cells = append(cells, c)
 				}
@@ -254,8 +270,8 @@ func TestUnseenServers(t *testing.T) {
 		table.WriteString("\n")
 	}
 	if testing.Verbose() {
-		fmt.Printf("\nServers the rules were not fitted on, 120 s each:\n\n| server | network | situation | %s |\n|---|---|---|%s\n%s\n",
-			strings.Join(clients, " | "), strings.Repeat("---|", len(clients)), table.String())
+		fmt.Printf("\nServers the rules were not fitted on, 120 s each, starting %v after vStart:\n\n| server | network | situation | %s |\n|---|---|---|%s\n%s\n",
+			phase, strings.Join(clients, " | "), strings.Repeat("---|", len(clients)), table.String())
 	}
 }
 
