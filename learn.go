@@ -245,7 +245,7 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 	// A 429 is explained by a count it carries for a scope it concerns
 	// that has no room for the refused call: the limit the count keeps
 	// refused it. counts says it carries one at all.
-	refused := status == http.StatusTooManyRequests
+	tooMany := status == http.StatusTooManyRequests
 	explained, counts := false, false
 	// roomless: every count has no room to pace by (reportRemaining), so
 	// neither it nor a published limit it outranks teaches anything: a
@@ -307,7 +307,7 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 		if q.Remaining < 0 {
 			continue
 		}
-		if refused && concerns(verdict, s.scope.Name) {
+		if tooMany && concerns(verdict, s.scope.Name) {
 			counts = true
 			explained = explained || q.Remaining < int64(c.charges[i].cost)
 		}
@@ -322,7 +322,7 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 		var noneLeft time.Duration // nothing left: how long to pause for it (pace.Verdict.Pause)
 		if q.HasReset {
 			var refused int64
-			if status == http.StatusTooManyRequests {
+			if tooMany {
 				refused = int64(c.charges[i].cost)
 			}
 			rep := pace.Count{Remaining: q.Remaining, Reset: q.Reset, Limit: q.Limit, Mark: mark, Refused: refused, Sent: c.admitted, Local: local, Fleet: fleet}

@@ -179,7 +179,7 @@ func (m *Model) Base(now int64, cfg Configured) (rate, burst float64) {
 // overruled by a refusal it did not explain (Curve.Overruled).
 func (m *Model) Pace(now int64, cfg Configured) (rate, burst float64) {
 	rate, burst = m.Base(now, cfg)
-	if m != nil && m.Climb != nil && (!m.live(now) || m.Live.Roomless || m.Climb.Overruled) {
+	if m != nil && m.Climb != nil && (!m.live(now) || m.Live.Roomless || m.overruled(now)) {
 		rate *= m.Climb.Factor(now)
 	}
 	return rate, burst
