@@ -371,3 +371,31 @@ func TestNoneLeftInABucketWhoseResetMovesDoesNotPause(t *testing.T) {
 		t.Errorf("a fixed window emptied by a burst: %d counts paused the scope, gradual %v; want a pause to its reset", none, window.gradual)
 	}
 }
+
+// A hostile server's count that says none left until a reset "1 s" away
+// at every answer, while it accepts every call: none left in a minute's
+// window pauses the scope to the reset's slack, but a reset that passes
+// without a refill and is named again later says the count gives back as
+// it goes (Record's gradual), and such a count is never paused again. The
+// lie costs the first pause or two, not a pause at every answer.
+func TestAResetThatNeverComesStopsPausing(t *testing.T) {
+	o := &Record{}
+	sc := scope100(0)
+	sc.Per = time.Minute
+	now, spent, pauses := t0, int64(0), 0
+	for range 200 {
+		spent++
+		sc.Spent = spent
+		c := Count{Remaining: 0, Reset: time.Second, Limit: 600, Mark: spent, Sent: now.Add(-time.Millisecond).UnixNano(), Local: true}
+		v := o.Count(now, c, sc)
+		if v.None {
+			pauses++
+			now = now.Add(v.Pause)
+			continue
+		}
+		now = now.Add(100 * time.Millisecond)
+	}
+	if pauses > 2 {
+		t.Errorf("%d pauses for a reset that never comes (%v of virtual time for 200 calls); want at most 2", pauses, now.Sub(t0))
+	}
+}
