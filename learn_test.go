@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -238,6 +239,58 @@ func TestNoneRemainingWaitsWhileTheResetMayLieAhead(t *testing.T) {
 			tt.want += time.Second / 75
 			if waited < tt.want || waited > tt.want+time.Millisecond {
 				t.Errorf("reset %s in a window of %v: the next call went out after %v, want %v", tt.reset, tt.per, waited, tt.want)
+			}
+		})
+	}
+}
+
+// Below the margin at a minute's turn, a count says the window is spent
+// and the turn may already be here (a reset of "1s" may be up to a second
+// later): whether it brought anything back is unknown, and a refusal may
+// cost the next minute. The scope learns it one call at a time — not at
+// half its blind pace, and not with the burst a waiting call woke to as
+// the report ran out (the bucket refills at the pace it is asked at, over
+// all the time since it was last taken from). In a window of a second the
+// turn costs a call at most, and half the blind pace goes on.
+func TestBelowTheMarginAtALongTurnOneCallAtATime(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		limit Limit
+		most  int // calls sent in four seconds
+		least int
+	}{
+		{"a minute's window", Limit{Count: 600, Per: time.Minute}, 6, 2},
+		{"a second's window", Limit{Count: 10, Per: time.Second}, 40, 12},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			var sent atomic.Int64
+			api := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				sent.Add(1)
+				h := http.Header{}
+				h.Set("x-ratelimit-reset-requests", "1s")
+				if tt.limit.Per == time.Minute {
+					// OpenAI's headers: requests a minute, and 2 left, below
+					// the margin of 6.
+					h.Set("x-ratelimit-limit-requests", "600")
+					h.Set("x-ratelimit-remaining-requests", "2")
+				} else {
+					h.Set("x-ratelimit-remaining-requests", "0")
+				}
+				return &http.Response{StatusCode: http.StatusOK, Header: h, Body: io.NopCloser(strings.NewReader("")), Request: req}, nil
+			})
+			tr := New(api, WithLimit(tt.limit), WithMaxWait(time.Minute))
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+			defer cancel()
+			var wg sync.WaitGroup
+			for range 16 {
+				wg.Go(func() {
+					for get(tr, ctx, "http://api.test/") == nil {
+					}
+				})
+			}
+			wg.Wait()
+			if n := int(sent.Load()); n > tt.most || n < tt.least {
+				t.Errorf("%s: %d calls sent in four seconds at the turn, want %d to %d", tt.name, n, tt.least, tt.most)
 			}
 		})
 	}

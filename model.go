@@ -33,7 +33,7 @@ func (s *bucket) steadyPace() (rate, burst float64, ok bool) {
 // count or a cut it reads no clock.
 func (s *bucket) pace() (rate, burst float64) {
 	m := s.model.Load()
-	if m == nil || m.Live.Until == 0 && m.Climb == nil {
+	if m == nil || m.Live.Until == 0 && m.Live.Then == 0 && m.Climb == nil {
 		return m.Base(0, s.configured())
 	}
 	now := s.scope.clock.Now().UnixNano()

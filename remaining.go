@@ -44,7 +44,14 @@ func (s *bucket) reportRemaining(now time.Time, c pace.Count, maxWait time.Durat
 	if cl := s.scope.configured.Load(); cl.Rate > 0 && s.published() == nil && c.Limit > int64(cl.limit.Count) {
 		edge = false
 	}
-	old := s.setLive(pace.LivePace{Rate: v.Rate, Until: now.Add(v.Hold).UnixNano(), Edge: edge, Roomless: v.Roomless, Room: v.Room, Why: v.Why, WakeOne: sc.CostlyRefusals && s.scope.countsRequests})
+	live := pace.LivePace{Rate: v.Rate, Until: now.Add(v.Hold).UnixNano(), Edge: edge, Roomless: v.Roomless, Room: v.Room, Why: v.Why,
+		WakeOne: (sc.CostlyRefusals || v.WakeOne) && s.scope.countsRequests}
+	if live.WakeOne {
+		// Run out with no count since, the report goes on waking one call
+		// at a time for as long again (pace.LivePace.Then).
+		live.Then = now.Add(2 * v.Hold).UnixNano()
+	}
+	old := s.setLive(live)
 	if old.Until != 0 && v.Rate > old.Rate {
 		// The head of the queue sleeps on the wait the old pace gave it.
 		s.paceRose()

@@ -210,6 +210,8 @@ var unseenRatchets = map[string]unseenRatchet{
 	"sliding 600/min, no Retry-After | rtt 500ms–1s | three pods":   {0.97, 0.0084, 0},      // 1.001 · 0.0084; at 5f223ac 0.998 · 0.0067
 	"sliding 600/min | rtt 500ms–1s | told 2×":                      {0.96, 0, 0},           // 0.992 · 0; at 5f223ac 0.508 · 0.0033
 	"sliding 600/min | rtt 200ms–400ms | neighbour at 40%":          {0.96, 0, 0},           // 0.991 · 0 · 0; at 5f223ac 0.604 · 0.0023 · 0.0481
+	"sliding 600/min | loopback | three pods":                       {0.965, 0.0008, 0},     // 0.995 · 0.0008; at half the blind pace into each turn: 0.966 · 0.0017
+	"sliding 600/min | rtt 500ms–1s | three pods":                   {0.97, 0.0008, 0},      // 1.000 · 0.0008; at half the blind pace into each turn: 0.505 · 0.0132
 	"sliding 20/s | rtt 200ms–400ms | limit known":                  {0.88, 0.0023, 0},      // 0.910 · 0.0023
 	"fixed 600/min | loopback | neighbour at 40%":                   {0.97, 0, 0},           // 1.001 · 0 · 0; at 5f223ac 1.035 · 0 · 0.0501
 	"fixed 600/min | rtt 200ms–400ms | limit known":                 {0.95, 0, 0},           // 0.983 · 0
@@ -332,6 +334,40 @@ func TestAMinuteWindowThatAsksForAMinute(t *testing.T) {
 				t.Errorf("%s over %v: goodput %.3f with %d refused, want ≥ 0.87 with the first refusal alone", c.name(), c.d, g, sc.Refused)
 			}
 		})
+		return
+	}
+	t.Fatal("no sliding 600/min among the unseen servers")
+}
+
+// httprate starts its windows when its limiter starts, and says their end
+// in whole seconds: the turn of a minute comes up to a second after its
+// reset. Where the run starts in the second decides whether the last calls
+// of a window meet the turn. Over a route of 200–400 ms, before the count
+// woke one call at a time below its margin at a long window's turn
+// (pace's atLongTurn), half the blind pace sent calls into it: told twice
+// the limit, a refusal at every phase of the second (0.501–0.503 of the
+// quota, each refusal asking for a minute); beside the neighbour, at three
+// phases in six (0.504). After: 0.992–0.994, and 0.945–0.992.
+func TestAMinutesTurnAtEveryPhase(t *testing.T) {
+	route := unseenNetworks[2]
+	for _, s := range unseenServers {
+		if s.name != "sliding 600/min" {
+			continue
+		}
+		for _, sit := range unseenSituations[1:3] {
+			for phase := time.Duration(0); phase < time.Second; phase += 200 * time.Millisecond {
+				c := unseenCell{s: s, n: route, sit: sit, d: 120 * time.Second, client: Pacer, phase: phase}
+				t.Run(fmt.Sprintf("%s | %v", c.name(), phase), func(t *testing.T) {
+					synctest.Test(t, func(t *testing.T) {
+						r := c.run()
+						sc := r.Score()
+						if g := sc.Goodput(); g < 0.92 || sc.Refused > 0 {
+							t.Errorf("goodput %.3f with %d refused, want ≥ 0.92 with none", g, sc.Refused)
+						}
+					})
+				})
+			}
+		}
 		return
 	}
 	t.Fatal("no sliding 600/min among the unseen servers")

@@ -194,11 +194,28 @@
 //     left, and the burst the wake refilled went out into the turn of a
 //     minute, whose refusal asked for the next one. Elsewhere the burst
 //     is a probe that costs a refused call where the count was right.
+//     One call's worth is a burst of one as well as a pace: a bucket
+//     refills at the pace it is asked at over all the time since it was
+//     last taken from, and the wake's pace rises as the report runs out,
+//     so a call that had slept woke to the whole burst.
 //   - Below the margin, the count slows the scope within a quarter of a
 //     second, and no lower than half the blind pace while nothing was
 //     refused of late (the calls bring the news that the margin is back).
 //     A refusal is the server saying that pace is too much: then the
-//     count paces alone.
+//     count paces alone. Not at a long window's turn (atLongTurn: a
+//     whole-second reset no further than its slack, in a window where
+//     the slack is small): there the count paces alone and wakes one call
+//     at a time (Verdict.WakeOne), and a report that runs out with no
+//     count since goes on sending one at a time for as long again
+//     (LivePace.Then) rather than the burst. Server property: whether a
+//     turn gives anything back is unknown until a call finds out — a
+//     fixed window refills, a sliding one goes on giving back what was
+//     spent a window ago, nothing at the end of its first — and the
+//     turn itself may lie a second past the reset (httprate starts its
+//     windows when its limiter starts, and states their end in whole
+//     seconds). Sent at half the blind pace into a minute's turn that
+//     gave nothing back, over a route of 300 ms, a call was refused at
+//     every phase of the second, and its Retry-After cost the next minute.
 //   - A correction reaches the server a round trip after the count that
 //     asked for it and shows in the counts a trip after that: a gap to the
 //     margin is closed over no less than a round trip, and a surplus

@@ -75,6 +75,13 @@ type LivePace struct {
 	// left, the burst went out into it, and its refusal asked for the next
 	// minute.
 	WakeOne bool
+	// Then is, for a report that wakes one call (WakeOne), when the scope
+	// stops sending one call at a time after Until if no count has come
+	// since (UnixNano; 0 for none). A report that runs out with no news
+	// says nothing new: at the blind pace the bucket refilled to its
+	// burst, and every waiting call went out at once into the turn it was
+	// waiting on.
+	Then int64
 }
 
 // A Model is a scope's one model of the provider's admission capacity:
@@ -105,7 +112,7 @@ func (m *Model) overruled(now int64) bool {
 
 // Empty reports whether m says nothing beyond the configured limit.
 func (m *Model) Empty() bool {
-	return m == nil || m.Published == nil && m.Live.Until == 0 && m.Climb == nil
+	return m == nil || m.Published == nil && m.Live.Until == 0 && m.Live.Then == 0 && m.Climb == nil
 }
 
 // limit is the limit the scope paces by without a live count: the
@@ -120,6 +127,13 @@ func (m *Model) limit(cfg Configured) Capacity {
 // live reports whether a live count paces the scope at now.
 func (m *Model) live(now int64) bool {
 	return m != nil && now < m.Live.Until
+}
+
+// oneAtATime reports whether a report that woke one call has run out at
+// now with no count since, and the scope still sends one call at a time
+// (LivePace.Then).
+func (m *Model) oneAtATime(now int64) bool {
+	return m != nil && m.Live.WakeOne && now < m.Live.Then
 }
 
 // Outranked reports whether live counts pace the scope above its published
@@ -142,7 +156,13 @@ func (m *Model) outranked(cfg Configured) bool {
 // itself, and no faster than the count allows.
 func (m *Model) Base(now int64, cfg Configured) (rate, burst float64) {
 	c := m.limit(cfg)
-	if c.Rate <= 0 || !m.live(now) {
+	if c.Rate <= 0 {
+		return c.Rate, c.Burst
+	}
+	if !m.live(now) {
+		if m.oneAtATime(now) {
+			return c.Rate, min(c.Burst, 1)
+		}
 		return c.Rate, c.Burst
 	}
 	if m.outranked(cfg) {
@@ -165,12 +185,20 @@ func (m *Model) Base(now int64, cfg Configured) (rate, burst float64) {
 	// in flight. The bucket refills to its burst by then, which sends
 	// beyond what the count allows — a probe that costs one refused call
 	// where the count was right. Where a refusal costs more (WakeOne), it
-	// refills to one call.
+	// refills to one call, and holds no more while that floor paces the
+	// scope: a bucket refills at the pace it is asked at, over all the
+	// time since it was last taken from, and the floor rises as the report
+	// runs out, so a call that had slept a second woke to the whole burst
+	// — sixteen calls at once into a minute's window at none left.
 	wake := burst
 	if l.WakeOne {
 		wake = min(burst, 1)
 	}
-	return min(rate, max(l.Rate, wake*1e9/float64(l.Until-now))), burst
+	floor := wake * 1e9 / float64(l.Until-now)
+	if l.WakeOne && floor > l.Rate {
+		burst = wake
+	}
+	return min(rate, max(l.Rate, floor)), burst
 }
 
 // Pace returns the scope's pace at now: Base, times the share a cut left
@@ -225,12 +253,19 @@ func (m *Model) Tidy(now int64) (t *Model, climbed bool) {
 		return nil, false
 	}
 	liveOut := m.Live.Until != 0 && now >= m.Live.Until
+	quiet := m.Live.Then != 0 && now >= m.Live.Then
 	climbed = m.Climb != nil && now >= m.Climb.Full
-	if !liveOut && !climbed {
+	if !liveOut && !quiet && !climbed {
 		return m, false
 	}
 	n := *m
-	if liveOut {
+	switch {
+	case quiet:
+		n.Live = LivePace{}
+	case liveOut && m.Live.WakeOne && m.Live.Then != 0:
+		// Until Then, one call at a time (oneAtATime).
+		n.Live = LivePace{WakeOne: true, Then: m.Live.Then}
+	case liveOut:
 		n.Live = LivePace{}
 	}
 	if climbed {
@@ -260,6 +295,8 @@ func (m *Model) Why(now int64, cfg Configured, slotsOnly bool) string {
 			return "what the provider reports remains: " + m.Live.Why
 		}
 		return "what the provider reports remains"
+	case m.oneAtATime(now):
+		return "what the provider reports remains ran out near none left: one call at a time until it reports again"
 	case m != nil && m.Published != nil:
 		return "the provider's published limit"
 	case cfg.Rate > 0:

@@ -37,8 +37,11 @@ func TestModelPace(t *testing.T) {
 		// A call waiting at 1 a second must wake by the count's end: a burst of 10 over 0.5 s.
 		{"a slow count still wakes a call by its end", &Model{Live: LivePace{Rate: 1, Until: now + sec/2}}, cfg, 20, 10},
 		// Once a refusal has cost more than the call: one call by its end, not the burst.
-		{"a count of a costly server wakes one call by its end", &Model{Live: LivePace{Rate: 1, Until: now + sec/2, WakeOne: true}}, cfg, 2, 10},
+		{"a count of a costly server wakes one call by its end, and no burst", &Model{Live: LivePace{Rate: 1, Until: now + sec/2, WakeOne: true}}, cfg, 2, 1},
 		{"what the count allows still paces a costly server", &Model{Live: LivePace{Rate: 40, Until: now + sec/2, WakeOne: true}}, cfg, 40, 10},
+		// Run out with no count since: the blind pace, one call at a time.
+		{"a report that woke one call ran out", &Model{Live: LivePace{WakeOne: true, Then: now + sec}}, cfg, 90, 1},
+		{"one call at a time ends at Then", &Model{Live: LivePace{WakeOne: true, Then: now}}, cfg, 90, 10},
 		{"a count's room caps the burst", &Model{Live: LivePace{Rate: 40, Until: now + sec, Room: 1}}, cfg, 40, 1},
 		{"a cut scales the blind pace", &Model{Climb: cut}, cfg, 36, 10},
 		{"a cut does not scale a live count's pace", &Model{Climb: cut, Live: LivePace{Rate: 40, Until: now + sec}}, cfg, 40, 10},
@@ -101,6 +104,11 @@ func TestModelTidy(t *testing.T) {
 		{"a climb ended", &Model{Climb: over, Published: pub}, &Model{Published: pub}, false, true},
 		{"a count ran out beside a climb", &Model{Live: LivePace{Rate: 5, Until: now - 1}, Climb: climbing}, &Model{Climb: climbing}, false, false},
 		{"both ran out", &Model{Live: LivePace{Until: now}, Climb: over}, nil, false, true},
+		// Run out with no count since, a report that woke one call goes on
+		// waking one at a time until its Then, and no longer.
+		{"a report that woke one call ran out", &Model{Live: LivePace{Rate: 5, Until: now, WakeOne: true, Then: now + 1}}, &Model{Live: LivePace{WakeOne: true, Then: now + 1}}, false, false},
+		{"one call at a time, until its Then", &Model{Live: LivePace{WakeOne: true, Then: now + 1}}, nil, true, false},
+		{"one call at a time ended", &Model{Live: LivePace{WakeOne: true, Then: now}}, nil, false, false},
 	} {
 		got, climbed := tt.m.Tidy(now)
 		switch {

@@ -182,6 +182,10 @@ type Verdict struct {
 	// holds at once, the burst a server's bucket takes.
 	Roomless bool
 	Room     float64
+	// WakeOne says the count is below its margin at a long window's turn
+	// (atLongTurn): until another count comes, the scope sends one call
+	// at a time (LivePace.WakeOne), to learn what the turn brought.
+	WakeOne bool
 	// Before says the count was made in a fixed window that has turned
 	// since: it says nothing of what is left now, and Left is no bound.
 	Before bool
@@ -402,6 +406,16 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	catchUp, deficit := max(catchUpTime, 2*trip), max(deficitTime, trip)
 	horizon := spreadOver(reset, catchUp, refill, land, lands, !first || full)
 	rate := supply + (left-margin)/horizon.Seconds()
+	// Below the margin at a long window's turn (atLongTurn), the scope
+	// learns what the turn brought one call at a time (Verdict.WakeOne),
+	// not at half its blind pace: a refusal there may cost the next
+	// window. httprate's windows start when its limiter does and its
+	// reset is the window's end in whole seconds, so its turn comes up to
+	// a second after the reset says; sent at half the blind pace into a
+	// turn of a minute that gave nothing back, over a route of 300 ms, a
+	// call was refused and its Retry-After (the window) cost half the
+	// quota.
+	wakeOne := left < margin && atLongTurn(reset, o.windowOr(sc.Per))
 	if left < margin {
 		// Below the margin, slow down within a fraction of a second (or
 		// a round trip), not by the reset: on a sliding window the next
@@ -415,7 +429,7 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 		// told the whole limit of a sliding window had one call in five
 		// refused.
 		rate = supply + (left-margin)/min(horizon, deficit).Seconds()
-		if now.UnixNano()-o.refusedLast > int64(TrustAfter) {
+		if now.UnixNano()-o.refusedLast > int64(TrustAfter) && !wakeOne {
 			rate = max(rate, sc.Blind/2)
 		}
 	}
@@ -540,7 +554,7 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 			return v
 		}
 	}
-	v.Paced, v.Rate, v.Young, v.Roomless = true, rate, first && !full, roomless
+	v.Paced, v.Rate, v.Young, v.Roomless, v.WakeOne = true, rate, first && !full, roomless, wakeOne
 	switch {
 	case roomless:
 		v.Why = "a count with no room for its margin: the limit paces, at the burst the count holds"

@@ -302,6 +302,41 @@ func TestNoneLeftAtAMinutesTurn(t *testing.T) {
 	}
 }
 
+// Below the margin at a long window's turn (a whole-second reset no
+// further than its slack, in a window where the slack is small), a count
+// wakes one call at a time and keeps no floor of half the blind pace: the
+// turn may be here, and what it brought is unknown. Elsewhere the floor
+// holds while nothing was refused of late.
+func TestBelowTheMarginAtALongTurn(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		per       time.Duration
+		remaining int64
+		reset     time.Duration
+		wakeOne   bool
+	}{
+		{"a minute's window, the reset a second away", time.Minute, 2, time.Second, true},
+		{"a minute's window, the reset within the second", time.Minute, 2, 0, true},
+		{"a minute's window, the reset two seconds away", time.Minute, 2, 2 * time.Second, false},
+		{"a minute's window, above the margin", time.Minute, 20, time.Second, false},
+		{"a reset with a fraction of a second", time.Minute, 2, 500 * time.Millisecond, false},
+		{"a window of ten seconds", 10 * time.Second, 0, time.Second, false},
+	} {
+		sc := scope100(1)
+		sc.Per = tt.per
+		c := Count{Remaining: tt.remaining, Reset: tt.reset, Limit: 600, Mark: 1, Sent: t0.Add(-5 * time.Millisecond).UnixNano(), Local: true}
+		// A window that gives back as it goes: none left sets a pace, not
+		// a pause.
+		v := (&Record{gradual: true}).Count(t0, c, sc)
+		if v.WakeOne != tt.wakeOne {
+			t.Errorf("%s: wake one %v, want %v", tt.name, v.WakeOne, tt.wakeOne)
+		}
+		if floored := v.Rate >= sc.Blind/2; tt.remaining < 6 && floored == tt.wakeOne {
+			t.Errorf("%s: pace %v a second with half the blind pace %v; want the floor %v", tt.name, v.Rate, sc.Blind/2, !tt.wakeOne)
+		}
+	}
+}
+
 // tokenBucket is a GCRA-like server of rate a second holding up to
 // capacity, with throttled's headers: what remains after the call, the
 // capacity as the limit, and the whole seconds until it is full again.

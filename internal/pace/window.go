@@ -71,6 +71,15 @@ func slackIsSmall(reset, window time.Duration) bool {
 	return slack > 0 && float64(slack) <= slackShare*float64(window)
 }
 
+// atLongTurn reports whether a whole-second reset of reset, in a window of
+// window whose slack is small (slackIsSmall), may already be here: it is
+// no further away than its slack. Whether the turn brings anything back
+// is then unknown — a fixed window refills, a sliding one gives back as
+// slowly as before — and a refusal may cost the next window.
+func atLongTurn(reset, window time.Duration) bool {
+	return slackIsSmall(reset, window) && reset <= WholeSecondSlack(reset)
+}
+
 // BelieveFor is how long a published limit holds without being published
 // again: its window, at least a minute, and at most maxWait. A limit from
 // one answer — a year's window, say — cannot hold a scope below its
