@@ -208,6 +208,7 @@ var unseenRatchets = map[string]unseenRatchet{
 	"sliding 600/min, no Retry-After | rtt 200ms–400ms | told 2×":   {0.96, 0.0034, 0},      // 0.997 · 0.0034; at 5f223ac 0.504 · 0.0066
 	"sliding 600/min, no Retry-After | rtt 500ms–1s | told 2×":      {0.96, 0, 0},           // 0.990 · 0; at 5f223ac 0.508 · 0.0016
 	"sliding 600/min, no Retry-After | rtt 500ms–1s | three pods":   {0.97, 0.0084, 0},      // 1.001 · 0.0084; at 5f223ac 0.998 · 0.0067
+	"sliding 600/min, no Retry-After | busy | three pods":           {0.965, 0, 0},          // 0.995 · 0; at half the blind pace beside the others: 0.991 · 0.0185
 	"sliding 600/min | rtt 500ms–1s | told 2×":                      {0.96, 0, 0},           // 0.992 · 0; at 5f223ac 0.508 · 0.0033
 	"sliding 600/min | rtt 200ms–400ms | neighbour at 40%":          {0.96, 0, 0},           // 0.991 · 0 · 0; at 5f223ac 0.604 · 0.0023 · 0.0481
 	"sliding 600/min | loopback | three pods":                       {0.965, 0.0008, 0},     // 0.995 · 0.0008; at half the blind pace into each turn: 0.966 · 0.0017

@@ -202,7 +202,11 @@
 //     second, and no lower than half the blind pace while nothing was
 //     refused of late (the calls bring the news that the margin is back).
 //     A refusal is the server saying that pace is too much: then the
-//     count paces alone. Not at a long window's turn (atLongTurn: a
+//     count paces alone; so it does beside others seen spending on the
+//     key in a long window, whose take goes on until the reset (three
+//     processes each told a sliding minute's whole limit paced one
+//     another's share at half the blind pace, one call in fifty
+//     refused). Not at a long window's turn (atLongTurn: a
 //     whole-second reset no further than its slack, in a window where
 //     the slack is small): there the count paces alone and wakes one call
 //     at a time (Verdict.WakeOne), and a report that runs out with no

@@ -428,8 +428,16 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 		// paces alone: held at half the blind pace, three processes each
 		// told the whole limit of a sliding window had one call in five
 		// refused.
+		//
+		// Nor beside others seen spending on the key in a long window
+		// (slackIsSmall): what they take goes on until the reset, and half
+		// the blind pace takes it from them. Three processes each told the
+		// whole limit of a sliding minute without Retry-After each paced
+		// the others' share at half its blind pace once a turn had passed
+		// without a refusal, and one call in fifty was refused.
 		rate = supply + (left-margin)/min(horizon, deficit).Seconds()
-		if now.UnixNano()-o.refusedLast > int64(TrustAfter) && !wakeOne {
+		shared := local && o.known && !alone && slackIsSmall(reset, o.windowOr(sc.Per))
+		if now.UnixNano()-o.refusedLast > int64(TrustAfter) && !wakeOne && !shared {
 			rate = max(rate, sc.Blind/2)
 		}
 	}

@@ -337,6 +337,38 @@ func TestBelowTheMarginAtALongTurn(t *testing.T) {
 	}
 }
 
+// Below the margin beside others seen spending on the key, a long
+// window's count paces alone: what the others take goes on until the
+// reset, and half the blind pace would take it from them. In a window of
+// a second the floor of half the blind pace holds.
+func TestBelowTheMarginBesideOthersInALongWindow(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		per     time.Duration
+		others  bool
+		floored bool
+	}{
+		{"a minute's window beside others", time.Minute, true, false},
+		{"a minute's window alone", time.Minute, false, true},
+		{"a second's window beside others", time.Second, true, true},
+	} {
+		sc := scope100(1)
+		sc.Per = tt.per
+		o := &Record{known: true, gradual: true, first: t0.Add(-10 * time.Second).UnixNano()}
+		if tt.others {
+			o.supply, o.drift = -40, -40 // the count falls 40 a second faster than the scope spends
+		}
+		c := Count{Remaining: 2, Reset: 30 * time.Second, Limit: 600, Mark: 1, Sent: t0.Add(-5 * time.Millisecond).UnixNano(), Local: true}
+		if tt.per == time.Second {
+			c.Limit, c.Reset, c.Remaining = 10, time.Second, 0
+		}
+		v := o.Count(t0, c, sc)
+		if floored := v.Rate >= sc.Blind/2; floored != tt.floored {
+			t.Errorf("%s: pace %v a second, half the blind pace %v; want the floor %v", tt.name, v.Rate, sc.Blind/2, tt.floored)
+		}
+	}
+}
+
 // tokenBucket is a GCRA-like server of rate a second holding up to
 // capacity, with throttled's headers: what remains after the call, the
 // capacity as the limit, and the whole seconds until it is full again.
