@@ -182,6 +182,30 @@ func TestOne429PausesEveryCallerThenRestartsPaced(t *testing.T) {
 	})
 }
 
+// A pause leaves the bucket empty when it ends, whatever the pace did
+// meanwhile: a cut climbs back fastest just after it is made, and refilled
+// at the pace it had climbed to, the bucket was full again when the pause
+// ended and its burst went out at once into the server that had asked for
+// the pause.
+func TestAPauseEndsWithAnEmptyBucketThoughTheCutClimbs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := &scriptedAPI{steps: []scripted{{http.StatusTooManyRequests, map[string]string{"Retry-After": "2"}}}}
+		tr := New(api, WithLimit(PerSecond(100)), WithoutRetry()) // 90 a second, a burst of 10
+		start := time.Now()
+		get(tr, context.Background(), "http://api.test/")
+		hammer(tr, 16, start.Add(3*time.Second))
+		sent := api.sentTimes()[1:]
+		if len(sent) == 0 || sent[0].Sub(start) < 2*time.Second {
+			t.Fatalf("calls sent %v, want none before the 2 s the 429 asked for", sent)
+		}
+		// At the cut's pace (half of 90 a second, climbing), from empty:
+		// a call every 20 ms or so, not the burst of 10 at once.
+		if in := between(sent, start, start.Add(2*time.Second+50*time.Millisecond)); in > 4 {
+			t.Errorf("%d calls went out in the first 50 ms after the pause, want the pace's few from an empty bucket", in)
+		}
+	})
+}
+
 func TestRemainingClampsTheBucket(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// Pacer thinks it has a burst of 100; the provider says 2 are left.
@@ -264,8 +288,11 @@ func TestBelowTheMarginAtALongTurnOneCallAtATime(t *testing.T) {
 	} {
 		synctest.Test(t, func(t *testing.T) {
 			var sent atomic.Int64
+			start := time.Now()
 			api := roundTripFunc(func(req *http.Request) (*http.Response, error) {
-				sent.Add(1)
+				if time.Since(start) < 4*time.Second {
+					sent.Add(1)
+				}
 				h := http.Header{}
 				h.Set("x-ratelimit-reset-requests", "1s")
 				if tt.limit.Per == time.Minute {
@@ -279,16 +306,7 @@ func TestBelowTheMarginAtALongTurnOneCallAtATime(t *testing.T) {
 				return &http.Response{StatusCode: http.StatusOK, Header: h, Body: io.NopCloser(strings.NewReader("")), Request: req}, nil
 			})
 			tr := New(api, WithLimit(tt.limit), WithMaxWait(time.Minute))
-			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
-			defer cancel()
-			var wg sync.WaitGroup
-			for range 16 {
-				wg.Go(func() {
-					for get(tr, ctx, "http://api.test/") == nil {
-					}
-				})
-			}
-			wg.Wait()
+			hammer(tr, 16, start.Add(4*time.Second))
 			if n := int(sent.Load()); n > tt.most || n < tt.least {
 				t.Errorf("%s: %d calls sent in four seconds at the turn, want %d to %d", tt.name, n, tt.least, tt.most)
 			}

@@ -52,10 +52,17 @@ func TestPermitRejectedPausesLikeRetryAfter(t *testing.T) {
 		resp := roundTrip(t, tr)
 		resp.Body.Close()
 	})
-	// The response's 429 cuts the pace too; the permit's pause does not
-	// (Rejected's doc), and its restart waits one token at the full pace.
-	if token := time.Second / 90; byResponse < 2*time.Second || byPermit < byResponse || byPermit > byResponse+token+time.Millisecond {
-		t.Errorf("after Reject(2s) the next call waited %v; after a 429 with Retry-After: 2, %v; want both 2s or more, within a token (%v)", byPermit, byResponse, token)
+	// The permit's pause does not cut the pace (Rejected's doc): its
+	// restart waits one token at the full pace. The response's 429 cuts
+	// it too, with no history to measure on (pace.ShortHistoryCut): its
+	// restart waits one token at the cut's pace, from an empty bucket.
+	token := time.Second / 90
+	cutToken := time.Duration(float64(token) / pace.ShortHistoryCut)
+	if byPermit < 2*time.Second || byPermit > 2*time.Second+token+time.Millisecond {
+		t.Errorf("after Reject(2s) the next call waited %v, want 2s and a token at the full pace (%v)", byPermit, token)
+	}
+	if byResponse < 2*time.Second || byResponse > 2*time.Second+cutToken+time.Millisecond {
+		t.Errorf("after a 429 with Retry-After: 2 the next call waited %v, want 2s and a token at the cut's pace (%v)", byResponse, cutToken)
 	}
 }
 
