@@ -172,7 +172,14 @@ func (c *Cuts) Refused(now time.Time, r Refusal) CutVerdict {
 	if r.AdmittedAt <= c.mark || now.UnixNano() < c.quietUntil {
 		// A call sent before the cut was answered by it; one sent after,
 		// within the window, says the measure was too high: that pauses.
-		brief := r.AdmittedAt <= c.mark && r.Curve != nil && r.Curve.Measured && r.RetryAfter <= BriefRetryAfter
+		// A brief Retry-After on a call sent before the cut is the
+		// server's answer to the moment the cut answered — measured or
+		// not, whose first refusal paused the scope already — and only
+		// its own call waits it out. Each pausing the scope again as it
+		// came back, the answers of the calls that were on their way
+		// over a route of 300 ms made a leaky bucket's one-second pause
+		// (nginx's Retry-After: 1) a second and a quarter.
+		brief := r.AdmittedAt <= c.mark && r.Curve != nil && r.RetryAfter <= BriefRetryAfter
 		return CutVerdict{Pauses: r.RetryAfter > 0 && !brief}
 	}
 	c.mark = r.Admitted

@@ -70,6 +70,28 @@ func TestARefusalCutsToWhatTheServerAccepted(t *testing.T) {
 	}
 }
 
+// A brief Retry-After on a call sent before a cut that had too little
+// history to measure (the first refusal, which paused the scope) pauses
+// only its call; a long one pauses the scope.
+func TestOldNewsAfterAnUnmeasuredCut(t *testing.T) {
+	var c Cuts
+	ok := accept(&c, 0, 0, 0.2, 50, 100) // a fifth of a second: too little to measure on
+	first := c.Refused(cutAt(0.2), Refusal{AdmittedAt: 20, Admitted: 30, Accepted: ok, RetryAfter: time.Second, Base: 100, Burst: 10})
+	if first.Curve == nil || first.Curve.Measured || !first.Pauses {
+		t.Fatalf("the first refusal: %+v, want an unmeasured cut that pauses", first)
+	}
+	for _, tt := range []struct {
+		retryAfter time.Duration
+		pauses     bool
+	}{{time.Second, false}, {5 * time.Second, true}} {
+		c := c
+		v := c.Refused(cutAt(0.4), Refusal{AdmittedAt: 25, Admitted: 40, Accepted: ok, RetryAfter: tt.retryAfter, Base: 100, Burst: 10, Curve: first.Curve})
+		if v.Curve != nil || v.Pauses != tt.pauses {
+			t.Errorf("Retry-After %v on a call sent before the cut: cut %v, pauses %v; want no cut, pauses %v", tt.retryAfter, v.Curve != nil, v.Pauses, tt.pauses)
+		}
+	}
+}
+
 // The refusals of the calls a cut answers, and those within its measuring
 // window, cut once: the pace they saw is the one the cut answered. Whether
 // they pause follows the cut in use.

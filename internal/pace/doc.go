@@ -79,7 +79,9 @@
 //     shape). A shared scope measures the share of its calls accepted
 //     times the pace they were sent at: a fleet's server accepted more
 //     than this process saw. A one-second Retry-After on a measured cut
-//     pauses only its call: a per-second limiter's stock answer.
+//     pauses only its call: a per-second limiter's stock answer. So does
+//     one on a call sent before a cut, measured or not: the server
+//     answered the moment the cut answered, whose pause, if any, stands.
 //   - SlotsCut relies on a concurrency cap refusing a call that arrives
 //     while it holds its cap: what it held then were calls in flight.
 //   - RoundTrips keeps the shortest round trip of late: the floor under a
