@@ -54,6 +54,7 @@ type Record struct {
 	nsends int
 
 	// The window the provider does not state, from successive resets.
+	turnDue   int64         // UnixNano by which the long window's turn the counts are at is due (atTurn); 0 when not at one
 	lastReset int64         // UnixNano of the latest reset seen
 	candidate time.Duration // the shortest gap between resets seen so far
 	window    time.Duration // a window learned; 0 until one is
@@ -415,7 +416,9 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	// turn of a minute that gave nothing back, over a route of 300 ms, a
 	// call was refused and its Retry-After (the window) cost half the
 	// quota.
-	wakeOne := left < margin && atLongTurn(reset, o.windowOr(sc.Per))
+	// A reset that never comes is no turn (atTurn): a count that said
+	// "1 s" at every answer held the scope at a call every two seconds.
+	wakeOne := o.atTurn(seen, reset, o.windowOr(sc.Per)) && left < margin
 	if left < margin {
 		// Below the margin, slow down within a fraction of a second (or
 		// a round trip), not by the reset: on a sliding window the next

@@ -42,6 +42,23 @@ func (o *Record) noteReset(seen int64, reset time.Duration, r float64, limit int
 	return turned
 }
 
+// atTurn reports whether a count made at seen, naming a reset of reset in
+// a window of window, is at a long window's turn (atLongTurn) that is
+// still due: the turn the first such count named, with its slack, has not
+// passed. A window's turn, once it comes, names a reset a window later;
+// a count that names one within its slack again after that is a reset
+// that never comes (a count that says "1 s" at every answer), not a turn.
+func (o *Record) atTurn(seen int64, reset, window time.Duration) bool {
+	if !atLongTurn(reset, window) {
+		o.turnDue = 0
+		return false
+	}
+	if o.turnDue == 0 {
+		o.turnDue = seen + int64(reset+WholeSecondSlack(reset))
+	}
+	return seen <= o.turnDue
+}
+
 // nextCount is, once a fixed window's turn is nearer than the round
 // trip's floor (Count's land ≤ 0), what the next window has left for the
 // calls sent from now on: its limit less the calls sent since land ago,
