@@ -210,7 +210,9 @@
 //     another's share at half the blind pace, one call in fifty
 //     refused). Not at a long window's turn (atLongTurn: a
 //     whole-second reset no further than its slack, in a window where
-//     the slack is small): there the count paces alone and wakes one call
+//     the slack is small, and still due: Record.atTurn — a reset named
+//     within its slack again after the turn it named is one that never
+//     comes): there the count paces alone and wakes one call
 //     at a time (Verdict.WakeOne), and a report that runs out with no
 //     count since goes on sending one at a time for as long again
 //     (LivePace.Then) rather than the burst. Server property: whether a
