@@ -296,7 +296,7 @@ func (m *Model) Why(now int64, cfg Configured, slotsOnly bool) string {
 		}
 		return "what the provider reports remains"
 	case m.oneAtATime(now):
-		return "what the provider reports remains ran out near none left: one call at a time until it reports again"
+		return "what the provider reported remains ran out with no news since: one call at a time until it reports again"
 	case m != nil && m.Published != nil:
 		return "the provider's published limit"
 	case cfg.Rate > 0:

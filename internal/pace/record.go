@@ -415,9 +415,9 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	// a second after the reset says; sent at half the blind pace into a
 	// turn of a minute that gave nothing back, over a route of 300 ms, a
 	// call was refused and its Retry-After (the window) cost half the
-	// quota.
-	// A reset that never comes is no turn (atTurn): a count that said
-	// "1 s" at every answer held the scope at a call every two seconds.
+	// quota. A reset that never comes is no turn (atTurn): a count that
+	// said "1 s" at every answer held the scope at a call every two
+	// seconds.
 	wakeOne := o.atTurn(seen, reset, o.windowOr(sc.Per)) && left < margin
 	if left < margin {
 		// Below the margin, slow down within a fraction of a second (or
