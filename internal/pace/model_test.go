@@ -144,6 +144,8 @@ func TestModelWhy(t *testing.T) {
 		{"published", &Model{Published: &Capacity{Rate: 1}}, cfg, false, "the provider's published limit"},
 		{"a count, and its reading", &Model{Live: LivePace{Rate: 5, Until: now + 1, Why: "spent by the reset"}}, cfg, false, "what the provider reports remains: spent by the reset"},
 		{"a count that ran out", &Model{Live: LivePace{Rate: 5, Until: now, Why: "x"}}, cfg, false, "the configured limit"},
+		{"a count that woke one call ran out", &Model{Live: LivePace{WakeOne: true, Then: now + 1}}, cfg, false,
+			"what the provider reported remains ran out with no news since: one call at a time until it reports again"},
 		{"a climb says so first", cut, cfg, false, "recovering from a refusal"},
 		{"a climb of a cap on calls in flight", cut, Configured{}, true, "a refusal lowered the cap on calls in flight; it climbs back by time"},
 	} {
