@@ -418,7 +418,8 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	// quota. A reset that never comes is no turn (atTurn): a count that
 	// said "1 s" at every answer held the scope at a call every two
 	// seconds.
-	wakeOne := o.atTurn(seen, reset, o.windowOr(sc.Per)) && left < margin
+	window := o.windowOr(sc.Per) // learned from the resets (LearnWindow), else the configured one
+	wakeOne := o.atTurn(seen, reset, window) && left < margin
 	if left < margin {
 		// Below the margin, slow down within a fraction of a second (or
 		// a round trip), not by the reset: on a sliding window the next
@@ -439,7 +440,7 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 		// the others' share at half its blind pace once a turn had passed
 		// without a refusal, and one call in fifty was refused.
 		rate = supply + (left-margin)/min(horizon, deficit).Seconds()
-		shared := local && o.known && !alone && slackIsSmall(reset, o.windowOr(sc.Per))
+		shared := local && o.known && !alone && slackIsSmall(reset, window)
 		if now.UnixNano()-o.refusedLast > int64(TrustAfter) && !wakeOne && !shared {
 			rate = max(rate, sc.Blind/2)
 		}
@@ -514,14 +515,14 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	if next >= 0 {
 		// The calls sent from now on spend the next window (land, above).
 		left = next
-		rate = max(rate, (next-margin)/(o.windowOr(sc.Per)+land).Seconds())
+		rate = max(rate, (next-margin)/(window+land).Seconds())
 	}
 	if windowed {
 		// A fixed window lets its count through in each window, no more:
 		// a pace above it only sends the window's calls early, and over a
 		// round trip they arrive at the turn as one burst, some in the
 		// window before.
-		rate = min(rate, float64(limit)/o.windowOr(sc.Per).Seconds())
+		rate = min(rate, float64(limit)/window.Seconds())
 	}
 	if roomless {
 		rate = sc.Unreported
@@ -548,7 +549,7 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 		// found the new window as empty and paused again, and half the
 		// limit went unspent. It paces by what comes back instead.
 		pause := PauseForNoneLeft(reset, sc.MaxWait)
-		if sc.CostlyRefusals || slackIsSmall(reset, o.windowOr(sc.Per)) {
+		if sc.CostlyRefusals || slackIsSmall(reset, window) {
 			// A reset in whole seconds may already be here, and the scope
 			// does not stop for it (PauseForNoneLeft) — unless a refusal
 			// has cost a pause of more than a second (httprate answers
