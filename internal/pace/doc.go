@@ -22,7 +22,8 @@
 // scope's own spending, dated when the server counted (send time plus half
 // the round trip's floor), and refused calls are never taken for spent.
 // Its Verdict is the pace that spends what is left to the margin by the
-// reset, never below the blind pace while what is left lasts at it.
+// reset, never below the blind pace while what is left lasts at it
+// (reading.lastsAtBlind).
 //
 // A Cuts is the evidence of a provider that only refuses. Each refusal that
 // taught nothing else (Cuts.Refused) is checked against what the server
@@ -32,7 +33,10 @@
 // answered is old news, and cuts nothing.
 //
 // Where each part lives: model.go, the Model and the pace it reads;
-// record.go, the Record and Count, which reads one count in order;
+// record.go, the Record and Count, which takes one count in order;
+// reading.go, what a count says read against the record (what is left
+// now, the margin, how long to spread it over); rules.go, the rules its
+// pace is reckoned by, in the order Count applies them, each a method;
 // givenback.go, what the provider gives back and what others take;
 // turn.go, a fixed window's refills, turns and learned window; spent.go,
 // what was spent since a count; window.go, the arithmetic of resets;
@@ -64,14 +68,16 @@
 //     meanwhile, relies on the server counting a call on its way: over a
 //     round trip of 300 ms at 100 a second, 30 calls are in flight.
 //   - A count with no room for its margin (a server bucket of one) sets no
-//     pace: its zeros are its size, not scarcity; its refusals cut.
+//     pace: its zeros are its size, not scarcity; its refusals cut
+//     (reading.noRoom).
 //   - A count that holds at its peak while the scope spends relies on a
 //     bucket that refills at least as fast as it is spent: the scope is
 //     below the server's rate, by an amount the count cannot say. Before
 //     the measure of supply is old enough to go by, such a count sets no
 //     pace below the one without a count, and lets the scope aim at the
 //     edge at once; read as the rate, the young measure followed the
-//     scope's own pace up, and the pace the measure.
+//     scope's own pace up, and the pace the measure
+//     (reading.fullWhileSpending).
 //   - Cuts.Refused and Curve, the cut and the climb back, rely on a
 //     refusal being a measurement: a server refuses above its capacity and
 //     accepts the rest, so the pace jumps to what it accepted and climbs
@@ -122,43 +128,43 @@
 //     only sends a window's calls early, to arrive at the turn in one
 //     burst). A count overtaken at a turn, lower than the one that showed
 //     the turn by a refill's jump, is of the window before: it bounds
-//     nothing now.
+//     nothing now (reading.nextWindow, reading.windowLetsThrough,
+//     Record.overtaken).
 //   - A fixed window's refills come a window apart; the calls spent
 //     between two of them are what the window let through only when they
 //     are a whole number of windows apart. A token bucket's count jumps
 //     when answers overtake each other, at any gap.
-//   - OneCallBy relies on a fixed window being full again when it turns:
-//     a count near the end of one sets a crawl that must not hold past the
-//     refill NextRefill expects. And there a count that falls faster than
-//     the scope spends is a neighbour's, which goes on spending until the
-//     turn (a fixed window gives nothing back before then): it is taken
-//     off the pace, and what the neighbour took since the count was made
-//     off what is left.
+//   - OneCallBy (reading.refillDue) relies on a fixed window being full
+//     again when it turns: a count near the end of one sets a crawl that
+//     must not hold past the refill NextRefill expects. And there a count
+//     that falls faster than the scope spends is a neighbour's, which goes
+//     on spending until the turn (a fixed window gives nothing back before
+//     then): it is taken off the pace, and what the neighbour took since
+//     the count was made off what is left.
 //   - WholeSecondSlack and PauseForNoneLeft rely on a reset written in whole
 //     seconds (Unix seconds, or seconds against a Date header) being up to
 //     a second late, so a reset "1 s" away may already be here.
-//   - A count with none left pauses the scope until its reset only while
-//     the count may refill at its resets, as a fixed window does. A count
-//     made once the reset the one before it named was due, which names a
-//     later one with no refill, and no refill ever seen, is a count that
-//     gives back as it goes (a sliding window, which at its turn is as
-//     empty as before it): from then on none left paces by what comes
-//     back. Paused to each reset, a sliding window of a minute told twice
-//     its limit spent half of it. So does a count that names a reset
+//   - A count with none left (reading.noneLeft) pauses the scope until its
+//     reset only while the count may refill at its resets, as a fixed
+//     window does. A count made once the reset the one before it named was
+//     due, which names a later one with no refill, and no refill ever seen,
+//     is a count that gives back as it goes (a sliding window, which at its
+//     turn is as empty as before it): from then on none left paces by what
+//     comes back. Paused to each reset, a sliding window of a minute told
+//     twice its limit spent half of it. So does a count that names a reset
 //     beyond the soonest an earlier count named, before that one came (by
 //     more than the route's jitter and a whole second's slack): a window's
 //     end stays put as its count falls, a bucket's reset — when it is full
-//     again — moves later as it is spent, and it gives back as it goes.
-//     And so does a count that gave back a quarter of the blind pace or
-//     more over the latest two seconds without a refill (a fixed window
-//     gives nothing back before it refills) or a refusal, however the
-//     resets went: a bucket spent slowly to none names the time until it
-//     is full.
-//   - Over seconds without a refusal, what a count gave back is the pace
-//     the server sustains (a sliding window returns what was spent a
-//     window ago, a bucket refills at its rate): while the count's reset
-//     is within those seconds, the scope does not pace below it, less a
-//     gap to the margin spread over those seconds. It
+//     again — moves later as it is spent, and it gives back as it goes. And
+//     so does a count that gave back a quarter of the blind pace or more
+//     over the latest two seconds without a refill (a fixed window gives
+//     nothing back before it refills) or a refusal, however the resets
+//     went: a bucket spent slowly to none names the time until it is full.
+//   - Over seconds without a refusal (reading.goesOnGivingBack), what a
+//     count gave back is the pace the server sustains (a sliding window
+//     returns what was spent a window ago, a bucket refills at its rate):
+//     while the count's reset is within those seconds, the scope does not
+//     pace below it, less a gap to the margin spread over those seconds. It
 //     relies on a server whose count moves only by what it accepts and
 //     gives back, read over long enough that answers counted out of order
 //     are a call or two (Record's givenBack); a refusal, a fixed window
@@ -200,30 +206,29 @@
 //     refills at the pace it is asked at over all the time since it was
 //     last taken from, and the wake's pace rises as the report runs out,
 //     so a call that had slept woke to the whole burst.
-//   - Below the margin, the count slows the scope within a quarter of a
-//     second, and no lower than half the blind pace while nothing was
-//     refused of late (the calls bring the news that the margin is back).
-//     A refusal is the server saying that pace is too much: then the
-//     count paces alone; so it does beside others seen spending on the
-//     key in a long window, whose take goes on until the reset (three
-//     processes each told a sliding minute's whole limit paced one
-//     another's share at half the blind pace, one call in fifty
-//     refused). Not at a long window's turn (atLongTurn: a
-//     whole-second reset no further than its slack, in a window where
-//     the slack is small, and still due: Record.atTurn — a reset named
-//     within its slack again after the turn it named is one that never
-//     comes): there the count paces alone and wakes one call
-//     at a time (Verdict.WakeOne), and a report that runs out with no
-//     count since goes on sending one at a time for as long again
-//     (LivePace.Then) rather than the burst. Server property: whether a
-//     turn gives anything back is unknown until a call finds out — a
-//     fixed window refills, a sliding one goes on giving back what was
-//     spent a window ago, nothing at the end of its first — and the
-//     turn itself may lie a second past the reset (httprate starts its
+//   - Below the margin (reading.belowMargin), the count slows the scope
+//     within a quarter of a second, and no lower than half the blind pace
+//     while nothing was refused of late (the calls bring the news that the
+//     margin is back). A refusal is the server saying that pace is too
+//     much: then the count paces alone; so it does beside others seen
+//     spending on the key in a long window, whose take goes on until the
+//     reset (three processes each told a sliding minute's whole limit paced
+//     one another's share at half the blind pace, one call in fifty
+//     refused). Not at a long window's turn (atLongTurn: a whole-second
+//     reset no further than its slack, in a window where the slack is
+//     small, and still due: Record.atTurn — a reset named within its slack
+//     again after the turn it named is one that never comes): there the
+//     count paces alone and wakes one call at a time (Verdict.WakeOne), and
+//     a report that runs out with no count since goes on sending one at a
+//     time for as long again (LivePace.Then) rather than the burst. Server
+//     property: whether a turn gives anything back is unknown until a call
+//     finds out — a fixed window refills, a sliding one goes on giving back
+//     what was spent a window ago, nothing at the end of its first — and
+//     the turn itself may lie a second past the reset (httprate starts its
 //     windows when its limiter starts, and states their end in whole
-//     seconds). Sent at half the blind pace into a minute's turn that
-//     gave nothing back, over a route of 300 ms, a call was refused at
-//     every phase of the second, and its Retry-After cost the next minute.
+//     seconds). Sent at half the blind pace into a minute's turn that gave
+//     nothing back, over a route of 300 ms, a call was refused at every
+//     phase of the second, and its Retry-After cost the next minute.
 //   - A correction reaches the server a round trip after the count that
 //     asked for it and shows in the counts a trip after that: a gap to the
 //     margin is closed over no less than a round trip, and a surplus

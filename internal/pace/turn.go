@@ -17,7 +17,7 @@ func (o *Record) noteReset(seen int64, reset time.Duration, r float64, limit int
 	// is full then (Record.refill). One with no room, and no refill seen
 	// ever, does not refill at its resets: a sliding window gives back
 	// what was spent a window before as it goes, and at its turn is as
-	// empty as before it (gradual; Count's None).
+	// empty as before it (gradual; reading.noneLeft).
 	//
 	// So does a count that names a reset beyond the soonest one an earlier
 	// count named, before that one came: its reset moved later as the
@@ -60,7 +60,7 @@ func (o *Record) atTurn(seen int64, reset, window time.Duration) bool {
 }
 
 // nextCount is, once a fixed window's turn is nearer than the round
-// trip's floor (Count's land ≤ 0), what the next window has left for the
+// trip's floor (reading.land ≤ 0), what the next window has left for the
 // calls sent from now on: its limit less the calls sent since land ago,
 // already on their way to it; -1 before then, for a scope not seen alone
 // on the key, or when no count that old is kept. refill is the turn's

@@ -64,8 +64,9 @@ func PauseForNoneLeft(reset, maxWait time.Duration) time.Duration {
 const slackShare = 0.05
 
 // slackIsSmall reports whether waiting out the slack of a whole-second
-// reset costs at most slackShare of a window of window (Record.Count's
-// None): a reset with a fraction of a second has no slack to wait out.
+// reset costs at most slackShare of a window of window
+// (reading.noneLeft): a reset with a fraction of a second has no slack to
+// wait out.
 func slackIsSmall(reset, window time.Duration) bool {
 	slack := WholeSecondSlack(reset)
 	return slack > 0 && float64(slack) <= slackShare*float64(window)

@@ -1,0 +1,208 @@
+package pace
+
+// One count read against the record: what is left now, the margin to keep,
+// how long to spread what is left over, and what the record says of the
+// server behind the count. The pace rules (rules.go) work from these.
+
+import "time"
+
+// A reading is one count as the record reads it (Record.read).
+type reading struct {
+	r       float64       // the count
+	reset   time.Duration // as the count states it
+	limit   int64         // the published limit; -1 if none
+	local   bool          // the record knows every call spent from the count (Count.Local, or a fleet's marks)
+	fleet   bool          // the marks are the fleet's (Count.Fleet)
+	known   bool          // what the provider gives back has a first measure
+	gradual bool          // the count was seen to give back as it goes, not at its reset (Record.gradual)
+	quiet   bool          // nothing was refused for TrustAfter
+
+	// supply is what the provider gives back, units a second, net of
+	// what others take (netSupply); 0 while unmeasured or for a count
+	// whose spending the record does not all know. first says that
+	// measure is too young to go by (TrustAfter).
+	supply float64
+	first  bool
+	alone  bool // nobody else is seen spending on the key (Record.alone)
+
+	// left is what is left now by the count's reading; margin, what the
+	// scope leaves of it unspent.
+	left, margin float64
+
+	// full says the count, as the server made it, is at its peak, and
+	// nothing was refused of late.
+	full bool
+
+	// A fixed window's turns: its next refill (Record.refill) and whether
+	// the refills are its turns; lands, that a call sent later than land
+	// from now arrives after the refill; windowed, that the scope is also
+	// alone on the key, so that next, the next window's count for the
+	// calls sent from now on, is its own (-1 for none).
+	refill   time.Duration
+	turns    bool
+	land     time.Duration
+	lands    bool
+	windowed bool
+	next     float64
+
+	// room is the most calls the count has shown it holds at once;
+	// roomless, that it has no room for its margin.
+	room     float64
+	roomless bool
+
+	// horizon is how long what is left is spread over (spreadOver);
+	// deficit, how soon a scope that spent into its margin gives it back.
+	horizon, deficit time.Duration
+	// window is the scope's window: learned from the resets, else the
+	// configured one.
+	window time.Duration
+	// wakeOne says the count is below its margin at a long window's turn
+	// (Verdict.WakeOne).
+	wakeOne bool
+
+	// What the provider gave back over the latest seconds (givenBack):
+	// units a second, whether it refused none of the scope's calls
+	// meanwhile, and whether the count did not refill meanwhile.
+	back                    float64
+	refusedNone, unrefilled bool
+}
+
+// read reads the count c, made when the server counted (seen) and
+// answering the call admitted at sent, against the record at now; local
+// says the record knows every call spent from the count. The count must
+// have been taken (take) first. Besides reading, it keeps what the scope
+// had spent by now while it is alone on a fixed window's key (spentBy),
+// and notes a long window's turn (atTurn).
+func (o *Record) read(now time.Time, seen, sent int64, c Count, local bool, sc Scope) reading {
+	k := reading{r: float64(c.Remaining), reset: c.Reset, limit: c.Limit, local: local, fleet: c.Fleet,
+		known: o.known, gradual: o.gradual, quiet: now.UnixNano()-o.refusedLast > int64(TrustAfter)}
+	// Until TrustAfter, the measure of what the provider gives back is too
+	// young to go by. Never below nothing: a neighbour's share is already
+	// out of what remains, and a negative measure is as likely the noise
+	// of calls answered out of order, which would stall the scope.
+	k.first = !o.known || now.UnixNano()-o.first < int64(TrustAfter)
+	k.refill, k.turns = o.refill(now, sc.Per)
+	if local && o.known {
+		k.supply = o.netSupply(seen, k.r, c.Mark, k.turns, sc.Blind)
+	}
+	// Nobody else is seen spending on the key: over the span measured, the
+	// count fell no faster than the scope spent, within the noise of calls
+	// counted out of order (neighbourNoise).
+	k.alone = o.alone(local, sc.Blind)
+	k.left = k.r - float64(o.spentSince(c.Mark, sc.Spent, c.Fleet)) + o.flownBack(now, sent)
+	if k.supply < 0 {
+		// What a neighbour on a fixed window took since the count was made
+		// is gone as surely as what a sliding window gives back comes
+		// back (flownBack): left in, the scope spent the neighbour's last
+		// calls of each window, and both were refused at its end.
+		k.left += k.supply * float64(now.UnixNano()-sent) / 1e9
+	}
+	// A fixed window counts each call when it arrives, and refills at
+	// regular intervals (NextRefill), its window's length: a call sent
+	// later than a round trip's floor before the refill the answers see
+	// arrives after it, so this window's count is spent by then (land,
+	// below). While nobody else is seen spending on the key (windowed),
+	// the next window's count is the scope's too (next, below).
+	floor := time.Duration(o.rtt.Floor)
+	k.lands = k.turns && k.limit > 0 && o.refillEvery > floor
+	k.windowed = k.alone && k.lands
+	k.margin = o.margin(k.limit, k.supply)
+	// full: the count, as the server made it, is at its peak, and nothing
+	// was refused of late (after a refusal, a full count is the refill the
+	// scope found the edge of, not room). Not net of the calls in flight:
+	// over a round trip, thirty of them are, and a bucket that refills
+	// faster than the scope spends gave them back before they arrived.
+	k.full = local && o.known && o.peak >= 2 && k.r >= o.peak-1 && k.quiet
+	// A fixed window counts a call when it arrives: one sent later than a
+	// round trip's floor before the turn the answers see arrives after it
+	// (the turn is seen at least half a floor late, and a call arrives at
+	// least half a floor after it is sent), and spends the next window.
+	// Once the turn is nearer than the floor (land ≤ 0), every call sent
+	// from now on does, and so do those sent since land ago: what this
+	// window has left is no longer the scope's to spend, and the next
+	// window's is its limit less those. Read against this window's count,
+	// the calls in flight emptied the bucket at every window's end and the
+	// next began a round trip late.
+	if k.lands {
+		k.land = k.refill - floor
+	}
+	k.next = -1
+	if k.windowed {
+		o.sends[o.nsends%len(o.sends)] = spentSample{now.UnixNano(), max(0, sc.Spent)}
+		o.nsends++
+		k.next = o.nextCount(now, k.refill, k.limit, local, sc)
+	}
+	// The room is what the count has shown after a call it accepted, or
+	// what a published limit says it holds (noRoom).
+	k.room = max(o.peak, float64(k.limit)-1)
+	k.roomless = sc.CountsRequests && k.room <= k.margin+1
+	// A correction reaches the server a round trip after the count that
+	// asked for it, and its effect comes back in the counts a trip after
+	// that: corrected faster than that, the pace swung between a crawl
+	// and the blind pace on a one-second route. So a gap is closed over
+	// no less than a round trip, and spent toward the reset over no less
+	// than two.
+	trip := time.Duration(o.rtt.Floor) + time.Duration(o.rtt.Spread)
+	catchUp := max(catchUpTime, 2*trip)
+	k.deficit = max(deficitTime, trip)
+	k.horizon = spreadOver(k.reset, catchUp, k.refill, k.land, k.lands, !k.first || k.full)
+	k.window = o.windowOr(sc.Per) // learned from the resets (LearnWindow), else the configured one
+	k.wakeOne = o.atTurn(seen, k.reset, k.window) && k.left < k.margin
+	k.back, k.refusedNone, k.unrefilled = o.givenBack(seen, k.r, c.Mark)
+	return k
+}
+
+// margin is the share of the count with published limit limit (-1 if
+// none) that the scope leaves unspent (Margin), at least a quarter of a
+// call, or a call without a published limit — widened by what the
+// provider gives back, supply, over the route's jitter. A count read over
+// a jittery route is as uncertain as what comes back in the jitter of half
+// a trip: on a 200–400 ms round trip at 100 a second, five calls. Kept as
+// margin, it is what the count's age may hide; without it one call in
+// seventy was refused.
+func (o *Record) margin(limit int64, supply float64) float64 {
+	m := 1.0
+	if limit > 0 {
+		m = max(0.25, Margin*float64(limit))
+	}
+	return max(m, supply*(o.rtt.Spread/1e9)/2)
+}
+
+// spreadOver is how long what is left is spread over: the reset as
+// stated; no longer than catchUp for a reset of a second or two once the
+// count is settled (what comes back is measured, or the count holds full
+// while the scope spends); and for a fixed window seen to refill, no later
+// than its next refill (refill), or than the time after which a call sent
+// lands beyond it (land, when lands). Spending what is left early is
+// safe: the clamp keeps the bucket within it.
+func spreadOver(reset, catchUp, refill, land time.Duration, lands, settled bool) time.Duration {
+	horizon := reset
+	if reset == 0 {
+		// Within the second, for a reset in whole seconds (httprate's
+		// near the end of its window); a reset that is exactly now says
+		// only that what remains is about to grow.
+		horizon = catchUp
+	}
+	if horizon <= 2*time.Second && settled {
+		// A count that stays at its peak while the scope spends, before
+		// what comes back is measured too, is a bucket refilling faster
+		// than the scope spends: its reset is when it is full again, not
+		// a window's end (a window's count falls as it is spent).
+		horizon = min(horizon, catchUp)
+	}
+	if refill > 0 && WholeSecondSlack(reset) > 0 {
+		// A fixed window seen to refill every so often: its reset is when
+		// it refills next, which the whole-second reset cannot say within
+		// a second. Spread over the whole second instead, the pace follows
+		// what is left down and leaves a fifth of each window unspent.
+		// The refill is seen by the first answer after it, so the estimate
+		// errs late, and spending early is safe.
+		horizon = min(horizon, max(refill, RefillFloor))
+		if lands {
+			// A call sent later than a round trip's floor before the
+			// refill the answers see arrives after it (reading.land).
+			horizon = min(horizon, max(land, RefillFloor))
+		}
+	}
+	return horizon
+}
