@@ -235,141 +235,31 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 		return
 	}
 	t := c.t
-	now := t.clock.Now()
-	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+	r := reply{status: status, code: resp.StatusCode, verdict: verdict, now: t.clock.Now(), cuts: cuts, local: t.ownsBuckets(), roomless: true}
+	refused := status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable
+	if refused {
 		// Before the counts are read: a refused call was never counted.
 		for _, ch := range c.charges {
 			if concerns(verdict, ch.bucket.scope.Name) {
-				ch.bucket.noteRefused(now, ch.spentAt, int64(ch.cost))
+				ch.bucket.noteRefused(r.now, ch.spentAt, int64(ch.cost))
 			}
 		}
 	}
-	// taught: the response teaches a limit or a count, so a 429 needs no
-	// cut; counted: it says what remains, which paces the scope.
-	taught, counted := false, false
-	// A 429 is explained by a count it carries for a scope it concerns
-	// that has no room for the refused call: the limit the count keeps
-	// refused it. counts says it carries one at all.
-	tooMany := status == http.StatusTooManyRequests
-	explained, counts := false, false
-	// roomless: every count has no room to pace by (reportRemaining), so
-	// neither it nor a published limit it outranks teaches anything: a
-	// refusal is the lesson, as a bare 429's is.
-	roomless := true
-	wait, paused := ratelimitheader.RetryAfter(resp.Header, now)
-	if !paused && verdict.Wait > 0 {
-		wait, paused = verdict.Wait, true // the provider's documented wait
+	r.wait, r.paused = ratelimitheader.RetryAfter(resp.Header, r.now)
+	if !r.paused && verdict.Wait > 0 {
+		r.wait, r.paused = verdict.Wait, true // the provider's documented wait
 	}
-	claimed := wait // before the clamp: farreset.go says it to the callers
-	wait = min(wait, t.maxWait)
-	var quotas []ratelimitheader.Quota
+	r.claimed = r.wait // before the clamp: farreset.go says it to the callers
+	r.wait = min(r.wait, t.maxWait)
 	if !quiet {
-		quotas = ratelimitheader.ParseQuotas(resp.Header, now)
-		c.learnLongWindows(resp.Header, now, quotas) // longwindow.go
+		quotas := ratelimitheader.ParseQuotas(resp.Header, r.now)
+		c.learnLongWindows(resp.Header, r.now, quotas) // longwindow.go
+		for _, q := range quotas {
+			c.learnQuota(ctx, &r, resp.Header, q)
+		}
 	}
-	local := t.ownsBuckets()
-	for _, q := range quotas {
-		i := c.chargeFor(q)
-		if i < 0 {
-			continue
-		}
-		s := c.charges[i].bucket
-		if cfg := s.scope.configured.Load(); q.Limit > 0 && q.Window == 0 && q.Limit == int64(cfg.limit.Count) {
-			// The configured count, published without a window: the
-			// configured limit, whose window the gaps between resets would
-			// only overstate (a window that starts at the first call after
-			// the last one ended, as GitHub's do, is followed by a gap).
-			q.Window = cfg.limit.Per
-		}
-		if q.Limit > 0 && q.Window == 0 {
-			if q.HasReset {
-				at := ratelimitheader.ResponseTime(resp.Header, now).Add(q.Reset)
-				q.Window = s.learnWindow(at, q.Reset%time.Second == 0)
-			}
-			if q.Window == 0 && status == http.StatusTooManyRequests && paused {
-				q.Window = s.windowHint(wait)
-			}
-		}
-		if q.Limit > 0 && q.Window > 0 {
-			s.believed.Store(now.Add(pace.BelieveFor(q.Window, t.maxWait)).UnixNano())
-			at := now.UnixNano()
-			_, before := s.basePace(at)
-			if s.learnLimit(q, t.headroom, t.maxWait, t.log) {
-				// Only beside a count, which clamps it next: the bucket
-				// never believes it has more than the provider reported.
-				m, cfg := s.modelAt(at), s.configured()
-				if rate, after := m.Base(at, cfg); after > before && q.Remaining >= 0 {
-					c.grow(ctx, now, i, after-before, rate, after)
-				}
-				why := "the provider published its limit"
-				if m.Outranked(at, cfg) {
-					why = "the provider published a limit below the configured one; what it reports remains paces the scope meanwhile, up to the configured limit"
-				}
-				c.paceChanged(s, why)
-			}
-			taught = true
-		}
-		if q.Remaining < 0 {
-			continue
-		}
-		if tooMany && concerns(verdict, s.scope.Name) {
-			counts = true
-			explained = explained || q.Remaining < int64(c.charges[i].cost)
-		}
-		// What was admitted since this call may not be in the provider's
-		// count yet: take it off, in the scope's own units — the whole
-		// fleet's, in a shared store that counts what it took.
-		mark, fleet := c.charges[i].spentAt, !local && c.charges[i].takenAt > 0
-		if fleet {
-			mark = c.charges[i].takenAt
-		}
-		left := float64(q.Remaining) - float64(s.sinceMark(mark, fleet))
-		var noneLeft time.Duration // nothing left: how long to pause for it (pace.Verdict.Pause)
-		if q.HasReset {
-			var refused int64
-			if tooMany {
-				refused = int64(c.charges[i].cost)
-			}
-			rep := pace.Count{Remaining: q.Remaining, Reset: q.Reset, Limit: q.Limit, Mark: mark, Refused: refused, Sent: c.admitted, Local: local, Fleet: fleet}
-			v, began := s.reportRemaining(now, rep, t.maxWait)
-			if began {
-				c.paceChanged(s, "the provider reports what remains until its reset")
-			}
-			left, noneLeft = v.Left, v.Pause
-			if v.Before {
-				// A fixed window's count from before its latest turn
-				// bounds nothing now: no bound, so the clamp below leaves
-				// the bucket alone (it lowers a bucket only to a level
-				// under its burst).
-				left = math.Inf(1)
-			}
-		}
-		// What the calls in flight take beyond what remains, the provider
-		// refuses, and a refused call spends nothing: the count empties
-		// the bucket, no more. Taken as a debt, the calls in flight when
-		// a burst was refused stalled the scope for seconds.
-		left = max(0, left)
-		// A 429 that says what remains is the remaining count's lesson,
-		// which paces the scope: no cut on top — unless the count has no
-		// room to pace by (reportRemaining), when the refusal is the
-		// lesson.
-		counted = true
-		if !s.model.Load().Roomless(now.UnixNano()) {
-			taught, roomless = true, false
-		}
-		if pause := noneLeft; pause > 0 {
-			c.coolDown(s, now, pause, &pausedForNoneLeft)
-			s.claimFarReset(now, q.Reset, t.maxWait) // farreset.go
-			// The bucket is empty, not full, when the pause ends: the
-			// restart is paced, at the pace after the reset.
-			blind := s.model.Load().Blind(s.configured())
-			left = min(left, -blind*pause.Seconds())
-			s.owe(blind)
-		}
-		c.clamp(ctx, now, i, left)
-	}
-	if counted && roomless {
-		taught = false
+	if r.counted && r.roomless {
+		r.taught = false
 	}
 	// A refusal while every count said the call fitted: the server limits
 	// by more than it counts (a second limit it does not report, as
@@ -378,99 +268,249 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 	// as a bare 429 does, and the climb paces the scope below the counts
 	// until it ends. Taken as the count's lesson, a server that said 80
 	// left while it accepted half the calls had half refused for good.
-	overruled := counts && !explained
-	if overruled {
-		taught = false
+	r.overruled = r.counts && !r.explained
+	if r.overruled {
+		r.taught = false
 	}
-	switch status {
-	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+	switch {
+	case refused:
 		// Only the scopes the response concerns: those the classifier
 		// named, else all of the call's.
 		c.workload.counts.rejected.Add(1)
 		for _, ch := range c.charges {
 			if concerns(verdict, ch.bucket.scope.Name) {
 				ch.bucket.scope.rejected.Add(1)
-				t.emit(observe.Event{Kind: observe.EventRejected, Scope: ch.bucket.scope.Name, Workload: c.workload.name, Status: resp.StatusCode})
+				t.emit(observe.Event{Kind: observe.EventRejected, Scope: ch.bucket.scope.Name, Workload: c.workload.name, Status: r.code})
 			}
 		}
 		for i, ch := range c.charges {
-			if !concerns(verdict, ch.bucket.scope.Name) {
-				continue
-			}
-			// A Retry-After of a second or less beside a remaining count
-			// is the count's rounding (a token bucket says "1" for the
-			// 10 ms until its next token): where the scope knows what it
-			// spent since (its own bucket, or a fleet's total), the count
-			// paces the other callers from an empty bucket, and only the
-			// refused call waits it out. A longer one asks the scope to
-			// stop; so does a brief one where the count cannot be read
-			// against what was spent.
-			pause := paused && !(counted && !overruled && wait <= pace.BriefRetryAfter && (local || ch.takenAt > 0))
-			if !taught && cuts && ch.bucket.limitsOnlyConcurrency(now) {
-				// A 503 too: nginx's limit_conn answers one, and an
-				// overloaded server as well, which fewer calls at once
-				// is what helps.
-				if ch.bucket.cutSlots(ch.heldWith, now) {
-					c.paceChanged(ch.bucket, "the provider refused a call sent while the scope held "+strconv.Itoa(int(ch.heldWith))+" others: it holds no more at once")
-					c.publishCut(ch.bucket)
-				}
-			} else if status == http.StatusTooManyRequests && !taught && cuts {
-				var retryAfter time.Duration
-				if paused {
-					retryAfter = max(wait, 1) // "Retry-After: 0" still asks for a pause
-				}
-				// A brief Retry-After on a scope paced at a measured
-				// capacity pauses only this call (pace.Cuts.Refused).
-				cut, pauses := ch.bucket.cut(ch.admittedAt, now, retryAfter, t.maxWait, !local, overruled)
-				pause = pause && pauses
-				c.clamp(ctx, now, i, 0) // the provider has nothing left
-				if cut {
-					why := "the provider refused a call"
-					if overruled {
-						why = "the provider refused a call its count said fitted: it limits by more than it counts"
-					}
-					c.paceChanged(ch.bucket, why)
-					// After the clamp, which stops the fleet at once.
-					c.publishCut(ch.bucket)
-				}
-			}
-			if pause {
-				if wait > pace.BriefRetryAfter && status == http.StatusTooManyRequests {
-					// A refusal that costs more than the call: for a while
-					// none left is waited out (pace.Scope.CostlyRefusals).
-					// Not a 503's: an outage's pause says nothing of what
-					// the limiter charges for a call sent into none left.
-					ch.bucket.costlyFrom(now, wait)
-				}
-				c.coolDown(ch.bucket, now, wait, &pausedForRetryAfter)
-				ch.bucket.claimFarReset(now, claimed, t.maxWait) // farreset.go
-				// At the pace after any cut, the bucket is back to empty —
-				// not full — when the pause ends.
-				rate, _ := ch.bucket.pace()
-				owed := wait
-				if claimed > t.maxWait && !local {
-					// A pause beyond the maximum wait is said at once here
-					// (farreset.go); the fleet's other processes cannot hear
-					// why a debt holds them, and would wait it out in
-					// silence. The shared bucket owes a second's pace: each
-					// sends within it, and its own answer tells it.
-					owed = min(wait, pace.BriefRetryAfter)
-				}
-				c.clamp(ctx, now, i, -rate*owed.Seconds())
-				ch.bucket.owe(rate)
+			if concerns(verdict, ch.bucket.scope.Name) {
+				c.refusedOn(ctx, &r, i)
 			}
 		}
-	default:
-		if status < 400 {
-			for _, ch := range c.charges {
-				ch.bucket.succeeded()
-				c.reportRecovered(ch.bucket)
-			}
+	case status < 400:
+		for _, ch := range c.charges {
+			ch.bucket.succeeded()
+			c.reportRecovered(ch.bucket)
 		}
 	}
 	for _, ch := range c.charges {
-		c.forgetUnconfirmed(ch.bucket, now)
+		c.forgetUnconfirmed(ch.bucket, r.now)
 	}
+}
+
+// A reply is what one response with rate-limit headers, or a refusal,
+// said, as learnFrom reads it: the facts it starts from, and what its
+// quotas taught (learnQuota), which the refusal's lesson depends on
+// (refusedOn).
+type reply struct {
+	status  int // the response's status, a classifier's back-pressure as 429
+	code    int // the response's status as sent
+	verdict classify.Verdict
+	now     time.Time
+	cuts    bool // a 429 may cut (learnFrom)
+	local   bool // the Transport owns its buckets: no shared store
+
+	// wait is the pause the response asks for (Retry-After, or the
+	// classifier's documented wait), clamped to the maximum wait; claimed,
+	// the same before the clamp (farreset.go); paused, that it asks for
+	// one at all.
+	wait, claimed time.Duration
+	paused        bool
+
+	// taught: the response teaches a limit or a count, so a 429 needs no
+	// cut; counted: it says what remains, which paces the scope.
+	taught, counted bool
+	// A 429 is explained by a count it carries for a scope it concerns
+	// that has no room for the refused call: the limit the count keeps
+	// refused it. counts says it carries one at all; overruled, that it
+	// carries one and none explains it.
+	explained, counts, overruled bool
+	// roomless: every count has no room to pace by (reportRemaining), so
+	// neither it nor a published limit it outranks teaches anything: a
+	// refusal is the lesson, as a bare 429's is.
+	roomless bool
+}
+
+// learnQuota learns what the quota q of a response in r, with headers h,
+// says of the scope it is charged to: a published limit (with the window
+// it is counted in), and what remains, which clamps the bucket and paces
+// the scope, or pauses it when none is left. It notes in r what the quota
+// taught.
+func (c *call) learnQuota(ctx context.Context, r *reply, h http.Header, q ratelimitheader.Quota) {
+	t, now := c.t, r.now
+	i := c.chargeFor(q)
+	if i < 0 {
+		return
+	}
+	s := c.charges[i].bucket
+	if cfg := s.scope.configured.Load(); q.Limit > 0 && q.Window == 0 && q.Limit == int64(cfg.limit.Count) {
+		// The configured count, published without a window: the
+		// configured limit, whose window the gaps between resets would
+		// only overstate (a window that starts at the first call after
+		// the last one ended, as GitHub's do, is followed by a gap).
+		q.Window = cfg.limit.Per
+	}
+	if q.Limit > 0 && q.Window == 0 {
+		if q.HasReset {
+			at := ratelimitheader.ResponseTime(h, now).Add(q.Reset)
+			q.Window = s.learnWindow(at, q.Reset%time.Second == 0)
+		}
+		if q.Window == 0 && r.status == http.StatusTooManyRequests && r.paused {
+			q.Window = s.windowHint(r.wait)
+		}
+	}
+	if q.Limit > 0 && q.Window > 0 {
+		s.believed.Store(now.Add(pace.BelieveFor(q.Window, t.maxWait)).UnixNano())
+		at := now.UnixNano()
+		_, before := s.basePace(at)
+		if s.learnLimit(q, t.headroom, t.maxWait, t.log) {
+			// Only beside a count, which clamps it next: the bucket
+			// never believes it has more than the provider reported.
+			m, cfg := s.modelAt(at), s.configured()
+			if rate, after := m.Base(at, cfg); after > before && q.Remaining >= 0 {
+				c.grow(ctx, now, i, after-before, rate, after)
+			}
+			why := "the provider published its limit"
+			if m.Outranked(at, cfg) {
+				why = "the provider published a limit below the configured one; what it reports remains paces the scope meanwhile, up to the configured limit"
+			}
+			c.paceChanged(s, why)
+		}
+		r.taught = true
+	}
+	if q.Remaining < 0 {
+		return
+	}
+	tooMany := r.status == http.StatusTooManyRequests
+	if tooMany && concerns(r.verdict, s.scope.Name) {
+		r.counts = true
+		r.explained = r.explained || q.Remaining < int64(c.charges[i].cost)
+	}
+	// What was admitted since this call may not be in the provider's
+	// count yet: take it off, in the scope's own units — the whole
+	// fleet's, in a shared store that counts what it took.
+	mark, fleet := c.charges[i].spentAt, !r.local && c.charges[i].takenAt > 0
+	if fleet {
+		mark = c.charges[i].takenAt
+	}
+	left := float64(q.Remaining) - float64(s.sinceMark(mark, fleet))
+	var noneLeft time.Duration // nothing left: how long to pause for it (pace.Verdict.Pause)
+	if q.HasReset {
+		var refused int64
+		if tooMany {
+			refused = int64(c.charges[i].cost)
+		}
+		rep := pace.Count{Remaining: q.Remaining, Reset: q.Reset, Limit: q.Limit, Mark: mark, Refused: refused, Sent: c.admitted, Local: r.local, Fleet: fleet}
+		v, began := s.reportRemaining(now, rep, t.maxWait)
+		if began {
+			c.paceChanged(s, "the provider reports what remains until its reset")
+		}
+		left, noneLeft = v.Left, v.Pause
+		if v.Before {
+			// A fixed window's count from before its latest turn
+			// bounds nothing now: no bound, so the clamp below leaves
+			// the bucket alone (it lowers a bucket only to a level
+			// under its burst).
+			left = math.Inf(1)
+		}
+	}
+	// What the calls in flight take beyond what remains, the provider
+	// refuses, and a refused call spends nothing: the count empties
+	// the bucket, no more. Taken as a debt, the calls in flight when
+	// a burst was refused stalled the scope for seconds.
+	left = max(0, left)
+	// A 429 that says what remains is the remaining count's lesson,
+	// which paces the scope: no cut on top — unless the count has no
+	// room to pace by (reportRemaining), when the refusal is the
+	// lesson.
+	r.counted = true
+	if !s.model.Load().Roomless(now.UnixNano()) {
+		r.taught, r.roomless = true, false
+	}
+	if pause := noneLeft; pause > 0 {
+		c.coolDown(s, now, pause, &pausedForNoneLeft)
+		s.claimFarReset(now, q.Reset, t.maxWait) // farreset.go
+		// The bucket is empty, not full, when the pause ends: the
+		// restart is paced, at the pace after the reset.
+		blind := s.model.Load().Blind(s.configured())
+		left = min(left, -blind*pause.Seconds())
+		s.owe(blind)
+	}
+	c.clamp(ctx, now, i, left)
+}
+
+// refusedOn takes the refusal r for the call's charge i, a scope the
+// response concerns: a scope that caps only its calls in flight holds no
+// more at once than it held then; a 429 that taught nothing else cuts the
+// pace to what the provider was measured to accept; a pause the response
+// asks for stops the scope, its bucket emptied so that the restart is
+// paced.
+func (c *call) refusedOn(ctx context.Context, r *reply, i int) {
+	t, now, ch := c.t, r.now, c.charges[i]
+	// A Retry-After of a second or less beside a remaining count
+	// is the count's rounding (a token bucket says "1" for the
+	// 10 ms until its next token): where the scope knows what it
+	// spent since (its own bucket, or a fleet's total), the count
+	// paces the other callers from an empty bucket, and only the
+	// refused call waits it out. A longer one asks the scope to
+	// stop; so does a brief one where the count cannot be read
+	// against what was spent.
+	pause := r.paused && !(r.counted && !r.overruled && r.wait <= pace.BriefRetryAfter && (r.local || ch.takenAt > 0))
+	if !r.taught && r.cuts && ch.bucket.limitsOnlyConcurrency(now) {
+		// A 503 too: nginx's limit_conn answers one, and an
+		// overloaded server as well, which fewer calls at once
+		// is what helps.
+		if ch.bucket.cutSlots(ch.heldWith, now) {
+			c.paceChanged(ch.bucket, "the provider refused a call sent while the scope held "+strconv.Itoa(int(ch.heldWith))+" others: it holds no more at once")
+			c.publishCut(ch.bucket)
+		}
+	} else if r.status == http.StatusTooManyRequests && !r.taught && r.cuts {
+		var retryAfter time.Duration
+		if r.paused {
+			retryAfter = max(r.wait, 1) // "Retry-After: 0" still asks for a pause
+		}
+		// A brief Retry-After on a scope paced at a measured
+		// capacity pauses only this call (pace.Cuts.Refused).
+		cut, pauses := ch.bucket.cut(ch.admittedAt, now, retryAfter, t.maxWait, !r.local, r.overruled)
+		pause = pause && pauses
+		c.clamp(ctx, now, i, 0) // the provider has nothing left
+		if cut {
+			why := "the provider refused a call"
+			if r.overruled {
+				why = "the provider refused a call its count said fitted: it limits by more than it counts"
+			}
+			c.paceChanged(ch.bucket, why)
+			// After the clamp, which stops the fleet at once.
+			c.publishCut(ch.bucket)
+		}
+	}
+	if !pause {
+		return
+	}
+	if r.wait > pace.BriefRetryAfter && r.status == http.StatusTooManyRequests {
+		// A refusal that costs more than the call: for a while
+		// none left is waited out (pace.Scope.CostlyRefusals).
+		// Not a 503's: an outage's pause says nothing of what
+		// the limiter charges for a call sent into none left.
+		ch.bucket.costlyFrom(now, r.wait)
+	}
+	c.coolDown(ch.bucket, now, r.wait, &pausedForRetryAfter)
+	ch.bucket.claimFarReset(now, r.claimed, t.maxWait) // farreset.go
+	// At the pace after any cut, the bucket is back to empty —
+	// not full — when the pause ends.
+	rate, _ := ch.bucket.pace()
+	owed := r.wait
+	if r.claimed > t.maxWait && !r.local {
+		// A pause beyond the maximum wait is said at once here
+		// (farreset.go); the fleet's other processes cannot hear
+		// why a debt holds them, and would wait it out in
+		// silence. The shared bucket owes a second's pace: each
+		// sends within it, and its own answer tells it.
+		owed = min(r.wait, pace.BriefRetryAfter)
+	}
+	c.clamp(ctx, now, i, -rate*owed.Seconds())
+	ch.bucket.owe(rate)
 }
 
 // forgetUnconfirmed forgets the scope's published limit once no response
