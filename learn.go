@@ -333,16 +333,26 @@ type reply struct {
 }
 
 // learnQuota learns what the quota q of a response in r, with headers h,
-// says of the scope it is charged to: a published limit (with the window
-// it is counted in), and what remains, which clamps the bucket and paces
-// the scope, or pauses it when none is left. It notes in r what the quota
-// taught.
+// says of the scope it is charged to: a published limit (learnPublished),
+// and what remains (learnRemaining). It notes in r what the quota taught.
 func (c *call) learnQuota(ctx context.Context, r *reply, h http.Header, q ratelimitheader.Quota) {
-	t, now := c.t, r.now
 	i := c.chargeFor(q)
 	if i < 0 {
 		return
 	}
+	if c.learnPublished(ctx, r, h, q, i) {
+		r.taught = true
+	}
+	if q.Remaining >= 0 {
+		c.learnRemaining(ctx, r, q, i)
+	}
+}
+
+// learnPublished takes the limit the quota q publishes, with the window it
+// is counted in, as the pace of the call's charge i (learnLimit), and
+// reports whether q publishes one.
+func (c *call) learnPublished(ctx context.Context, r *reply, h http.Header, q ratelimitheader.Quota, i int) bool {
+	t, now := c.t, r.now
 	s := c.charges[i].bucket
 	if cfg := s.scope.configured.Load(); q.Limit > 0 && q.Window == 0 && q.Limit == int64(cfg.limit.Count) {
 		// The configured count, published without a window: the
@@ -377,11 +387,18 @@ func (c *call) learnQuota(ctx context.Context, r *reply, h http.Header, q rateli
 			}
 			c.paceChanged(s, why)
 		}
-		r.taught = true
+		return true
 	}
-	if q.Remaining < 0 {
-		return
-	}
+	return false
+}
+
+// learnRemaining takes what the quota q says remains for the call's charge
+// i: it clamps the bucket, net of what was sent since, and — with a reset
+// — paces the scope to spend it by then (reportRemaining), or pauses it
+// when none is left.
+func (c *call) learnRemaining(ctx context.Context, r *reply, q ratelimitheader.Quota, i int) {
+	t, now := c.t, r.now
+	s := c.charges[i].bucket
 	tooMany := r.status == http.StatusTooManyRequests
 	if tooMany && concerns(r.verdict, s.scope.Name) {
 		r.counts = true
