@@ -1,0 +1,211 @@
+package pace
+
+import (
+	"testing"
+	"time"
+)
+
+// The rules of rules.go, each alone on a reading with explicit figures: a
+// scope whose blind pace is 90 a second, configured at 100 (Unreported 90),
+// a call every 30 s at least (Floor), and a maximum wait of 30 s.
+var ruleScope = Scope{Blind: 90, Configured: 100, Unreported: 90, Floor: 1.0 / 30, Per: time.Second, MaxWait: 30 * time.Second, CountsRequests: true}
+
+func TestRuleBelowMargin(t *testing.T) {
+	// 10 a second given back, 2 left against a margin of 5, spread over
+	// a second: below the margin, the gap closes within the deficit time
+	// (a quarter of a second), 10 + (2-5)/0.25 = -2, floored at half the
+	// blind pace while nothing was refused of late.
+	base := reading{supply: 10, left: 2, margin: 5, horizon: time.Second, deficit: 250 * time.Millisecond, quiet: true,
+		reset: time.Second, window: time.Second, local: true, known: true}
+	for _, tc := range []struct {
+		name string
+		edit func(*reading)
+		rate float64
+		want float64
+	}{
+		{"at the margin: the spread stands", func(k *reading) { k.left = 5 }, 42, 42},
+		{"below it, quiet: half the blind pace at least", nil, 42, 45},
+		{"below it after a refusal: the count paces alone", func(k *reading) { k.quiet = false }, 42, -2},
+		{"below it, the gap over the horizon when that is sooner", func(k *reading) { k.horizon = 100 * time.Millisecond; k.quiet = false }, 42, 10 - 3/0.1},
+		{"at a long window's turn: one call at a time, no floor", func(k *reading) { k.wakeOne = true }, 42, -2},
+		{"beside others in a long window: no floor", func(k *reading) { k.alone = false; k.window = time.Minute }, 42, -2},
+		{"beside others in a window of a second: the floor holds", func(k *reading) { k.alone = false }, 42, 45},
+	} {
+		k := base
+		if tc.edit != nil {
+			tc.edit(&k)
+		}
+		if got := k.belowMargin(ruleScope, tc.rate); !near(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestRuleLastsAtBlind(t *testing.T) {
+	// 100 left against a margin of 1, reset in 1 s: 99 last a second at
+	// the blind pace (90), so the count may not slow the scope below it.
+	base := reading{left: 100, margin: 1, reset: time.Second, horizon: time.Second, local: true}
+	for _, tc := range []struct {
+		name string
+		edit func(*reading)
+		sc   func(*Scope)
+		want float64
+	}{
+		{"what is left lasts at the blind pace", nil, nil, 90},
+		{"it does not", func(k *reading) { k.left = 50 }, nil, 20},
+		{"what comes back makes it last", func(k *reading) { k.left = 50; k.supply = 41 }, nil, 90},
+		{"below the margin", func(k *reading) { k.left = 0.5 }, nil, 20},
+		// A whole-second reset may be a moment away: while what comes back
+		// is young and nobody else is seen, what is left need last only to
+		// the soonest the reset may be — here, now.
+		{"young, alone, the limit published: to the soonest reset", func(k *reading) { k.left = 5; k.first, k.alone = true, true }, func(sc *Scope) { sc.BlindWithin = true }, 90},
+		{"young beside others: to the reset", func(k *reading) { k.left = 5; k.first = true }, func(sc *Scope) { sc.BlindWithin = true }, 20},
+		{"young, the blind pace above the published limit", func(k *reading) { k.left = 5; k.first, k.alone = true, true }, nil, 20},
+	} {
+		k, sc := base, ruleScope
+		if tc.edit != nil {
+			tc.edit(&k)
+		}
+		if tc.sc != nil {
+			tc.sc(&sc)
+		}
+		if got := k.lastsAtBlind(sc, 20); !near(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestRuleGoesOnGivingBack(t *testing.T) {
+	// 95 a second given back over the latest seconds with no refusal, 3
+	// left against a margin of 5: the scope keeps 95, less the gap spread
+	// over those seconds (heldSpan, 2 s): 94.
+	base := reading{back: 95, left: 3, margin: 5, refusedNone: true, reset: time.Second, local: true, r: 3}
+	for _, tc := range []struct {
+		name string
+		edit func(*reading)
+		want float64
+	}{
+		{"held", nil, 94},
+		{"above the margin: what came back, no more", func(k *reading) { k.left = 30 }, 95},
+		{"a refusal meanwhile", func(k *reading) { k.refusedNone = false }, 20},
+		{"a reset beyond those seconds", func(k *reading) { k.reset = time.Minute }, 20},
+		{"young", func(k *reading) { k.first = true }, 20},
+		{"a fixed window seen to turn", func(k *reading) { k.turns = true }, 20},
+		{"a fleet", func(k *reading) { k.fleet = true }, 20},
+		{"not this process's bucket", func(k *reading) { k.local = false }, 20},
+		{"none left", func(k *reading) { k.r = 0 }, 20},
+	} {
+		k := base
+		if tc.edit != nil {
+			tc.edit(&k)
+		}
+		if got := k.goesOnGivingBack(20); !near(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	k := base
+	if got := k.goesOnGivingBack(120); got != 120 {
+		t.Errorf("a faster pace stands: %v, want 120", got)
+	}
+}
+
+func TestRuleFullRefillAndWindows(t *testing.T) {
+	sc := ruleScope
+	for _, tc := range []struct {
+		name string
+		rule func(*reading, float64) float64
+		k    reading
+		rate float64
+		want float64
+	}{
+		// A count full while the scope spends is a bucket refilling at
+		// least as fast: young, it sets no pace below the one without a
+		// count; measured, the measure paces.
+		{"full and young", func(k *reading, r float64) float64 { return k.fullWhileSpending(sc, r) }, reading{full: true, first: true}, 20, 90},
+		{"full, measured", func(k *reading, r float64) float64 { return k.fullWhileSpending(sc, r) }, reading{full: true}, 20, 20},
+		// A fixed window is full again at its refill: a call is due by then.
+		{"a turn 200 ms away", func(k *reading, r float64) float64 { return k.refillDue(r) }, reading{turns: true, refill: 200 * time.Millisecond}, 1, 5},
+		{"a turn already due", func(k *reading, r float64) float64 { return k.refillDue(r) }, reading{turns: true}, 1, 50},
+		{"no turns seen", func(k *reading, r float64) float64 { return k.refillDue(r) }, reading{refill: 200 * time.Millisecond}, 1, 1},
+		// The next window's 60 less a margin of 1, over its second and the
+		// 180 ms of it the calls in flight land in.
+		{"the next window's count", func(k *reading, r float64) float64 { return k.nextWindow(r) }, reading{next: 60, margin: 1, window: time.Second, land: 180 * time.Millisecond}, 10, 59 / 1.18},
+		{"no next window", func(k *reading, r float64) float64 { return k.nextWindow(r) }, reading{next: -1}, 10, 10},
+		// A fixed window lets its count through in each window, no more.
+		{"a window of 100 a second, alone", func(k *reading, r float64) float64 { return k.windowLetsThrough(r) }, reading{windowed: true, limit: 100, window: time.Second}, 250, 100},
+		{"beside others", func(k *reading, r float64) float64 { return k.windowLetsThrough(r) }, reading{limit: 100, window: time.Second}, 250, 250},
+		// A count with no room for its margin sets no pace: the limit does.
+		{"no room", func(k *reading, r float64) float64 { return k.noRoom(sc, r) }, reading{roomless: true}, 2, 90},
+		{"room", func(k *reading, r float64) float64 { return k.noRoom(sc, r) }, reading{}, 2, 2},
+	} {
+		k := tc.k
+		if got := tc.rule(&k, tc.rate); !near(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	k := reading{next: 60, margin: 1, window: time.Second, left: 3}
+	k.nextWindow(0)
+	if k.left != 60 {
+		t.Errorf("the next window's count is what is left: %v, want 60", k.left)
+	}
+}
+
+func TestRuleNoneLeft(t *testing.T) {
+	base := reading{reset: 5 * time.Second, window: time.Second}
+	for _, tc := range []struct {
+		name  string
+		edit  func(*reading)
+		sc    func(*Scope)
+		want  time.Duration
+		pause bool
+	}{
+		{"none left until a reset 5 s away", nil, nil, 5 * time.Second, true},
+		{"some left", func(k *reading) { k.r = 1 }, nil, 0, false},
+		{"a reset within a whole second's slack may be here", func(k *reading) { k.reset = time.Second }, nil, 0, false},
+		{"the same once a refusal cost a pause: waited out", func(k *reading) { k.reset = time.Second }, func(sc *Scope) { sc.CostlyRefusals = true }, 2 * time.Second, true},
+		{"the same in a minute's window", func(k *reading) { k.reset = time.Second; k.window = time.Minute }, nil, 2 * time.Second, true},
+		{"no longer than the maximum wait", func(k *reading) { k.reset = time.Hour }, nil, 30 * time.Second, true},
+		// A count that gives back as it goes paces by what comes back.
+		{"seen not to refill at its reset", func(k *reading) { k.gradual = true }, nil, 0, false},
+		{"gave back a quarter of the blind pace without a refill", func(k *reading) {
+			k.back, k.unrefilled, k.refusedNone, k.local = 30, true, true, true
+		}, nil, 0, false},
+		{"the same with a refusal meanwhile", func(k *reading) { k.back, k.unrefilled, k.local = 30, true, true }, nil, 5 * time.Second, true},
+		{"the same in a fleet", func(k *reading) {
+			k.back, k.unrefilled, k.refusedNone, k.local, k.fleet = 30, true, true, true, true
+		}, nil, 5 * time.Second, true},
+	} {
+		k, sc := base, ruleScope
+		if tc.edit != nil {
+			tc.edit(&k)
+		}
+		if tc.sc != nil {
+			tc.sc(&sc)
+		}
+		got, pause := k.noneLeft(sc)
+		if got != tc.want || pause != tc.pause {
+			t.Errorf("%s: %v, %v; want %v, %v", tc.name, got, pause, tc.want, tc.pause)
+		}
+	}
+}
+
+// TestRulesInOrder checks the order pace applies the rules in: a count
+// with no room sets no pace whatever the others say, and the floor comes
+// last.
+func TestRulesInOrder(t *testing.T) {
+	k := reading{supply: 50, left: 40, margin: 1, horizon: 500 * time.Millisecond, deficit: 250 * time.Millisecond, reset: time.Second,
+		window: time.Second, turns: true, refill: 100 * time.Millisecond, roomless: true, next: -1}
+	if got := k.pace(ruleScope); got != ruleScope.Unreported {
+		t.Errorf("no room: %v, want the pace without a count, %v", got, ruleScope.Unreported)
+	}
+	k = reading{left: -1000, margin: 1, horizon: time.Second, deficit: 250 * time.Millisecond, reset: time.Second, window: time.Second, next: -1}
+	if got := k.pace(ruleScope); got != ruleScope.Floor {
+		t.Errorf("far below the margin after a refusal: %v, want the floor %v", got, ruleScope.Floor)
+	}
+	// Spread: 40 left less a margin of 1 over a horizon of half a second,
+	// plus 50 given back; more than what lasts at the blind pace asks.
+	k = reading{supply: 50, left: 40, margin: 1, horizon: 500 * time.Millisecond, reset: time.Second, window: time.Second, next: -1}
+	if got, want := k.pace(ruleScope), 50+39/0.5; !near(got, want) {
+		t.Errorf("spread: %v, want %v", got, want)
+	}
+}
