@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -31,7 +32,7 @@ func main() {
 		base = "https://api.openai.com/v1/"
 	}
 	limits := openaipreset.Tier1.Limits()
-	r, err := run(context.Background(), base, os.Getenv("OPENAI_API_KEY"), limits, 200, 10, os.Stdout)
+	r, err := run(context.Background(), nil, base, os.Getenv("OPENAI_API_KEY"), limits, 200, 10, os.Stdout)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -44,8 +45,11 @@ type result struct {
 	backfillCalls      int
 }
 
-func run(ctx context.Context, baseURL, key string, limits openaipreset.Limits, backfillN, interactiveN int, out io.Writer) (result, error) {
-	t := pacer.New(nil,
+// run sends backfillN backfill calls at once and, meanwhile, interactiveN
+// calls a user makes 50 ms apart, through one Transport over base (nil for
+// http.DefaultTransport).
+func run(ctx context.Context, base http.RoundTripper, baseURL, key string, limits openaipreset.Limits, backfillN, interactiveN int, out io.Writer) (result, error) {
+	t := pacer.New(base,
 		openaipreset.PresetLimits(limits),
 		pacer.WithWorkload("interactive", pacer.Workload{Reserve: 0.5}),
 		pacer.WithWorkload("backfill", pacer.Workload{Max: 0.5}),
