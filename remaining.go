@@ -15,13 +15,14 @@ func (s *bucket) reportRemaining(now time.Time, c pace.Count, maxWait time.Durat
 		return v, false
 	}
 	at := now.UnixNano()
-	m, cfg := s.modelAt(at), s.configured()
+	m, cfg, lim := s.modelAt(at), s.configured(), s.scope.configured.Load().limit
 	sc := pace.Scope{
 		Blind:          m.Blind(cfg),
 		Configured:     cfg.Rate,
 		Unreported:     m.Unreported(cfg),
 		Floor:          s.floorRate(maxWait),
-		Per:            s.scope.configured.Load().limit.Per,
+		Per:            lim.Per,
+		Quota:          int64(lim.Count),
 		BlindWithin:    s.blindWithin(c.Limit),
 		CountsRequests: s.scope.countsRequests,
 		MaxWait:        maxWait,

@@ -67,6 +67,15 @@
 //   - Reading a count net of the calls in flight, plus what flows back
 //     meanwhile, relies on the server counting a call on its way: over a
 //     round trip of 300 ms at 100 a second, 30 calls are in flight.
+//   - The margin a count keeps (Record.margin) is a whole call where the
+//     published limit is below the configured count a window. It relies on
+//     a count in whole calls: such a published figure is a bucket's level
+//     (throttled publishes its capacity) or a limit kept lower than the
+//     scope was told, and at a quarter of a call left the next call — an
+//     unpaced neighbour's, or the scope's own in a bunch — finds none. A
+//     bucket's level costs nothing to keep: it refills at its rate. At the
+//     configured quota the margin stays a quarter of a call at least, as a
+//     whole one is a large share of a small window.
 //   - A count with no room for its margin (a server bucket of one) sets no
 //     pace: its zeros are its size, not scarcity; its refusals cut
 //     (reading.noRoom).

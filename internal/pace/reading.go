@@ -106,7 +106,7 @@ func (o *Record) read(now time.Time, seen, sent int64, c Count, local bool, sc S
 	floor := time.Duration(o.rtt.Floor)
 	k.lands = k.turns && k.limit > 0 && o.refillEvery > floor
 	k.windowed = k.alone && k.lands
-	k.margin = o.margin(k.limit, k.supply)
+	k.margin = o.margin(k.limit, sc.Quota, k.supply)
 	// full: the count, as the server made it, is at its peak, and nothing
 	// was refused of late (after a refusal, a full count is the refill the
 	// scope found the edge of, not room). Not net of the calls in flight:
@@ -160,10 +160,28 @@ func (o *Record) read(now time.Time, seen, sent int64, c Count, local bool, sc S
 // a trip: on a 200–400 ms round trip at 100 a second, five calls. Kept as
 // margin, it is what the count's age may hide; without it one call in
 // seventy was refused.
-func (o *Record) margin(limit int64, supply float64) float64 {
+//
+// A whole call where the published limit is below quota, the configured
+// limit's count a window: the published figure is then not the window's
+// quota the configuration states, but a bucket's capacity (throttled
+// publishes its burst and one) or a limit the server keeps lower than the
+// scope was told, and the count is the server's level of what it holds,
+// in whole calls. A quarter of a call left holds none, and the next call
+// to arrive — an unpaced neighbour's, or the scope's own in a bunch over
+// the route — is refused: beside a neighbour taking 4 of a bucket's 10 a
+// second (burst 5) over 40–60 ms, the scope settled at 7 a second and the
+// neighbour was refused 28 % of its calls. A bucket's level costs nothing
+// to keep, since it refills at its rate whatever the level. Where the
+// published limit is the configured quota, a quarter of a call it stays:
+// a whole one is a large share of a small window (one of GitHub's 9 code
+// searches a minute).
+func (o *Record) margin(limit, quota int64, supply float64) float64 {
 	m := 1.0
 	if limit > 0 {
 		m = max(0.25, Margin*float64(limit))
+		if limit < quota {
+			m = max(m, 1)
+		}
 	}
 	return max(m, supply*(o.rtt.Spread/1e9)/2)
 }

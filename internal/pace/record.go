@@ -134,8 +134,10 @@ type Scope struct {
 	// wait.
 	Floor float64
 	// Per is the configured limit's window, the refills' expected period
-	// while no window is learned from the resets.
-	Per time.Duration
+	// while no window is learned from the resets; Quota is the configured
+	// limit's count a window (0 without a configured limit).
+	Per   time.Duration
+	Quota int64
 	// BlindWithin says the blind pace is within the count's published
 	// limit: the published limit's, or a configured one that counts no
 	// more per window.

@@ -209,3 +209,31 @@ func TestRulesInOrder(t *testing.T) {
 		t.Errorf("spread: %v, want %v", got, want)
 	}
 }
+
+// TestMarginWholeCallBelowQuota: below the configured quota a published
+// limit is a level in whole calls (a bucket's capacity, or a limit the
+// server keeps lower), and the margin is a whole call; at the quota it
+// stays the share a small window can spare.
+func TestMarginWholeCallBelowQuota(t *testing.T) {
+	var o Record
+	for _, tc := range []struct {
+		name         string
+		limit, quota int64
+		want         float64
+	}{
+		{"throttled's burst of 5 and one, at 10 a second", 6, 10, 1},
+		{"a window of 9 a minute, as configured", 9, 9, 0.25},
+		{"a bucket of 11 at 100 a second", 11, 100, 1},
+		{"a window of 200, configured at 100", 200, 100, 2},
+		{"none configured", 6, 0, 0.25},
+		{"none published", -1, 10, 1},
+	} {
+		if got := o.margin(tc.limit, tc.quota, 0); got != tc.want {
+			t.Errorf("%s: margin %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	o.rtt.Spread = 200e6 // a 200–400 ms route
+	if got := o.margin(6, 10, 100); got != 10 {
+		t.Errorf("over a jittery route the jitter's calls: margin %v, want 10", got)
+	}
+}
