@@ -49,12 +49,19 @@ const (
 )
 
 // The accepted-calls history a refusal measures on: a point every
-// AcceptanceStep accepted calls, not every call, so that it spans
-// acceptancePoints × AcceptanceStep calls whatever the rate, and a success
-// costs its owner one atomic add.
+// AcceptanceStep accepted calls, not every call, so that a success costs
+// its owner one atomic add; and no two points closer than minPointGap, so
+// that the history spans acceptancePoints × minPointGap, two seconds, at
+// any pace above 128 calls a second (AcceptanceStep ÷ minPointGap).
+// Thirty-two points of eight calls span half a second at 500 a second,
+// less than half the measuring window: no refusal of a scope paced faster
+// could be measured, and each halved its pace, paused it for its
+// Retry-After, and set it climbing for two minutes (a leaky bucket of 500
+// a second, told twice it: 0.816 of its quota).
 const (
 	AcceptanceStep   = 8
 	acceptancePoints = 32
+	minPointGap      = 2 * time.Second / acceptancePoints
 )
 
 // silentShare is the share of what it sent before below which a scope
@@ -102,9 +109,16 @@ type Cuts struct {
 
 // Accepted records, at now (UnixNano), that the provider had accepted ok
 // calls in all and the scope had admitted admitted, pacing at pace units a
-// second. The owner calls it every AcceptanceStep accepted calls.
+// second. The owner calls it every AcceptanceStep accepted calls. A point
+// within minPointGap of the one before the newest replaces the newest: the
+// history keeps its span in time, its newest point always now.
 func (c *Cuts) Accepted(now, ok, admitted int64, pace float64) {
-	c.points[c.next%acceptancePoints] = acceptancePoint{now, ok, admitted, c.refused, pace}
+	p := acceptancePoint{now, ok, admitted, c.refused, pace}
+	if c.next >= 2 && now-c.points[(c.next-2)%acceptancePoints].at < int64(minPointGap) {
+		c.points[(c.next-1)%acceptancePoints] = p
+		return
+	}
+	c.points[c.next%acceptancePoints] = p
 	c.next++
 }
 

@@ -31,6 +31,7 @@ func accept(c *Cuts, ok int64, from, to, rate, pace float64) int64 {
 func TestARefusalCutsToWhatTheServerAccepted(t *testing.T) {
 	for _, tt := range []struct {
 		name       string
+		base       float64 // the scope's full pace, a second
 		accepted   float64 // a second, over the two seconds before the refusal; 0: no history
 		retryAfter time.Duration
 		wantWmax   float64
@@ -39,21 +40,26 @@ func TestARefusalCutsToWhatTheServerAccepted(t *testing.T) {
 		pauses     bool
 		over       time.Duration
 	}{
-		{"a bare 429, measured", 50, 0, 0.5, 0.5 * CapacityHeadroom, true, false, CheapRecovery},
-		{"a brief Retry-After, measured: only the call waits", 50, time.Second, 0.5, 0.5 * CostlyHeadroom, true, false, CheapRecovery},
-		{"a long Retry-After stops the scope", 50, 5 * time.Second, 0.5, 0.5 * CostlyHeadroom, true, true, CostlyRecovery},
-		{"no history: halve", 0, 0, 1, ShortHistoryCut, false, false, CheapRecovery},
-		{"no history and a Retry-After: halve, pause", 0, time.Second, 1, ShortHistoryCut, false, true, CostlyRecovery},
-		{"more accepted than the pace: no rise", 150, 0, 1, CapacityHeadroom, true, false, CheapRecovery},
+		{"a bare 429, measured", 100, 50, 0, 0.5, 0.5 * CapacityHeadroom, true, false, CheapRecovery},
+		{"a brief Retry-After, measured: only the call waits", 100, 50, time.Second, 0.5, 0.5 * CostlyHeadroom, true, false, CheapRecovery},
+		{"a long Retry-After stops the scope", 100, 50, 5 * time.Second, 0.5, 0.5 * CostlyHeadroom, true, true, CostlyRecovery},
+		{"no history: halve", 100, 0, 0, 1, ShortHistoryCut, false, false, CheapRecovery},
+		{"no history and a Retry-After: halve, pause", 100, 0, time.Second, 1, ShortHistoryCut, false, true, CostlyRecovery},
+		{"more accepted than the pace: no rise", 100, 150, 0, 1, CapacityHeadroom, true, false, CheapRecovery},
+		// Thirty-two points of eight calls are half a second at 500 a
+		// second, less than half the measuring window: the points keep
+		// their span in time, and the cut is measured.
+		{"paced at 900, 500 accepted, a brief Retry-After", 900, 500, time.Second, 0.5 / 0.9, 0.5 / 0.9 * CostlyHeadroom, true, false, CheapRecovery},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var c Cuts
 			var ok int64
 			if tt.accepted > 0 {
-				ok = accept(&c, 0, 0, 2, tt.accepted, 100)
+				ok = accept(&c, 0, 0, 2, tt.accepted, tt.base)
 			}
-			v := c.Refused(cutAt(2), Refusal{AdmittedAt: 200, Admitted: 200, Accepted: ok, RetryAfter: tt.retryAfter,
-				Base: 100, Burst: 10, WaitFloor: 1.0 / 60, ProbeFloor: 1})
+			admitted := max(ok, 200)
+			v := c.Refused(cutAt(2), Refusal{AdmittedAt: admitted, Admitted: admitted, Accepted: ok, RetryAfter: tt.retryAfter,
+				Base: tt.base, Burst: 10, WaitFloor: 1.0 / 60, ProbeFloor: 1})
 			if v.Curve == nil {
 				t.Fatal("no cut")
 			}
