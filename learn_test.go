@@ -280,14 +280,18 @@ func TestNoneRemainingWaitsWhileTheResetMayLieAhead(t *testing.T) {
 // The server here says "1s" at every answer: its reset never comes. Once
 // the soonest reset it named is past its slack, the count is no turn, and
 // half the blind pace goes on there too, not a call a second for good.
+//
+// The calls of the first instant are left out: sixteen callers race the
+// first answer, and how many are admitted before it is read (its burst
+// allows them all) is the scheduler's, not the rule's.
 func TestBelowTheMarginAtALongTurnOneCallAtATime(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
 		limit Limit
-		most  int // calls sent in the first two seconds
+		most  int // calls sent after the first instant, in the first two seconds
 		least int // calls sent from the third second to the sixth
 	}{
-		{"a minute's window", Limit{Count: 600, Per: time.Minute}, 3, 10},
+		{"a minute's window", Limit{Count: 600, Per: time.Minute}, 1, 10},
 		{"a second's window", Limit{Count: 10, Per: time.Second}, 20, 10},
 	} {
 		synctest.Test(t, func(t *testing.T) {
@@ -295,6 +299,7 @@ func TestBelowTheMarginAtALongTurnOneCallAtATime(t *testing.T) {
 			start := time.Now()
 			api := roundTripFunc(func(req *http.Request) (*http.Response, error) {
 				switch at := time.Since(start); {
+				case at == 0:
 				case at < 2*time.Second:
 					early.Add(1)
 				case at >= 3*time.Second && at < 6*time.Second:
@@ -315,7 +320,7 @@ func TestBelowTheMarginAtALongTurnOneCallAtATime(t *testing.T) {
 			tr := New(api, WithLimit(tt.limit), WithMaxWait(time.Minute))
 			hammer(tr, 16, start.Add(6*time.Second))
 			if n := int(early.Load()); n > tt.most {
-				t.Errorf("%s: %d calls sent in the first two seconds at the turn, want at most %d", tt.name, n, tt.most)
+				t.Errorf("%s: %d calls sent after the first instant in the first two seconds, at the turn, want at most %d", tt.name, n, tt.most)
 			}
 			if n := int(late.Load()); n < tt.least {
 				t.Errorf("%s: %d calls sent from 3 s to 6 s though the reset never came, want %d or more", tt.name, n, tt.least)
