@@ -154,12 +154,20 @@ func (a *scriptedAPI) sentTimes() []time.Time {
 	return append([]time.Time(nil), a.sent...)
 }
 
+// refusedFirst returns a Transport without retries at limit, over an API
+// whose first answer is a 429 with Retry-After: retryAfter and every later
+// one a 200, once that first call is answered; and when it was sent.
+func refusedFirst(retryAfter string, limit Limit) (*scriptedAPI, *Transport, time.Time) {
+	api := &scriptedAPI{steps: []scripted{{http.StatusTooManyRequests, map[string]string{"Retry-After": retryAfter}}}}
+	tr := New(api, WithLimit(limit), WithoutRetry())
+	start := time.Now()
+	get(tr, context.Background(), "http://api.test/")
+	return api, tr, start
+}
+
 func TestOne429PausesEveryCallerThenRestartsPaced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := &scriptedAPI{steps: []scripted{{http.StatusTooManyRequests, map[string]string{"Retry-After": "5"}}}}
-		tr := New(api, WithLimit(PerSecond(10)), WithoutRetry()) // 9 a second, a burst of 1
-		start := time.Now()
-		get(tr, context.Background(), "http://api.test/")
+		api, tr, start := refusedFirst("5", PerSecond(10)) // 9 a second, a burst of 1
 		var wg sync.WaitGroup
 		for range 16 {
 			wg.Go(func() { mustNotErr(t, get(tr, context.Background(), "http://api.test/")) })
@@ -189,10 +197,7 @@ func TestOne429PausesEveryCallerThenRestartsPaced(t *testing.T) {
 // the pause.
 func TestAPauseEndsWithAnEmptyBucketThoughTheCutClimbs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := &scriptedAPI{steps: []scripted{{http.StatusTooManyRequests, map[string]string{"Retry-After": "2"}}}}
-		tr := New(api, WithLimit(PerSecond(100)), WithoutRetry()) // 90 a second, a burst of 10
-		start := time.Now()
-		get(tr, context.Background(), "http://api.test/")
+		api, tr, start := refusedFirst("2", PerSecond(100)) // 90 a second, a burst of 10
 		hammer(tr, 16, start.Add(3*time.Second))
 		sent := api.sentTimes()[1:]
 		if len(sent) == 0 || sent[0].Sub(start) < 2*time.Second {
