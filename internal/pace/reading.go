@@ -34,14 +34,14 @@ type reading struct {
 	full bool
 
 	// A fixed window's turns: its next refill (Record.refill) and whether
-	// the refills are its turns; lands, that a call sent later than land
-	// from now arrives after the refill; windowed, that the scope is also
-	// alone on the key, so that next, the next window's count for the
-	// calls sent from now on, is its own (-1 for none).
+	// the refills are its turns; land, that a call sent later than land
+	// from now arrives after the refill (0 unless the turns and the
+	// route's floor say so); windowed, that the scope is also alone on the
+	// key, so that next, the next window's count for the calls sent from
+	// now on, is its own (-1 for none).
 	refill   time.Duration
 	turns    bool
 	land     time.Duration
-	lands    bool
 	windowed bool
 	next     float64
 
@@ -104,8 +104,8 @@ func (o *Record) read(now time.Time, seen, sent int64, c Count, local bool, sc S
 	// below). While nobody else is seen spending on the key (windowed),
 	// the next window's count is the scope's too (next, below).
 	floor := time.Duration(o.rtt.Floor)
-	k.lands = k.turns && k.limit > 0 && o.refillEvery > floor
-	k.windowed = k.alone && k.lands
+	lands := k.turns && k.limit > 0 && o.refillEvery > floor
+	k.windowed = k.alone && lands
 	k.margin = o.margin(k.limit, sc.Quota, k.supply)
 	// full: the count, as the server made it, is at its peak, and nothing
 	// was refused of late (after a refusal, a full count is the refill the
@@ -123,7 +123,7 @@ func (o *Record) read(now time.Time, seen, sent int64, c Count, local bool, sc S
 	// window's is its limit less those. Read against this window's count,
 	// the calls in flight emptied the bucket at every window's end and the
 	// next began a round trip late.
-	if k.lands {
+	if lands {
 		k.land = k.refill - floor
 	}
 	k.next = -1
@@ -145,7 +145,7 @@ func (o *Record) read(now time.Time, seen, sent int64, c Count, local bool, sc S
 	trip := time.Duration(o.rtt.Floor) + time.Duration(o.rtt.Spread)
 	catchUp := max(catchUpTime, 2*trip)
 	k.deficit = max(deficitTime, trip)
-	k.horizon = spreadOver(k.reset, catchUp, k.refill, k.land, k.lands, !k.first || k.full)
+	k.horizon = spreadOver(k.reset, catchUp, k.refill, k.land, lands, !k.first || k.full)
 	k.window = o.windowOr(sc.Per) // learned from the resets (LearnWindow), else the configured one
 	k.wakeOne = o.atTurn(seen, k.reset, k.window) && k.left < k.margin
 	k.back, k.refusedNone, k.unrefilled = o.givenBack(seen, k.r, c.Mark)
