@@ -267,6 +267,10 @@ type VCell struct {
 	// bubble.
 	Options []pacer.Option
 	AtEnd   func(*pacer.Transport)
+	// Instead, when set, returns the client the cell runs in pacer's
+	// place, over wire: an oracle that knows what pacer cannot (see
+	// TestOracles). AtEnd is not called.
+	Instead func(wire http.RoundTripper) http.RoundTripper
 	// Draw picks the cell's draws of delay and jitter: 0, the cell's own
 	// (the ratchets are held on it); another, a run of the same cell on
 	// other draws, as VirtualMatrixDraws runs it.
@@ -414,9 +418,15 @@ func runVirtual(c VCell) (VResult, error) {
 	if c.Family.Path == PathConn {
 		cfg = ClientConfig{Conn: c.Family.Nginx.Conn * c.Situation.Scale, MaxWait: d, Options: cfg.Options}
 	}
-	client, release, err := NewClient(Pacer, cfg, wire)
-	if err != nil {
-		return VResult{}, err
+	var client *http.Client
+	release := func() {}
+	if c.Instead != nil {
+		client = &http.Client{Transport: c.Instead(wire)}
+	} else {
+		client, release, err = NewClient(Pacer, cfg, wire)
+		if err != nil {
+			return VResult{}, err
+		}
 	}
 	defer release()
 
@@ -433,7 +443,7 @@ func runVirtual(c VCell) (VResult, error) {
 	if res.NeighbourRate > 0 {
 		res.Neighbour = <-done
 	}
-	if c.AtEnd != nil {
+	if c.AtEnd != nil && c.Instead == nil {
 		c.AtEnd(client.Transport.(*pacer.Transport))
 	}
 	if c.Family.Path == PathConn {
