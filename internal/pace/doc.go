@@ -101,7 +101,9 @@
 //     while it holds its cap: what it held then were calls in flight.
 //   - RoundTrips keeps the shortest round trip of late: the floor under a
 //     network's jitter and a busy host's lateness, against which a count is
-//     dated (when the server counted, not when an answer was read).
+//     dated (when the server counted, not when an answer was read); and
+//     the spread above it, the mean of the first round trips', then an
+//     average over 64.
 //   - Whether another client spends on the key relies on the same count:
 //     it falls faster than the scope spends. Over a jittery route a count
 //     is made in the order calls arrive and read in the order they were

@@ -95,6 +95,23 @@ func TestRoundTrips(t *testing.T) {
 	}
 }
 
+// The spread of the first round trips is their mean excess over the
+// floor, not an average that starts from nothing: eight answers of a
+// 200–400 ms route say a hundred milliseconds, not twelve.
+func TestTheFirstRoundTripsSpread(t *testing.T) {
+	var r RoundTrips
+	for _, ms := range []int64{200, 400, 300, 250, 350, 200, 400, 300} {
+		r.Observe(ms * int64(time.Millisecond))
+	}
+	if got := time.Duration(r.Spread); got < 80*time.Millisecond || got > 110*time.Millisecond {
+		t.Errorf("spread %v after eight round trips of 200–400 ms, want about 100 ms", got)
+	}
+	r.Observe(0) // unknown: no round trip at all
+	if got := time.Duration(r.Spread); got < 80*time.Millisecond {
+		t.Errorf("spread %v after an unknown round trip, want it unchanged", got)
+	}
+}
+
 func TestNextRefill(t *testing.T) {
 	every := time.Second
 	for _, tt := range []struct {
