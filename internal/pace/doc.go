@@ -109,7 +109,9 @@
 //     is made in the order calls arrive and read in the order they were
 //     sent, so the fall must exceed the calls in the route's jitter, both
 //     of late and over a second (a neighbour's spending lasts; the
-//     route's disorder averages out).
+//     route's disorder averages out). While the measure is young, only
+//     over the second, and from none: the first burst's disorder moves a
+//     tenth of a second's measure by dozens of calls a second.
 //   - Before any turn of the count is seen, another client's spending is
 //     read from the count alone, over two seconds at least: how much
 //     faster than the scope spent it fell since a count after the first

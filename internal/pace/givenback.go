@@ -115,7 +115,8 @@ func (o *Record) measure(now time.Time, seen int64, r float64, spentAt, limit in
 			// report's count is rounded to a whole call, and calls are
 			// answered in another order than they were admitted in.
 			o.supply = o.follow(o.supply, gain/dt, dt, max(supplyTime.Seconds(), 8*o.interval))
-			o.drift = o.follow(o.drift, gain/dt, dt, max(driftTime.Seconds(), 16*o.interval))
+			// From none, not from the first measure (alone).
+			o.drift = ease(o.drift, gain/dt, dt, max(driftTime.Seconds(), 16*o.interval))
 			o.known = true
 			move = true
 		}
@@ -156,12 +157,18 @@ func (o *Record) givenBack(seen int64, r float64, spentAt int64) (perSecond floa
 	return 0, false, false
 }
 
-// follow moves a measure from was toward x, seen over dt seconds, so that
-// it follows a change within span seconds; the first measure is x itself.
+// follow moves a measure from was toward x, seen over dt seconds (ease);
+// the first measure is x itself.
 func (o *Record) follow(was, x, dt, span float64) float64 {
 	if !o.known {
 		return x
 	}
+	return ease(was, x, dt, span)
+}
+
+// ease moves a measure from was toward x, seen over dt seconds, so that it
+// follows a change within span seconds.
+func ease(was, x, dt, span float64) float64 {
 	return was + min(1, dt/span)*(x-was)
 }
 
@@ -177,13 +184,31 @@ func (o *Record) neighbourNoise(blind float64, span time.Duration) float64 {
 	return max(neighbourNoise*blind, blind*(o.rtt.Spread/1e9)/span.Seconds())
 }
 
-// alone reports whether nobody else is seen spending on the key: over the
-// spans measured, the count fell no faster than the scope spent, within
-// the noise of calls counted out of order (neighbourNoise), both of late
-// (supply, which sees a neighbour soon) and over driftTime (drift, which a
-// jittery route's disorder moves less).
-func (o *Record) alone(local bool, blind float64) bool {
-	return local && o.known && o.supply > -o.neighbourNoise(blind, supplyTime) && o.drift > -o.neighbourNoise(blind, driftTime)
+// alone reports whether nobody else is seen spending on the key at now:
+// over the spans measured, the count fell no faster than the scope spent,
+// within the noise of calls counted out of order (neighbourNoise), both of
+// late (supply, which sees a neighbour soon) and over driftTime (drift,
+// which a jittery route's disorder moves less).
+//
+// While the measure is young (TrustAfter), by the drift alone, which
+// starts from none (measure). The first measures are of the first burst,
+// whose calls the server counts in another order than they were sent in:
+// over a tenth of a second they move by dozens of calls a second either
+// way. A scope alone on a sliding window over a 200–400 ms route measured
+// 47 a second taken by others, and read as a neighbour's spending, the
+// first window's count was spread over the whole second (lastsAtBlind):
+// 55 a second for a second, where the blind pace was 90. A neighbour
+// spending from the start moves the drift past its noise within a few
+// tenths of a second all the same.
+func (o *Record) alone(now time.Time, local bool, blind float64) bool {
+	if !local || !o.known {
+		return false
+	}
+	quiet := o.drift > -o.neighbourNoise(blind, driftTime)
+	if now.UnixNano()-o.first < int64(TrustAfter) {
+		return quiet
+	}
+	return quiet && o.supply > -o.neighbourNoise(blind, supplyTime)
 }
 
 // othersSpan is the shortest span over which othersTake is read: over a

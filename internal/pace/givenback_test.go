@@ -204,3 +204,41 @@ func TestNewMarksStartTheBaselinesAfresh(t *testing.T) {
 		t.Errorf("others' take, the count unmoved and nothing spent since the marks changed: %.0f a second over %v, want none", take, span)
 	}
 }
+
+// The first burst's calls are counted in another order than they were
+// sent in: the first measure says others took 27 a second when none did.
+// While the measure is young, that is no neighbour (alone); a neighbour
+// spending 40 a second from the start is one within a few tenths of a
+// second. The server is a window's first second, which gives nothing back.
+func TestTheFirstBurstsDisorderIsNoNeighbour(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		neighbour float64 // calls a second another client takes from the count
+		want      bool
+	}{
+		{"alone, four calls counted out of order", 0, true},
+		{"beside a neighbour at 40 a second", 40, false},
+	} {
+		var o Record
+		sc := scope100(0)
+		answer := func(now time.Time, mark int64, early float64) {
+			taken := tt.neighbour * now.Sub(t0).Seconds()
+			c := Count{Remaining: int64(100 - float64(mark) - taken - early), Reset: time.Second, Limit: 100, Mark: mark,
+				Sent: now.Add(-20 * time.Millisecond).UnixNano(), Local: true}
+			sc.Spent = mark
+			o.Count(now, c, sc)
+		}
+		answer(t0, 10, 0)
+		// 150 ms on, 15 more spent; four of the calls sent after the one
+		// the count answers were counted before it.
+		now := t0.Add(150 * time.Millisecond)
+		answer(now, 25, 4)
+		for mark := int64(40); mark <= 85; mark += 15 {
+			now = now.Add(100 * time.Millisecond)
+			answer(now, mark, 0)
+		}
+		if got := o.alone(now, true, sc.Blind); got != tt.want {
+			t.Errorf("%s: alone = %v at %v, want %v (supply %.1f, drift %.1f a second)", tt.name, got, now.Sub(t0), tt.want, o.supply, o.drift)
+		}
+	}
+}

@@ -88,7 +88,7 @@ func (o *Record) read(now time.Time, seen, sent int64, c Count, local bool, sc S
 	// Nobody else is seen spending on the key: over the span measured, the
 	// count fell no faster than the scope spent, within the noise of calls
 	// counted out of order (neighbourNoise).
-	k.alone = o.alone(local, sc.Blind)
+	k.alone = o.alone(now, local, sc.Blind)
 	k.left = k.r - float64(o.spentSince(c.Mark, sc.Spent, c.Fleet)) + o.flownBack(now, sent)
 	if k.supply < 0 {
 		// What a neighbour on a fixed window took since the count was made

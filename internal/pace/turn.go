@@ -67,7 +67,7 @@ func (o *Record) atTurn(seen int64, reset, window time.Duration) bool {
 // NextRefill.
 func (o *Record) nextCount(now time.Time, refill time.Duration, limit int64, local bool, sc Scope) float64 {
 	floor := time.Duration(o.rtt.Floor)
-	alone := o.alone(local || o.fleet, sc.Blind)
+	alone := o.alone(now, local || o.fleet, sc.Blind)
 	land := refill - floor
 	if !alone || limit <= 0 || o.refillEvery <= floor || land > 0 {
 		return -1
