@@ -10,14 +10,30 @@ import (
 )
 
 // noteReset takes the reset a count r named, made at seen, and reports
-// whether the count turned at the reset the one before named.
-func (o *Record) noteReset(seen int64, reset time.Duration, r float64, limit int64, local bool) (turned bool) {
+// whether the count turned at a reset an earlier one named; quiet says
+// nothing was refused of late.
+func (o *Record) noteReset(seen int64, reset time.Duration, r float64, limit int64, local, quiet bool) (turned bool) {
 	// A count made once the reset the one before named was due, which
 	// names a later one: the count turned at that reset. A fixed window
 	// is full then (Record.refill). One with no room, and no refill seen
 	// ever, does not refill at its resets: a sliding window gives back
 	// what was spent a window before as it goes, and at its turn is as
 	// empty as before it (gradual; reading.noneLeft).
+	//
+	// Or once the soonest reset named since the latest turn came, a
+	// count that names one further off than that one's slack, while
+	// nothing was refused of late. A reset in whole seconds may be up to
+	// a second early as well as late (httprate ends its window on the
+	// second; a count read against a Date header rounds it), so the
+	// counts of a window's last second name "1 s" and its turn comes
+	// before that: read against the latest alone, the first count after
+	// the turn came before that reset was due, was no turn, and named
+	// the next one — the turn of a sliding minute over a 0.5–1 s route
+	// went unseen, and the scope paused at none left for half a minute
+	// while the window gave back. Not after a refusal: a server that
+	// turned to refusing every call, none left until a reset farther
+	// off, reads the same, and taken for a sliding window's turn, which
+	// gives back as it goes, it was sent twenty calls into its refusals.
 	//
 	// So does a count that names a reset beyond the soonest one an earlier
 	// count named, before that one came: its reset moved later as the
@@ -27,7 +43,8 @@ func (o *Record) noteReset(seen int64, reset time.Duration, r float64, limit int
 	// second and 51 in hand, emptied by the first burst, sat out the five
 	// seconds it takes to be full while it took ten a second.
 	at, due := seen+int64(reset), seen+int64(reset+WholeSecondSlack(reset))
-	turned = o.dueAt != 0 && seen >= o.resetAt && at > o.dueAt
+	turned = o.dueAt != 0 && seen >= o.resetAt && at > o.dueAt ||
+		quiet && o.soonestDue != 0 && seen >= o.soonestAt && reset > time.Duration(o.soonestDue-o.soonestAt)
 	// A reset stated as a time from the answer, not from when the server
 	// counted, moves with the route's jitter: beyond it, and beyond a
 	// whole-second reset's slack, it moved.

@@ -466,3 +466,46 @@ func TestAResetThatNeverComesStopsPausing(t *testing.T) {
 		t.Errorf("%d pauses for a reset that never comes (%v of virtual time for 200 calls); want at most 2", pauses, now.Sub(t0))
 	}
 }
+
+// Which counts turned, from explicit times: a sliding minute whose resets
+// are whole seconds rounded up turns before its last count's "1 s" is up,
+// and the first count after names the next minute with little left; after
+// a refusal the same reads as a server that turned to refusing, no turn;
+// a count that names "1 s" at every answer names none.
+func TestWhichCountsTurned(t *testing.T) {
+	type answer struct {
+		seen    time.Duration // from t0
+		reset   time.Duration
+		refused bool // something was refused of late
+	}
+	for _, tt := range []struct {
+		name    string
+		answers []answer
+		turned  bool // at the last answer
+		gradual bool
+		left    float64
+		limit   int64 // the published limit
+	}{
+		{"a sliding minute's turn before its rounded-up second",
+			[]answer{{59 * time.Second, time.Second, false}, {59600 * time.Millisecond, time.Second, false}, {60050 * time.Millisecond, time.Minute, false}},
+			true, true, 5, 600},
+		{"the same after a refusal",
+			[]answer{{59 * time.Second, time.Second, false}, {59600 * time.Millisecond, time.Second, false}, {60050 * time.Millisecond, time.Minute, true}},
+			false, false, 5, 600},
+		{"a fixed minute's turn: a refill, not a sliding window",
+			[]answer{{59 * time.Second, time.Second, false}, {59600 * time.Millisecond, time.Second, false}, {60050 * time.Millisecond, time.Minute, false}},
+			true, false, 590, 600},
+		{"a count that names 1 s at every answer",
+			[]answer{{0, time.Second, false}, {400 * time.Millisecond, time.Second, false}, {800 * time.Millisecond, time.Second, false}, {1200 * time.Millisecond, time.Second, false}, {1600 * time.Millisecond, time.Second, false}},
+			false, false, 5, 600},
+	} {
+		var o Record
+		var turned bool
+		for _, a := range tt.answers {
+			turned = o.noteReset(t0.Add(a.seen).UnixNano(), a.reset, tt.left, tt.limit, true, !a.refused)
+		}
+		if turned != tt.turned || o.gradual != tt.gradual {
+			t.Errorf("%s: turned %v, gradual %v; want %v, %v", tt.name, turned, o.gradual, tt.turned, tt.gradual)
+		}
+	}
+}
