@@ -204,11 +204,11 @@ func (o *Record) alone(now time.Time, local bool, blind float64) bool {
 	if !local || !o.known {
 		return false
 	}
-	quiet := o.drift > -o.neighbourNoise(blind, driftTime)
+	overASecond := o.drift > -o.neighbourNoise(blind, driftTime)
 	if now.UnixNano()-o.first < int64(TrustAfter) {
-		return quiet
+		return overASecond
 	}
-	return quiet && o.supply > -o.neighbourNoise(blind, supplyTime)
+	return overASecond && o.supply > -o.neighbourNoise(blind, supplyTime)
 }
 
 // othersSpan is the shortest span over which othersTake is read: over a
