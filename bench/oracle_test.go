@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/pacer-go/pacer"
 )
 
 // An oracle is a client that knows what pacer cannot: the server's rate
@@ -24,23 +24,22 @@ import (
 //
 //	PACER_ORACLES=8 go test -run TestOracles -v ./bench
 func TestOracles(t *testing.T) {
-	n, err := strconv.Atoi(os.Getenv("PACER_ORACLES"))
-	if err != nil || n < 1 {
-		t.Skip("set PACER_ORACLES to the number of draws each oracle is run on")
-	}
+	n := drawsFromEnv(t, "PACER_ORACLES", "the number of draws each oracle is run on")
 	type row struct {
-		cell, oracle string
-		instead      func(wire http.RoundTripper) http.RoundTripper
-		oracle3      [3]float64 // goodput, refused per accepted, the neighbour's refused
+		cell, how string
+		instead   func(wire http.RoundTripper) http.RoundTripper
+		got       [3]float64 // goodput, refused per accepted, the neighbour's refused
 	}
 	var rows []row
+	byName := map[string]VCell{}
 	for _, c := range VCells(false, 20*time.Second) {
+		byName[c.Name()] = c
 		serverRate, _ := c.Family.rate()
 		configured := serverRate * float64(c.Situation.Scale)
 		switch {
 		case c.Family.Path == PathConn && c.Situation.Scale > 1:
 			cap, told := c.Family.Nginx.Conn, c.Family.Nginx.Conn*c.Situation.Scale
-			rows = append(rows, row{cell: c.Name(), oracle: fmt.Sprintf("%d in flight until refused, then %d", told, cap),
+			rows = append(rows, row{cell: c.Name(), how: fmt.Sprintf("%d in flight until refused, then %d", told, cap),
 				instead: func(w http.RoundTripper) http.RoundTripper { return newCapUntilRefused(w, told, cap) }})
 		case c.Family.Path == PathConn || c.Net.Delay == 0:
 			// Loopback and the busy host: pacer meets the rate cells' targets.
@@ -48,27 +47,23 @@ func TestOracles(t *testing.T) {
 			// Pacer's blind pace, then the most of the limit that a fixed
 			// pace spends with under 1 % refused on every family over the
 			// route (the limit-known rows).
-			blind, then := defaultHeadroom*configured, 0.97*serverRate
-			rows = append(rows, row{cell: c.Name(), oracle: fmt.Sprintf("%.0f/s until refused, then %.0f/s", blind, then),
+			blind, then := blindPace(configured), 0.97*serverRate
+			rows = append(rows, row{cell: c.Name(), how: fmt.Sprintf("%.0f/s until refused, then %.0f/s", blind, then),
 				instead: func(w http.RoundTripper) http.RoundTripper { return newPaceUntilRefused(w, blind, then) }})
 		case c.Situation.NeighbourShare > 0:
 			left := serverRate * (1 - c.Situation.NeighbourShare)
 			for _, share := range []float64{1, 0.97, 0.95} {
 				p := share * left
-				rows = append(rows, row{cell: c.Name(), oracle: fmt.Sprintf("%.0f/s, %.0f %% of what the neighbour leaves", p, 100*share),
+				rows = append(rows, row{cell: c.Name(), how: fmt.Sprintf("%.0f/s, %.0f %% of what the neighbour leaves", p, 100*share),
 					instead: func(w http.RoundTripper) http.RoundTripper { return newPaceUntilRefused(w, p, p) }})
 			}
 		default:
 			for _, share := range []float64{0.95, 0.96, 0.97} {
 				p := share * serverRate
-				rows = append(rows, row{cell: c.Name(), oracle: fmt.Sprintf("%.0f/s, the limit known", p),
+				rows = append(rows, row{cell: c.Name(), how: fmt.Sprintf("%.0f/s, the limit known", p),
 					instead: func(w http.RoundTripper) http.RoundTripper { return newPaceUntilRefused(w, p, p) }})
 			}
 		}
-	}
-	byName := map[string]VCell{}
-	for _, c := range VCells(false, 20*time.Second) {
-		byName[c.Name()] = c
 	}
 	var names []string // the cells pacer is run in, once each
 	pacers := map[string]*[3]float64{}
@@ -91,7 +86,7 @@ func TestOracles(t *testing.T) {
 			oracles[i].Draw, oracles[i].Instead = draw, r.instead
 		}
 		for i, res := range VirtualMatrix(t, oracles) {
-			tally(&rows[i].oracle3, res)
+			tally(&rows[i].got, res)
 		}
 		cells := make([]VCell, len(names))
 		for i, name := range names {
@@ -109,16 +104,20 @@ func TestOracles(t *testing.T) {
 	for _, r := range rows {
 		p := *pacers[r.cell]
 		if byName[r.cell].Situation.NeighbourShare > 0 {
-			fmt.Printf("| %s | %s | %.3f · %.4f · %.4f | %.3f · %.4f · %.4f |\n", r.cell, r.oracle, r.oracle3[0], r.oracle3[1], r.oracle3[2], p[0], p[1], p[2])
+			fmt.Printf("| %s | %s | %.3f · %.4f · %.4f | %.3f · %.4f · %.4f |\n", r.cell, r.how, r.got[0], r.got[1], r.got[2], p[0], p[1], p[2])
 		} else {
-			fmt.Printf("| %s | %s | %.3f · %.4f | %.3f · %.4f |\n", r.cell, r.oracle, r.oracle3[0], r.oracle3[1], p[0], p[1])
+			fmt.Printf("| %s | %s | %.3f · %.4f | %.3f · %.4f |\n", r.cell, r.how, r.got[0], r.got[1], p[0], p[1])
 		}
 	}
 }
 
-// defaultHeadroom is pacer's default share of a limit it paces at while
-// blind (WithHeadroom).
-const defaultHeadroom = 0.9
+// blindPace is the pace pacer starts at, calls a second, configured at
+// configured a second with its defaults: as its Stats say, not a copy of
+// its headroom.
+func blindPace(configured float64) float64 {
+	tr := pacer.New(http.DefaultTransport, pacer.WithLimit(pacer.PerSecond(int(configured))))
+	return tr.Stats().Scopes[0].Rate
+}
 
 // paceUntilRefused sends at one pace until the first refusal comes back,
 // then at another, one call at a time (a burst of 1 wastes nothing on a

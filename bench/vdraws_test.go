@@ -23,10 +23,7 @@ import (
 // It judges a change to the controller; the ratchets stay on each cell's
 // own draw (TestVirtualMatrix).
 func TestVirtualMatrixDraws(t *testing.T) {
-	n, err := strconv.Atoi(os.Getenv("PACER_VDRAWS"))
-	if err != nil || n < 1 {
-		t.Skip("set PACER_VDRAWS to the number of draws a cell is run on")
-	}
+	n := drawsFromEnv(t, "PACER_VDRAWS", "the number of draws a cell is run on")
 	cells := VCells(false, 20*time.Second)
 	type tally struct {
 		goodput, refused, neighbour float64
@@ -66,4 +63,14 @@ func TestVirtualMatrixDraws(t *testing.T) {
 		fmt.Printf("| %s | %.3f · %.4f%s | %d of %d |\n", c.Name(), tl.goodput, tl.refused, nb, tl.meets, n)
 	}
 	fmt.Printf("\nAt target: %d of %d cell-draws.\n", total, n*len(cells))
+}
+
+// drawsFromEnv returns the number of draws the environment variable env
+// sets, or skips t: what names what the number counts.
+func drawsFromEnv(t *testing.T, env, what string) int {
+	n, err := strconv.Atoi(os.Getenv(env))
+	if err != nil || n < 1 {
+		t.Skipf("set %s to %s", env, what)
+	}
+	return n
 }
