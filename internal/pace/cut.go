@@ -7,7 +7,9 @@ import "time"
 // A 429 is a measurement: the server refused the calls above its capacity
 // and accepted the rest, so what it accepted over the last window is its
 // capacity, near enough. The pace jumps there, less CapacityHeadroom, in
-// one step instead of in many geometric ones. When the scope has too little
+// one step instead of in many geometric ones — less CostlyHeadroom where
+// the measure may hold a burst the server let through (after a pause, or
+// with no other refusal in the window). When the scope has too little
 // history to measure (its first calls were refused), it halves instead.
 //
 // The pace then climbs back by time, not by successes, on a Curve: quickly
@@ -216,10 +218,11 @@ func (c *Cuts) Refused(now time.Time, r Refusal) CutVerdict {
 	}
 	var accepted float64
 	var measured bool
+	var before int64 // the refusals recorded when the measure starts
 	if r.Shared {
-		accepted, measured = c.sharedCapacity(now, window, r.Accepted)
+		accepted, before, measured = c.sharedCapacity(now, window, r.Accepted)
 	} else {
-		accepted, measured = c.acceptedRate(now, window, r)
+		accepted, before, measured = c.acceptedRate(now, window, r)
 	}
 	measured = measured && r.Base > 0
 	costly := r.RetryAfter > 0 && (!measured || r.RetryAfter > BriefRetryAfter)
@@ -228,10 +231,17 @@ func (c *Cuts) Refused(now time.Time, r Refusal) CutVerdict {
 	case measured:
 		wmax = min(cur, accepted/r.Base)
 		f0 = wmax * CapacityHeadroom
-		if r.RetryAfter > 0 {
-			// The measure may hold a burst the server let through after
-			// the last pause, and the next refusal costs another pause, or
-			// at least a call that waits out its Retry-After.
+		if r.RetryAfter > 0 || c.refused-before == 1 {
+			// The measure may hold a burst the server let through: after
+			// the last pause — and the next refusal costs another pause,
+			// or at least a call that waits out its Retry-After — or where
+			// this is the only refusal over the window. A bucket with room
+			// accepts a burst above its rate before it refuses: the
+			// window's calls were all accepted, and their rate is the
+			// scope's pace, not the server's capacity. Beside a neighbour
+			// over a 200–400 ms route, nginx's leaky bucket refused a
+			// climb at 68 a second where 60 were left, the cut measured
+			// 68, and a second cut followed within two seconds.
 			f0 = wmax * CostlyHeadroom
 		}
 	default:
@@ -305,12 +315,13 @@ func (c *Cuts) Adopt(now time.Time, r, cur *Curve, admitted int64, base, burst, 
 }
 
 // acceptedRate returns how many calls a second the provider accepted over
-// about the last window before now, and false when the record holds less
-// than half a window of history.
-func (c *Cuts) acceptedRate(now time.Time, window time.Duration, r Refusal) (float64, bool) {
+// about the last window before now, and the refusals recorded when that
+// measure starts; false when the record holds less than half a window of
+// history.
+func (c *Cuts) acceptedRate(now time.Time, window time.Duration, r Refusal) (float64, int64, bool) {
 	p, span, ok := c.measuredFrom(now, window, r.Admitted, r.Base)
 	if !ok {
-		return 0, false
+		return 0, 0, false
 	}
 	// The scope sent nothing while it paused itself for a Retry-After: the
 	// server's silence then says nothing of what it accepts, and counted,
@@ -319,10 +330,10 @@ func (c *Cuts) acceptedRate(now time.Time, window time.Duration, r Refusal) (flo
 	// held at 0.6 of its share for good).
 	if paused := pausedWithin(r.PausedFrom, r.PausedTo, now, span); paused > 0 {
 		if span -= paused; span < window/2 {
-			return 0, false
+			return 0, 0, false
 		}
 	}
-	return float64(r.Accepted-p.n) / span.Seconds(), true
+	return float64(r.Accepted-p.n) / span.Seconds(), p.refused, true
 }
 
 // pausedWithin is how much of the span before now the pause from from to
@@ -338,8 +349,9 @@ func pausedWithin(from, to int64, now time.Time, span time.Duration) time.Durati
 // now (further back, if that holds fewer than minShareSample calls), times
 // the pace they were sent at, on average over that span — not the pace
 // now, which a cut since may have lowered already. ok is the count of
-// accepted calls now. false when the record holds too little history.
-func (c *Cuts) sharedCapacity(now time.Time, window time.Duration, ok int64) (float64, bool) {
+// accepted calls now, and the refusals recorded when the measure starts.
+// false when the record holds too little history.
+func (c *Cuts) sharedCapacity(now time.Time, window time.Duration, ok int64) (float64, int64, bool) {
 	from := now.UnixNano() - int64(window)
 	count := min(c.next, acceptancePoints)
 	// Walk back from the newest point, adding up the pace over time.
@@ -357,9 +369,9 @@ func (c *Cuts) sharedCapacity(now time.Time, window time.Duration, ok int64) (fl
 			continue
 		}
 		span := float64(now.UnixNano()-p.at) / 1e9
-		return float64(ok-p.n) / answered * paced / span, true
+		return float64(ok-p.n) / answered * paced / span, p.refused, true
 	}
-	return 0, false
+	return 0, 0, false
 }
 
 // measuredFrom returns the point a measure over about the last window

@@ -93,10 +93,15 @@
 //     back by time, flat near the level it last refused (TCP CUBIC's
 //     shape). A shared scope measures the share of its calls accepted
 //     times the pace they were sent at: a fleet's server accepted more
-//     than this process saw. A one-second Retry-After on a measured cut
-//     pauses only its call: a per-second limiter's stock answer. So does
-//     one on a call sent before a cut, measured or not: the server
-//     answered the moment the cut answered, whose pause, if any, stands.
+//     than this process saw. A window's only refusal measures less: a
+//     bucket with room lets a burst above its rate through before it
+//     refuses, so what it accepted over a window in which it refused
+//     nothing else is the scope's pace; that cut keeps the wider headroom
+//     a pause's does (CostlyHeadroom). A one-second Retry-After on a
+//     measured cut pauses only its call: a per-second limiter's stock
+//     answer. So does one on a call sent before a cut, measured or not:
+//     the server answered the moment the cut answered, whose pause, if
+//     any, stands.
 //   - SlotsCut relies on a concurrency cap refusing a call that arrives
 //     while it holds its cap: what it held then were calls in flight.
 //   - RoundTrips keeps the shortest round trip of late: the floor under a
