@@ -75,7 +75,13 @@
 //     unpaced neighbour's, or the scope's own in a bunch — finds none. A
 //     bucket's level costs nothing to keep: it refills at its rate. At the
 //     configured quota the margin stays a quarter of a call at least, as a
-//     whole one is a large share of a small window.
+//     whole one is a large share of a small window. Half the bucket, once
+//     the server has refused the scope after its first seconds, where the
+//     count gives back more in a window than twice its limit — a bucket,
+//     not a window kept lower, which gives back at most its limit a
+//     window: at a thin margin the arrivals' disorder (the scope's own
+//     over a route, an unpaced neighbour's) empties it between counts, and
+//     half of it is as far from empty as from full.
 //   - A count with no room for its margin (a server bucket of one) sets no
 //     pace: its zeros are its size, not scarcity; its refusals cut
 //     (reading.noRoom).

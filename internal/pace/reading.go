@@ -106,7 +106,7 @@ func (o *Record) read(now time.Time, seen, sent int64, c Count, local bool, sc S
 	floor := time.Duration(o.rtt.Floor)
 	lands := k.turns && k.limit > 0 && o.refillEvery > floor
 	k.windowed = k.alone && lands
-	k.margin = o.margin(k.limit, sc.Quota, k.supply)
+	k.margin = o.margin(k.limit, sc.Quota, k.supply, o.windowOr(sc.Per))
 	// full: the count, as the server made it, is at its peak, and nothing
 	// was refused of late (after a refusal, a full count is the refill the
 	// scope found the edge of, not room). Not net of the calls in flight:
@@ -175,12 +175,27 @@ func (o *Record) read(now time.Time, seen, sent int64, c Count, local bool, sc S
 // published limit is the configured quota, a quarter of a call it stays:
 // a whole one is a large share of a small window (one of GitHub's 9 code
 // searches a minute).
-func (o *Record) margin(limit, quota int64, supply float64) float64 {
+//
+// Half the bucket where such a count gives back more in a window than twice
+// its limit — a bucket; a window kept below what the scope was told gives
+// back at most its limit a window — once the server has refused the scope
+// after its first seconds (Record.refusedSettled). At the thinner margin the
+// arrivals' disorder — the scope's own over a jittery route, an unpaced
+// neighbour's — emptied it between counts, and half of it is as far from
+// empty as from full: beside a neighbour taking 40 of throttled's 100 a
+// second (a bucket of 11) over a 200–400 ms route, one call in eighty-five
+// was refused on each side (eight virtual draws); at half the bucket, one
+// in three hundred. The blind start's refusals say nothing of the margin:
+// their calls went out before the counts paced the scope.
+func (o *Record) margin(limit, quota int64, supply float64, window time.Duration) float64 {
 	m := 1.0
 	if limit > 0 {
 		m = max(0.25, Margin*float64(limit))
 		if limit < quota {
 			m = max(m, 1)
+			if o.refusedSettled && supply*window.Seconds() > 2*float64(limit) {
+				m = max(m, max(o.peak, float64(limit)-1)/2)
+			}
 		}
 	}
 	return max(m, supply*(o.rtt.Spread/1e9)/2)

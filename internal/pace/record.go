@@ -28,6 +28,10 @@ type Record struct {
 	refusals    [32]refusedCall // the latest refusals, by mark (spentSince)
 	nrefusals   int
 	refusedLast int64 // UnixNano of the latest refusal, counted or not (Refused)
+	// refusedSettled says the provider refused a call once the scope's
+	// first seconds were over (TrustAfter from its first count): not a
+	// refusal of the blind start (Record.margin).
+	refusedSettled bool
 
 	// When a fixed window refills, from the jumps in the count: the
 	// report that saw the latest one, the gap to the one before, and the

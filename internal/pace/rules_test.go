@@ -228,12 +228,48 @@ func TestMarginWholeCallBelowQuota(t *testing.T) {
 		{"none configured", 6, 0, 0.25},
 		{"none published", -1, 10, 1},
 	} {
-		if got := o.margin(tc.limit, tc.quota, 0); got != tc.want {
+		if got := o.margin(tc.limit, tc.quota, 0, time.Second); got != tc.want {
 			t.Errorf("%s: margin %v, want %v", tc.name, got, tc.want)
 		}
 	}
 	o.rtt.Spread = 200e6 // a 200–400 ms route
-	if got := o.margin(6, 10, 100); got != 10 {
+	if got := o.margin(6, 10, 100, time.Second); got != 10 {
 		t.Errorf("over a jittery route the jitter's calls: margin %v, want 10", got)
+	}
+}
+
+// TestABucketRefusedAtItsLevelKeepsHalfOfIt: a count that is a bucket's
+// level (a published limit below the configured quota, and more given back
+// in a window than twice that limit) keeps half the bucket as its margin
+// once the scope has been refused after its first seconds: at a thin
+// margin, the arrivals' disorder — the scope's own over a route, an
+// unpaced neighbour's — empties it between counts, and half of it is as
+// far from empty as from full. Not for the blind start's refusals, nor a
+// window kept below what the scope was told.
+func TestABucketRefusedAtItsLevelKeepsHalfOfIt(t *testing.T) {
+	start := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name         string
+		refusedAfter time.Duration // from the first count; 0: never refused
+		limit, quota int64
+		supply       float64
+		want         float64
+	}{
+		{"a bucket of 11 at 100 a second, refused after its first seconds", 2 * time.Second, 11, 100, 100, 5},
+		{"the same, refused only at the blind start", time.Second, 11, 100, 100, 1},
+		{"the same, never refused", 0, 11, 100, 100, 1},
+		{"a window of 100 told 200, refused", 2 * time.Second, 100, 200, 100, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var o Record
+			sc := Scope{Blind: 90, Configured: float64(tc.quota), Per: time.Second, Quota: tc.quota}
+			o.Count(start, Count{Remaining: tc.limit - 1, Reset: time.Second, Limit: tc.limit, Mark: 1, Sent: start.UnixNano(), Local: true}, sc)
+			if tc.refusedAfter > 0 {
+				o.Refused(start.Add(tc.refusedAfter), 2, 1)
+			}
+			if got := o.margin(tc.limit, tc.quota, tc.supply, time.Second); got != tc.want {
+				t.Errorf("margin %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

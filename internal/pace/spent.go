@@ -11,6 +11,9 @@ func (o *Record) Refused(now time.Time, mark, cost int64) {
 	o.refusals[o.nrefusals%len(o.refusals)] = refusedCall{mark, cost}
 	o.nrefusals++
 	o.refusedLast = now.UnixNano()
+	if o.first != 0 && now.UnixNano()-o.first > int64(TrustAfter) {
+		o.refusedSettled = true
+	}
 }
 
 // spentSince is what was spent since mark, spent being what is spent now
