@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -57,12 +58,25 @@ func TestOracles(t *testing.T) {
 				rows = append(rows, row{cell: c.Name(), how: fmt.Sprintf("%.0f/s, %.0f %% of what the neighbour leaves", p, 100*share),
 					instead: func(w http.RoundTripper) http.RoundTripper { return newPaceUntilRefused(w, p, p) }})
 			}
+			// Pacer's blind pace, which the unseen neighbour overfills,
+			// until the first refusal comes back; then 97 % of what the
+			// neighbour leaves: the best a client that starts blind can do.
+			blind, then := blindPace(configured), 0.97*left
+			rows = append(rows, row{cell: c.Name(), how: fmt.Sprintf("%.0f/s until refused, then %.0f/s", blind, then),
+				instead: func(w http.RoundTripper) http.RoundTripper { return newPaceUntilRefused(w, blind, then) }})
 		default:
 			for _, share := range []float64{0.95, 0.96, 0.97} {
 				p := share * serverRate
 				rows = append(rows, row{cell: c.Name(), how: fmt.Sprintf("%.0f/s, the limit known", p),
 					instead: func(w http.RoundTripper) http.RoundTripper { return newPaceUntilRefused(w, p, p) }})
 			}
+			// Pacer's start — its blind pace and burst, before any count
+			// is back — then 96 % of the limit: a shortfall of pacer's
+			// below this one is in what it makes of the counts.
+			blind, burst := blindStart(configured)
+			then := 0.96 * serverRate
+			rows = append(rows, row{cell: c.Name(), how: fmt.Sprintf("%.0f/s, burst %.0f, until the first answer, then %.0f/s", blind, burst, then),
+				instead: func(w http.RoundTripper) http.RoundTripper { return newStartThen(w, blind, burst, then) }})
 		}
 	}
 	var names []string // the cells pacer is run in, once each
@@ -115,8 +129,16 @@ func TestOracles(t *testing.T) {
 // configured a second with its defaults: as its Stats say, not a copy of
 // its headroom.
 func blindPace(configured float64) float64 {
+	rate, _ := blindStart(configured)
+	return rate
+}
+
+// blindStart is the pace and burst pacer starts at, configured at
+// configured a second with its defaults, as its Stats say.
+func blindStart(configured float64) (rate, burst float64) {
 	tr := pacer.New(http.DefaultTransport, pacer.WithLimit(pacer.PerSecond(int(configured))))
-	return tr.Stats().Scopes[0].Rate
+	s := tr.Stats().Scopes[0]
+	return s.Rate, s.Burst
 }
 
 // paceUntilRefused sends at one pace until the first refusal comes back,
@@ -163,6 +185,33 @@ func wait(ctx context.Context, lim *rate.Limiter) error {
 		return err
 	}
 	return nil
+}
+
+// startThen paces as pacer starts, at a pace and burst, until the first
+// answer comes back, then at another pace one call at a time: the best a
+// client that starts as pacer does, blind, can do once it hears the
+// server.
+type startThen struct {
+	next  http.RoundTripper
+	lim   *rate.Limiter
+	then  float64
+	heard sync.Once
+}
+
+func newStartThen(next http.RoundTripper, before, burst, then float64) *startThen {
+	return &startThen{next: next, lim: rate.NewLimiter(rate.Limit(before), int(burst)), then: then}
+}
+
+func (o *startThen) RoundTrip(req *http.Request) (*http.Response, error) {
+	if err := wait(req.Context(), o.lim); err != nil {
+		return nil, err
+	}
+	resp, err := o.next.RoundTrip(req)
+	o.heard.Do(func() {
+		o.lim.SetBurst(1)
+		o.lim.SetLimit(rate.Limit(o.then))
+	})
+	return resp, err
 }
 
 // capUntilRefused holds at most before calls in flight until the first
