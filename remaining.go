@@ -21,6 +21,7 @@ func (s *bucket) reportRemaining(now time.Time, c pace.Count, maxWait time.Durat
 		Configured:     cfg.Rate,
 		Unreported:     m.Unreported(cfg),
 		Floor:          s.floorRate(maxWait),
+		Burst:          cfg.Burst,
 		Per:            lim.Per,
 		Quota:          int64(lim.Count),
 		BlindWithin:    s.blindWithin(c.Limit),

@@ -92,7 +92,11 @@
 //     pace below the one without a count, and lets the scope aim at the
 //     edge at once; read as the rate, the young measure followed the
 //     scope's own pace up, and the pace the measure
-//     (reading.fullWhileSpending).
+//     (reading.fullWhileSpending). Not after a refusal of a call the counts
+//     paced (the full count is then the refill at the edge the scope
+//     found); a refusal of the blind start — a call of the bucket's first
+//     burst, or sent before the first count — found the server bucket's
+//     size, not that edge.
 //   - Cuts.Refused and Curve, the cut and the climb back, rely on a
 //     refusal being a measurement: a server refuses above its capacity and
 //     accepts the rest, so the pace jumps to what it accepted and climbs

@@ -107,12 +107,18 @@ func (o *Record) read(now time.Time, seen, sent int64, c Count, local bool, sc S
 	lands := k.turns && k.limit > 0 && o.refillEvery > floor
 	k.windowed = k.alone && lands
 	k.margin = o.margin(k.limit, sc.Quota, k.supply, o.windowOr(sc.Per))
-	// full: the count, as the server made it, is at its peak, and nothing
-	// was refused of late (after a refusal, a full count is the refill the
-	// scope found the edge of, not room). Not net of the calls in flight:
-	// over a round trip, thirty of them are, and a bucket that refills
-	// faster than the scope spends gave them back before they arrived.
-	k.full = local && o.known && o.peak >= 2 && k.r >= o.peak-1 && k.quiet
+	// full: the count, as the server made it, is at its peak, and no call
+	// the counts paced was refused of late (after such a refusal, a full
+	// count is the refill the scope found the edge of, not room). Not the
+	// blind start's refusals: a burst sent at once before any count came
+	// back found the bucket's size, not the scope's edge, and taken as the
+	// edge, a GCRA told twice its rate on a busy host held full at every
+	// answer for a second and a half while its measure of what comes back
+	// followed the scope's own pace up from 9 a second. Not net of the
+	// calls in flight: over a round trip, thirty of them are, and a bucket
+	// that refills faster than the scope spends gave them back before they
+	// arrived.
+	k.full = local && o.known && o.peak >= 2 && k.r >= o.peak-1 && now.UnixNano()-o.refusedPaced > int64(TrustAfter)
 	// A fixed window counts a call when it arrives: one sent later than a
 	// round trip's floor before the turn the answers see arrives after it
 	// (the turn is seen at least half a floor late, and a call arrives at

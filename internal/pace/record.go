@@ -1,6 +1,9 @@
 package pace
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // A Record is what a scope has seen of a provider that reports what
 // remains: the counts it gave, what the scope had spent when each call it
@@ -32,6 +35,12 @@ type Record struct {
 	// first seconds were over (TrustAfter from its first count): not a
 	// refusal of the blind start (Record.margin).
 	refusedSettled bool
+	// blindSpent is what the scope spent blind: the units admitted before
+	// its first count was taken, or on the burst its bucket started with,
+	// whichever is more. refusedPaced is UnixNano of the latest refusal of
+	// a call admitted after those, one the counts paced (Refused).
+	blindSpent   int64
+	refusedPaced int64
 
 	// When a fixed window refills, from the jumps in the count: the
 	// report that saw the latest one, the gap to the one before, and the
@@ -142,6 +151,9 @@ type Scope struct {
 	// limit's count a window (0 without a configured limit).
 	Per   time.Duration
 	Quota int64
+	// Burst is the burst the scope's bucket started with: the units it
+	// may send at once before any count is back.
+	Burst float64
 	// BlindWithin says the blind pace is within the count's published
 	// limit: the published limit's, or a configured one that counts no
 	// more per window.
@@ -357,6 +369,6 @@ func (o *Record) take(now time.Time, seen int64, c Count, local bool, sc Scope) 
 		o.span = countSample{seen, r, c.Mark, o.refused}
 	}
 	if o.first == 0 {
-		o.first = now.UnixNano()
+		o.first, o.blindSpent = now.UnixNano(), max(sc.Spent, int64(math.Ceil(sc.Burst)))
 	}
 }

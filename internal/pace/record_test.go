@@ -290,3 +290,45 @@ func TestARefillIsJudgedByItsOwnWindow(t *testing.T) {
 		t.Errorf("the turns are dated %v, want 5.11s: the refill at 4.11 s carried a window on", got)
 	}
 }
+
+// The blind start's refusals — a burst sent at once, before any count came
+// back, into a bucket too small for it — found the bucket's size, not the
+// scope's edge: a count that then holds full while the scope spends is a
+// bucket refilling faster, and sets no pace below the one without a count
+// (reading.fullWhileSpending). A refusal of a call the counts paced is the
+// edge found: the full count is the refill, and the count paces.
+func TestTheBlindStartsRefusalsAreNoEdge(t *testing.T) {
+	// Told 200 a second, behind a bucket of 11 at 100 that publishes its
+	// capacity: the scope's first 20 calls go at once.
+	sc := Scope{Blind: 9.9, Configured: 180, Unreported: 180, Floor: 1.0 / 30, Per: time.Second, Quota: 200, Burst: 20,
+		CountsRequests: true, MaxWait: 30 * time.Second}
+	for _, tc := range []struct {
+		name      string
+		refused   int64 // the mark of the refused call after the first count
+		wantAbove bool  // the full count sets no pace below Unreported
+	}{
+		{"a call of the first burst", 17, true},
+		{"a call the counts paced", 21, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var o Record
+			o.Refused(t0, 5, 1) // answered before the first count
+			first := Count{Remaining: 0, Reset: time.Second, Limit: 11, Mark: 11, Sent: t0.UnixNano(), Local: true, Refused: 1}
+			sc.Spent = 16
+			o.Count(t0.Add(3*time.Millisecond), first, sc)
+			o.Refused(t0.Add(20*time.Millisecond), tc.refused, 1)
+			var v Verdict
+			spent := int64(21)
+			for i := 1; i <= 8; i++ {
+				now := t0.Add(time.Duration(i) * 100 * time.Millisecond)
+				spent++
+				sc.Spent = spent
+				v = o.Count(now, Count{Remaining: 10, Reset: time.Second, Limit: 11, Mark: spent, Sent: now.Add(-10 * time.Millisecond).UnixNano(), Local: true}, sc)
+			}
+			if got := v.Rate >= sc.Unreported; got != tc.wantAbove {
+				t.Errorf("after a refusal of %s, full counts paced the scope at %.1f a second (no pace below %.0f: %v, want %v)",
+					tc.name, v.Rate, sc.Unreported, got, tc.wantAbove)
+			}
+		})
+	}
+}

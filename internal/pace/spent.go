@@ -14,6 +14,11 @@ func (o *Record) Refused(now time.Time, mark, cost int64) {
 	if o.first != 0 && now.UnixNano()-o.first > int64(TrustAfter) {
 		o.refusedSettled = true
 	}
+	// A fleet's marks are not the scope's own spent: each refusal is
+	// taken as paced.
+	if o.fleet || o.first != 0 && mark >= o.blindSpent {
+		o.refusedPaced = now.UnixNano()
+	}
 }
 
 // spentSince is what was spent since mark, spent being what is spent now
