@@ -6,7 +6,10 @@ package pace
 import "time"
 
 // Refused notes that the provider refused, at now, a call of cost admitted
-// at mark (Count.Mark): it never counted it, and never will.
+// at mark (Count.Mark): it never counted it, and never will. It notes too
+// whether the refusal came after the scope's first seconds
+// (refusedSettled, Record.margin) and whether the call was one the counts
+// paced, not one of the blind start (refusedPaced, reading.full).
 func (o *Record) Refused(now time.Time, mark, cost int64) {
 	o.refusals[o.nrefusals%len(o.refusals)] = refusedCall{mark, cost}
 	o.nrefusals++
