@@ -75,7 +75,7 @@ type reading struct {
 // and notes a long window's turn (atTurn).
 func (o *Record) read(now time.Time, seen, sent int64, c Count, local bool, sc Scope) reading {
 	k := reading{r: float64(c.Remaining), reset: c.Reset, limit: c.Limit, local: local, fleet: c.Fleet,
-		known: o.known, gradual: o.gradual, quiet: now.UnixNano()-o.refusedLast > int64(TrustAfter)}
+		known: o.known, gradual: o.gradual, quiet: o.quiet(now)}
 	// Until TrustAfter, the measure of what the provider gives back is too
 	// young to go by. Never below nothing: a neighbour's share is already
 	// out of what remains, and a negative measure is as likely the noise

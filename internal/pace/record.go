@@ -364,7 +364,7 @@ func (o *Record) take(now time.Time, seen int64, c Count, local bool, sc Scope) 
 		o.held[n%len(o.held)] = countSample{seen, r, c.Mark, o.refused}
 		o.nheld++
 	}
-	turned := o.noteReset(seen, c.Reset, r, c.Limit, local, now.UnixNano()-o.refusedLast > int64(TrustAfter))
+	turned := o.noteReset(seen, c.Reset, r, c.Limit, local, o.quiet(now))
 	if o.span.at == 0 && o.first != 0 && now.UnixNano()-o.first >= int64(TrustAfter) || o.refillAt == now.UnixNano() || turned {
 		o.span = countSample{seen, r, c.Mark, o.refused}
 	}

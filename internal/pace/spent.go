@@ -24,6 +24,12 @@ func (o *Record) Refused(now time.Time, mark, cost int64) {
 	}
 }
 
+// quiet reports whether the provider refused none of the scope's calls
+// for TrustAfter before now.
+func (o *Record) quiet(now time.Time) bool {
+	return now.UnixNano()-o.refusedLast > int64(TrustAfter)
+}
+
 // spentSince is what was spent since mark, spent being what is spent now
 // (spentSince), less what the provider has refused since mark as far as
 // the answers in hand say: a refused call was never counted, and never
