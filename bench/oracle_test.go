@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -141,36 +140,50 @@ func blindStart(configured float64) (rate, burst float64) {
 	return s.Rate, s.Burst
 }
 
-// paceUntilRefused sends at one pace until the first refusal comes back,
-// then at another, one call at a time (a burst of 1 wastes nothing on a
-// server that lets bursts through, and draws no refusal from one that
-// does not): with the second the server's rate, the best any client that
-// starts at the first can do. Calls cleared at the first pace before the
-// refusal came back go; none cleared after it does at that pace.
-type paceUntilRefused struct {
+// paceUntil sends at one pace until the answer that switches it comes
+// back, then at another, one call at a time (a burst of 1 wastes nothing
+// on a server that lets bursts through, and draws no refusal from one that
+// does not). Calls cleared at the first pace before that answer came back
+// go; none cleared after it does at that pace.
+type paceUntil struct {
 	next          http.RoundTripper
 	before, after *rate.Limiter
-	refused       atomic.Bool
+	switches      func(*http.Response) bool
+	switched      atomic.Bool
 }
 
-func newPaceUntilRefused(next http.RoundTripper, before, after float64) *paceUntilRefused {
-	return &paceUntilRefused{next: next, before: rate.NewLimiter(rate.Limit(before), 1), after: rate.NewLimiter(rate.Limit(after), 1)}
+// newPaceUntilRefused paces at before until the first refusal comes back,
+// then at after: with after the server's rate, the best any client that
+// starts at before can do.
+func newPaceUntilRefused(next http.RoundTripper, before, after float64) *paceUntil {
+	return &paceUntil{next: next, before: rate.NewLimiter(rate.Limit(before), 1), after: rate.NewLimiter(rate.Limit(after), 1),
+		switches: func(resp *http.Response) bool {
+			return resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable
+		}}
 }
 
-func (o *paceUntilRefused) RoundTrip(req *http.Request) (*http.Response, error) {
-	if !o.refused.Load() {
+// newStartThen paces as pacer starts, at before with a burst of burst,
+// until the first answer comes back, then at then: the best a client that
+// starts as pacer does, blind, can do once it hears the server.
+func newStartThen(next http.RoundTripper, before, burst, then float64) *paceUntil {
+	return &paceUntil{next: next, before: rate.NewLimiter(rate.Limit(before), int(burst)), after: rate.NewLimiter(rate.Limit(then), 1),
+		switches: func(*http.Response) bool { return true }}
+}
+
+func (o *paceUntil) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !o.switched.Load() {
 		if err := wait(req.Context(), o.before); err != nil {
 			return nil, err
 		}
 	}
-	if o.refused.Load() {
+	if o.switched.Load() {
 		if err := wait(req.Context(), o.after); err != nil {
 			return nil, err
 		}
 	}
 	resp, err := o.next.RoundTrip(req)
-	if err == nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
-		o.refused.Store(true)
+	if err == nil && o.switches(resp) {
+		o.switched.Store(true)
 	}
 	return resp, err
 }
@@ -185,33 +198,6 @@ func wait(ctx context.Context, lim *rate.Limiter) error {
 		return err
 	}
 	return nil
-}
-
-// startThen paces as pacer starts, at a pace and burst, until the first
-// answer comes back, then at another pace one call at a time: the best a
-// client that starts as pacer does, blind, can do once it hears the
-// server.
-type startThen struct {
-	next  http.RoundTripper
-	lim   *rate.Limiter
-	then  float64
-	heard sync.Once
-}
-
-func newStartThen(next http.RoundTripper, before, burst, then float64) *startThen {
-	return &startThen{next: next, lim: rate.NewLimiter(rate.Limit(before), int(burst)), then: then}
-}
-
-func (o *startThen) RoundTrip(req *http.Request) (*http.Response, error) {
-	if err := wait(req.Context(), o.lim); err != nil {
-		return nil, err
-	}
-	resp, err := o.next.RoundTrip(req)
-	o.heard.Do(func() {
-		o.lim.SetBurst(1)
-		o.lim.SetLimit(rate.Limit(o.then))
-	})
-	return resp, err
 }
 
 // capUntilRefused holds at most before calls in flight until the first
