@@ -64,6 +64,11 @@
 //     one that falls faster is another client's spending. A token bucket
 //     that publishes its capacity as its limit (11 while it accepts 100 a
 //     second) is paced by what it accepts, not what its Limit seems to say.
+//     A sliding window's first turn (Record.givesBackFromTurn) relies on
+//     a window counter that weighs the window before by how much of it
+//     still overlaps: from its turn it gives back what that window counted,
+//     evenly, where before it gave back nothing; a measure still young
+//     starts from that, for a scope alone on the key.
 //   - Reading a count net of the calls in flight, plus what flows back
 //     meanwhile, relies on the server counting a call on its way: over a
 //     round trip of 300 ms at 100 a second, 30 calls are in flight.

@@ -126,6 +126,25 @@ func (o *Record) measure(now time.Time, seen int64, r float64, spentAt, limit in
 	}
 }
 
+// givesBackFromTurn takes a turn of the count, now r of limit, that did not
+// refill it (Record.gradual): a sliding window, which from its turn gives
+// back what the window before counted — limit less r — evenly over the
+// next window, per being the configured limit's. Its first window gave
+// back nothing (the one before it was empty), so a measure still young
+// (TrustAfter) reads nothing and follows the turn a supplyTime late. Read
+// against it, a count a round trip old at the first turn of a sliding
+// window of 100 a second over a 200–400 ms route said the calls in flight
+// had spent eight more than were left, and the scope halved its pace while
+// the window gave back 84 a second. The young measure starts from what the
+// turn gives back instead, for a scope alone on the key: beside others,
+// part of what the window counted is theirs, and they take it again.
+func (o *Record) givesBackFromTurn(now time.Time, r float64, limit int64, local bool, sc Scope) {
+	young := now.UnixNano()-o.first < int64(TrustAfter)
+	if o.gradual && young && limit > 0 && sc.Per > 0 && o.alone(now, local, sc.Blind) {
+		o.supply = max(o.supply, (float64(limit)-r)/sc.Per.Seconds())
+	}
+}
+
 // heldSpan is the least span givenBack reads over: over two seconds, the
 // calls counted in another order than they were sent in are a call a
 // second or two, where over supplyTime they are a fifth of the pace.

@@ -1,6 +1,7 @@
 package pace
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -240,5 +241,58 @@ func TestTheFirstBurstsDisorderIsNoNeighbour(t *testing.T) {
 		if got := o.alone(now, true, sc.Blind); got != tt.want {
 			t.Errorf("%s: alone = %v at %v, want %v (supply %.1f, drift %.1f a second)", tt.name, got, now.Sub(t0), tt.want, o.supply, o.drift)
 		}
+	}
+}
+
+// TestASlidingWindowGivesBackFromItsFirstTurn: a sliding window's first
+// window gives back nothing — the one before it was empty — and from its
+// turn it gives back what that window counted, evenly over the next. A
+// measure still young has read only the first window's nothing: at the
+// turn it starts from what the turn gives back, for a scope alone on the
+// key; beside a neighbour, part of what the window counted is the
+// neighbour's, who takes it again.
+func TestASlidingWindowGivesBackFromItsFirstTurn(t *testing.T) {
+	sc := Scope{Blind: 90, Configured: 100, Unreported: 100, Floor: 1, Per: time.Second, Quota: 100,
+		BlindWithin: true, CountsRequests: true, MaxWait: time.Minute}
+	for _, tc := range []struct {
+		name           string
+		every          time.Duration // the scope's calls
+		neighbour      time.Duration // an unpaced neighbour's; 0 for none
+		atLeast, below float64       // the supply measured at the first count after the turn
+	}{
+		// 80 counted in the first window: 80 a second back.
+		{"alone", 12500 * time.Microsecond, 0, 70, math.Inf(1)},
+		// What the window counted is the scope's 50 and the
+		// neighbour's 40, who takes its 40 again: 10 a second net.
+		{"beside a neighbour", 20 * time.Millisecond, 25 * time.Millisecond, math.Inf(-1), 11},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &Record{}
+			w := &minuteWindow{limit: 100, sliding: true, window: time.Second, start: t0}
+			var spent int64
+			next := t0
+			for at := t0; ; at = at.Add(tc.every) {
+				for ; tc.neighbour > 0 && !next.After(at); next = next.Add(tc.neighbour) {
+					w.call(next)
+				}
+				c, refused := w.call(at)
+				if refused {
+					t.Fatalf("refused at %v: the scope and its neighbour send within the limit", at.Sub(t0))
+				}
+				spent++
+				c.Mark, c.Sent, c.Local = spent, at.UnixNano(), true
+				sc.Spent = spent
+				o.Count(at.Add(5*time.Millisecond), c, sc)
+				if at.Sub(t0) >= time.Second {
+					break // the first count after the turn
+				}
+			}
+			if !o.gradual {
+				t.Fatal("the turn without a refill was not seen")
+			}
+			if o.supply < tc.atLeast || o.supply >= tc.below {
+				t.Errorf("supply at the turn %.1f a second, want at least %v and below %v", o.supply, tc.atLeast, tc.below)
+			}
+		})
 	}
 }

@@ -365,6 +365,9 @@ func (o *Record) take(now time.Time, seen int64, c Count, local bool, sc Scope) 
 		o.nheld++
 	}
 	turned := o.noteReset(seen, c.Reset, r, c.Limit, local, o.quiet(now))
+	if turned {
+		o.givesBackFromTurn(now, r, c.Limit, local, sc)
+	}
 	if o.span.at == 0 && o.first != 0 && now.UnixNano()-o.first >= int64(TrustAfter) || o.refillAt == now.UnixNano() || turned {
 		o.span = countSample{seen, r, c.Mark, o.refused}
 	}

@@ -1,20 +1,22 @@
 package pace
 
 import (
+	"cmp"
 	"math"
 	"testing"
 	"time"
 )
 
-// minuteWindow is a server of limit calls a minute, in windows that turn on
-// each minute from t0, with httprate's headers: what remains after the call
-// and the whole seconds until the window's end. A sliding window counts
-// the window before at the share of it still inside the last minute; a
-// fixed one forgets it at the turn.
+// minuteWindow is a server of limit calls a minute (or a window, if set),
+// in windows that turn on each minute from t0, with httprate's headers:
+// what remains after the call and the whole seconds until the window's
+// end. A sliding window counts the window before at the share of it still
+// inside the last minute; a fixed one forgets it at the turn.
 type minuteWindow struct {
 	limit   int64
 	sliding bool
-	prev    int64 // calls counted in the window before the current one
+	window  time.Duration // 0: a minute
+	prev    int64         // calls counted in the window before the current one
 	curr    int64
 	start   time.Time // of the current window
 }
@@ -22,21 +24,22 @@ type minuteWindow struct {
 // call counts a call arriving at now, if the window has room, and returns
 // the count its answer carries and whether it was refused.
 func (w *minuteWindow) call(now time.Time) (c Count, refused bool) {
-	for !now.Before(w.start.Add(time.Minute)) {
+	window := cmp.Or(w.window, time.Minute)
+	for !now.Before(w.start.Add(window)) {
 		w.prev, w.curr = w.curr, 0
-		w.start = w.start.Add(time.Minute)
+		w.start = w.start.Add(window)
 	}
 	elapsed := now.Sub(w.start)
 	used := w.curr
 	if w.sliding {
-		used += int64(math.Floor(float64(w.prev) * (1 - elapsed.Seconds()/60)))
+		used += int64(math.Floor(float64(w.prev) * (1 - elapsed.Seconds()/window.Seconds())))
 	}
 	refused = used >= w.limit
 	if !refused {
 		w.curr++
 		used++
 	}
-	reset := (time.Minute - elapsed).Truncate(time.Second)
+	reset := (window - elapsed).Truncate(time.Second)
 	return Count{Remaining: max(0, w.limit-used), Reset: reset, Limit: w.limit}, refused
 }
 
