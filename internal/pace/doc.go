@@ -86,7 +86,12 @@
 //     not a window kept lower, which gives back at most its limit a
 //     window: at a thin margin the arrivals' disorder (the scope's own
 //     over a route, an unpaced neighbour's) empties it between counts, and
-//     half of it is as far from empty as from full.
+//     half of it is as far from empty as from full. Over a jittery route
+//     the margin also holds what arrives in half the jitter: for a count
+//     that gives back as it goes, the limit's rate (Record.arriving). It
+//     relies on such a count being spent at its level all the time, by
+//     everyone on the key, so that the disorder is every client's, not the
+//     scope's share alone; a fixed window is near empty only at its turn.
 //   - A count with no room for its margin (a server bucket of one) sets no
 //     pace: its zeros are its size, not scarcity; its refusals cut
 //     (reading.noRoom).

@@ -238,6 +238,35 @@ func TestMarginWholeCallBelowQuota(t *testing.T) {
 	}
 }
 
+// TestTheMarginCoversEveryClientsDisorder: over a jittery route the margin
+// is what arrives at the count in half the jitter — for a count that gives
+// back as it goes, the limit's rate, everyone's calls, where the scope's
+// supply is its share beside a neighbour. Not a fixed window's, spent near
+// empty only at its turn; nor without a configured window to read the
+// limit's rate in.
+func TestTheMarginCoversEveryClientsDisorder(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		gradual bool
+		per     time.Duration
+		supply  float64
+		want    float64
+	}{
+		{"a sliding window of 100 a second, 60 of it the scope's", true, time.Second, 60, 5},
+		{"the same, alone at the limit", true, time.Second, 100, 5},
+		{"a fixed window", false, time.Second, 60, 3},
+		{"no configured window", true, 0, 60, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := Record{gradual: tc.gradual}
+			o.rtt.Spread = 100e6 // a 200–400 ms route
+			if got := o.margin(100, 100, tc.supply, tc.per); !near(got, tc.want) {
+				t.Errorf("margin %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestABucketRefusedAtItsLevelKeepsHalfOfIt: a count that is a bucket's
 // level (a published limit below the configured quota, and more given back
 // in a window than twice that limit) keeps half the bucket as its margin
