@@ -10,7 +10,10 @@ import "time"
 // one step instead of in many geometric ones — less CostlyHeadroom where
 // the measure may hold a burst the server let through (after a pause, or
 // with no other refusal in the window). When the scope has too little
-// history to measure (its first calls were refused), it halves instead.
+// history to measure (its first calls were refused), it halves instead;
+// so it does when the calls in flight at a cut that read the scope's own
+// pace come back refused in a larger share than the cut kept
+// (Cuts.tooShallow).
 //
 // The pace then climbs back by time, not by successes, on a Curve: quickly
 // at first, flat near the level the server last refused, then faster again
@@ -107,6 +110,18 @@ type Cuts struct {
 	// again: the calls it answers were sent at a pace the cut has not yet
 	// had a window to show wrong.
 	quietUntil int64
+	// loose is what the last cut saw, while the calls in flight at it
+	// may still show it too shallow (Cuts.tooShallow).
+	loose looseCut
+}
+
+// A looseCut is what a cut that read the scope's own pace as the server's
+// capacity saw: the accepted and refused calls then, and the share of the
+// full pace it read as the capacity.
+type looseCut struct {
+	on                bool
+	accepted, refused int64
+	wmax              float64
 }
 
 // Accepted records, at now (UnixNano), that the provider had accepted ok
@@ -128,7 +143,10 @@ func (c *Cuts) Accepted(now, ok, admitted int64, pace float64) {
 // refusal: they went out at a pace something else has answered (a cut
 // adopted from the fleet, a count that showed a bucket too small for the
 // burst they were sent in).
-func (c *Cuts) Mark(admitted int64) { c.mark = max(c.mark, admitted) }
+func (c *Cuts) Mark(admitted int64) {
+	c.mark = max(c.mark, admitted)
+	c.loose.on = false
+}
 
 // A Refusal is a refused call that taught nothing else (no count, no
 // limit), with what its scope knew when it came back.
@@ -196,7 +214,11 @@ func (c *Cuts) Refused(now time.Time, r Refusal) CutVerdict {
 		// over a route of 300 ms made a leaky bucket's one-second pause
 		// (nginx's Retry-After: 1) a second and a quarter.
 		brief := r.AdmittedAt <= c.mark && r.Curve != nil && r.RetryAfter <= BriefRetryAfter
-		return CutVerdict{Pauses: r.RetryAfter > 0 && !brief}
+		v := CutVerdict{Pauses: r.RetryAfter > 0 && !brief}
+		if c.tooShallow(r) {
+			v.Curve = c.halve(now, window, r)
+		}
+		return v
 	}
 	c.mark = r.Admitted
 	c.quietUntil = now.Add(window).UnixNano()
@@ -204,18 +226,7 @@ func (c *Cuts) Refused(now time.Time, r Refusal) CutVerdict {
 	if r.Curve != nil {
 		cur = r.Curve.Factor(now.UnixNano())
 	}
-	floor := MinFactor
-	if r.Base > 0 && r.Burst > 0 {
-		// However low the pace is cut, the scope always probes again
-		// within the maximum wait.
-		floor = max(floor, min(1, r.WaitFloor/r.Base))
-		// And, where that is a small part of its pace, about once every
-		// ProbeEvery: in an outage nothing is accepted, each cut finds no
-		// capacity, and from the least factor the climb takes seconds to
-		// send its first call — which was how long a healed provider
-		// waited after the outage (7 s of a 100/s scope's).
-		floor = max(floor, min(ProbeShare, r.ProbeFloor/r.Base))
-	}
+	floor := r.floor()
 	var accepted float64
 	var measured bool
 	var before int64 // the refusals recorded when the measure starts
@@ -227,11 +238,12 @@ func (c *Cuts) Refused(now time.Time, r Refusal) CutVerdict {
 	measured = measured && r.Base > 0
 	costly := r.RetryAfter > 0 && (!measured || r.RetryAfter > BriefRetryAfter)
 	var wmax, f0 float64
+	only := measured && c.refused-before == 1
 	switch {
 	case measured:
 		wmax = min(cur, accepted/r.Base)
 		f0 = wmax * CapacityHeadroom
-		if r.RetryAfter > 0 || c.refused-before == 1 {
+		if r.RetryAfter > 0 || only {
 			// The measure may hold a burst the server let through: after
 			// the last pause — and the next refusal costs another pause,
 			// or at least a call that waits out its Retry-After — or where
@@ -247,6 +259,9 @@ func (c *Cuts) Refused(now time.Time, r Refusal) CutVerdict {
 	default:
 		wmax, f0 = cur, cur*ShortHistoryCut
 	}
+	// At the full pace, the window's only refusal read the scope's own
+	// pace: the calls in flight at the cut check it (tooShallow).
+	c.loose = looseCut{only && r.Curve == nil, r.Accepted, c.refused, wmax}
 	f0 = max(f0, floor)
 	wmax = max(wmax, f0)
 	over := CheapRecovery
@@ -256,6 +271,66 @@ func (c *Cuts) Refused(now time.Time, r Refusal) CutVerdict {
 	cut := NewCurve(now, wmax, f0, over, measured)
 	cut.Overruled = r.Overruled
 	return CutVerdict{Curve: cut, Pauses: costly}
+}
+
+// tooShallow reports whether the refusal r, within the last cut's
+// measuring window or of a call sent before it, shows that cut too
+// shallow: a cut at the full pace on the window's only refusal read the
+// scope's own pace as the capacity, and kept a tenth below it
+// (CostlyHeadroom). The calls in flight at the cut were sent at that pace,
+// into a bucket the refusal found at its level; such a bucket refuses the
+// share of them above its rate. Of sixteen answered since the cut or more
+// (minShareSample), a share refused above the tenth the cut kept says the
+// server accepts well below the pace the cut read: the capacity is unknown
+// below it, as with too little history. Beside a neighbour taking 40 of
+// nginx's 100 a second over a 200–400 ms route, a blind start at 90 a
+// second was cut to 81 and sent into refusals for the measuring window,
+// sixteen of them, where the calls in flight had shown a third refused
+// within a quarter of a second. Not a cut made while the pace climbs back:
+// there the pace was near the level the last cut measured, and halved, a
+// scope told twice nginx's rate got 0.906 of it where it got 0.986.
+func (c *Cuts) tooShallow(r Refusal) bool {
+	if !c.loose.on {
+		return false
+	}
+	refused := c.refused - c.loose.refused
+	answered := refused + r.Accepted - c.loose.accepted
+	return answered >= minShareSample && float64(refused) > (1-CostlyHeadroom)*float64(answered)
+}
+
+// halve replaces a cut shown too shallow (tooShallow) by half the pace it
+// read, climbing back over what that cut's refusal cost, from now; the
+// calls admitted so far answered.
+func (c *Cuts) halve(now time.Time, window time.Duration, r Refusal) *Curve {
+	over := CheapRecovery
+	if r.Curve != nil {
+		over = r.Curve.Over
+	}
+	f0 := max(c.loose.wmax*ShortHistoryCut, r.floor())
+	cut := NewCurve(now, max(c.loose.wmax, f0), f0, over, false)
+	cut.Overruled = r.Overruled
+	c.loose.on = false
+	c.mark = max(c.mark, r.Admitted)
+	c.quietUntil = now.Add(window).UnixNano()
+	return cut
+}
+
+// floor is the least share of its full pace a cut leaves the scope that
+// refusal r came to.
+func (r Refusal) floor() float64 {
+	floor := MinFactor
+	if r.Base > 0 && r.Burst > 0 {
+		// However low the pace is cut, the scope always probes again
+		// within the maximum wait.
+		floor = max(floor, min(1, r.WaitFloor/r.Base))
+		// And, where that is a small part of its pace, about once every
+		// ProbeEvery: in an outage nothing is accepted, each cut finds no
+		// capacity, and from the least factor the climb takes seconds to
+		// send its first call — which was how long a healed provider
+		// waited after the outage (7 s of a 100/s scope's).
+		floor = max(floor, min(ProbeShare, r.ProbeFloor/r.Base))
+	}
+	return floor
 }
 
 // SlotsRefused records a refusal, at now, of a call sent while held others

@@ -342,3 +342,55 @@ func TestACutLeavesOutTheSilence(t *testing.T) {
 		})
 	}
 }
+
+// A cut at the full pace on the window's only refusal read the scope's own
+// pace as the capacity, and kept a tenth below it. The calls in flight at
+// the cut check it: of sixteen answered or more, a share refused above
+// that tenth says the server accepts well below the pace, and the cut
+// halves it, once; a share within the tenth is a bucket the scope
+// overshot by a little, and the cut stands. Not a cut made while the pace
+// climbs back, near the level the cut before measured.
+func TestTheCallsInFlightCheckACutOnTheWindowsOnlyRefusal(t *testing.T) {
+	for _, tt := range []struct {
+		name              string
+		climbing          bool
+		accepted, refused int // the answers after the cut, the refusals last
+		halves            bool
+	}{
+		{"a third refused", false, 12, 6, true},
+		{"one in sixteen refused: a little over", false, 15, 1, false},
+		{"fewer than sixteen answered", false, 8, 4, false},
+		{"while climbing back", true, 12, 6, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var c Cuts
+			ok := accept(&c, 0, 0, 2, 90, 90)
+			var climb *Curve
+			if tt.climbing {
+				climb = NewCurve(cutAt(-10), 0.9, 0.5, CheapRecovery, true)
+			}
+			first := c.Refused(cutAt(2), Refusal{AdmittedAt: 180, Admitted: 200, Accepted: ok, Base: 90, Burst: 10, Curve: climb})
+			if first.Curve == nil || (!tt.climbing && math.Abs(first.Curve.F0-CostlyHeadroom) > 0.01) {
+				t.Fatalf("the first refusal cut to %+v, want the pace less CostlyHeadroom", first.Curve)
+			}
+			ok += int64(tt.accepted) // answered since, accepted
+			var halved *Curve
+			for i := range tt.refused {
+				v := c.Refused(cutAt(2.1+0.01*float64(i)), Refusal{AdmittedAt: 185 + int64(i), Admitted: 210, Accepted: ok,
+					Base: 90, Burst: 10, Curve: first.Curve})
+				if v.Curve != nil {
+					if halved != nil {
+						t.Fatalf("refusal %d cut again after the halving", i+1)
+					}
+					halved = v.Curve
+				}
+			}
+			if (halved != nil) != tt.halves {
+				t.Fatalf("halved %v, want %v", halved != nil, tt.halves)
+			}
+			if halved != nil && (math.Abs(halved.F0-ShortHistoryCut*first.Curve.Wmax) > 1e-9 || halved.Measured || halved.Over != first.Curve.Over) {
+				t.Errorf("halved to %+v, want half the pace the first cut read, unmeasured, climbing back over %v", halved, first.Curve.Over)
+			}
+		})
+	}
+}

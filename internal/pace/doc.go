@@ -117,7 +117,11 @@
 //     bucket with room lets a burst above its rate through before it
 //     refuses, so what it accepted over a window in which it refused
 //     nothing else is the scope's pace; that cut keeps the wider headroom
-//     a pause's does (CostlyHeadroom). A one-second Retry-After on a
+//     a pause's does (CostlyHeadroom). At the full pace that pace is only
+//     an upper bound, and the calls in flight at the cut check it
+//     (Cuts.tooShallow): a bucket at its level refuses the share of them
+//     above its rate, and where that share is more than the tenth the cut
+//     kept, the cut halves instead. A one-second Retry-After on a
 //     measured cut pauses only its call: a per-second limiter's stock
 //     answer. So does one on a call sent before a cut, measured or not:
 //     the server answered the moment the cut answered, whose pause, if
