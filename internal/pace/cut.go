@@ -110,15 +110,15 @@ type Cuts struct {
 	// again: the calls it answers were sent at a pace the cut has not yet
 	// had a window to show wrong.
 	quietUntil int64
-	// loose is what the last cut saw, while the calls in flight at it
+	// ownPace is what the last cut saw, while the calls in flight at it
 	// may still show it too shallow (Cuts.tooShallow).
-	loose looseCut
+	ownPace ownPaceCut
 }
 
-// A looseCut is what a cut that read the scope's own pace as the server's
+// An ownPaceCut is what a cut that read the scope's own pace as the server's
 // capacity saw: the accepted and refused calls then, and the share of the
 // full pace it read as the capacity.
-type looseCut struct {
+type ownPaceCut struct {
 	on                bool
 	accepted, refused int64
 	wmax              float64
@@ -145,7 +145,7 @@ func (c *Cuts) Accepted(now, ok, admitted int64, pace float64) {
 // burst they were sent in).
 func (c *Cuts) Mark(admitted int64) {
 	c.mark = max(c.mark, admitted)
-	c.loose.on = false
+	c.ownPace.on = false
 }
 
 // A Refusal is a refused call that taught nothing else (no count, no
@@ -261,7 +261,7 @@ func (c *Cuts) Refused(now time.Time, r Refusal) CutVerdict {
 	}
 	// At the full pace, the window's only refusal read the scope's own
 	// pace: the calls in flight at the cut check it (tooShallow).
-	c.loose = looseCut{only && r.Curve == nil, r.Accepted, c.refused, wmax}
+	c.ownPace = ownPaceCut{only && r.Curve == nil, r.Accepted, c.refused, wmax}
 	f0 = max(f0, floor)
 	wmax = max(wmax, f0)
 	over := CheapRecovery
@@ -290,11 +290,11 @@ func (c *Cuts) Refused(now time.Time, r Refusal) CutVerdict {
 // there the pace was near the level the last cut measured, and halved, a
 // scope told twice nginx's rate got 0.906 of it where it got 0.986.
 func (c *Cuts) tooShallow(r Refusal) bool {
-	if !c.loose.on {
+	if !c.ownPace.on {
 		return false
 	}
-	refused := c.refused - c.loose.refused
-	answered := refused + r.Accepted - c.loose.accepted
+	refused := c.refused - c.ownPace.refused
+	answered := refused + r.Accepted - c.ownPace.accepted
 	return answered >= minShareSample && float64(refused) > (1-CostlyHeadroom)*float64(answered)
 }
 
@@ -306,10 +306,10 @@ func (c *Cuts) halve(now time.Time, window time.Duration, r Refusal) *Curve {
 	if r.Curve != nil {
 		over = r.Curve.Over
 	}
-	f0 := max(c.loose.wmax*ShortHistoryCut, r.floor())
-	cut := NewCurve(now, max(c.loose.wmax, f0), f0, over, false)
+	f0 := max(c.ownPace.wmax*ShortHistoryCut, r.floor())
+	cut := NewCurve(now, max(c.ownPace.wmax, f0), f0, over, false)
 	cut.Overruled = r.Overruled
-	c.loose.on = false
+	c.ownPace.on = false
 	c.mark = max(c.mark, r.Admitted)
 	c.quietUntil = now.Add(window).UnixNano()
 	return cut
