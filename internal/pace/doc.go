@@ -186,6 +186,13 @@
 //   - WholeSecondSlack and PauseForNoneLeft rely on a reset written in whole
 //     seconds (Unix seconds, or seconds against a Date header) being up to
 //     a second late, so a reset "1 s" away may already be here.
+//   - A settled count's reset of a second or two is read as a bucket's
+//     time to be full, and what is left is spent within a round trip or
+//     two, not spread to it — but not the last seconds of a long window
+//     beside others on the key (reading.bucketReset). It relies on a
+//     window's reset staying put as its count falls: there the reset is
+//     the window's end, and each client on the key reads what is left as
+//     its own.
 //   - A count with none left (reading.noneLeft) pauses the scope until its
 //     reset only while the count may refill at its resets, as a fixed
 //     window does. A count made once the reset the one before it named was
