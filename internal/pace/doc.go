@@ -92,6 +92,12 @@
 //     relies on such a count being spent at its level all the time, by
 //     everyone on the key, so that the disorder is every client's, not the
 //     scope's share alone; a fixed window is near empty only at its turn.
+//     And on such a count, a refusal of a call the counts paced, after the
+//     first seconds, widens the margin by a call, given back one every ten
+//     seconds without another (Record.widening): it relies on the refusal
+//     measuring the disorder on the key — other clients' bunches, the
+//     route's reordering — that no figure the margin is reckoned from
+//     says.
 //   - A count with no room for its margin (a server bucket of one) sets no
 //     pace: its zeros are its size, not scarcity; its refusals cut
 //     (reading.noRoom).

@@ -106,7 +106,7 @@ func (o *Record) read(now time.Time, seen, sent int64, c Count, local bool, sc S
 	floor := time.Duration(o.rtt.Floor)
 	lands := k.turns && k.limit > 0 && o.refillEvery > floor
 	k.windowed = k.alone && lands
-	k.margin = o.margin(k.limit, sc.Quota, k.supply, sc.Per)
+	k.margin = o.margin(now, k.limit, sc.Quota, k.supply, sc.Per)
 	// full: the count, as the server made it, is at its peak, and no call
 	// the counts paced was refused of late (after such a refusal, a full
 	// count is the refill the scope found the edge of, not room). Not the
@@ -210,7 +210,7 @@ func (k *reading) bucketReset() bool {
 // was refused on each side (eight virtual draws); at half the bucket, one
 // in three hundred. The blind start's refusals say nothing of the margin:
 // their calls went out before the counts paced the scope.
-func (o *Record) margin(limit, quota int64, supply float64, per time.Duration) float64 {
+func (o *Record) margin(now time.Time, limit, quota int64, supply float64, per time.Duration) float64 {
 	window := o.windowOr(per)
 	m := 1.0
 	if limit > 0 {
@@ -222,7 +222,16 @@ func (o *Record) margin(limit, quota int64, supply float64, per time.Duration) f
 			}
 		}
 	}
-	return max(m, o.arriving(supply, limit, per)*(o.rtt.Spread/1e9)/2)
+	m = max(m, o.arriving(supply, limit, per)*(o.rtt.Spread/1e9)/2)
+	if o.gradual && (limit <= 0 || limit >= quota) {
+		// Only a count that gives back as it goes, spent at its level
+		// all the time (Record.arriving): a fixed window's is near empty
+		// only at its turn, and a wider margin there goes unspent every
+		// window. Nor a bucket's level below the quota, whose refusals
+		// settle its margin at half the bucket already.
+		m += o.widening(now)
+	}
+	return m
 }
 
 // arriving is how many calls a second reach the count, for the margin's

@@ -41,6 +41,10 @@ type Record struct {
 	// a call admitted after those, one the counts paced (Refused).
 	blindSpent   int64
 	refusedPaced int64
+	// widened is the calls a refusal of a paced call added to the margin,
+	// as of widenedAt (UnixNano), given back over time (Record.widening).
+	widened   float64
+	widenedAt int64
 
 	// When a fixed window refills, from the jumps in the count: the
 	// report that saw the latest one, the gap to the one before, and the

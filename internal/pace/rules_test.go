@@ -228,12 +228,12 @@ func TestMarginWholeCallBelowQuota(t *testing.T) {
 		{"none configured", 6, 0, 0.25},
 		{"none published", -1, 10, 1},
 	} {
-		if got := o.margin(tc.limit, tc.quota, 0, time.Second); got != tc.want {
+		if got := o.margin(t0, tc.limit, tc.quota, 0, time.Second); got != tc.want {
 			t.Errorf("%s: margin %v, want %v", tc.name, got, tc.want)
 		}
 	}
 	o.rtt.Spread = 200e6 // a 200–400 ms route
-	if got := o.margin(6, 10, 100, time.Second); got != 10 {
+	if got := o.margin(t0, 6, 10, 100, time.Second); got != 10 {
 		t.Errorf("over a jittery route the jitter's calls: margin %v, want 10", got)
 	}
 }
@@ -260,7 +260,7 @@ func TestTheMarginCoversEveryClientsDisorder(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := Record{gradual: tc.gradual}
 			o.rtt.Spread = 100e6 // a 200–400 ms route
-			if got := o.margin(100, 100, tc.supply, tc.per); !near(got, tc.want) {
+			if got := o.margin(t0, 100, 100, tc.supply, tc.per); !near(got, tc.want) {
 				t.Errorf("margin %v, want %v", got, tc.want)
 			}
 		})
@@ -296,8 +296,49 @@ func TestABucketRefusedAtItsLevelKeepsHalfOfIt(t *testing.T) {
 			if tc.refusedAfter > 0 {
 				o.Refused(start.Add(tc.refusedAfter), 2, 1)
 			}
-			if got := o.margin(tc.limit, tc.quota, tc.supply, time.Second); got != tc.want {
+			if got := o.margin(t0, tc.limit, tc.quota, tc.supply, time.Second); got != tc.want {
 				t.Errorf("margin %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestARefusalOfAPacedCallWidensTheMargin: a refusal of a call the counts
+// paced, once the first seconds are over, says the margin did not hold the
+// disorder on the key; the margin of a count that gives back as it goes
+// grows by a call for each, and gives a call back every marginGiveBack
+// without another. Not for the blind start's refusals, nor before the
+// first seconds are over, nor on a fixed window (near empty only at its
+// turn), nor on a bucket's level below the quota, whose margin is half the
+// bucket then.
+func TestARefusalOfAPacedCallWidensTheMargin(t *testing.T) {
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	for _, tc := range []struct {
+		name         string
+		limit, quota int64
+		refusals     []float64 // seconds after the first count
+		mark         int64     // the refused calls' mark; the blind start spent 10
+		when         float64
+		want         float64 // calls beyond the margin's reckoning at when
+	}{
+		// The first refusal's call, a second older, is a tenth given back.
+		{"two refusals, read at the second", 100, 100, []float64{2, 3}, 20, 3, 1.9},
+		{"two refusals, a call given back", 100, 100, []float64{2, 3}, 20, 3 + marginGiveBack.Seconds(), 0.9},
+		{"given back in full", 100, 100, []float64{2, 3}, 20, 30, 0},
+		{"in the first seconds", 100, 100, []float64{0.5, 1}, 20, 1, 0},
+		{"of the blind start", 100, 100, []float64{2, 3}, 5, 3, 0},
+		{"none published", -1, 100, []float64{2}, 20, 2, 1},
+		{"a bucket's level below the quota", 11, 100, []float64{2}, 20, 2, 0},
+		{"a fixed window", 100, 100, []float64{2}, 20, 2, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := &Record{first: t0.UnixNano(), blindSpent: 10, gradual: tc.name != "a fixed window"}
+			base := o.margin(at(tc.when), tc.limit, tc.quota, 0, time.Second)
+			for _, s := range tc.refusals {
+				o.Refused(at(s), tc.mark, 1)
+			}
+			if got := o.margin(at(tc.when), tc.limit, tc.quota, 0, time.Second) - base; !near(got, tc.want) {
+				t.Errorf("the margin widened by %v calls, want %v", got, tc.want)
 			}
 		})
 	}

@@ -157,11 +157,12 @@ func TestACountIsCorrectedOverARoundTrip(t *testing.T) {
 	// second: its count holds at nothing, what it gives back measured at
 	// about the pace, and the hundred calls sent over the last round trip
 	// are in flight at each answer — less what came back meanwhile.
-	run := func(inFlight int64, trip time.Duration) (Verdict, float64) {
+	run := func(inFlight int64, trip time.Duration) (Verdict, float64, float64) {
 		o := &Record{}
 		var v Verdict
+		var now time.Time
 		for i := range 300 {
-			now := t0.Add(time.Duration(i) * 10 * time.Millisecond)
+			now = t0.Add(time.Duration(i) * 10 * time.Millisecond)
 			spent := int64(i + 1)
 			c := Count{Remaining: 0, Reset: time.Second, Limit: 100, Mark: max(1, spent-inFlight), Sent: now.Add(-trip).UnixNano(), Local: true}
 			if i%10 == 0 {
@@ -171,7 +172,11 @@ func TestACountIsCorrectedOverARoundTrip(t *testing.T) {
 			v = o.Count(now, c, scope100(spent))
 		}
 		supply, _ := o.Supply()
-		return v, supply
+		margin := 1.0
+		if o.gradual {
+			margin += o.widening(now)
+		}
+		return v, supply, margin
 	}
 	for _, tt := range []struct {
 		name     string
@@ -181,13 +186,16 @@ func TestACountIsCorrectedOverARoundTrip(t *testing.T) {
 		{"beyond the margin", 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			v, supply := run(tt.inFlight, time.Second)
+			v, supply, margin := run(tt.inFlight, time.Second)
 			if !v.Paced {
 				t.Fatalf("verdict %+v, want a pace", v)
 			}
-			// The margin is a call (1 % of 100); the gap closes over the
-			// round trip of a second, no faster.
-			want := supply + (v.Left-1)/1
+			// The margin is a call (1 % of 100) — and, once the count
+			// is seen to give back as it goes, a call for each refusal
+			// since the first seconds, given back over time
+			// (Record.widening); the gap closes over the round trip of
+			// a second, no faster.
+			want := supply + (v.Left-margin)/1
 			if math.Abs(v.Rate-want) > 0.5 {
 				t.Errorf("pace %.2f, want %.2f: what comes back (%.2f) and the gap to the margin (%.2f left) over the round trip", v.Rate, want, supply, v.Left)
 			}
