@@ -264,22 +264,27 @@
 //   - Below the margin (reading.belowMargin), the count slows the scope
 //     within a quarter of a second, and no lower than half the blind pace
 //     while nothing was refused of late (the calls bring the news that the
-//     margin is back). A refusal is the server saying that pace is too
-//     much: then the count paces alone; so it does beside others seen
+//     margin is back), or than what the provider gives back to the scope,
+//     once measured, where that is less: it relies on a count that moves
+//     only by what the server accepts and gives back, so that paced at what
+//     comes back what is left holds, where a floor above it spends the
+//     margin away (three processes on one bucket, each seeing the others'
+//     take as a slower refill). A refusal is the server saying that pace is
+//     too much: then the count paces alone; so it does beside others seen
 //     spending on the key in a long window, whose take goes on until the
 //     reset (three processes each told a sliding minute's whole limit paced
 //     one another's share at half the blind pace, one call in fifty
 //     refused). Not at a long window's turn (atLongTurn: a whole-second
-//     reset no further than its slack, in a window where the slack is
-//     small, and still due: Record.atTurn — a reset named within its slack
-//     again after the turn it named is one that never comes): there the
-//     count paces alone and wakes one call at a time (Verdict.WakeOne), and
-//     a report that runs out with no count since goes on sending one at a
-//     time for as long again (LivePace.Then) rather than the burst. Server
+//     reset no further than its slack, in a window where the slack is small,
+//     and still due: Record.atTurn — a reset named within its slack again
+//     after the turn it named is one that never comes): there the count
+//     paces alone and wakes one call at a time (Verdict.WakeOne), and a
+//     report that runs out with no count since goes on sending one at a time
+//     for as long again (LivePace.Then) rather than the burst. Server
 //     property: whether a turn gives anything back is unknown until a call
 //     finds out — a fixed window refills, a sliding one goes on giving back
-//     what was spent a window ago, nothing at the end of its first — and
-//     the turn itself may lie a second past the reset (httprate starts its
+//     what was spent a window ago, nothing at the end of its first — and the
+//     turn itself may lie a second past the reset (httprate starts its
 //     windows when its limiter starts, and states their end in whole
 //     seconds). Sent at half the blind pace into a minute's turn that gave
 //     nothing back, over a route of 300 ms, a call was refused at every

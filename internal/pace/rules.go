@@ -36,6 +36,15 @@ func (k *reading) pace(sc Scope) float64 {
 // may be refused. But not below half the blind pace while nothing was
 // refused of late: the calls are what bring the news that the margin is
 // back, and none left at all pauses the scope (PauseForNoneLeft) anyway.
+// Nor above what the provider has been measured to give back to the scope,
+// once that measure goes by: paced there, what is left holds where it is
+// and the calls still bring the news; above it, the floor itself spends
+// the margin away. Three processes each told the whole limit of a bucket
+// of 50 at 10 a second each measured 3.3 a second given back (each sees
+// the others' take as a slower refill, and itself alone), and each one
+// whose count fell below the margin went up to half its blind pace, 4.5:
+// together 13.5 a second into a bucket of 10, one call in twenty-six
+// refused.
 // After a refusal the server has shown that half the blind pace is too
 // much — other clients take the rest, or the limit is below the
 // configured one — and the count paces alone: held at half the blind
@@ -66,7 +75,11 @@ func (k *reading) belowMargin(sc Scope, rate float64) float64 {
 	rate = k.supply + (k.left-k.margin)/min(k.horizon, k.deficit).Seconds()
 	shared := k.local && k.known && !k.alone && slackIsSmall(k.reset, k.window)
 	if k.quiet && !k.wakeOne && !shared {
-		rate = max(rate, sc.Blind/2)
+		floor := sc.Blind / 2
+		if k.local && k.known && !k.first && k.supply > 0 {
+			floor = min(floor, k.supply)
+		}
+		rate = max(rate, floor)
 	}
 	return rate
 }

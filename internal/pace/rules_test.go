@@ -11,11 +11,12 @@ import (
 var ruleScope = Scope{Blind: 90, Configured: 100, Unreported: 90, Floor: 1.0 / 30, Per: time.Second, MaxWait: 30 * time.Second, CountsRequests: true}
 
 func TestRuleBelowMargin(t *testing.T) {
-	// 10 a second given back, 2 left against a margin of 5, spread over
+	// 50 a second given back, 2 left against a margin of 5, spread over
 	// a second: below the margin, the gap closes within the deficit time
-	// (a quarter of a second), 10 + (2-5)/0.25 = -2, floored at half the
-	// blind pace while nothing was refused of late.
-	base := reading{supply: 10, left: 2, margin: 5, horizon: time.Second, deficit: 250 * time.Millisecond, quiet: true,
+	// (a quarter of a second), 50 + (2-5)/0.25 = 38, floored at half the
+	// blind pace while nothing was refused of late — but not above what
+	// the provider gives back, once that is measured.
+	base := reading{supply: 50, left: 2, margin: 5, horizon: time.Second, deficit: 250 * time.Millisecond, quiet: true,
 		reset: time.Second, window: time.Second, local: true, known: true}
 	for _, tc := range []struct {
 		name string
@@ -25,11 +26,16 @@ func TestRuleBelowMargin(t *testing.T) {
 	}{
 		{"at the margin: the spread stands", func(k *reading) { k.left = 5 }, 42, 42},
 		{"below it, quiet: half the blind pace at least", nil, 42, 45},
-		{"below it after a refusal: the count paces alone", func(k *reading) { k.quiet = false }, 42, -2},
-		{"below it, the gap over the horizon when that is sooner", func(k *reading) { k.horizon = 100 * time.Millisecond; k.quiet = false }, 42, 10 - 3/0.1},
-		{"at a long window's turn: one call at a time, no floor", func(k *reading) { k.wakeOne = true }, 42, -2},
-		{"beside others in a long window: no floor", func(k *reading) { k.alone = false; k.window = time.Minute }, 42, -2},
+		{"below it after a refusal: the count paces alone", func(k *reading) { k.quiet = false }, 42, 38},
+		{"below it, the gap over the horizon when that is sooner", func(k *reading) { k.horizon = 100 * time.Millisecond; k.quiet = false }, 42, 50 - 3/0.1},
+		{"at a long window's turn: one call at a time, no floor", func(k *reading) { k.wakeOne = true }, 42, 38},
+		{"beside others in a long window: no floor", func(k *reading) { k.alone = false; k.window = time.Minute }, 42, 38},
 		{"beside others in a window of a second: the floor holds", func(k *reading) { k.alone = false }, 42, 45},
+		{"less given back than half the blind pace: the floor is what comes back", func(k *reading) { k.supply = 10 }, 42, 10},
+		{"less given back, beside others: the same", func(k *reading) { k.supply = 10; k.alone = false }, 42, 10},
+		{"less given back, measured too briefly to go by: half the blind pace", func(k *reading) { k.supply = 10; k.first = true }, 42, 45},
+		{"less given back, by a count whose spending the record does not all know: half the blind pace", func(k *reading) { k.supply = 10; k.local = false }, 42, 45},
+		{"nothing given back: half the blind pace, for the news", func(k *reading) { k.supply = 0 }, 42, 45},
 	} {
 		k := base
 		if tc.edit != nil {
