@@ -269,11 +269,12 @@
 //     only by what the server accepts and gives back, so that paced at what
 //     comes back what is left holds, where a floor above it spends the
 //     margin away (three processes on one bucket, each seeing the others'
-//     take as a slower refill). A refusal is the server saying that pace is
-//     too much: then the count paces alone; so it does beside others seen
-//     spending on the key in a long window, whose take goes on until the
-//     reset (three processes each told a sliding minute's whole limit paced
-//     one another's share at half the blind pace, one call in fifty
+//     take as a slower refill); not a fixed window seen to turn, whose
+//     margin comes back at its turn. A refusal is the server saying that
+//     pace is too much: then the count paces alone; so it does beside others
+//     seen spending on the key in a long window, whose take goes on until
+//     the reset (three processes each told a sliding minute's whole limit
+//     paced one another's share at half the blind pace, one call in fifty
 //     refused). Not at a long window's turn (atLongTurn: a whole-second
 //     reset no further than its slack, in a window where the slack is small,
 //     and still due: Record.atTurn — a reset named within its slack again

@@ -36,6 +36,7 @@ func TestRuleBelowMargin(t *testing.T) {
 		{"less given back, measured too briefly to go by: half the blind pace", func(k *reading) { k.supply = 10; k.first = true }, 42, 45},
 		{"less given back, by a count whose spending the record does not all know: half the blind pace", func(k *reading) { k.supply = 10; k.local = false }, 42, 45},
 		{"nothing given back: half the blind pace, for the news", func(k *reading) { k.supply = 0 }, 42, 45},
+		{"less given back by a fixed window seen to turn: half the blind pace, into the turn", func(k *reading) { k.supply = 10; k.turns = true }, 42, 45},
 	} {
 		k := base
 		if tc.edit != nil {
