@@ -23,7 +23,7 @@ type Options struct {
 	Server     Server
 	Duration   time.Duration // of each client × scenario
 	Goroutines int           // the workload's callers, in all processes together
-	RedisAddr  string        // for pacer in scenarios 3, 13 and 14; required there
+	RedisAddr  string        // for pacer in scenarios 3, 13 and 14; required there (not 15)
 	// LimitSync is how often pacer's processes sharing Redis read what the
 	// fleet learned (store.Policy.LimitSync); 0: they do not share it.
 	LimitSync  time.Duration
@@ -169,7 +169,7 @@ func runSpec(o Options, sc Scenario, spec childSpec, serverRate float64, res *Re
 	}
 	var err error
 	if sc.Procs > 1 {
-		res.Counts, err = runProcesses(o, sc.Procs, spec)
+		res.Counts, err = runProcesses(o, sc, spec)
 	} else {
 		res.Counts, err = spec.run()
 	}
@@ -303,12 +303,14 @@ func MaybeChild() {
 	os.Exit(0)
 }
 
-// runProcesses runs spec in procs OS processes — this executable, again —
-// that start together and split the goroutines between them. Each process
-// gets the whole configuration: the full limit, as a fleet's instances do.
-// pacer's get one Redis bucket, under a prefix new to this run.
-func runProcesses(o Options, procs int, spec childSpec) (Counts, error) {
-	if spec.Client == Pacer {
+// runProcesses runs spec in sc.Procs OS processes — this executable, again
+// — that start together and split the goroutines between them. Each
+// process gets the whole configuration: the full limit, as a fleet's
+// instances do. pacer's get one Redis bucket, under a prefix new to this
+// run, unless sc.Apart gives each its own memory.
+func runProcesses(o Options, sc Scenario, spec childSpec) (Counts, error) {
+	procs := sc.Procs
+	if spec.Client == Pacer && !sc.Apart {
 		if o.RedisAddr == "" {
 			return Counts{}, errors.New("pacer's processes share a Redis store: set the Redis address")
 		}

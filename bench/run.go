@@ -17,6 +17,10 @@ type Scenario struct {
 	Path  string // the nginx location
 	Scale int    // the client is configured at Scale × the server's rate (or cap)
 	Procs int    // OS processes sharing the server's limit
+	// Apart, with Procs, gives each of pacer's processes its own bucket in
+	// its own memory, none shared: a fleet deployed without a store, each
+	// instance told the whole limit. Without it they share Redis.
+	Apart bool
 
 	// Go, when set, makes the server go-chi/httprate (GoLimiter) instead of
 	// nginx; Nginx, when set, replaces the run's nginx rate and burst.
@@ -38,9 +42,11 @@ type Scenario struct {
 
 // Scenarios are the situations of the benchmark: five against nginx at the
 // run's rate, then issue 14's, against go-chi/httprate at 100 a second and
-// nginx at 100 r/s, 20 s each (the incident's two minutes), the last two
+// nginx at 100 r/s, 20 s each (the incident's two minutes), 13 and 14
 // fleets of four processes sharing one bucket in Redis: one that must
 // learn nginx's limit together, one behind httprate's remaining counts.
+// The last is the same fleet deployed without a store, each process told
+// the whole limit: it knows of the others only by what the counts say.
 var Scenarios = []Scenario{
 	{ID: 1, Name: "limit known", Path: PathLimit, Scale: 1, Procs: 1},
 	{ID: 2, Name: "configured at 2× the limit", Path: PathLimit, Scale: 2, Procs: 1},
@@ -56,6 +62,7 @@ var Scenarios = []Scenario{
 	{ID: 12, Name: "httprate: 1 min of bare 429s, then healthy", Path: PathLimit, Scale: 1, Procs: 1, Go: &httprateIncident, Duration: 2 * time.Minute},
 	{ID: 13, Name: "nginx 100 r/s: 4 processes, each told 2×, bare 429", Path: PathLimit, Scale: 2, Procs: 4, Nginx: &nginx100, Duration: 20 * time.Second},
 	{ID: 14, Name: "httprate: 4 processes share the limit", Path: PathLimit, Scale: 1, Procs: 4, Go: &httprate100, Duration: 20 * time.Second},
+	{ID: 15, Name: "httprate: 4 processes, each told the limit, no store", Path: PathLimit, Scale: 1, Procs: 4, Apart: true, Go: &httprate100, Duration: 20 * time.Second},
 }
 
 var (

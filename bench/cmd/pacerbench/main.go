@@ -126,9 +126,9 @@ func run(o bench.Options, scenarioList, clientList, out string) error {
 			break
 		}
 	}
-	fmt.Fprintf(&b, ". %d goroutines, %v per run (scenarios 6–11, 13, 14: 20 s; 12: 2 min), each server started afresh for every run; "+
-		"scenarios 6–9, 12 and 14: go-chi/httprate 100 calls a 1 s sliding window, in the harness's process; "+
-		"3, 13 and 14: pacer's four processes share Redis, with store.Policy.LimitSync %v.\n\n", o.Goroutines, o.Duration, o.LimitSync)
+	fmt.Fprintf(&b, ". %d goroutines, %v per run (scenarios 6–11, 13–15: 20 s; 12: 2 min), each server started afresh for every run; "+
+		"scenarios 6–9, 12, 14 and 15: go-chi/httprate 100 calls a 1 s sliding window, in the harness's process; "+
+		"3, 13 and 14: pacer's four processes share Redis, with store.Policy.LimitSync %v; 15: four processes, each on its own, no store.\n\n", o.Goroutines, o.Duration, o.LimitSync)
 	bench.WriteTables(&b, results)
 	os.Stdout.Write(b.Bytes())
 	if out != "" {
