@@ -62,8 +62,6 @@ type Record struct {
 	turnAt     int64
 	sightings  [2]int64
 	nsightings int
-	// firstSighting is the first refill of those seen a window apart.
-	firstSighting int64
 	// What the scope had spent by each of the latest reports, oldest
 	// first from sends[nsends%len]: the calls sent since a moment, to
 	// the resolution of the answers (spentBy).

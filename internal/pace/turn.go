@@ -134,22 +134,26 @@ func (o *Record) refill(now time.Time, per time.Duration) (time.Duration, bool) 
 	return time.Duration(last + p - at), true
 }
 
-// phase dates a window's turns from the latest refills seen, once they
-// are a window's turning: a window's turn is seen by the first answer
-// counted after it, a way back and then some after it, so the earliest of
-// the latest few refills, each carried on the period to the latest, is
-// nearest the turn. The period is the window's, or longer: a window that
-// starts at the first call after the last one ended (as ulule/limiter's
-// and GitHub's do) turns a call's gap later each time, measured over the
-// refills since they were first seen a window apart. Dated by the latest
-// refill alone, the predicted turns wandered by the jitter of the round
-// trip, and the gap between two refills by twice it (1.047 s for a window
-// of a second): the calls due by a turn were sent late. Carried on the
-// window alone, old refills dated the turns early by the gaps since, and
-// calls were sent into a window that had not turned.
+// phase dates a window's turns from the latest refills seen, once they are a
+// window's turning: a window's turn is seen by the first answer counted
+// after it, a way back and then some after it, so the earlier of the latest
+// two refills, the older carried on the window to the latest, is nearest the
+// turn. Dated by the latest refill alone, the predicted turns wandered by
+// the jitter of the round trip, and the gap between two refills by twice it
+// (1.047 s for a window of a second): the calls due by a turn were sent
+// late. Carried on the window from older refills, the turns were dated early
+// by the gaps since, and calls were sent into a window that had not turned:
+// a window that starts at the first call after the last one ended (as
+// ulule/limiter's and GitHub's do) turns a call's gap later each time. Two
+// sightings keep that to one gap. Carried instead on the mean gap between
+// the refills seen (tried), the turns were dated late by the sightings'
+// jitter over the few gaps measured, and calls were held back from turns
+// that had come: ulule's window of 100 a second on loopback, limit known,
+// 0.976 → 0.966 of its quota, while its window of 50 in 10 s beside a
+// neighbour went from 3.1 to 2.8 % refused.
 func (o *Record) phase(per time.Duration) {
 	if !o.refillsByWindow(o.refillEvery, per) || o.nsightings == 0 {
-		o.sightings[0], o.nsightings, o.firstSighting = o.refillAt, 1, o.refillAt
+		o.sightings[0], o.nsightings = o.refillAt, 1
 		o.turnAt = o.refillAt
 		return
 	}
