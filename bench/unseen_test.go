@@ -224,6 +224,8 @@ var unseenRatchets = map[string]unseenRatchet{
 	"gcra 10/s b5 | rtt 40ms–60ms | neighbour at 40%":               {0.96, 0, 0},           // 0.995 · 0 · 0; a quarter of a call as margin below a published limit under the configured one: 1.184 · 0.0559 · 0.2818
 	"gcra 10/s b5 | rtt 40ms–60ms | three pods":                     {0.96, 0.0008, 0},      // 0.999 · 0.0008; a quarter of a call as margin: 0.996 · 0.0616
 	"gcra 600/min b50 | rtt 40ms–60ms | told 2×":                    {0.96, 0, 0},           // 0.999 · 0; before the moving reset: 0.951 · 0
+	"gcra 600/min b50 | loopback | three pods":                      {0.97, 0.0208, 0},      // 0.998 · 0.0208 (the first second's); below the margin at half the blind pace: 0.998 · 0.0384
+	"gcra 600/min b50 | rtt 40ms–60ms | three pods":                 {0.97, 0.0216, 0},      // 0.999 · 0.0216; below the margin at half the blind pace: 0.999 · 0.0576
 	"gcra 600/min b50 | rtt 200ms–400ms | limit known":              {0.94, 0.0074, 0},      // 0.970 · 0.0074; before the moving reset: 0.930 · 0.0077
 	"gcra 600/min b50 | loopback | told 2×":                         {0.96, 0, 0},           // 0.990 · 0; paused to a full bucket at each none left: 0.964 · 0
 	"gcra 600/min b50 | busy | told 2×":                             {0.96, 0, 0},           // 0.990 · 0; paused to a full bucket at each none left: 0.964 · 0
