@@ -31,46 +31,44 @@ func (k *reading) pace(sc Scope) float64 {
 	return max(rate, sc.Floor)
 }
 
-// belowMargin: below the margin, slow down within a fraction of a second
-// (or a round trip), not by the reset: on a sliding window the next call
-// may be refused. But not below half the blind pace while nothing was
-// refused of late: the calls are what bring the news that the margin is
-// back, and none left at all pauses the scope (PauseForNoneLeft) anyway.
-// Nor above what the provider has been measured to give back to the scope,
-// once that measure goes by: paced there, what is left holds where it is
-// and the calls still bring the news; above it, the floor itself spends
-// the margin away. Three processes each told the whole limit of a bucket
-// of 50 at 10 a second each measured 3.3 a second given back (each sees
-// the others' take as a slower refill, and itself alone), and each one
-// whose count fell below the margin went up to half its blind pace, 4.5:
-// together 13.5 a second into a bucket of 10, one call in twenty-six
-// refused. Not a fixed window seen to turn: it gives nothing back before
-// its turn, which brings the margin back at once, and held to the little
-// its count seemed to give back, the scope sent too slowly into the turn
-// (a window of 100 a second over a 200–400 ms route, 0.945 → 0.943).
-// After a refusal the server has shown that half the blind pace is too
-// much — other clients take the rest, or the limit is below the
-// configured one — and the count paces alone: held at half the blind
-// pace, three processes each told the whole limit of a sliding window had
-// one call in five refused.
+// belowMargin: below the margin, slow down within a fraction of a second (or
+// a round trip), not by the reset: on a sliding window the next call may be
+// refused. But not below half the blind pace while nothing was refused of
+// late: the calls are what bring the news that the margin is back, and none
+// left at all pauses the scope (PauseForNoneLeft) anyway. Nor above what the
+// provider has been measured to give back to the scope, once that measure
+// goes by: paced there, what is left holds where it is and the calls still
+// bring the news; above it, the floor itself spends the margin away. Three
+// processes each told the whole limit of a bucket of 50 at 10 a second each
+// measured 3.3 a second given back (each sees the others' take as a slower
+// refill, and itself alone), and each one whose count fell below the margin
+// went up to half its blind pace, 4.5, into a bucket of 10: past the first
+// seconds, 22 of 1,200 calls were refused, none with the cap. Not a fixed
+// window seen to turn: it gives nothing back before its turn, which brings
+// the margin back at once, and held to the little its count seemed to give
+// back, the scope sent too slowly into the turn (a window of 100 a second
+// over a 200–400 ms route, 0.945 → 0.943). After a refusal the server has
+// shown that half the blind pace is too much — other clients take the rest,
+// or the limit is below the configured one — and the count paces alone: held
+// at half the blind pace, three processes each told the whole limit of a
+// sliding window had one call in five refused.
 //
 // Nor beside others seen spending on the key in a long window
-// (slackIsSmall): what they take goes on until the reset, and half the
-// blind pace takes it from them. Three processes each told the whole
-// limit of a sliding minute without Retry-After each paced the others'
-// share at half its blind pace once a turn had passed without a refusal,
-// and one call in fifty was refused.
+// (slackIsSmall): what they take goes on until the reset, and half the blind
+// pace takes it from them. Three processes each told the whole limit of a
+// sliding minute without Retry-After each paced the others' share at half
+// its blind pace once a turn had passed without a refusal, and one call in
+// fifty was refused.
 //
 // Nor at a long window's turn (atLongTurn): the scope learns what the turn
-// brought one call at a time (Verdict.WakeOne), not at half its blind
-// pace, for a refusal there may cost the next window. httprate's windows
-// start when its limiter does and its reset is the window's end in whole
-// seconds, so its turn comes up to a second after the reset says; sent at
-// half the blind pace into a turn of a minute that gave nothing back, over
-// a route of 300 ms, a call was refused and its Retry-After (the window)
-// cost half the quota. A reset that never comes is no turn (atTurn): a
-// count that said "1 s" at every answer held the scope at a call every
-// two seconds.
+// brought one call at a time (Verdict.WakeOne), not at half its blind pace,
+// for a refusal there may cost the next window. httprate's windows start
+// when its limiter does and its reset is the window's end in whole seconds,
+// so its turn comes up to a second after the reset says; sent at half the
+// blind pace into a turn of a minute that gave nothing back, over a route of
+// 300 ms, a call was refused and its Retry-After (the window) cost half the
+// quota. A reset that never comes is no turn (atTurn): a count that said "1
+// s" at every answer held the scope at a call every two seconds.
 func (k *reading) belowMargin(sc Scope, rate float64) float64 {
 	if k.left >= k.margin {
 		return rate
