@@ -220,8 +220,6 @@ func (c *Cuts) Refused(now time.Time, r Refusal) CutVerdict {
 		}
 		return v
 	}
-	c.mark = r.Admitted
-	c.quietUntil = now.Add(window).UnixNano()
 	cur := 1.0
 	if r.Curve != nil {
 		cur = r.Curve.Factor(now.UnixNano())
@@ -262,15 +260,23 @@ func (c *Cuts) Refused(now time.Time, r Refusal) CutVerdict {
 	// At the full pace, the window's only refusal read the scope's own
 	// pace: the calls in flight at the cut check it (tooShallow).
 	c.ownPace = ownPaceCut{only && r.Curve == nil, r.Accepted, c.refused, wmax}
-	f0 = max(f0, floor)
-	wmax = max(wmax, f0)
 	over := CheapRecovery
 	if costly {
 		over = CostlyRecovery
 	}
-	cut := NewCurve(now, wmax, f0, over, measured)
+	return CutVerdict{Curve: c.cut(now, window, r, wmax, max(f0, floor), over, measured), Pauses: costly}
+}
+
+// cut starts the climb back from f0 to wmax over over, for the refusal r
+// at now: the calls admitted so far were sent at the pace it answers
+// (mark), and the refusals of the measuring window after it, at the pace
+// it sets, say it was too high (quietUntil).
+func (c *Cuts) cut(now time.Time, window time.Duration, r Refusal, wmax, f0 float64, over time.Duration, measured bool) *Curve {
+	c.mark = max(c.mark, r.Admitted)
+	c.quietUntil = now.Add(window).UnixNano()
+	cut := NewCurve(now, max(wmax, f0), f0, over, measured)
 	cut.Overruled = r.Overruled
-	return CutVerdict{Curve: cut, Pauses: costly}
+	return cut
 }
 
 // tooShallow reports whether the refusal r, within the last cut's
@@ -306,13 +312,8 @@ func (c *Cuts) halve(now time.Time, window time.Duration, r Refusal) *Curve {
 	if r.Curve != nil {
 		over = r.Curve.Over
 	}
-	f0 := max(c.ownPace.wmax*ShortHistoryCut, r.floor())
-	cut := NewCurve(now, max(c.ownPace.wmax, f0), f0, over, false)
-	cut.Overruled = r.Overruled
 	c.ownPace.on = false
-	c.mark = max(c.mark, r.Admitted)
-	c.quietUntil = now.Add(window).UnixNano()
-	return cut
+	return c.cut(now, window, r, c.ownPace.wmax, max(c.ownPace.wmax*ShortHistoryCut, r.floor()), over, false)
 }
 
 // floor is the least share of its full pace a cut leaves the scope that

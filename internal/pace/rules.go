@@ -67,8 +67,8 @@ func (k *reading) pace(sc Scope) float64 {
 // so its turn comes up to a second after the reset says; sent at half the
 // blind pace into a turn of a minute that gave nothing back, over a route of
 // 300 ms, a call was refused and its Retry-After (the window) cost half the
-// quota. A reset that never comes is no turn (atTurn): a count that said "1
-// s" at every answer held the scope at a call every two seconds.
+// quota. A reset that never comes is no turn (atTurn): a count that said
+// "1 s" at every answer held the scope at a call every two seconds.
 func (k *reading) belowMargin(sc Scope, rate float64) float64 {
 	if k.left >= k.margin {
 		return rate
