@@ -13,7 +13,8 @@ import "time"
 // history to measure (its first calls were refused), it halves instead;
 // so it does when the calls in flight at a cut that read the scope's own
 // pace come back refused in a larger share than the cut kept
-// (Cuts.tooShallow).
+// (Cuts.tooShallow), and the share of them the server accepted is then
+// the level the climb back flattens at.
 //
 // The pace then climbs back by time, not by successes, on a Curve: quickly
 // at first, flat near the level the server last refused, then faster again
@@ -299,21 +300,43 @@ func (c *Cuts) tooShallow(r Refusal) bool {
 	if !c.ownPace.on {
 		return false
 	}
-	refused := c.refused - c.ownPace.refused
-	answered := refused + r.Accepted - c.ownPace.accepted
+	refused, answered := c.sinceOwnPace(r)
 	return answered >= minShareSample && float64(refused) > (1-CostlyHeadroom)*float64(answered)
+}
+
+// sinceOwnPace is what the provider refused of the calls answered since the
+// cut that read the scope's own pace, as of the refusal r, and how many it
+// answered.
+func (c *Cuts) sinceOwnPace(r Refusal) (refused, answered int64) {
+	refused = c.refused - c.ownPace.refused
+	return refused, refused + r.Accepted - c.ownPace.accepted
 }
 
 // halve replaces a cut shown too shallow (tooShallow) by half the pace it
 // read, climbing back over what that cut's refusal cost, from now; the
 // calls admitted so far answered.
+//
+// The climb flattens at the share of the calls answered since that cut
+// which the server accepted, times the pace it read: the calls were sent
+// at that pace into a bucket at its level, which accepts its rate's share
+// of them (the server property tooShallow relies on), so the share is a
+// measure of the capacity where the cut's own was only a bound. Flattened
+// at the pace the cut read instead, the climb crossed the capacity within
+// seconds: beside a neighbour taking 40 of nginx's 100 a second over a
+// 200–400 ms route (the virtual matrix's model of it), a second wave of
+// refusals came 8–10 s into the run, and 26 of 40 draws had more than one
+// call in a hundred refused on one side or the other; flattened at the
+// share, 20 (with a 429's Retry-After: 1, 12 → 5).
 func (c *Cuts) halve(now time.Time, window time.Duration, r Refusal) *Curve {
 	over := CheapRecovery
 	if r.Curve != nil {
 		over = r.Curve.Over
 	}
 	c.ownPace.on = false
-	return c.cut(now, window, r, c.ownPace.wmax, max(c.ownPace.wmax*ShortHistoryCut, r.floor()), over, false)
+	refused, answered := c.sinceOwnPace(r) // answered: at least minShareSample (tooShallow)
+	f0 := max(c.ownPace.wmax*ShortHistoryCut, r.floor())
+	wmax := max(f0, c.ownPace.wmax*float64(answered-refused)/float64(answered))
+	return c.cut(now, window, r, wmax, f0, over, true)
 }
 
 // floor is the least share of its full pace a cut leaves the scope that

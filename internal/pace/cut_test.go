@@ -388,8 +388,16 @@ func TestTheCallsInFlightCheckACutOnTheWindowsOnlyRefusal(t *testing.T) {
 			if (halved != nil) != tt.halves {
 				t.Fatalf("halved %v, want %v", halved != nil, tt.halves)
 			}
-			if halved != nil && (math.Abs(halved.F0-ShortHistoryCut*first.Curve.Wmax) > 1e-9 || halved.Measured || halved.Over != first.Curve.Over) {
-				t.Errorf("halved to %+v, want half the pace the first cut read, unmeasured, climbing back over %v", halved, first.Curve.Over)
+			if halved != nil && (math.Abs(halved.F0-ShortHistoryCut*first.Curve.Wmax) > 1e-9 || halved.Over != first.Curve.Over) {
+				t.Errorf("halved to %+v, want half the pace the first cut read, climbing back over %v", halved, first.Curve.Over)
+			}
+			// Halved at the fourth refusal: of the sixteen answered since
+			// the cut (twelve accepted, the first refusal and three more),
+			// the server accepted three in four, which the climb back
+			// flattens at, measured.
+			if want := 0.75 * first.Curve.Wmax; halved != nil && (math.Abs(halved.Wmax-want) > 1e-9 || !halved.Measured) {
+				t.Errorf("the climb back flattens at %.4f (measured %v), want %.4f: the share of the calls in flight the server accepted, measured",
+					halved.Wmax, halved.Measured, want)
 			}
 		})
 	}

@@ -127,7 +127,8 @@
 //     an upper bound, and the calls in flight at the cut check it
 //     (Cuts.tooShallow): a bucket at its level refuses the share of them
 //     above its rate, and where that share is more than the tenth the cut
-//     kept, the cut halves instead. A one-second Retry-After on a
+//     kept, the cut halves instead, and climbs back to flatten at the
+//     share of them it accepted, the measure. A one-second Retry-After on a
 //     measured cut pauses only its call: a per-second limiter's stock
 //     answer. So does one on a call sent before a cut, measured or not:
 //     the server answered the moment the cut answered, whose pause, if
