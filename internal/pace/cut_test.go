@@ -81,6 +81,58 @@ func TestARefusalCutsToWhatTheServerAccepted(t *testing.T) {
 	}
 }
 
+// A halving for want of history flattens its climb at what the calls
+// answered after it measure: of sixteen or more, the share the server
+// accepted, times the pace it halved. The climb keeps its start and floor.
+// Not on fewer, not twice, not after a mark that made the calls old news
+// for another cause, and not on a climb a pause priced (CostlyRecovery).
+func TestTheCallsAnsweredAfterAHalvingMeasureIt(t *testing.T) {
+	for _, tt := range []struct {
+		name              string
+		retryAfter        time.Duration
+		accepted, refused int  // answered after the halving, the refusals last
+		marked            bool // a mark (Cuts.Mark) before the answers
+		wmax              float64
+	}{
+		{"a quarter refused", 0, 12, 4, false, 0.75},
+		{"more refused than half: no lower than the halving", 0, 4, 12, false, ShortHistoryCut},
+		{"fewer than sixteen answered", 0, 8, 4, false, 1},
+		{"after a mark", 0, 12, 4, true, 1},
+		{"a climb a pause priced", time.Second, 12, 4, false, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var c Cuts
+			first := c.Refused(cutAt(1), Refusal{AdmittedAt: 90, Admitted: 100, RetryAfter: tt.retryAfter, Base: 90, Burst: 10})
+			if first.Curve == nil || first.Curve.Measured || first.Curve.Wmax != 1 || first.Curve.F0 != ShortHistoryCut {
+				t.Fatalf("the first refusal cut to %+v, want a halving for want of history", first.Curve)
+			}
+			if tt.marked {
+				c.Mark(105)
+			}
+			ok := int64(tt.accepted)
+			climb := first.Curve
+			measured := 0
+			for i := range tt.refused {
+				v := c.Refused(cutAt(1.1+0.01*float64(i)), Refusal{AdmittedAt: 91 + int64(i), Admitted: 110, Accepted: ok,
+					RetryAfter: tt.retryAfter, Base: 90, Burst: 10, Curve: climb})
+				if v.Curve != nil {
+					measured++
+					climb = v.Curve
+				}
+			}
+			if measured > 1 {
+				t.Fatalf("the climb was measured %d times, want once at most", measured)
+			}
+			if math.Abs(climb.Wmax-tt.wmax) > 1e-9 {
+				t.Errorf("the climb flattens at %.4f, want %.4f", climb.Wmax, tt.wmax)
+			}
+			if measured == 1 && (climb.At != first.Curve.At || climb.F0 != first.Curve.F0 || climb.Over != first.Curve.Over || !climb.Measured) {
+				t.Errorf("measured to %+v, want the halving's start, floor and length, marked measured", climb)
+			}
+		})
+	}
+}
+
 // A brief Retry-After on a call sent before a cut that had too little
 // history to measure (the first refusal, which paused the scope) pauses
 // only its call; a long one pauses the scope.

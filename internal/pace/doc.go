@@ -128,11 +128,12 @@
 //     (Cuts.tooShallow): a bucket at its level refuses the share of them
 //     above its rate, and where that share is more than the tenth the cut
 //     kept, the cut halves instead, and climbs back to flatten at the
-//     share of them it accepted, the measure. A one-second Retry-After on a
-//     measured cut pauses only its call: a per-second limiter's stock
-//     answer. So does one on a call sent before a cut, measured or not:
-//     the server answered the moment the cut answered, whose pause, if
-//     any, stands.
+//     share of them it accepted, the measure; so does a halving for want
+//     of history, once sixteen calls are answered after it, on a climb a
+//     bare 429 priced. A one-second Retry-After on a measured cut pauses
+//     only its call: a per-second limiter's stock answer. So does one on
+//     a call sent before a cut, measured or not: the server answered the
+//     moment the cut answered, whose pause, if any, stands.
 //   - SlotsCut relies on a concurrency cap refusing a call that arrives
 //     while it holds its cap: what it held then were calls in flight.
 //   - RoundTrips keeps the shortest round trip of late: the floor under a
