@@ -321,6 +321,14 @@ func (c *Cuts) since(p ownPaceCut, r Refusal) (refused, answered int64) {
 	return refused, refused + r.Accepted - p.accepted
 }
 
+// measure is the level the calls answered since the cut that saw p measure,
+// as of the refusal r: the share of them the server accepted, times the
+// pace p read. At least one is answered: r's.
+func (c *Cuts) measure(p ownPaceCut, r Refusal) float64 {
+	refused, answered := c.since(p, r)
+	return p.wmax * float64(answered-refused) / float64(answered)
+}
+
 // measureHalving returns the climb of the last halving for want of history
 // (unmeasured) flattened at what the calls answered since measure, once
 // sixteen are (minShareSample), as of the refusal r: the share of them the
@@ -344,12 +352,11 @@ func (c *Cuts) measureHalving(r Refusal) *Curve {
 	if !c.unmeasured.on || r.Curve == nil {
 		return nil
 	}
-	refused, answered := c.since(c.unmeasured, r)
-	if answered < minShareSample {
+	if _, answered := c.since(c.unmeasured, r); answered < minShareSample {
 		return nil
 	}
 	c.unmeasured.on = false
-	wmax := max(r.Curve.F0, c.unmeasured.wmax*float64(answered-refused)/float64(answered))
+	wmax := max(r.Curve.F0, c.measure(c.unmeasured, r))
 	if wmax >= r.Curve.Wmax {
 		return nil
 	}
@@ -379,10 +386,8 @@ func (c *Cuts) halve(now time.Time, window time.Duration, r Refusal) *Curve {
 		over = r.Curve.Over
 	}
 	c.ownPace.on = false
-	refused, answered := c.since(c.ownPace, r) // answered: at least minShareSample (tooShallow)
 	f0 := max(c.ownPace.wmax*ShortHistoryCut, r.floor())
-	wmax := max(f0, c.ownPace.wmax*float64(answered-refused)/float64(answered))
-	return c.cut(now, window, r, wmax, f0, over, true)
+	return c.cut(now, window, r, max(f0, c.measure(c.ownPace, r)), f0, over, true)
 }
 
 // floor is the least share of its full pace a cut leaves the scope that
