@@ -277,6 +277,7 @@ func (c *call) wait(ctx context.Context, b blocked) error {
 	if err := c.cannotWait(ctx, b); err != nil {
 		return err // before queueing: a call that will not wait takes no place
 	}
+	b.bucket.burstEnds() // firstburst.go
 	start := c.t.clock.Now()
 	w := queue.NewWaiter(c.workload.index, b.bucket.scope.shares.Load().reserve[c.workload.index], c.t.arrivals.Add(1), c.priority, start)
 	w.Tag = c.workload.fair.Tag(c.tenant, tenantWeight(c.weight), c.costOn(b.bucket))

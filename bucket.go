@@ -60,6 +60,13 @@ type feedback struct {
 	owedUntil atomic.Int64               // UnixNano by which the debts this process's settlements left are repaid (settle.go)
 	accepted  atomic.Int64               // calls the provider accepted, for a cut to measure (recovery.go)
 
+	// burstUntil is the scope's spent units when its first burst ended (a
+	// call had to wait, or the first count came back), 0 before: the calls
+	// admitted within it went out together, and reach the server in any
+	// order. burstAnswered is the units of those whose answer has been
+	// read (firstburst.go).
+	burstUntil, burstAnswered atomic.Int64
+
 	// The latest pause, UnixNano from and to: what a measure of the
 	// accepted rate leaves out of its span (recovery.go).
 	pausedFrom, pausedTo atomic.Int64

@@ -214,6 +214,7 @@ func (c *call) learn(ctx context.Context, resp *http.Response, verdict classify.
 func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict classify.Verdict, cuts bool) {
 	status := resp.StatusCode
 	if verdict.Quota != "" {
+		c.answered(false)
 		return // a spent quota is no reason to slow down the scope
 	}
 	if verdict.BackPressure {
@@ -224,6 +225,7 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 		// Most responses say nothing about limits: keep them cheap.
 		for i := range c.charges {
 			s := c.charges[i].bucket // not a copy of the charge: it is eight words
+			s.answered(c.charges[i].spentAt, int64(c.charges[i].cost), true)
 			s.succeeded()
 			if s.recovered.Load() {
 				c.reportRecovered(s)
@@ -296,6 +298,16 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 	}
 	for _, ch := range c.charges {
 		c.forgetUnconfirmed(ch.bucket, r.now)
+	}
+	c.answered(false) // after the clamps: firstburst.go
+}
+
+// answered notes that the call's answer has been read (firstburst.go);
+// quiet says it carried no count.
+func (c *call) answered(quiet bool) {
+	for i := range c.charges {
+		ch := &c.charges[i]
+		ch.bucket.answered(ch.spentAt, int64(ch.cost), quiet)
 	}
 }
 
@@ -411,14 +423,21 @@ func (c *call) learnRemaining(ctx context.Context, r *reply, q ratelimitheader.Q
 	if fleet {
 		mark = c.charges[i].takenAt
 	}
-	left := float64(q.Remaining) - float64(s.sinceMark(mark, fleet))
+	// Nor, in the scope's first burst, the calls admitted before it that
+	// the server may have counted after it (firstburst.go): a fleet's
+	// marks are not this process's to read so.
+	var unanswered int64
+	if !fleet {
+		unanswered = s.unansweredBefore(mark, int64(c.charges[i].cost))
+	}
+	left := float64(q.Remaining) - float64(s.sinceMark(mark, fleet)+unanswered)
 	var noneLeft time.Duration // nothing left: how long to pause for it (pace.Verdict.Pause)
 	if q.HasReset {
 		var refused int64
 		if tooMany {
 			refused = int64(c.charges[i].cost)
 		}
-		rep := pace.Count{Remaining: q.Remaining, Reset: q.Reset, Limit: q.Limit, Mark: mark, Refused: refused, Sent: c.admitted, Local: r.local, Fleet: fleet}
+		rep := pace.Count{Remaining: q.Remaining, Reset: q.Reset, Limit: q.Limit, Mark: mark, Unanswered: unanswered, Refused: refused, Sent: c.admitted, Local: r.local, Fleet: fleet}
 		v, began := s.reportRemaining(now, rep, t.maxWait)
 		if began {
 			c.paceChanged(s, "the provider reports what remains until its reset")

@@ -386,6 +386,7 @@ func (c *call) send(req *http.Request) (resp *http.Response, verdict classify.Ve
 	}()
 	resp, err = c.t.base.RoundTrip(req)
 	if err != nil {
+		c.answered(false) // no answer will come
 		if retryrule.NeverLeft(err) {
 			// The provider never saw it, so it spent nothing there.
 			c.refundBudget(req.Context())
@@ -394,6 +395,7 @@ func (c *call) send(req *http.Request) (resp *http.Response, verdict classify.Ve
 		return nil, classify.Verdict{}, false, err
 	}
 	if resp == nil {
+		c.answered(false)
 		return nil, classify.Verdict{}, false, errors.New("pacer: the base RoundTripper returned neither a response nor an error")
 	}
 	if resp.StatusCode >= 400 {

@@ -89,7 +89,7 @@ func (o *Record) read(now time.Time, seen, sent int64, c Count, local bool, sc S
 	// count fell no faster than the scope spent, within the noise of calls
 	// counted out of order (neighbourNoise).
 	k.alone = o.alone(now, local, sc.Blind)
-	k.left = k.r - float64(o.spentSince(c.Mark, sc.Spent, c.Fleet)) + o.flownBack(now, sent)
+	k.left = k.r - float64(o.spentSince(c.Mark, sc.Spent, c.Fleet)+c.Unanswered) + o.flownBack(now, sent)
 	if k.supply < 0 {
 		// What a neighbour on a fixed window took since the count was made
 		// is gone as surely as what a sliding window gives back comes

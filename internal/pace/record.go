@@ -124,8 +124,13 @@ type Count struct {
 	// admitted, this call's included: the calls admitted since were not
 	// all counted yet. In a shared store that says what the fleet took
 	// (Fleet), it is the fleet's total then (store.Decision.Taken).
-	Mark    int64
-	Refused int64 // the answered call's cost if the provider refused it, which it did not spend; else 0
+	Mark int64
+	// Unanswered is the units of calls sent together with this one,
+	// admitted before it, whose answers were not read yet: the server may
+	// have counted them after this count, so what is left is net of them
+	// too.
+	Unanswered int64
+	Refused    int64 // the answered call's cost if the provider refused it, which it did not spend; else 0
 	// Sent is when the answered call was admitted (UnixNano): the count
 	// was made a little after, on the way (Count).
 	Sent  int64
@@ -323,7 +328,7 @@ func (o *Record) rebase(c Count) {
 // now by its reading; the call it answers was admitted at sent, and local
 // says the record knows every call spent from the count.
 func (o *Record) overtaken(now time.Time, c Count, sc Scope, sent int64, local bool) (v Verdict) {
-	v.Left = float64(c.Remaining) - float64(o.spentSince(c.Mark, sc.Spent, c.Fleet)) + o.flownBack(now, sent)
+	v.Left = float64(c.Remaining) - float64(o.spentSince(c.Mark, sc.Spent, c.Fleet)+c.Unanswered) + o.flownBack(now, sent)
 	refill, turns := o.refill(now, sc.Per)
 	if !turns {
 		return v

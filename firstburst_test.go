@@ -1,0 +1,122 @@
+package pacer
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// reorderAPI is a server that counts in a minute's window of limit calls,
+// and says what is left after each, not its limit. While holding, it keeps
+// each call it is sent until the test lets it answer (held): the first
+// burst's calls are all in flight at once, and the test picks the order
+// the server counted them in and the order their answers come back in.
+// Not holding, it counts each call as it arrives, and answers it 100 ms
+// later.
+type reorderAPI struct {
+	mu       sync.Mutex
+	left     int
+	holding  bool
+	held     []chan int // by arrival; each gets the count the server made
+	accepted int        // counted as they arrive, held or not
+	refused  int
+}
+
+func (a *reorderAPI) RoundTrip(req *http.Request) (*http.Response, error) {
+	a.mu.Lock()
+	if a.holding {
+		ch := make(chan int, 1)
+		a.held = append(a.held, ch)
+		a.accepted++
+		a.mu.Unlock()
+		return respondWith(req, <-ch), nil
+	}
+	left := -1
+	if a.left > 0 {
+		a.left--
+		left = a.left
+		a.accepted++
+	} else {
+		a.refused++
+	}
+	a.mu.Unlock()
+	time.Sleep(100 * time.Millisecond)
+	return respondWith(req, left), nil
+}
+
+// respondWith answers req with the count left, -1 meaning refused.
+func respondWith(req *http.Request, left int) *http.Response {
+	h := http.Header{}
+	h.Set("X-RateLimit-Reset", "60")
+	status := http.StatusOK
+	if left < 0 {
+		status, left = http.StatusTooManyRequests, 0
+	}
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(left))
+	return &http.Response{StatusCode: status, Header: h, Body: http.NoBody, Request: req}
+}
+
+// counts returns what the server accepted and refused so far.
+func (a *reorderAPI) counts() (accepted, refused int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.accepted, a.refused
+}
+
+// A scope's first burst goes out at once, and the server counts its calls
+// in whatever order they reach it: here the reverse of the order pacer
+// admitted them in, so the last call admitted was counted first, and says
+// nearly the whole limit is left. Its answer comes back first. The calls
+// admitted after it are none: read net of those alone, the count freed the
+// callers to spend what the calls still in flight had already taken, and
+// the server refused them (a project's token limit did so, drafts on two
+// models sent at once). Read net of the burst's calls not yet answered, it
+// leaves what the server has left, and nothing is refused.
+func TestAFirstBurstsCountIsNetOfTheCallsNotYetAnswered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const limit, burst = 40, 32
+		api := &reorderAPI{holding: true}
+		// A configured limit far above the server's, whose burst sends the
+		// first burst at once.
+		tr := New(api, WithLimit(Limit{Count: 1000, Per: time.Second, Burst: 1000}), WithoutRetry(), WithLogger(slogTo(io.Discard)))
+		var wg sync.WaitGroup
+		for range burst {
+			wg.Go(func() { get(tr, context.Background(), "http://api.test/") })
+		}
+		synctest.Wait()
+		api.mu.Lock()
+		if len(api.held) != burst {
+			t.Fatalf("%d calls in flight, want the first burst's %d", len(api.held), burst)
+		}
+		held := api.held
+		api.left, api.holding = limit-burst, false
+		api.mu.Unlock()
+		// The last to arrive was counted first: limit-1 left after it.
+		held[burst-1] <- limit - 1
+		synctest.Wait()
+
+		// The callers call at once, as the one its answer freed does.
+		ctx, cancel := context.WithCancel(context.Background())
+		for range burst {
+			wg.Go(func() { get(tr, ctx, "http://api.test/") })
+		}
+		synctest.Wait() // every call that went out has reached the server
+		accepted, refused := api.counts()
+		for i := burst - 2; i >= 0; i-- {
+			held[i] <- limit - burst + i // counted in reverse: the first admitted, last
+		}
+		cancel()
+		wg.Wait()
+		if refused > 0 {
+			t.Errorf("%d calls refused after the first burst's first answer, want none: the calls still in flight had spent what it said was left", refused)
+		}
+		if accepted <= burst {
+			t.Errorf("%d calls accepted, none after the first burst's %d: the count stalled the scope", accepted, burst)
+		}
+	})
+}
