@@ -16,6 +16,9 @@ package pacer
 // counted after the answer in hand (unansweredBefore). Once read, its own
 // answer has clamped the bucket: whichever answer the server counted last,
 // the calls it did not count were unread when it was read, and taken off.
+// A call the server counted before the one in hand but answered after it
+// is taken off too: the safe side, which costs at most the burst's calls
+// still in flight, once, in a bucket the later counts only lower.
 // Calls sent apart, paced, reach the server in the order they were sent
 // but for the route's jitter, which the count's margin holds
 // (pace.Record.margin); taking off every earlier call still unanswered

@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -34,7 +35,14 @@ func (a *reorderAPI) RoundTrip(req *http.Request) (*http.Response, error) {
 		a.held = append(a.held, ch)
 		a.accepted++
 		a.mu.Unlock()
-		return respondWith(req, <-ch), nil
+		left := <-ch
+		if left == lost {
+			a.mu.Lock()
+			a.accepted--
+			a.mu.Unlock()
+			return nil, errors.New("connection reset by peer")
+		}
+		return respondWith(req, left), nil
 	}
 	left := -1
 	if a.left > 0 {
@@ -48,6 +56,10 @@ func (a *reorderAPI) RoundTrip(req *http.Request) (*http.Response, error) {
 	time.Sleep(100 * time.Millisecond)
 	return respondWith(req, left), nil
 }
+
+// lost, sent to a held call, fails it as a connection reset before the
+// server counted it.
+const lost = -2
 
 // respondWith answers req with the count left, -1 meaning refused.
 func respondWith(req *http.Request, left int) *http.Response {
@@ -87,8 +99,8 @@ func TestAFirstBurstsCountIsNetOfTheCallsNotYetAnswered(t *testing.T) {
 		var wg sync.WaitGroup
 		for range burst {
 			wg.Go(func() { get(tr, context.Background(), "http://api.test/") })
+			synctest.Wait() // one at a time: held in the order admitted
 		}
-		synctest.Wait()
 		api.mu.Lock()
 		if len(api.held) != burst {
 			t.Fatalf("%d calls in flight, want the first burst's %d", len(api.held), burst)
@@ -117,6 +129,47 @@ func TestAFirstBurstsCountIsNetOfTheCallsNotYetAnswered(t *testing.T) {
 		}
 		if accepted <= burst {
 			t.Errorf("%d calls accepted, none after the first burst's %d: the count stalled the scope", accepted, burst)
+		}
+	})
+}
+
+// A first burst's calls that failed on the way, never counted, are
+// answered all the same: they are no call the server may count later, and a
+// count read after them is not net of them. Half of a burst of 32 lost to
+// a connection reset, the server counted 16 of its 40; the answer of the
+// last call admitted, counted last, says 24 are left, and they are spent.
+func TestAFirstBurstsLostCallsAreNotTakenOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const limit, burst = 40, 32
+		api := &reorderAPI{holding: true}
+		tr := New(api, WithLimit(Limit{Count: 1000, Per: time.Second, Burst: 1000}), WithoutRetry(), WithLogger(slogTo(io.Discard)))
+		var wg sync.WaitGroup
+		for range burst {
+			wg.Go(func() { get(tr, context.Background(), "http://api.test/") })
+			synctest.Wait() // one at a time: held in the order admitted
+		}
+		api.mu.Lock()
+		held := api.held
+		api.left, api.holding = limit-burst/2, false
+		api.mu.Unlock()
+		for i := range burst / 2 {
+			held[i] <- lost
+		}
+		synctest.Wait()
+		for i := burst / 2; i < burst; i++ {
+			held[i] <- limit - i - 1 + burst/2 // counted, answered and read in order
+			synctest.Wait()
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		for range burst {
+			wg.Go(func() { get(tr, ctx, "http://api.test/") })
+		}
+		synctest.Wait()
+		accepted, refused := api.counts()
+		cancel()
+		wg.Wait()
+		if sent := accepted - burst/2; refused > 0 || sent < limit-burst/2-1 {
+			t.Errorf("after the burst: %d accepted, %d refused; want the %d left spent, none refused", sent, refused, limit-burst/2)
 		}
 	})
 }
