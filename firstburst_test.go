@@ -80,6 +80,41 @@ func (a *reorderAPI) counts() (accepted, refused int) {
 	return a.accepted, a.refused
 }
 
+// firstBurst sends a first burst of n calls through a new Transport to
+// api, which holds them, one call at a time so that api holds them in the
+// order pacer admitted them. The Transport's configured limit is far above
+// the server's, and its burst sends all n at once. The calls run on wg.
+func firstBurst(t *testing.T, api *reorderAPI, n int) (http.RoundTripper, *sync.WaitGroup) {
+	t.Helper()
+	api.holding = true
+	tr := New(api, WithLimit(Limit{Count: 1000, Per: time.Second, Burst: 1000}), WithoutRetry(), WithLogger(slogTo(io.Discard)))
+	wg := new(sync.WaitGroup)
+	for range n {
+		wg.Go(func() { get(tr, context.Background(), "http://api.test/") })
+		synctest.Wait()
+	}
+	if len(api.held) != n {
+		t.Fatalf("%d calls in flight, want the first burst's %d", len(api.held), n)
+	}
+	return tr, wg
+}
+
+// release stops api holding, with left of its limit left after the calls
+// it holds, and returns those calls, for the test to answer.
+func (a *reorderAPI) release(left int) []chan int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.left, a.holding = left, false
+	return a.held
+}
+
+// callAtOnce has n callers call through tr at once, with ctx, on wg.
+func callAtOnce(ctx context.Context, tr http.RoundTripper, wg *sync.WaitGroup, n int) {
+	for range n {
+		wg.Go(func() { get(tr, ctx, "http://api.test/") })
+	}
+}
+
 // A scope's first burst goes out at once, and the server counts its calls
 // in whatever order they reach it: here the reverse of the order pacer
 // admitted them in, so the last call admitted was counted first, and says
@@ -92,31 +127,16 @@ func (a *reorderAPI) counts() (accepted, refused int) {
 func TestAFirstBurstsCountIsNetOfTheCallsNotYetAnswered(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const limit, burst = 40, 32
-		api := &reorderAPI{holding: true}
-		// A configured limit far above the server's, whose burst sends the
-		// first burst at once.
-		tr := New(api, WithLimit(Limit{Count: 1000, Per: time.Second, Burst: 1000}), WithoutRetry(), WithLogger(slogTo(io.Discard)))
-		var wg sync.WaitGroup
-		for range burst {
-			wg.Go(func() { get(tr, context.Background(), "http://api.test/") })
-			synctest.Wait() // one at a time: held in the order admitted
-		}
-		api.mu.Lock()
-		if len(api.held) != burst {
-			t.Fatalf("%d calls in flight, want the first burst's %d", len(api.held), burst)
-		}
-		held := api.held
-		api.left, api.holding = limit-burst, false
-		api.mu.Unlock()
+		api := &reorderAPI{}
+		tr, wg := firstBurst(t, api, burst)
+		held := api.release(limit - burst)
 		// The last to arrive was counted first: limit-1 left after it.
 		held[burst-1] <- limit - 1
 		synctest.Wait()
 
 		// The callers call at once, as the one its answer freed does.
 		ctx, cancel := context.WithCancel(context.Background())
-		for range burst {
-			wg.Go(func() { get(tr, ctx, "http://api.test/") })
-		}
+		callAtOnce(ctx, tr, wg, burst)
 		synctest.Wait() // every call that went out has reached the server
 		accepted, refused := api.counts()
 		for i := burst - 2; i >= 0; i-- {
@@ -141,17 +161,9 @@ func TestAFirstBurstsCountIsNetOfTheCallsNotYetAnswered(t *testing.T) {
 func TestAFirstBurstsLostCallsAreNotTakenOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const limit, burst = 40, 32
-		api := &reorderAPI{holding: true}
-		tr := New(api, WithLimit(Limit{Count: 1000, Per: time.Second, Burst: 1000}), WithoutRetry(), WithLogger(slogTo(io.Discard)))
-		var wg sync.WaitGroup
-		for range burst {
-			wg.Go(func() { get(tr, context.Background(), "http://api.test/") })
-			synctest.Wait() // one at a time: held in the order admitted
-		}
-		api.mu.Lock()
-		held := api.held
-		api.left, api.holding = limit-burst/2, false
-		api.mu.Unlock()
+		api := &reorderAPI{}
+		tr, wg := firstBurst(t, api, burst)
+		held := api.release(limit - burst/2)
 		for i := range burst / 2 {
 			held[i] <- lost
 		}
@@ -161,9 +173,7 @@ func TestAFirstBurstsLostCallsAreNotTakenOff(t *testing.T) {
 			synctest.Wait()
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		for range burst {
-			wg.Go(func() { get(tr, ctx, "http://api.test/") })
-		}
+		callAtOnce(ctx, tr, wg, burst)
 		synctest.Wait()
 		accepted, refused := api.counts()
 		cancel()
