@@ -32,6 +32,7 @@ type windowAPI struct {
 	sliding    bool
 	retryAfter bool
 	quiet      bool                 // no headers at all: a bare 429, as nginx sends
+	unstated   bool                 // no X-RateLimit-Limit: what remains and when it resets, not of how many
 	down       func(time.Time) bool // while true, a bare 429 to everything
 	// lag, when set, delays pacer's n-th answer after the server counted
 	// its call: answers that come back late and out of order, as on a
@@ -102,7 +103,9 @@ func (a *windowAPI) answer(req *http.Request) *http.Response {
 	}
 	if !a.quiet {
 		h.Set("Date", now.UTC().Format(http.TimeFormat))
-		h.Set("X-RateLimit-Limit", strconv.Itoa(a.limit))
+		if !a.unstated {
+			h.Set("X-RateLimit-Limit", strconv.Itoa(a.limit))
+		}
 		h.Set("X-RateLimit-Reset", strconv.FormatInt(ws.Add(a.window).Unix(), 10))
 		if remaining >= 0 {
 			h.Set("X-RateLimit-Remaining", strconv.Itoa(remaining))

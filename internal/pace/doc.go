@@ -272,7 +272,15 @@
 //     comes back what is left holds, where a floor above it spends the
 //     margin away (three processes on one bucket, each seeing the others'
 //     take as a slower refill); not a fixed window seen to turn, whose
-//     margin comes back at its turn. A refusal is the server saying that
+//     margin comes back at its turn. Nor faster than what is left lasts to
+//     the soonest the reset may be (reading.lastsToReset): server property,
+//     whatever it counts by, a server gives back by its reset at most what
+//     it holds at once (a fixed window at the reset, a sliding one over a
+//     window no shorter than it, a bucket its room in the time it states).
+//     Configured at 1,000 a second against a fixed minute of 40, half the
+//     blind pace sent a round trip's worth of calls into a count with a
+//     handful left; 11 of the first minute's calls were refused over a
+//     route of up to 400 ms. A refusal is the server saying that
 //     pace is too much: then the count paces alone; so it does beside others
 //     seen spending on the key in a long window, whose take goes on until
 //     the reset (three processes each told a sliding minute's whole limit

@@ -3,7 +3,10 @@ package pace
 // The rules a count's pace is reckoned by, in the order Count applies
 // them to a reading. Each names the server property it relies on.
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // pace is the pace the reading k allows, units a second: what is left
 // spread to the reset, then each rule below in turn.
@@ -76,13 +79,29 @@ func (k *reading) belowMargin(sc Scope, rate float64) float64 {
 	rate = k.supply + (k.left-k.margin)/min(k.horizon, k.deficit).Seconds()
 	shared := k.local && k.known && !k.alone && slackIsSmall(k.reset, k.window)
 	if k.quiet && !k.wakeOne && !shared {
-		floor := sc.Blind / 2
+		floor := min(sc.Blind/2, k.lastsToReset())
 		if k.local && k.known && !k.first && !k.turns && k.supply > 0 {
 			floor = min(floor, k.supply)
 		}
 		rate = max(rate, floor)
 	}
 	return rate
+}
+
+// lastsToReset is the fastest pace at which what is left lasts until the
+// soonest the reset may be, whatever the server counts by: by then it has
+// given back at most what it holds at once, its room, and that only if
+// everything it counts now came back before the reset (a fixed window gives
+// nothing back before it; a sliding window gives back what it counted a
+// window ago, and its window is no shorter than its reset; a bucket fills
+// its room in the time its reset states). Unbounded for a reset that may
+// already be here.
+func (k *reading) lastsToReset() float64 {
+	soonest := k.reset - WholeSecondSlack(k.reset)
+	if soonest <= 0 {
+		return math.Inf(1)
+	}
+	return (max(k.left, 0) + k.room + 1) / soonest.Seconds()
 }
 
 // lastsAtBlind: what is left lasts until the reset at the blind pace, so

@@ -37,6 +37,8 @@ func TestRuleBelowMargin(t *testing.T) {
 		{"less given back, by a count whose spending the record does not all know: half the blind pace", func(k *reading) { k.supply = 10; k.local = false }, 42, 45},
 		{"nothing given back: half the blind pace, for the news", func(k *reading) { k.supply = 0 }, 42, 45},
 		{"less given back by a fixed window seen to turn: half the blind pace, into the turn", func(k *reading) { k.supply = 10; k.turns = true }, 42, 45},
+		{"a minute to the reset of a count that holds 40: no faster than what is left and those 40 last to it", func(k *reading) { k.supply, k.reset, k.room = 0, time.Minute, 39 }, 42, (2 + 40) / 59.0},
+		{"a minute to the reset of a count that holds 6,000: half the blind pace", func(k *reading) { k.supply, k.reset, k.room = 0, time.Minute, 5999 }, 42, 45},
 	} {
 		k := base
 		if tc.edit != nil {
