@@ -38,6 +38,20 @@ func (s *bucket) unansweredBefore(mark, cost int64) int64 {
 	return max(0, mark-cost-s.burstAnswered.Load())
 }
 
+// inFirstBurst reports whether the call admitted at mark (its spent units)
+// was one of the scope's first burst, which a count ends.
+func (s *bucket) inFirstBurst(mark int64) bool {
+	s.burstEnds()
+	return mark <= s.burstUntil.Load()
+}
+
+// admittedInBurst is inFirstBurst without ending the burst: what a
+// refusal without a count asks.
+func (s *bucket) admittedInBurst(mark int64) bool {
+	end := s.burstUntil.Load()
+	return end == 0 || mark <= end
+}
+
 // burstEnds ends the scope's first burst, if it has not ended: the calls
 // admitted so far are the burst.
 func (s *bucket) burstEnds() {

@@ -183,3 +183,57 @@ func TestAFirstBurstsLostCallsAreNotTakenOff(t *testing.T) {
 		}
 	})
 }
+
+// A first burst's answers read out of order clamp the bucket one after
+// another, and the store brings the bucket up to date before each clamp
+// at the pace of the demand it is handed. Handed the demand the call was
+// admitted with, at the blind pace of a limit configured far above the
+// server's, the bucket refilled between two clamps to more than the next
+// count said was left, and the clamp set it there instead of lowering it:
+// the answer of a call admitted early and counted early, read after the
+// burst's last count, said 12 were left of the server's 8, and 12 went out
+// at once. Refilled at the pace the counts set, the bucket holds what the
+// counts said, and nothing is refused — so long as the floor below the
+// margin lasts to the reset (pace.reading.lastsToReset): at half the blind
+// pace, 450 a second, the callers went on past the server's 8 into 24
+// refusals.
+func TestAClampDoesNotRefillAtThePaceTheCallWasAdmittedAt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const limit, burst = 40, 32
+		api := &reorderAPI{}
+		tr, wg := firstBurst(t, api, burst)
+		held := api.release(limit - burst)
+		// The server counted the fifth call first, then the first four,
+		// then the rest in order; the 28th, counted last, is read first.
+		counted := make([]int, burst) // what was left after each call, by admission
+		counted[4] = limit - 1
+		for i := range 4 {
+			counted[i] = limit - 2 - i
+		}
+		for i := 5; i < burst; i++ {
+			counted[i] = limit - 1 - i
+		}
+		answer := func(i int) {
+			held[i] <- counted[i]
+			synctest.Wait()
+			time.Sleep(50 * time.Millisecond)
+		}
+		answer(27) // 8 left, net of 27 calls unanswered: none
+		for i := range 5 {
+			answer(i) // the fifth: 39 left, net of 27 admitted after it: 12
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		callAtOnce(ctx, tr, wg, burst)
+		synctest.Wait()
+		for i := 5; i < burst; i++ {
+			if i != 27 {
+				held[i] <- counted[i]
+			}
+		}
+		cancel()
+		wg.Wait()
+		if _, refused := api.counts(); refused > 0 {
+			t.Errorf("%d calls refused after the first burst's answers were read out of order, want none: a clamp refilled the bucket at the blind pace", refused)
+		}
+	})
+}

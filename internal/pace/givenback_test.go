@@ -296,3 +296,23 @@ func TestASlidingWindowGivesBackFromItsFirstTurn(t *testing.T) {
 		})
 	}
 }
+
+// A first burst's counts come back in the order the server counted the
+// burst in, not the order it was sent in: the count of the eighth call,
+// counted first, read after that of the third, counted last, is 25 above
+// it. Read as a fixed window's refill, that barred the count from ever
+// being seen to give back as it goes (Record.gradual).
+func TestAFirstBurstsCountsShowNoRefill(t *testing.T) {
+	sc := scope100(10)
+	for _, burst := range []bool{true, false} {
+		o := &Record{}
+		read := func(at time.Duration, remaining, mark int64) {
+			o.Count(t0.Add(at), Count{Remaining: remaining, Reset: time.Minute, Limit: -1, Mark: mark, Sent: t0.UnixNano(), Local: true, Burst: burst}, sc)
+		}
+		read(100*time.Millisecond, 3, 3)  // counted last of the ten
+		read(101*time.Millisecond, 28, 8) // counted first, read later
+		if refilled := o.refillAt != 0; refilled == burst {
+			t.Errorf("a count of the first burst %v: a refill seen %v, want %v", burst, refilled, !burst)
+		}
+	}
+}

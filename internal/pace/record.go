@@ -130,7 +130,11 @@ type Count struct {
 	// have counted them after this count, so what is left is net of them
 	// too.
 	Unanswered int64
-	Refused    int64 // the answered call's cost if the provider refused it, which it did not spend; else 0
+	// Burst says the call was one of the scope's first burst, sent at
+	// once and counted in any order: a count above the one before is
+	// that order, not a refill (Record.measure).
+	Burst   bool
+	Refused int64 // the answered call's cost if the provider refused it, which it did not spend; else 0
 	// Sent is when the answered call was admitted (UnixNano): the count
 	// was made a little after, on the way (Count).
 	Sent  int64
@@ -366,7 +370,7 @@ func (o *Record) take(now time.Time, seen int64, c Count, local bool, sc Scope) 
 		}
 	}
 	o.last = max(o.last, seen)
-	o.measure(now, seen, r, c.Mark, c.Limit, local, sc)
+	o.measure(now, seen, r, c.Mark, c.Limit, local, c.Burst, sc)
 	if n := o.nheld; n == 0 || seen-o.held[(n-1)%len(o.held)].at >= int64(heldEvery) {
 		o.held[n%len(o.held)] = countSample{seen, r, c.Mark, o.refused}
 		o.nheld++
