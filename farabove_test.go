@@ -44,3 +44,51 @@ func TestAFixedMinuteFarBelowTheConfiguredLimit(t *testing.T) {
 		})
 	}
 }
+
+// A scope configured far above a sliding minute of 40 (1,000 or 400 a
+// second) is paced by its counts, and what wakes a waiting call as each
+// count runs out refilled the configured burst by the count's reset. A
+// sliding window's reset counts down to its window's end, so each count
+// armed the wake anew over less time, up to the burst a second in the
+// window's last second, into a window that gives back no faster at its
+// end than before: past the first minute, one call in three was refused.
+// The count is seen to give back as it goes, and the configured pace is
+// more than it holds in its window, so the wake spends no faster than
+// what comes back (pace.LivePace.WakeAtMost). Past the first minute (the
+// first window's turn, after a pause to it, is another matter), over
+// loopback, a route of 40–60 ms and one of up to 400 ms, at most two calls
+// are refused at each turn (107–121 of 290 without the bound): the one
+// call the wake still sends by each count's end may meet a turn, when the
+// sliding window still holds the whole of the window before it. Told the
+// limit itself or twice it, the scope spends as much as before, 0.9 of the
+// window or more.
+func TestTheWakeSpendsNoFasterThanASlidingWindowGivesBack(t *testing.T) {
+	for _, lag := range []time.Duration{0, 50 * time.Millisecond, 400 * time.Millisecond} {
+		for _, tt := range []struct {
+			limit Limit
+			least int // accepted past the first minute and ten seconds, of the 153 the window gives back
+		}{
+			{PerSecond(1000), 140},
+			{PerSecond(400), 140},
+			{PerMinute(80), 140},
+			{PerMinute(40), 120},
+		} {
+			t.Run(lag.String()+"/"+tt.limit.String(), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					toPresent()
+					api := &windowAPI{limit: 40, window: time.Minute, sliding: true, unstated: true}
+					if lag > 0 {
+						api.lag = lagUpTo(lag)
+					}
+					tr := New(api, WithLimit(tt.limit), WithoutRetry(), WithLogger(slogTo(io.Discard)))
+					start := time.Now()
+					hammer(tr, 32, start.Add(5*time.Minute))
+					accepted, refused := api.counts("pacer", start.Add(70*time.Second), time.Now())
+					if refused > 2*4 || accepted < tt.least {
+						t.Errorf("past the first minute: %d accepted, %d refused; want %d or more, and at most two refused at each of the four turns", accepted, refused, tt.least)
+					}
+				})
+			})
+		}
+	}
+}

@@ -63,6 +63,15 @@ type LivePace struct {
 	// is refused whatever the pace: a server bucket of one refuses the
 	// second of two calls sent together.
 	Room float64
+	// WakeAtMost is the fastest what wakes a waiting call may spend, one
+	// call by Until at least (Base); 0 for no bound. For a count seen to
+	// give back as it goes, behind a configured pace more than the server
+	// holds in its window: what the count gives back, and what is left
+	// spread over the hold. Each count arms the wake anew to its own
+	// reset, and a reset counting down to a window's end raised it to the
+	// burst a second at the window's last second, into a sliding window
+	// that gives back no faster at its end than before.
+	WakeAtMost float64
 	// Roomless says the count has no room for its margin and sets no pace:
 	// a cut applies, as to a scope without counts.
 	Roomless bool
@@ -195,6 +204,9 @@ func (m *Model) Base(now int64, cfg Configured) (rate, burst float64) {
 		wake = min(burst, 1)
 	}
 	floor := wake * 1e9 / float64(l.Until-now)
+	if l.WakeAtMost > 0 {
+		floor = max(min(floor, l.WakeAtMost), min(wake, 1)*1e9/float64(l.Until-now))
+	}
 	if l.WakeOne && floor > l.Rate {
 		burst = wake
 	}

@@ -212,6 +212,9 @@ type Verdict struct {
 	// holds at once, the burst a server's bucket takes.
 	Roomless bool
 	Room     float64
+	// WakeAtMost is the fastest what wakes a waiting call may spend
+	// (LivePace.WakeAtMost); 0 for no bound.
+	WakeAtMost float64
 	// WakeOne says the count is below its margin at a long window's turn
 	// (atLongTurn): until another count comes, the scope sends one call
 	// at a time (LivePace.WakeOne), to learn what the turn brought.
@@ -310,6 +313,12 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	v.Hold = min(k.reset+WholeSecondSlack(k.reset), sc.MaxWait)
 	if k.roomless {
 		v.Room = k.room + 1 // what the count showed, and the call it answered
+	}
+	// The configured pace is more than the server holds in its window, and
+	// the count gives back as it goes: what wakes a waiting call spends no
+	// faster than it does (LivePace.WakeAtMost).
+	if k.gradual && k.local && !k.fleet && k.known && !k.first && k.supply > 0 && sc.Blind*k.window.Seconds() > k.room+1 {
+		v.WakeAtMost = k.supply + max(0, k.left)/v.Hold.Seconds()
 	}
 	return v
 }
