@@ -73,7 +73,27 @@ func (o *Record) netSupply(seen int64, r float64, spentAt int64, turns bool, bli
 // (Record.gradual), and the scope paused to the reset at every none left,
 // to find every other turn still full: 83–104 of a window's 153 over four
 // minutes, in one run in twenty over a route of up to 400 ms.
+//
+// Nor does the measure start from one of the burst's counts: the count
+// of a call counted late but admitted early, measured against later, read
+// the calls the server had counted before it as given back, and the scope
+// sent into a fixed minute's none left at fifteen a second. It starts from
+// the least of the burst's counts, at the last of its calls: once the
+// count the server made last is read, that is what the burst left; before,
+// it is more, and what comes back measures less, the safe side.
 func (o *Record) measure(now time.Time, seen int64, r float64, spentAt, limit int64, local, burst bool, sc Scope) {
+	if burst && local && (o.at == 0 || o.burstStart) {
+		// The start from the burst: its least count, its last call.
+		if o.at == 0 {
+			o.remaining, o.spent = r, spentAt
+		}
+		o.at, o.remaining, o.spent, o.refusedAt = max(o.at, seen), min(o.remaining, r), max(o.spent, spentAt), o.refused
+		o.burstStart = true
+		return
+	}
+	if burst {
+		return
+	}
 	move := o.at == 0 || !local
 	if o.at != 0 && local && spentAt >= o.spent && seen > o.at {
 		dt := float64(seen-o.at) / 1e9
@@ -131,6 +151,7 @@ func (o *Record) measure(now time.Time, seen int64, r float64, spentAt, limit in
 	}
 	if move {
 		o.at, o.remaining, o.spent, o.refusedAt = seen, r, spentAt, o.refused
+		o.burstStart = false
 	}
 }
 

@@ -301,7 +301,9 @@ func TestASlidingWindowGivesBackFromItsFirstTurn(t *testing.T) {
 // burst in, not the order it was sent in: the count of the eighth call,
 // counted first, read after that of the third, counted last, is 25 above
 // it. Read as a fixed window's refill, that barred the count from ever
-// being seen to give back as it goes (Record.gradual).
+// being seen to give back as it goes (Record.gradual). The measure starts
+// from the least of the burst's counts, at the last of its calls read: 3
+// left once the eighth was spent.
 func TestAFirstBurstsCountsShowNoRefill(t *testing.T) {
 	sc := scope100(10)
 	for _, burst := range []bool{true, false} {
@@ -313,6 +315,9 @@ func TestAFirstBurstsCountsShowNoRefill(t *testing.T) {
 		read(101*time.Millisecond, 28, 8) // counted first, read later
 		if refilled := o.refillAt != 0; refilled == burst {
 			t.Errorf("a count of the first burst %v: a refill seen %v, want %v", burst, refilled, !burst)
+		}
+		if burst && (o.remaining != 3 || o.spent != 8) {
+			t.Errorf("the measure starts from %v left at %d spent, want 3 at 8", o.remaining, o.spent)
 		}
 	}
 }
