@@ -16,20 +16,21 @@ type Record struct {
 	remaining float64 // the count it gave
 	spent     int64   // the scope's spent units when the call it answered was admitted
 	refusedAt int64   // refused then
+	refused   int64   // units of the scope's calls refused with a remaining count, ever
+	last      int64   // UnixNano of the last report
+	supply    float64 // units a second the provider adds back, less what others take
+	drift     float64 // supply averaged over driftTime: whether others take
+	interval  float64 // seconds between reports, averaged
+	first     int64   // UnixNano of the first report
+	latest    int64   // the spent units of the latest report taken
+	fleet     bool    // spent units are the fleet's (store.Decision.Taken), not the scope's own
+	known     bool    // supply has a first measurement
+	peak      float64 // the largest count seen, for a limit that is not published
+	rtt       RoundTrips
+
 	// burstStart says the measure starts from the scope's first burst: the
 	// least count of it, at the last of its calls (Record.measure).
 	burstStart bool
-	refused    int64   // units of the scope's calls refused with a remaining count, ever
-	last       int64   // UnixNano of the last report
-	supply     float64 // units a second the provider adds back, less what others take
-	drift      float64 // supply averaged over driftTime: whether others take
-	interval   float64 // seconds between reports, averaged
-	first      int64   // UnixNano of the first report
-	latest     int64   // the spent units of the latest report taken
-	fleet      bool    // spent units are the fleet's (store.Decision.Taken), not the scope's own
-	known      bool    // supply has a first measurement
-	peak       float64 // the largest count seen, for a limit that is not published
-	rtt        RoundTrips
 
 	refusals    [32]refusedCall // the latest refusals, by mark (spentSince)
 	nrefusals   int
@@ -133,11 +134,11 @@ type Count struct {
 	// have counted them after this count, so what is left is net of them
 	// too.
 	Unanswered int64
+	Refused    int64 // the answered call's cost if the provider refused it, which it did not spend; else 0
 	// Burst says the call was one of the scope's first burst, sent at
 	// once and counted in any order: a count above the one before is
 	// that order, not a refill (Record.measure).
-	Burst   bool
-	Refused int64 // the answered call's cost if the provider refused it, which it did not spend; else 0
+	Burst bool
 	// Sent is when the answered call was admitted (UnixNano): the count
 	// was made a little after, on the way (Count).
 	Sent  int64
