@@ -64,15 +64,18 @@ func StartRedisCluster(t testing.TB, primaries int) *RedisCluster {
 	}
 	c := &RedisCluster{}
 	for range 2 * primaries {
-		bus, err := freePort()
-		if err != nil {
-			t.Fatal(err)
-		}
 		// Each node's directory is its own (StartRedis makes one), and so
 		// is its nodes.conf: a node stopped and started again rejoins with
-		// the identity it had.
-		n := StartRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-port", strconv.Itoa(bus), "--cluster-node-timeout", strconv.Itoa(int(NodeTimeout.Milliseconds())))
+		// the identity it had. Its bus port is chosen anew if another
+		// process took it before the node could bind it.
+		n := startRedis(t, func() []string {
+			bus, err := freePort()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+				"--cluster-port", strconv.Itoa(bus), "--cluster-node-timeout", strconv.Itoa(int(NodeTimeout.Milliseconds()))}
+		})
 		if n == nil {
 			return nil
 		}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -68,6 +69,16 @@ func (p *Private) Start() {
 // (failed when CI=true).
 func StartRedis(t testing.TB, args ...string) *Private {
 	t.Helper()
+	return startRedis(t, func() []string { return args })
+}
+
+// startRedis is StartRedis with its added arguments made anew for each
+// first try: a cluster node's bus port (StartRedisCluster) may be taken
+// between freePort and the server's bind, as its own port may, and the
+// server then exits with "Address already in use" before it listens. A
+// restart keeps the arguments of the start that succeeded.
+func startRedis(t testing.TB, newArgs func() []string) *Private {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		unavailable(t, "redis-server is not installed")
@@ -79,6 +90,7 @@ func StartRedis(t testing.TB, args ...string) *Private {
 		t.Fatal(err)
 	}
 	p := &Private{t: t, Port: port, dir: dir}
+	args := newArgs()
 	p.start = func() (*exec.Cmd, error) {
 		cmd := exec.Command(bin, append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(p.Port), "--save", "",
 			"--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log")}, args...)...)
@@ -97,8 +109,9 @@ func StartRedis(t testing.TB, args ...string) *Private {
 	// (Start after Stop) keeps its port, which a cluster's nodes know it by.
 	for range 3 {
 		cmd, err := p.start()
-		if errors.Is(err, errPortTaken) {
+		if errors.Is(err, errPortTaken) || err != nil && strings.Contains(err.Error(), "Address already in use") {
 			if p.Port, err = freePort(); err == nil {
+				args = newArgs()
 				continue
 			}
 		}
