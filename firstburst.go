@@ -25,21 +25,9 @@ package pacer
 // there, most of them already counted and only slower back, cost up to
 // 0.008 of a sliding window over a 200–400 ms route.
 
-// unansweredBefore is the units of the first burst's calls admitted
-// before a call admitted at mark (its spent units, its own cost included)
-// whose answers have not been read: the server may have counted them after
-// the call's count. Zero for a call admitted after the burst. The first
-// count ends the burst, if no call had to wait before.
-func (s *bucket) unansweredBefore(mark, cost int64) int64 {
-	s.burstEnds()
-	if mark > s.burstUntil.Load() {
-		return 0
-	}
-	return max(0, mark-cost-s.burstAnswered.Load())
-}
-
 // inFirstBurst reports whether the call admitted at mark (its spent units)
-// was one of the scope's first burst, which a count ends.
+// was one of the scope's first burst. The first count ends the burst, if
+// no call had to wait before.
 func (s *bucket) inFirstBurst(mark int64) bool {
 	s.burstEnds()
 	return mark <= s.burstUntil.Load()
@@ -50,6 +38,14 @@ func (s *bucket) inFirstBurst(mark int64) bool {
 func (s *bucket) admittedInBurst(mark int64) bool {
 	end := s.burstUntil.Load()
 	return end == 0 || mark <= end
+}
+
+// unansweredBefore is the units of the first burst's calls admitted
+// before a call of the burst admitted at mark (inFirstBurst; its spent
+// units, its own cost included) whose answers have not been read: the
+// server may have counted them after the call's count.
+func (s *bucket) unansweredBefore(mark, cost int64) int64 {
+	return max(0, mark-cost-s.burstAnswered.Load())
 }
 
 // burstEnds ends the scope's first burst, if it has not ended: the calls

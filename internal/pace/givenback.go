@@ -113,7 +113,7 @@ func (o *Record) measure(now time.Time, seen int64, r float64, spentAt, limit in
 		// of four beside a neighbour took 0.86 of what was left).
 		jump := refillJump(limit, o.peak) + dt*max(sc.Blind, sc.Configured)
 		switch {
-		case gain > jump && !burst:
+		case gain > jump:
 			move = true
 			apart := true
 			if o.refillAt != 0 {
