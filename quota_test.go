@@ -559,6 +559,33 @@ func TestBriefRetryAfterOnAMeasuredScopePausesOnlyItsCall(t *testing.T) {
 	})
 }
 
+// Behind a window that says nothing but 429 and "Retry-After: 1" (a fixed
+// second and a sliding one), told twice its limit: the refusals of calls
+// sent after a measured cut, within its window, are the window the pace
+// before the cut spent, not news that the measure was too high, and each
+// pauses only its call (pace.Cuts.Refused). Each paused the scope for a
+// second: over four phases of the second, 0.883 of the ceiling (fixed)
+// and 0.893 (sliding), against 0.948 and 0.946.
+func TestABriefRetryAfterWithinAMeasuredCutsWindowPausesOnlyItsCall(t *testing.T) {
+	for _, sliding := range []bool{false, true} {
+		accepted, refused := 0, 0
+		for phase := range 4 {
+			synctest.Test(t, func(t *testing.T) {
+				toPresent()
+				api := &windowAPI{limit: 100, window: time.Second, offset: time.Duration(phase) * 230 * time.Millisecond,
+					sliding: sliding, retryAfter: true, quiet: true}
+				tr := New(api, WithLimit(PerSecond(200)), WithoutRetry(), WithLogger(slogTo(io.Discard)))
+				start := time.Now()
+				hammer(tr, 16, start.Add(20*time.Second))
+				a, r := api.counts("pacer", start, start.Add(20*time.Second))
+				accepted, refused = accepted+a, refused+r
+			})
+		}
+		name := map[bool]string{false: "a fixed second", true: "a sliding second"}[sliding]
+		check(t, name+", four phases", accepted, refused, 4*100*20, 0.93)
+	}
+}
+
 // idAPI answers 200, but 429 with Retry-After to its reject-th call, and
 // records when each call (by its X-Id) was sent.
 type idAPI struct {

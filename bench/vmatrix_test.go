@@ -422,3 +422,29 @@ func TestVirtualGCRAPace(t *testing.T) {
 		t.Error("Stats says nothing of why")
 	}
 }
+
+// Told twice nginx's rate, with its 429s' Retry-After: 1, over the route:
+// a refusal of a call sent after a measured cut, within its window, is the
+// server's bucket the pace before the cut filled, drained for seconds by a
+// pace below its rate; it pauses only its call (pace.Cuts.Refused). It
+// paused the scope for a second, four to eight seconds in, on two of these
+// four draws (0.897 and 0.900 of the ceiling; 0.946 and 0.932 without the
+// pause).
+func TestABriefRetryAfterWithinAMeasuredCutsWindow(t *testing.T) {
+	var cell VCell
+	for _, c := range VCells(false, 20*time.Second) {
+		if c.Name() == "leaky bucket, Retry-After, rtt 200–400 ms, told 2×" {
+			cell = c
+		}
+	}
+	if cell.Family.Name == "" {
+		t.Fatal("no such cell")
+	}
+	for draw := range 4 {
+		cell.Draw = draw
+		r := VirtualMatrix(t, []VCell{cell})[0]
+		if g := r.Score().Goodput(); g < 0.92 {
+			t.Errorf("draw %d: %.3f of the ceiling, want ≥ 0.92: a brief Retry-After paused the scope again (per second %v)", draw, g, r.PerSecond)
+		}
+	}
+}

@@ -153,11 +153,18 @@ func TestOldNewsAfterAnUnmeasuredCut(t *testing.T) {
 			t.Errorf("Retry-After %v on a call sent before the cut: cut %v, pauses %v; want no cut, pauses %v", tt.retryAfter, v.Curve != nil, v.Pauses, tt.pauses)
 		}
 	}
+	// One sent after it, within its window: nothing measured the pace it
+	// was sent at, and the scope pauses.
+	v := c.Refused(cutAt(0.4), Refusal{AdmittedAt: 35, Admitted: 40, Accepted: ok, RetryAfter: time.Second, Base: 100, Burst: 10, Curve: first.Curve})
+	if v.Curve != nil || !v.Pauses {
+		t.Errorf("a brief Retry-After on a call sent after an unmeasured cut: cut %v, pauses %v; want no cut, a pause", v.Curve != nil, v.Pauses)
+	}
 }
 
 // The refusals of the calls a cut answers, and those within its measuring
 // window, cut once: the pace they saw is the one the cut answered. Whether
-// they pause follows the cut in use.
+// they pause follows the cut in use: a brief Retry-After on a measured cut
+// pauses only its call, whenever the call was sent.
 func TestOldNewsCutsOnce(t *testing.T) {
 	var c Cuts
 	ok := accept(&c, 0, 0, 2, 50, 100)
@@ -177,7 +184,9 @@ func TestOldNewsCutsOnce(t *testing.T) {
 		{"sent before the cut, brief Retry-After on a measured cut", 2.1, 205, time.Second, false, false},
 		{"sent before the cut, long Retry-After", 2.1, 205, 5 * time.Second, false, true},
 		{"the last call sent before the cut, brief Retry-After", 2.1, 210, time.Second, false, false},
-		{"sent after, within the window: the measure was high", 2.5, 215, time.Second, false, true},
+		{"sent after, within the window: the measure was high, or the server's bucket not drained", 2.5, 215, 0, false, false},
+		{"sent after, within the window, brief Retry-After on a measured cut", 2.5, 215, time.Second, false, false},
+		{"sent after, within the window, long Retry-After", 2.5, 215, 5 * time.Second, false, true},
 		{"sent after, past the window", 3.5, 260, 0, true, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

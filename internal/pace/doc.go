@@ -131,9 +131,12 @@
 //     share of them it accepted, the measure; so does a halving for want
 //     of history, once sixteen calls are answered after it, on a climb a
 //     bare 429 priced. A one-second Retry-After on a measured cut pauses
-//     only its call: a per-second limiter's stock answer. So does one on
-//     a call sent before a cut, measured or not: the server answered the
-//     moment the cut answered, whose pause, if any, stands.
+//     only its call: a per-second limiter's stock answer; so does one on a
+//     call sent after it within its window, whose refusal a bucket the
+//     pace before the cut filled still makes while the pace below its
+//     rate drains it. So does one on a call sent before a cut, measured
+//     or not: the server answered the moment the cut answered, whose
+//     pause, if any, stands.
 //   - SlotsCut relies on a concurrency cap refusing a call that arrives
 //     while it holds its cap: what it held then were calls in flight.
 //   - RoundTrips keeps the shortest round trip of late: the floor under a
