@@ -45,6 +45,40 @@ func TestAFixedMinuteFarBelowTheConfiguredLimit(t *testing.T) {
 	}
 }
 
+// The same scope, whose first window ends within two seconds of its start:
+// the first burst and the wake into that window's none left are refused
+// (what the server holds is not yet known), but every window after it is
+// spent without a refusal. A reset in whole seconds may come up to a second
+// after it says, and a pause to it waits out that slack where the slack is
+// a small share of the window (pace.reading.noneLeft). The window was the
+// configured second until two turns had taught the minute, so the pause
+// ended up to a second before the turn, and the restart was refused there
+// (4 at the first minute's turn, 18 at the second's); the longest reset a
+// count has stated bounds the window from below (pace.reading.span).
+func TestAFixedMinuteFarBelowTheConfiguredLimitTurningSoon(t *testing.T) {
+	for _, lag := range []time.Duration{0, 400 * time.Millisecond} {
+		for _, end := range []time.Duration{500 * time.Millisecond, 900 * time.Millisecond, 1500 * time.Millisecond} {
+			t.Run(lag.String()+"/"+end.String(), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					toPresent()
+					api := &windowAPI{limit: 40, window: time.Minute, offset: end, unstated: true}
+					if lag > 0 {
+						api.lag = lagUpTo(lag)
+					}
+					tr := New(api, WithLimit(PerSecond(1000)), WithoutRetry(), WithLogger(slogTo(io.Discard)))
+					start := time.Now()
+					hammer(tr, 32, start.Add(4*time.Minute))
+					later := start.Add(end + 2*time.Second)
+					accepted, refused := api.counts("pacer", later, time.Now())
+					if refused > 0 || accepted < 3*40 {
+						t.Errorf("past the first window: %d calls accepted, %d refused; want three windows' 120 or more, none refused", accepted, refused)
+					}
+				})
+			})
+		}
+	}
+}
+
 // A scope configured far above a sliding minute of 40 (1,000 or 400 a
 // second) is paced by its counts, and what wakes a waiting call as each
 // count runs out refilled the configured burst by the count's reset. A

@@ -246,12 +246,14 @@
 //     refusal costs more than the call (a 429's Retry-After beyond
 //     BriefRetryAfter paused the scope: Scope.CostlyRefusals), or the
 //     window is long enough that the second's slack is a small share of
-//     it (slackShare: twenty seconds or more). Then none left is waited
-//     out to the reset's slack. Server property: a server may answer a
-//     call sent into none left with a pause of its window — httprate's
-//     Retry-After is its window, and a call sent into the last fraction
-//     of a minute's window cost the next minute — while the wait costs at
-//     most the slack. A window of seconds would lose a large share of
+//     it (slackShare: twenty seconds or more; a window is no shorter than
+//     the longest reset its counts have stated, whatever the scope was
+//     told). Then none left is waited out to the reset's slack. Server
+//     properties: a window lasts at least as long as the time to its
+//     end, and a server may answer a call sent into none left with a
+//     pause of its window — httprate's Retry-After is its window, and a
+//     call sent into the last fraction of a minute's window cost the
+//     next minute — while the wait costs at most the slack. A window of seconds would lose a large share of
 //     every window to it, and a refusal there costs a call or a brief
 //     pause. The lesson of a costly refusal lasts CostlyFor, sixty times
 //     that pause: a server that asked once does not keep the scope

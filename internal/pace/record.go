@@ -77,6 +77,9 @@ type Record struct {
 	lastReset int64         // UnixNano of the latest reset seen
 	candidate time.Duration // the shortest gap between resets seen so far
 	window    time.Duration // a window learned; 0 until one is
+	// longestReset is the longest reset a count has stated: a window
+	// lasts no shorter than the time to its end (reading.span).
+	longestReset time.Duration
 
 	// Whether the count refills at its reset. resetAt is when the latest
 	// count said it would, dueAt the same with a whole-second reset's

@@ -245,7 +245,7 @@ func (k *reading) noneLeft(sc Scope) (time.Duration, bool) {
 		return 0, false
 	}
 	pause := PauseForNoneLeft(k.reset, sc.MaxWait)
-	if sc.CostlyRefusals || slackIsSmall(k.reset, k.window) {
+	if sc.CostlyRefusals || slackIsSmall(k.reset, max(k.window, k.longest)) {
 		// A reset in whole seconds may already be here, and the scope
 		// does not stop for it (PauseForNoneLeft) — unless a refusal
 		// has cost a pause of more than a second (httprate answers
@@ -254,7 +254,12 @@ func (k *reading) noneLeft(sc Scope) (time.Duration, bool) {
 		// costs little beside what a refusal may cost. Then it is
 		// waited out to its slack. Sent into it, the first call at a
 		// turn of a window of a minute was refused, and the next
-		// minute went unspent.
+		// minute went unspent. The window is no shorter than the
+		// longest reset a count has stated: a scope told 1,000 a
+		// second against a fixed minute took its window for a second
+		// until two turns taught it the minute, and its restart from
+		// each pause before then went into the last second before the
+		// turn (18 refused at the second minute's).
 		pause = min(max(pause, k.reset+WholeSecondSlack(k.reset)), sc.MaxWait)
 	}
 	return pause, pause > 0

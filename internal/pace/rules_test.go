@@ -173,6 +173,8 @@ func TestRuleNoneLeft(t *testing.T) {
 		{"a reset within a whole second's slack may be here", func(k *reading) { k.reset = time.Second }, nil, 0, false},
 		{"the same once a refusal cost a pause: waited out", func(k *reading) { k.reset = time.Second }, func(sc *Scope) { sc.CostlyRefusals = true }, 2 * time.Second, true},
 		{"the same in a minute's window", func(k *reading) { k.reset = time.Second; k.window = time.Minute }, nil, 2 * time.Second, true},
+		{"a window told as a second, where a count stated a reset a minute away", func(k *reading) { k.reset = 17 * time.Second; k.longest = time.Minute }, nil, 18 * time.Second, true},
+		{"the same, never stated more than ten seconds", func(k *reading) { k.reset = 7 * time.Second; k.longest = 10 * time.Second }, nil, 7 * time.Second, true},
 		{"no longer than the maximum wait", func(k *reading) { k.reset = time.Hour }, nil, 30 * time.Second, true},
 		// A count that gives back as it goes paces by what comes back.
 		{"seen not to refill at its reset", func(k *reading) { k.gradual = true }, nil, 0, false},
