@@ -46,9 +46,10 @@ func TestAFixedMinuteFarBelowTheConfiguredLimit(t *testing.T) {
 }
 
 // The same scope, whose first window ends within two seconds of its start:
-// the first burst and the wake into that window's none left are refused
-// (what the server holds is not yet known), but every window after it is
-// spent without a refusal. A reset in whole seconds may come up to a second
+// the wake into that window's none left is refused, a burst no larger than
+// what the counts have shown the server holds (40) each second
+// (pace.LivePace.Holds; the configured burst of 100 each second before:
+// 49–95 refused), and every window after it is spent without a refusal. A reset in whole seconds may come up to a second
 // after it says, and a pause to it waits out that slack where the slack is
 // a small share of the window (pace.reading.noneLeft). The window was the
 // configured second until two turns had taught the minute, so the pause
@@ -69,6 +70,9 @@ func TestAFixedMinuteFarBelowTheConfiguredLimitTurningSoon(t *testing.T) {
 					start := time.Now()
 					hammer(tr, 32, start.Add(4*time.Minute))
 					later := start.Add(end + 2*time.Second)
+					if _, refused := api.counts("pacer", start, later); refused > 45 {
+						t.Errorf("in the first window: %d calls refused, want no more than the server holds each second of it", refused)
+					}
 					accepted, refused := api.counts("pacer", later, time.Now())
 					if refused > 0 || accepted < 3*40 {
 						t.Errorf("past the first window: %d calls accepted, %d refused; want three windows' 120 or more, none refused", accepted, refused)

@@ -72,6 +72,13 @@ type LivePace struct {
 	// burst a second at the window's last second, into a sliding window
 	// that gives back no faster at its end than before.
 	WakeAtMost float64
+	// Holds is the most calls the count has shown the server holds at
+	// once: what wakes a waiting call refills no more (Base). A scope told
+	// 1,000 a second against a fixed minute of 40 whose first window ended
+	// within a second and a half of its start refilled its configured
+	// burst of 100 into that window's none left each second: 49–95 calls
+	// refused there, 18–40 refilling the 40 the count had shown.
+	Holds float64
 	// Roomless says the count has no room for its margin and sets no pace:
 	// a cut applies, as to a scope without counts.
 	Roomless bool
@@ -193,13 +200,21 @@ func (m *Model) Base(now int64, cfg Configured) (rate, burst float64) {
 	// runs out, to pace itself anew: nothing else wakes it when no call is
 	// in flight. The bucket refills to its burst by then, which sends
 	// beyond what the count allows — a probe that costs one refused call
-	// where the count was right. Where a refusal costs more (WakeOne), it
+	// where the count was right — but no more than the count has shown the
+	// server holds at once (Holds): a configured burst beyond that is
+	// refused at a count's end whatever the server counts by. Server
+	// property: a limiter lets through at once no more than its count
+	// has shown, less what it counted meanwhile. Where a refusal costs
+	// more (WakeOne), it
 	// refills to one call, and holds no more while that floor paces the
 	// scope: a bucket refills at the pace it is asked at, over all the
 	// time since it was last taken from, and the floor rises as the report
 	// runs out, so a call that had slept a second woke to the whole burst
 	// — sixteen calls at once into a minute's window at none left.
 	wake := burst
+	if l.Holds > 0 {
+		wake = min(wake, l.Holds)
+	}
 	if l.WakeOne {
 		wake = min(burst, 1)
 	}

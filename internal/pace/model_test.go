@@ -36,6 +36,9 @@ func TestModelPace(t *testing.T) {
 		{"a count that ran out paces no more", &Model{Live: LivePace{Rate: 1, Until: now}}, cfg, 90, 10},
 		// A call waiting at 1 a second must wake by the count's end: a burst of 10 over 0.5 s.
 		{"a slow count still wakes a call by its end", &Model{Live: LivePace{Rate: 1, Until: now + sec/2}}, cfg, 20, 10},
+		// ... refilling no more than the count has shown the server holds: 4 over 0.5 s.
+		{"the wake refills what the server was shown to hold, not a burst beyond it", &Model{Live: LivePace{Rate: 1, Until: now + sec/2, Holds: 4}}, cfg, 8, 10},
+		{"a server shown to hold more than the burst: the burst", &Model{Live: LivePace{Rate: 1, Until: now + sec/2, Holds: 40}}, cfg, 20, 10},
 		// Once a refusal has cost more than the call: one call by its end, not the burst.
 		{"a count of a costly server wakes one call by its end, and no burst", &Model{Live: LivePace{Rate: 1, Until: now + sec/2, WakeOne: true}}, cfg, 2, 1},
 		{"what the count allows still paces a costly server", &Model{Live: LivePace{Rate: 40, Until: now + sec/2, WakeOne: true}}, cfg, 40, 10},

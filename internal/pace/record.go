@@ -222,6 +222,9 @@ type Verdict struct {
 	// WakeAtMost is the fastest what wakes a waiting call may spend
 	// (LivePace.WakeAtMost); 0 for no bound.
 	WakeAtMost float64
+	// Holds is the most calls the count has shown the server holds at
+	// once (LivePace.Holds).
+	Holds float64
 	// WakeOne says the count is below its margin at a long window's turn
 	// (atLongTurn): until another count comes, the scope sends one call
 	// at a time (LivePace.WakeOne), to learn what the turn brought.
@@ -318,8 +321,9 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	v.Why = k.why()
 	// A count holds until its reset, at the latest.
 	v.Hold = min(k.reset+WholeSecondSlack(k.reset), sc.MaxWait)
+	v.Holds = k.room + 1 // what the count showed, and the call it answered
 	if k.roomless {
-		v.Room = k.room + 1 // what the count showed, and the call it answered
+		v.Room = v.Holds
 	}
 	// The configured pace is more than the server holds in its window, and
 	// the count gives back as it goes: what wakes a waiting call spends no
