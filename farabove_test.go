@@ -13,9 +13,11 @@ import (
 // order, neither refill the bucket between clamps
 // (TestAClampDoesNotRefillAtThePaceTheCallWasAdmittedAt) nor read as the
 // window's refill (pace.Record.measure): without them, over a route of up to
-// 400 ms, 11 calls of the first minute were refused in 33 runs of 40. Up to
-// two are allowed: the first burst may beat the first count to the server
-// on loopback, and a count's end wakes one probe (pace.Model.Base).
+// 400 ms, 11 calls of the first minute were refused in 33 runs of 40. Two
+// of the first burst may be refused — on loopback it may beat the first
+// count to the server — and one call after it: a count's end wakes a probe
+// (pace.Model.Base), which under the race detector's schedules met none
+// left in five runs of 300.
 func TestAFixedMinuteFarBelowTheConfiguredLimit(t *testing.T) {
 	for _, tt := range []struct {
 		name string
@@ -36,27 +38,38 @@ func TestAFixedMinuteFarBelowTheConfiguredLimit(t *testing.T) {
 				tr := New(api, WithLimit(PerSecond(1000)), WithoutRetry(), WithLogger(slogTo(io.Discard)))
 				start := time.Now()
 				hammer(tr, 32, start.Add(3*time.Minute))
+				first := start.Add(100 * time.Millisecond)
+				_, inBurst := api.counts("pacer", start, first)
 				accepted, refused := api.counts("pacer", start, time.Now())
-				if refused > 2 || accepted < 3*40 {
-					t.Errorf("%d calls accepted, %d refused; want three windows' 120 or more, at most two refused", accepted, refused)
+				if inBurst > 2 || refused-inBurst > 1 || accepted < 3*40 {
+					t.Errorf("%d calls accepted, %d refused, %d of them in the first burst; want three windows' 120 or more, at most two refused in the burst and one after it",
+						accepted, refused, inBurst)
 				}
 			})
 		})
 	}
 }
 
-// The same scope, whose first window ends within two seconds of its start:
-// the wake into that window's none left is refused, a burst no larger than
-// what the counts have shown the server holds (40) each second
-// (pace.LivePace.Holds; the configured burst of 100 each second before:
-// 49–95 refused), and every window after it is spent without a refusal. A reset in whole seconds may come up to a second
-// after it says, and a pause to it waits out that slack where the slack is
-// a small share of the window (pace.reading.noneLeft). The window was the
-// configured second until two turns had taught the minute, so the pause
-// ended up to a second before the turn, and the restart was refused there
-// (4 at the first minute's turn, 18 at the second's); the longest reset a
-// count has stated bounds the window from below (pace.reading.span).
+// The same scope, whose first window ends within two seconds of its start.
+// Every window after the first is spent with at most one refusal (the probe
+// a count's end wakes, pace.Model.Base, which met none left in three runs
+// of 300 under the race detector). A reset in whole seconds may come up to
+// a second after it says, and a pause to it waits out that slack where the
+// slack is a small share of the window (pace.reading.noneLeft); the window
+// was the configured second until two turns had taught the minute, so the
+// pause ended up to a second before the turn, and the restart was refused
+// there (4 at the first minute's turn, 18 at the second's). The longest
+// reset a count has stated now bounds the window from below.
+//
+// The first window's none left, before the scope knows what the server
+// holds, is refused what wakes a waiting call at each count's end: no more
+// than the counts have shown the server holds, 40 (pace.LivePace.Holds),
+// where it was the configured burst of 100. Over the six cases, 371
+// refused in the first windows with the configured burst; 138 on average
+// with the server's, and at most 236 if each case met its worst of 1,000
+// runs at once.
 func TestAFixedMinuteFarBelowTheConfiguredLimitTurningSoon(t *testing.T) {
+	firstWindows := 0
 	for _, lag := range []time.Duration{0, 400 * time.Millisecond} {
 		for _, end := range []time.Duration{500 * time.Millisecond, 900 * time.Millisecond, 1500 * time.Millisecond} {
 			t.Run(lag.String()+"/"+end.String(), func(t *testing.T) {
@@ -70,16 +83,23 @@ func TestAFixedMinuteFarBelowTheConfiguredLimitTurningSoon(t *testing.T) {
 					start := time.Now()
 					hammer(tr, 32, start.Add(4*time.Minute))
 					later := start.Add(end + 2*time.Second)
-					if _, refused := api.counts("pacer", start, later); refused > 45 {
-						t.Errorf("in the first window: %d calls refused, want no more than the server holds each second of it", refused)
-					}
+					_, first := api.counts("pacer", start, later)
+					firstWindows += first
 					accepted, refused := api.counts("pacer", later, time.Now())
-					if refused > 0 || accepted < 3*40 {
-						t.Errorf("past the first window: %d calls accepted, %d refused; want three windows' 120 or more, none refused", accepted, refused)
+					if refused > 1 || accepted < 3*40 {
+						var per []int
+						for w := end; w < 4*time.Minute; w += time.Minute {
+							a, _ := api.counts("pacer", start.Add(w), start.Add(w+time.Minute))
+							per = append(per, a)
+						}
+						t.Errorf("past the first window: %d calls accepted (by window %v), %d refused; want three windows' 120 or more, at most one refused", accepted, per, refused)
 					}
 				})
 			})
 		}
+	}
+	if firstWindows > 240 {
+		t.Errorf("%d calls refused in the first windows of the six cases; want at most 240, what the server holds woken at each count's end", firstWindows)
 	}
 }
 
