@@ -253,9 +253,9 @@
 //     end, and a server may answer a call sent into none left with a
 //     pause of its window — httprate's Retry-After is its window, and a
 //     call sent into the last fraction of a minute's window cost the
-//     next minute — while the wait costs at most the slack. A window of seconds would lose a large share of
-//     every window to it, and a refusal there costs a call or a brief
-//     pause. The lesson of a costly refusal lasts CostlyFor, sixty times
+//     next minute — while the wait costs at most the slack. A window of
+//     seconds would lose a large share of every window to it, and a
+//     refusal there costs a call or a brief pause. The lesson of a costly refusal lasts CostlyFor, sixty times
 //     that pause: a server that asked once does not keep the scope
 //     waiting at every count of none left for good.
 //     While it lasts, a count running out wakes a waiting call with one

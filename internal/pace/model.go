@@ -205,12 +205,12 @@ func (m *Model) Base(now int64, cfg Configured) (rate, burst float64) {
 	// refused at a count's end whatever the server counts by. Server
 	// property: a limiter lets through at once no more than its count
 	// has shown, less what it counted meanwhile. Where a refusal costs
-	// more (WakeOne), it
-	// refills to one call, and holds no more while that floor paces the
-	// scope: a bucket refills at the pace it is asked at, over all the
-	// time since it was last taken from, and the floor rises as the report
-	// runs out, so a call that had slept a second woke to the whole burst
-	// — sixteen calls at once into a minute's window at none left.
+	// more (WakeOne), it refills to one call, and holds no more while
+	// that floor paces the scope: a bucket refills at the pace it is asked
+	// at, over all the time since it was last taken from, and the floor
+	// rises as the report runs out, so a call that had slept a second
+	// woke to the whole burst — sixteen calls at once into a minute's
+	// window at none left.
 	wake := burst
 	if l.Holds > 0 {
 		wake = min(wake, l.Holds)

@@ -54,9 +54,11 @@ type reading struct {
 	// deficit, how soon a scope that spent into its margin gives it back.
 	horizon, deficit time.Duration
 	// window is the scope's window: learned from the resets, else the
-	// configured one. longest is the longest reset a count has stated
-	// (Record.longestReset): a window is no shorter than the time to its
-	// end, whatever the scope was told (noneLeft).
+	// configured one. longest is, until a window is learned, the longest
+	// reset a count has stated (Record.longestReset): a window is no
+	// shorter than the time to its end, whatever the scope was told
+	// (noneLeft). A window learned from two turns outranks it: one reset
+	// a server misstated does not stand for its window for good.
 	window, longest time.Duration
 	// wakeOne says the count is below its margin at a long window's turn
 	// (Verdict.WakeOne).
@@ -155,7 +157,9 @@ func (o *Record) read(now time.Time, seen, sent int64, c Count, local bool, sc S
 	k.deficit = max(deficitTime, trip)
 	k.window = o.windowOr(sc.Per) // learned from the resets (LearnWindow), else the configured one
 	o.longestReset = max(o.longestReset, k.reset)
-	k.longest = o.longestReset
+	if o.window == 0 {
+		k.longest = o.longestReset
+	}
 	k.horizon = spreadOver(k.reset, catchUp, k.refill, k.land, lands, k.bucketReset())
 	k.wakeOne = o.atTurn(seen, k.reset, k.window) && k.left < k.margin
 	k.back, k.refusedNone, k.unrefilled = o.givenBack(seen, k.r, c.Mark)

@@ -78,7 +78,7 @@ type Record struct {
 	candidate time.Duration // the shortest gap between resets seen so far
 	window    time.Duration // a window learned; 0 until one is
 	// longestReset is the longest reset a count has stated: a window
-	// lasts no shorter than the time to its end (reading.span).
+	// lasts no shorter than the time to its end (reading.longest).
 	longestReset time.Duration
 
 	// Whether the count refills at its reset. resetAt is when the latest

@@ -292,23 +292,30 @@ func TestNoneLeftAtAMinutesTurn(t *testing.T) {
 		name    string
 		per     time.Duration // the configured limit's window
 		learned time.Duration // a window learned from the resets; 0 if none
+		longest time.Duration // the longest reset a count has stated before
 		gradual bool
 		reset   time.Duration
 		pause   time.Duration // 0: no pause
 	}{
-		{"a minute's window", time.Minute, 0, false, time.Second, 2 * time.Second},
-		{"a minute's window, the reset within the second", time.Minute, 0, false, 0, time.Second},
-		{"a window of twenty seconds", 20 * time.Second, 0, false, time.Second, 2 * time.Second},
-		{"a window of ten seconds", 10 * time.Second, 0, false, time.Second, 0},
-		{"a window of a second", time.Second, 0, false, time.Second, 0},
-		{"a minute learned from the resets, a second configured", time.Second, time.Minute, false, time.Second, 2 * time.Second},
-		{"a minute's window that gives back as it goes", time.Minute, 0, true, time.Second, 0},
-		{"a reset with a fraction of a second has no slack", time.Minute, 0, false, 500 * time.Millisecond, 500 * time.Millisecond},
+		{"a minute's window", time.Minute, 0, 0, false, time.Second, 2 * time.Second},
+		{"a minute's window, the reset within the second", time.Minute, 0, 0, false, 0, time.Second},
+		{"a window of twenty seconds", 20 * time.Second, 0, 0, false, time.Second, 2 * time.Second},
+		{"a window of ten seconds", 10 * time.Second, 0, 0, false, time.Second, 0},
+		{"a window of a second", time.Second, 0, 0, false, time.Second, 0},
+		{"a minute learned from the resets, a second configured", time.Second, time.Minute, 0, false, time.Second, 2 * time.Second},
+		{"a minute's window that gives back as it goes", time.Minute, 0, 0, true, time.Second, 0},
+		{"a reset with a fraction of a second has no slack", time.Minute, 0, 0, false, 500 * time.Millisecond, 500 * time.Millisecond},
+		// A window is no shorter than the time to its end: a scope told a
+		// second, before two turns teach it the minute, from a count that
+		// once stated a reset 59 s away.
+		{"a second configured, a count once stated a reset a minute away", time.Second, 0, 59 * time.Second, false, time.Second, 2 * time.Second},
+		// Two turns a second apart outrank one reset a server misstated.
+		{"the same, a second learned from the resets since", time.Second, time.Second, time.Hour, false, time.Second, 0},
 	} {
 		sc := scope100(1)
 		sc.Per = tt.per
 		c.Reset = tt.reset
-		v := (&Record{window: tt.learned, gradual: tt.gradual}).Count(t0, c, sc)
+		v := (&Record{window: tt.learned, longestReset: tt.longest, gradual: tt.gradual}).Count(t0, c, sc)
 		if v.None != (tt.pause > 0) || v.Pause != tt.pause {
 			t.Errorf("%s: none %v, pause %v; want a pause of %v", tt.name, v.None, v.Pause, tt.pause)
 		}
