@@ -49,6 +49,10 @@ func TestARefusalCutsToWhatTheServerAccepted(t *testing.T) {
 		{"a long Retry-After stops the scope", 100, 50, 3, 5 * time.Second, 0.5, 0.5 * CostlyHeadroom, true, true, CostlyRecovery},
 		{"no history: halve", 100, 0, 0, 0, 1, ShortHistoryCut, false, false, CheapRecovery},
 		{"no history and a Retry-After: halve, pause", 100, 0, 0, time.Second, 1, ShortHistoryCut, false, true, CostlyRecovery},
+		// A second's pause of a scope that sends a call a second costs
+		// about that call: it pauses, and climbs back as after a bare 429.
+		{"no history and a Retry-After at a call a second: halve, pause, a bare 429's climb", 1, 0, 0, time.Second, 1, ShortHistoryCut, false, true, CheapRecovery},
+		{"the same at two calls a second: the pause's climb", 2, 0, 0, time.Second, 1, ShortHistoryCut, false, true, CostlyRecovery},
 		{"more accepted than the pace: no rise", 100, 150, 3, 0, 1, CapacityHeadroom, true, false, CheapRecovery},
 		// Thirty-two points of eight calls are half a second at 500 a
 		// second, less than half the measuring window: the points keep

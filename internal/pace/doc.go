@@ -117,7 +117,10 @@
 //     refusal being a measurement: a server refuses above its capacity and
 //     accepts the rest, so the pace jumps to what it accepted and climbs
 //     back by time, flat near the level it last refused (TCP CUBIC's
-//     shape). A shared scope measures the share of its calls accepted
+//     shape), over a time priced by what the refusal cost: a bare 429
+//     one call, a pause the calls it stopped (CostlyRecovery where it
+//     stopped two or more; an outage's floor of a call a second climbs
+//     as after bare 429s). A shared scope measures the share of its calls accepted
 //     times the pace they were sent at: a fleet's server accepted more
 //     than this process saw. A window's only refusal measures less: a
 //     bucket with room lets a burst above its rate through before it
