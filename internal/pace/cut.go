@@ -24,8 +24,8 @@ import "time"
 // the floor by an incident is back at its full pace after a bounded time,
 // however many cuts the incident made. How long the curve takes is priced
 // by what a refusal costs: a bare 429 loses one call (CheapRecovery), a 429
-// that paused the whole scope (Retry-After) loses every caller's time
-// (CostlyRecovery).
+// that paused the whole scope (Retry-After) loses the calls every caller
+// would have sent meanwhile (CostlyRecovery, where that is two or more).
 const (
 	CapacityHeadroom = 0.95
 	CostlyHeadroom   = 0.9
@@ -194,11 +194,13 @@ type CutVerdict struct {
 // pacer's own pauses are left out (its silence then says nothing of the
 // server), is its capacity.
 //
-// A Retry-After pauses the scope, and the climb back is priced as costly,
-// unless it is brief (BriefRetryAfter) and the scope's pace is a measured
-// capacity: this cut's measurement, or for old news, the last cut's. Then
-// only the call it answers waits it out (a retry never goes sooner), and
-// the other callers go on at the measured pace from an empty bucket.
+// A Retry-After pauses the scope, and the climb back is priced as costly
+// where the pause stops two calls or more, unless it is brief
+// (BriefRetryAfter) and the scope's pace is a measured capacity: this
+// cut's measurement, or for old news, the last cut's, or a refusal within
+// a measured cut's window. Then only the call it answers waits it out (a
+// retry never goes sooner), and the other callers go on at the measured
+// pace from an empty bucket.
 //
 // A shared scope's bucket is shared with other processes: what this
 // process saw accepted is then only its part of what the server accepted,
