@@ -30,10 +30,10 @@ type windowAPI struct {
 	window     time.Duration
 	offset     time.Duration
 	sliding    bool
-	retryAfter bool
-	quiet      bool                 // no headers at all: a bare 429, as nginx sends
+	retryAfter bool                 // a 429 says Retry-After: the window, in seconds
+	quiet      bool                 // no headers but that: a bare 429, as nginx sends
 	unstated   bool                 // no X-RateLimit-Limit: what remains and when it resets, not of how many
-	down       func(time.Time) bool // while true, a bare 429 to everything
+	down       func(time.Time) bool // while true, a 429 to everything
 	// lag, when set, delays pacer's n-th answer after the server counted
 	// its call: answers that come back late and out of order, as on a
 	// loaded machine.
@@ -90,6 +90,9 @@ func (a *windowAPI) answer(req *http.Request) *http.Response {
 	switch {
 	case a.down != nil && a.down(now):
 		a.rejected[who] = append(a.rejected[who], now)
+		if a.retryAfter {
+			h.Set("Retry-After", strconv.Itoa(int(a.window/time.Second)))
+		}
 		return &http.Response{StatusCode: http.StatusTooManyRequests, Header: h, Body: http.NoBody, Request: req}
 	case rate+1 <= a.limit:
 		a.cur++
@@ -439,13 +442,9 @@ func TestRecoveryAfterAnIncidentIsBoundedInTime(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			toPresent()
 			start := time.Now()
-			api := &windowAPI{limit: 1000, window: time.Second, quiet: true,
+			api := &windowAPI{limit: 1000, window: time.Second, quiet: true, retryAfter: retryAfter,
 				down: func(now time.Time) bool { return now.Sub(start) >= 10*time.Second && now.Sub(start) < 70*time.Second }}
-			var rt http.RoundTripper = api
-			if retryAfter {
-				rt = askingToWait{api}
-			}
-			tr := New(rt, WithLimit(PerSecond(100)), WithoutRetry(), WithLogger(slogTo(io.Discard)))
+			tr := New(api, WithLimit(PerSecond(100)), WithoutRetry(), WithLogger(slogTo(io.Discard)))
 			hammer(tr, 16, start.Add(130*time.Second))
 			_, r := api.counts("pacer", start.Add(10*time.Second), start.Add(70*time.Second))
 			a, _ := api.counts("pacer", start.Add(125*time.Second), start.Add(130*time.Second))
@@ -455,17 +454,6 @@ func TestRecoveryAfterAnIncidentIsBoundedInTime(t *testing.T) {
 			}
 		})
 	}
-}
-
-// askingToWait answers its 429s with Retry-After: 1.
-type askingToWait struct{ next http.RoundTripper }
-
-func (a askingToWait) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := a.next.RoundTrip(req)
-	if err == nil && resp.StatusCode == http.StatusTooManyRequests {
-		resp.Header.Set("Retry-After", "1")
-	}
-	return resp, err
 }
 
 // What a rejection costs prices the probing back: after a bare 429 the pace
