@@ -46,7 +46,7 @@ func (s *bucket) reportRemaining(now time.Time, c pace.Count, maxWait time.Durat
 	if cl := s.scope.configured.Load(); cl.Rate > 0 && s.published() == nil && c.Limit > int64(cl.limit.Count) {
 		edge = false
 	}
-	live := pace.LivePace{Rate: v.Rate, Until: now.Add(v.Hold).UnixNano(), Edge: edge, Roomless: v.Roomless, Room: v.Room, WakeAtMost: v.WakeAtMost, Holds: v.Holds, Why: v.Why,
+	live := pace.LivePace{Rate: v.Rate, Until: now.Add(v.Hold).UnixNano(), Edge: edge, Roomless: v.Roomless, WakeAtMost: v.WakeAtMost, Holds: v.Holds, Why: v.Why,
 		WakeOne: (sc.CostlyRefusals || v.WakeOne) && s.scope.countsRequests}
 	if live.WakeOne {
 		// Run out with no count since, the report goes on waking one call

@@ -58,11 +58,6 @@ type LivePace struct {
 	// below the published one: a limit set low on purpose keeps its
 	// headroom.
 	Edge bool
-	// Room is, for a count with no room for its margin (Roomless), the
-	// most calls it has shown it holds at once; else 0. A burst beyond it
-	// is refused whatever the pace: a server bucket of one refuses the
-	// second of two calls sent together.
-	Room float64
 	// WakeAtMost is the fastest what wakes a waiting call may spend, one
 	// call by Until at least (Base); 0 for no bound. For a count seen to
 	// give back as it goes, behind a configured pace more than the server
@@ -193,8 +188,11 @@ func (m *Model) Base(now int64, cfg Configured) (rate, burst float64) {
 	if l.Edge && !m.overruled(now) && c.EdgeBurst > 0 && c.Raw > rate {
 		rate, burst = c.Raw, c.EdgeBurst
 	}
-	if l.Room > 0 {
-		burst = min(burst, l.Room)
+	if l.Roomless {
+		// A count with no room for its margin: a burst beyond what it has
+		// shown it holds is refused whatever the pace, as a server bucket
+		// of one refuses the second of two calls sent together.
+		burst = min(burst, l.Holds)
 	}
 	// A call that waits at the reported pace wakes by the time the report
 	// runs out, to pace itself anew: nothing else wakes it when no call is

@@ -45,13 +45,13 @@ func TestModelPace(t *testing.T) {
 		// Run out with no count since: the blind pace, one call at a time.
 		{"a report that woke one call ran out", &Model{Live: LivePace{WakeOne: true, Then: now + sec}}, cfg, 90, 1},
 		{"one call at a time ends at Then", &Model{Live: LivePace{WakeOne: true, Then: now}}, cfg, 90, 10},
-		{"a count's room caps the burst", &Model{Live: LivePace{Rate: 40, Until: now + sec, Room: 1}}, cfg, 40, 1},
+		{"a roomless count's holding caps the burst", &Model{Live: LivePace{Rate: 40, Until: now + sec, Roomless: true, Holds: 1}}, cfg, 40, 1},
 		{"a cut scales the blind pace", &Model{Climb: cut}, cfg, 36, 10},
 		{"a cut does not scale a live count's pace", &Model{Climb: cut, Live: LivePace{Rate: 40, Until: now + sec}}, cfg, 40, 10},
 		// A refusal the count did not explain: the cut scales the count's
 		// pace, from the blind one under the limit, not the edge.
 		{"a cut overrules a count it contradicts, without the edge", &Model{Climb: overruling, Live: LivePace{Rate: 500, Until: now + sec, Edge: true}}, cfg, 36, 10},
-		{"a cut scales a roomless count's", &Model{Climb: cut, Live: LivePace{Rate: 40, Until: now + sec, Roomless: true, Room: 1}}, cfg, 16, 1},
+		{"a cut scales a roomless count's", &Model{Climb: cut, Live: LivePace{Rate: 40, Until: now + sec, Roomless: true, Holds: 1}}, cfg, 16, 1},
 		{"no rate: a count sets none", &Model{Live: LivePace{Rate: 40, Until: now + sec}}, Configured{}, 0, 0},
 	} {
 		rate, burst := tt.m.Pace(now, tt.cfg)

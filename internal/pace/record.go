@@ -215,10 +215,8 @@ type Verdict struct {
 	// faster than the scope spends.
 	Young bool
 	// Roomless says the count has no room for its margin: it sets no pace
-	// (Rate is Unreported), and Room is the most calls it has shown it
-	// holds at once, the burst a server's bucket takes.
+	// (Rate is Unreported), and Holds is the burst a server's bucket takes.
 	Roomless bool
-	Room     float64
 	// WakeAtMost is the fastest what wakes a waiting call may spend
 	// (LivePace.WakeAtMost); 0 for no bound.
 	WakeAtMost float64
@@ -322,9 +320,6 @@ func (o *Record) Count(now time.Time, c Count, sc Scope) (v Verdict) {
 	// A count holds until its reset, at the latest.
 	v.Hold = min(k.reset+WholeSecondSlack(k.reset), sc.MaxWait)
 	v.Holds = k.room + 1 // what the count showed, and the call it answered
-	if k.roomless {
-		v.Room = v.Holds
-	}
 	// The configured pace is more than the server holds in its window, and
 	// the count gives back as it goes: what wakes a waiting call spends no
 	// faster than it does (LivePace.WakeAtMost).

@@ -77,8 +77,8 @@ func TestCount(t *testing.T) {
 		{"a bucket of one has no room to pace by", func(o *Record) Verdict {
 			return feedSame(o, scope100(0), 10*time.Millisecond, 50, Count{Remaining: 0, Reset: sec, Limit: 1})
 		}, func(t *testing.T, v Verdict) {
-			if !v.Roomless || v.Room != 1 || v.Rate != 100 {
-				t.Errorf("verdict %+v, want roomless, room 1, the unreported pace 100", v)
+			if !v.Roomless || v.Holds != 1 || v.Rate != 100 {
+				t.Errorf("verdict %+v, want roomless, holding 1, the unreported pace 100", v)
 			}
 		}},
 		{"a token bucket that publishes its capacity is paced by what it accepts", func(o *Record) Verdict {
