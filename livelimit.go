@@ -49,11 +49,12 @@ func (c *configuredScope) configuredPace() (rate, burst float64) {
 // A limit learned before the change is forgotten, so the change applies at
 // once; the provider's next report teaches it again.
 //
-// Concurrency is not changed. With store.Policy.LimitSync, the change is published
-// in the shared store and every instance applies it within the interval;
-// without it, it is this process's alone. An observe.EventLimitChanged says who
-// changed what: observe.OriginSetLimit here, observe.OriginStore on the other instances. A scope that is not declared, or an invalid Limit, is an
-// error, and nothing changes.
+// Concurrency is not changed. With store.Policy.LimitSync, the change is
+// published in the shared store and every instance applies it within the
+// interval; without it, it is this process's alone. An
+// observe.EventLimitChanged says who changed what: observe.OriginSetLimit
+// here, observe.OriginStore on the other instances. A scope that is not
+// declared, or an invalid Limit, is an error, and nothing changes.
 func (t *Transport) SetLimit(scope string, l Limit) error {
 	cs := t.scopes[scope]
 	if cs == nil {

@@ -115,8 +115,9 @@ type ScopeStats struct {
 
 	// Long windows (longwindow.go). Windows are the windows of an hour or
 	// more the provider last reported for the scope, on any of its keys,
-	// the shared bucket's first, each in the order first seen: Anthropic's unified 5-hour and weekly windows as a
-	// share used (Used), a count whose window is an hour or more (GitHub's
+	// the shared bucket's first, each in the order first seen: Anthropic's
+	// unified 5-hour and weekly windows as a share used (Used), a count
+	// whose window is an hour or more (GitHub's
 	// hourly one) with its Limit and Remaining too; each Reset is from the
 	// time of the snapshot. OpenAI's daily limits are not among them: no
 	// header reports them (providers/openai). nil when none was reported.

@@ -107,39 +107,38 @@
 //     the measure of supply is old enough to go by, such a count sets no
 //     pace below the one without a count, and lets the scope aim at the
 //     edge at once; read as the rate, the young measure followed the
-//     scope's own pace up, and the pace the measure
-//     (reading.fullWhileSpending). Not after a refusal of a call the counts
-//     paced (the full count is then the refill at the edge the scope
-//     found); a refusal of the blind start — a call of the bucket's first
+//     scope's own pace up, and the pace followed the measure
+//     (reading.fullWhileSpending). Not after a refusal of a call the
+//     counts paced (the full count is then the refill at the edge the
+//     scope found); a refusal of the blind start — a call of the bucket's first
 //     burst, or sent before the first count — found the server bucket's
 //     size, not that edge.
-//   - Cuts.Refused and Curve, the cut and the climb back, rely on a
-//     refusal being a measurement: a server refuses above its capacity and
-//     accepts the rest, so the pace jumps to what it accepted and climbs
-//     back by time, flat near the level it last refused (TCP CUBIC's
-//     shape), over a time priced by what the refusal cost: a bare 429
-//     one call, a pause the calls it stopped (CostlyRecovery where it
-//     stopped two or more; an outage's floor of a call a second climbs
-//     as after bare 429s). A shared scope measures the share of its calls accepted
-//     times the pace they were sent at: a fleet's server accepted more
-//     than this process saw. A window's only refusal measures less: a
-//     bucket with room lets a burst above its rate through before it
-//     refuses, so what it accepted over a window in which it refused
-//     nothing else is the scope's pace; that cut keeps the wider headroom
-//     a pause's does (CostlyHeadroom). At the full pace that pace is only
-//     an upper bound, and the calls in flight at the cut check it
-//     (Cuts.tooShallow): a bucket at its level refuses the share of them
-//     above its rate, and where that share is more than the tenth the cut
-//     kept, the cut halves instead, and climbs back to flatten at the
-//     share of them it accepted, the measure; so does a halving for want
-//     of history, once sixteen calls are answered after it, on a climb a
-//     bare 429 priced. A one-second Retry-After on a measured cut pauses
-//     only its call: a per-second limiter's stock answer; so does one on a
-//     call sent after it within its window, whose refusal a bucket the
-//     pace before the cut filled still makes while the pace below its
-//     rate drains it. So does one on a call sent before a cut, measured
-//     or not: the server answered the moment the cut answered, whose
-//     pause, if any, stands.
+//   - Cuts.Refused and Curve, the cut and the climb back, rely on a refusal
+//     being a measurement: a server refuses above its capacity and accepts
+//     the rest, so the pace jumps to what it accepted and climbs back by
+//     time, flat near the level it last refused (TCP CUBIC's shape), over a
+//     time priced by what the refusal cost: a bare 429 one call, a pause
+//     the calls it stopped (CostlyRecovery where it stopped two or more; an
+//     outage's floor of a call a second climbs as after bare 429s). A
+//     shared scope measures the share of its calls accepted times the pace
+//     they were sent at: a fleet's server accepted more than this process
+//     saw. A window's only refusal measures less: a bucket with room lets a
+//     burst above its rate through before it refuses, so what it accepted
+//     over a window in which it refused nothing else is the scope's pace;
+//     that cut keeps the wider headroom a pause's does (CostlyHeadroom). At
+//     the full pace that pace is only an upper bound, and the calls in
+//     flight at the cut check it (Cuts.tooShallow): a bucket at its level
+//     refuses the share of them above its rate, and where that share is
+//     more than the tenth the cut kept, the cut halves instead, and climbs
+//     back to flatten at the share of them it accepted, the measure; so
+//     does a halving for want of history, once sixteen calls are answered
+//     after it, on a climb a bare 429 priced. A one-second Retry-After on a
+//     measured cut pauses only its call: a per-second limiter's stock
+//     answer; so does one on a call sent after it within its window, whose
+//     refusal a bucket the pace before the cut filled still makes while the
+//     pace below its rate drains it. So does one on a call sent before a
+//     cut, measured or not: the server answered the moment the cut
+//     answered, whose pause, if any, stands.
 //   - SlotsCut relies on a concurrency cap refusing a call that arrives
 //     while it holds its cap: what it held then were calls in flight.
 //   - RoundTrips keeps the shortest round trip of late: the floor under a
@@ -244,49 +243,48 @@
 //     (GitHub's secondary ones) leaves them with room. Taken as the
 //     count's lesson, a server that said 80 left while it accepted half
 //     the calls had half of them refused for good.
-//   - A reset in whole seconds may already be here, so none left until
-//     one does not stop the scope — unless the server has shown that a
-//     refusal costs more than the call (a 429's Retry-After beyond
-//     BriefRetryAfter paused the scope: Scope.CostlyRefusals), or the
-//     window is long enough that the second's slack is a small share of
-//     it (slackShare: twenty seconds or more; a window is no shorter than
-//     the longest reset its counts have stated, whatever the scope was
-//     told). Then none left is waited out to the reset's slack. Server
-//     properties: a window lasts at least as long as the time to its
-//     end, and a server may answer a call sent into none left with a
-//     pause of its window — httprate's Retry-After is its window, and a
-//     call sent into the last fraction of a minute's window cost the
-//     next minute — while the wait costs at most the slack. A window of
-//     seconds would lose a large share of every window to it, and a
-//     refusal there costs a call or a brief pause. The lesson of a costly refusal lasts CostlyFor, sixty times
-//     that pause: a server that asked once does not keep the scope
-//     waiting at every count of none left for good.
-//     While it lasts, a count running out wakes a waiting call with one
-//     call's worth, not the bucket's burst (LivePace.WakeOne): a count of
-//     a sliding window that gives back as it goes is not paused at none
-//     left, and the burst the wake refilled went out into the turn of a
-//     minute, whose refusal asked for the next one. Elsewhere the burst
-//     is a probe that costs a refused call where the count was right.
-//     One call's worth is a burst of one as well as a pace: a bucket
-//     refills at the pace it is asked at over all the time since it was
-//     last taken from, and the wake's pace rises as the report runs out,
-//     so a call that had slept woke to the whole burst.
-//     Each count arms the wake anew, to its own reset: a reset counting
-//     down to a window's end raises it as one over the time left, to the
-//     burst a second in the window's last second. Where the configured
-//     pace is more than the count has shown the server holds in its window,
-//     and the count is seen to give back as it goes (a sliding window, a
-//     bucket), the wake spends no faster than what the count is measured
-//     to give back, and what is left spread over the hold
-//     (LivePace.WakeAtMost), though still one call by the hold's end.
-//     Server property: such a server gives back at a steady rate, not at
-//     its reset. Configured at 1,000 a second against a sliding minute of
-//     40, the wake sent one call in three into refusals past the first
-//     minute (107–121 refused of 290 over four minutes); with the bound,
-//     at most two at each turn. Not a scope whose configured pace the server can hold: there
-//     the wake is what brings the scope to its blind pace while the
-//     count's own pace lags what comes back (a sliding minute's limit
-//     known lost a seventh of its calls held to what the count measured).
+//   - A reset in whole seconds may already be here, so none left until one
+//     does not stop the scope — unless the server has shown that a refusal
+//     costs more than the call (a 429's Retry-After beyond BriefRetryAfter
+//     paused the scope: Scope.CostlyRefusals), or the window is long enough
+//     that the second's slack is a small share of it (slackShare: twenty
+//     seconds or more; a window is no shorter than the longest reset its
+//     counts have stated, whatever the scope was told). Then none left is
+//     waited out to the reset's slack. Server properties: a window lasts at
+//     least as long as the time to its end, and a server may answer a call
+//     sent into none left with a pause of its window — httprate's
+//     Retry-After is its window, and a call sent into the last fraction of
+//     a minute's window cost the next minute — while the wait costs at most
+//     the slack. A window of seconds would lose a large share of every
+//     window to it, and a refusal there costs a call or a brief pause. The
+//     lesson of a costly refusal lasts CostlyFor, sixty times that pause: a
+//     server that asked once does not keep the scope waiting at every count
+//     of none left for good. While it lasts, a count running out wakes a
+//     waiting call with one call's worth, not the bucket's burst
+//     (LivePace.WakeOne): a count of a sliding window that gives back as it
+//     goes is not paused at none left, and the burst the wake refilled went
+//     out into the turn of a minute, whose refusal asked for the next one.
+//     Elsewhere the burst is a probe that costs a refused call where the
+//     count was right. One call's worth is a burst of one as well as a
+//     pace: a bucket refills at the pace it is asked at over all the time
+//     since it was last taken from, and the wake's pace rises as the report
+//     runs out, so a call that had slept woke to the whole burst. Each
+//     count arms the wake anew, to its own reset: a reset counting down to
+//     a window's end raises it as one over the time left, to the burst a
+//     second in the window's last second. Where the configured pace is more
+//     than the count has shown the server holds in its window, and the
+//     count is seen to give back as it goes (a sliding window, a bucket),
+//     the wake spends no faster than what the count is measured to give
+//     back, and what is left spread over the hold (LivePace.WakeAtMost),
+//     though still one call by the hold's end. Server property: such a
+//     server gives back at a steady rate, not at its reset. Configured at
+//     1,000 a second against a sliding minute of 40, the wake sent one call
+//     in three into refusals past the first minute (107–121 refused of 290
+//     over four minutes); with the bound, at most two at each turn. Not a
+//     scope whose configured pace the server can hold: there the wake is
+//     what brings the scope to its blind pace while the count's own pace
+//     lags what comes back (a sliding minute's limit known lost a seventh
+//     of its calls held to what the count measured).
 //   - Below the margin (reading.belowMargin), the count slows the scope
 //     within a quarter of a second, and no lower than half the blind pace
 //     while nothing was refused of late (the calls bring the news that the
