@@ -145,7 +145,9 @@
 //     network's jitter and a busy host's lateness, against which a count is
 //     dated (when the server counted, not when an answer was read); and
 //     the spread above it, the mean of the first round trips', then an
-//     average over 64.
+//     average over 64, in which one more than three spreads above the
+//     floor counts as three, and a quarter as much: a stall that held the
+//     calls and let them go together is no jitter.
 //   - Whether another client spends on the key relies on the same count:
 //     it falls faster than the scope spends. Over a jittery route a count
 //     is made in the order calls arrive and read in the order they were
