@@ -243,7 +243,7 @@ func (c *call) learnFrom(ctx context.Context, resp *http.Response, verdict class
 		// Before the counts are read: a refused call was never counted.
 		for _, ch := range c.charges {
 			if concerns(verdict, ch.bucket.scope.Name) {
-				ch.bucket.noteRefused(r.now, ch.spentAt, int64(ch.cost))
+				ch.bucket.noteRefused(r.now, ch.spentAt, int64(ch.cost), c.admitted)
 			}
 		}
 	}

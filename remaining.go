@@ -71,10 +71,10 @@ func (s *bucket) reportRemaining(now time.Time, c pace.Count, maxWait time.Durat
 }
 
 // noteRefused remembers that the provider refused, at now, a call of cost
-// admitted at mark (pace.Count.Mark).
-func (s *bucket) noteRefused(now time.Time, mark, cost int64) {
+// admitted at mark (pace.Count.Mark) and sent at sent (UnixNano).
+func (s *bucket) noteRefused(now time.Time, mark, cost, sent int64) {
 	s.mu.Lock()
-	s.reports.Refused(now, mark, cost)
+	s.reports.Refused(now, mark, cost, sent)
 	s.mu.Unlock()
 }
 

@@ -97,7 +97,9 @@
 //     seconds without another (Record.widening): it relies on the refusal
 //     measuring the disorder on the key — other clients' bunches, the
 //     route's reordering — that no figure the margin is reckoned from
-//     says.
+//     says. Not a call held on its way far beyond the route's jitter
+//     (RoundTrips): the calls a stall let go together were refused for
+//     arriving at once.
 //   - A count with no room for its margin (a server bucket of one) sets no
 //     pace: its zeros are its size, not scarcity; its refusals cut
 //     (reading.noRoom).

@@ -20,7 +20,7 @@ func drive(o *Record, sc Scope, server func(time.Time) (Count, bool), most float
 		if ref {
 			c.Refused = 1
 			refused++
-			o.Refused(now, spent, 1)
+			o.Refused(now, spent, 1, 0)
 		}
 		sc.Spent = spent
 		v := o.Count(now, c, sc)
@@ -77,7 +77,7 @@ func TestACountHeldSteadyKeepsItsPace(t *testing.T) {
 			sc.Spent = spent
 			c := Count{Remaining: int64(4 + i*7%5), Reset: time.Second, Limit: 500, Mark: spent, Sent: now.Add(-time.Millisecond).UnixNano(), Local: true}
 			if i == refuseAt {
-				o.Refused(now, spent, 1)
+				o.Refused(now, spent, 1, 0)
 				c.Refused = 1
 			}
 			o.Count(now, c, sc)

@@ -37,7 +37,7 @@ func TestAHostileServerGetsNumbers(t *testing.T) {
 			}
 			sc.Spent = spent
 			if rng.IntN(10) == 0 {
-				o.Refused(now, c.Mark, 1)
+				o.Refused(now, c.Mark, 1, c.Sent)
 			}
 			o.LearnWindow(now.Add(c.Reset), c.Reset%time.Second == 0)
 			v := o.Count(now, c, sc)

@@ -201,8 +201,8 @@ func TestRefillsByWindow(t *testing.T) {
 // its to know).
 func TestRefusedCallsAreNotSpent(t *testing.T) {
 	o := &Record{}
-	o.Refused(t0, 12, 1)
-	o.Refused(t0, 5, 1) // before the mark: already out of the count
+	o.Refused(t0, 12, 1, 0)
+	o.Refused(t0, 5, 1, 0) // before the mark: already out of the count
 	if got := o.spentSince(10, 20, false); got != 9 {
 		t.Errorf("spent since 10 of 20, one refused after it = %d, want 9", got)
 	}
@@ -312,11 +312,11 @@ func TestTheBlindStartsRefusalsAreNoEdge(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var o Record
-			o.Refused(t0, 5, 1) // answered before the first count
+			o.Refused(t0, 5, 1, 0) // answered before the first count
 			first := Count{Remaining: 0, Reset: time.Second, Limit: 11, Mark: 11, Sent: t0.UnixNano(), Local: true, Refused: 1}
 			sc.Spent = 16
 			o.Count(t0.Add(3*time.Millisecond), first, sc)
-			o.Refused(t0.Add(20*time.Millisecond), tc.refused, 1)
+			o.Refused(t0.Add(20*time.Millisecond), tc.refused, 1, 0)
 			var v Verdict
 			spent := int64(21)
 			for i := 1; i <= 8; i++ {

@@ -305,7 +305,7 @@ func TestABucketRefusedAtItsLevelKeepsHalfOfIt(t *testing.T) {
 			sc := Scope{Blind: 90, Configured: float64(tc.quota), Per: time.Second, Quota: tc.quota}
 			o.Count(start, Count{Remaining: tc.limit - 1, Reset: time.Second, Limit: tc.limit, Mark: 1, Sent: start.UnixNano(), Local: true}, sc)
 			if tc.refusedAfter > 0 {
-				o.Refused(start.Add(tc.refusedAfter), 2, 1)
+				o.Refused(start.Add(tc.refusedAfter), 2, 1, 0)
 			}
 			if got := o.margin(t0, tc.limit, tc.quota, tc.supply, time.Second); got != tc.want {
 				t.Errorf("margin %v, want %v", got, tc.want)
@@ -321,32 +321,50 @@ func TestABucketRefusedAtItsLevelKeepsHalfOfIt(t *testing.T) {
 // without another. Not for the blind start's refusals, nor before the
 // first seconds are over, nor on a fixed window (near empty only at its
 // turn), nor on a bucket's level below the quota, whose margin is half the
-// bucket then.
+// bucket then. Nor for a call held on its way, far beyond the route's
+// jitter (RoundTrips.held): the calls a stalled route let go together were
+// refused for arriving at once, not for any disorder the margin is for.
 func TestARefusalOfAPacedCallWidensTheMargin(t *testing.T) {
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	type refusal struct {
+		at   float64       // seconds after the first count
+		mark int64         // the refused call's; the blind start spent 10
+		trip time.Duration // the refused call's round trip; 0 if unknown
+	}
+	const ms = time.Millisecond
+	stall := []refusal{{2, 20, 3000 * ms}, {2, 21, 3010 * ms}, {2, 22, 2990 * ms}}
 	for _, tc := range []struct {
 		name         string
 		limit, quota int64
-		refusals     []float64 // seconds after the first count
-		mark         int64     // the refused calls' mark; the blind start spent 10
+		refusals     []refusal
 		when         float64
 		want         float64 // calls beyond the margin's reckoning at when
 	}{
 		// The first refusal's call, a second older, is a tenth given back.
-		{"two refusals, read at the second", 100, 100, []float64{2, 3}, 20, 3, 1.9},
-		{"two refusals, a call given back", 100, 100, []float64{2, 3}, 20, 3 + marginGiveBack.Seconds(), 0.9},
-		{"given back in full", 100, 100, []float64{2, 3}, 20, 30, 0},
-		{"in the first seconds", 100, 100, []float64{0.5, 1}, 20, 1, 0},
-		{"of the blind start", 100, 100, []float64{2, 3}, 5, 3, 0},
-		{"none published", -1, 100, []float64{2}, 20, 2, 1},
-		{"a bucket's level below the quota", 11, 100, []float64{2}, 20, 2, 0},
-		{"a fixed window", 100, 100, []float64{2}, 20, 2, 0},
+		{"two refusals, read at the second", 100, 100, []refusal{{2, 20, 300 * ms}, {3, 120, 300 * ms}}, 3, 1.9},
+		{"two refusals, a call given back", 100, 100, []refusal{{2, 20, 300 * ms}, {3, 120, 300 * ms}}, 3 + marginGiveBack.Seconds(), 0.9},
+		{"given back in full", 100, 100, []refusal{{2, 20, 300 * ms}, {3, 120, 300 * ms}}, 30, 0},
+		{"the round trip unknown", 100, 100, []refusal{{2, 20, 0}}, 2, 1},
+		{"a slow call, within the route's jitter", 100, 100, []refusal{{2, 20, 450 * ms}}, 2, 1},
+		{"the calls a stall held", 100, 100, stall, 2, 0},
+		{"the calls a stall held, and one after", 100, 100, append(stall[:3:3], refusal{2.5, 80, 250 * ms}), 2.5, 1},
+		{"in the first seconds", 100, 100, []refusal{{0.5, 20, 300 * ms}, {1, 60, 300 * ms}}, 1, 0},
+		{"of the blind start", 100, 100, []refusal{{2, 5, 300 * ms}, {3, 6, 300 * ms}}, 3, 0},
+		{"none published", -1, 100, []refusal{{2, 20, 300 * ms}}, 2, 1},
+		{"a bucket's level below the quota", 11, 100, []refusal{{2, 20, 300 * ms}}, 2, 0},
+		{"a fixed window", 100, 100, []refusal{{2, 20, 300 * ms}}, 2, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := &Record{first: t0.UnixNano(), blindSpent: 10, gradual: tc.name != "a fixed window"}
+			// A route of 200–400 ms, its spread settled.
+			o := &Record{first: t0.UnixNano(), blindSpent: 10, gradual: tc.name != "a fixed window",
+				rtt: RoundTrips{Floor: int64(200 * ms), Spread: float64(100 * ms), seen: spreadTrips}}
 			base := o.margin(at(tc.when), tc.limit, tc.quota, 0, time.Second)
-			for _, s := range tc.refusals {
-				o.Refused(at(s), tc.mark, 1)
+			for _, r := range tc.refusals {
+				var sent int64
+				if r.trip > 0 {
+					sent = at(r.at).Add(-r.trip).UnixNano()
+				}
+				o.Refused(at(r.at), r.mark, 1, sent)
 			}
 			if got := o.margin(at(tc.when), tc.limit, tc.quota, 0, time.Second) - base; !near(got, tc.want) {
 				t.Errorf("the margin widened by %v calls, want %v", got, tc.want)

@@ -6,11 +6,13 @@ package pace
 import "time"
 
 // Refused notes that the provider refused, at now, a call of cost admitted
-// at mark (Count.Mark): it never counted it, and never will. It notes too
-// whether the refusal came after the scope's first seconds
-// (refusedSettled, Record.margin) and whether the call was one the counts
-// paced, not one of the blind start (refusedPaced, reading.full).
-func (o *Record) Refused(now time.Time, mark, cost int64) {
+// at mark (Count.Mark) and sent at sent (UnixNano; 0 if unknown): it never
+// counted it, and never will. It notes too whether the refusal came after
+// the scope's first seconds (refusedSettled, Record.margin) and whether
+// the call was one the counts paced, not one of the blind start
+// (refusedPaced, reading.full); the refusal of such a call widens the
+// margin (Record.widening), unless the call was held on its way.
+func (o *Record) Refused(now time.Time, mark, cost, sent int64) {
 	o.refusals[o.nrefusals%len(o.refusals)] = refusedCall{mark, cost}
 	o.nrefusals++
 	o.refusedLast = now.UnixNano()
@@ -21,7 +23,7 @@ func (o *Record) Refused(now time.Time, mark, cost int64) {
 	// taken as paced.
 	if o.fleet || o.first != 0 && mark >= o.blindSpent {
 		o.refusedPaced = now.UnixNano()
-		if o.refusedSettled {
+		if o.refusedSettled && !(sent > 0 && o.rtt.held(now.UnixNano()-sent)) {
 			o.widened, o.widenedAt = o.widening(now)+1, now.UnixNano()
 		}
 	}
@@ -49,6 +51,13 @@ const marginGiveBack = 10 * time.Second
 // a run, five runs); widened, 3.2. Beside one taking 8 of a sliding
 // window's 20 a second, the neighbour was refused 5.4 % of its calls; 0.3 %
 // widened, for 0.07 of the scope's share.
+//
+// Not a call held on its way far beyond the route's jitter
+// (RoundTrips.held): a stalled route that let 64 calls go together into a
+// sliding window of 40 a second had 25–30 of them refused for arriving at
+// once, not for any disorder the margin is for; a call each, they widened
+// the margin to 27 of the window's 40, and the scope spent 12 a second for
+// the minutes it took to give them back.
 func (o *Record) widening(now time.Time) float64 {
 	if o.widened == 0 {
 		return 0

@@ -58,7 +58,7 @@ func spendOver(o *Record, w *minuteWindow, sc Scope, step, d, from time.Duration
 		c.Mark, c.Sent, c.Local = spent, sent.UnixNano(), true
 		if refused {
 			c.Refused = 1
-			o.Refused(now, spent, 1)
+			o.Refused(now, spent, 1, 0)
 		}
 		sc.Spent = spent
 		v := o.Count(now, c, sc)
@@ -133,7 +133,7 @@ func TestARefusalLiftsTheDeficitsFloor(t *testing.T) {
 			spent := int64(i + 1)
 			c := Count{Remaining: 0, Reset: time.Second, Limit: 50, Mark: spent, Sent: now.Add(-5 * time.Millisecond).UnixNano(), Local: true}
 			if refuse && i == 99 {
-				o.Refused(now, spent, 1)
+				o.Refused(now, spent, 1, 0)
 				c.Refused = 1
 			}
 			v = o.Count(now, c, scope100(spent))
@@ -168,7 +168,7 @@ func TestACountIsCorrectedOverARoundTrip(t *testing.T) {
 			spent := int64(i + 1)
 			c := Count{Remaining: 0, Reset: time.Second, Limit: 100, Mark: max(1, spent-inFlight), Sent: now.Add(-trip).UnixNano(), Local: true}
 			if i%10 == 0 {
-				o.Refused(now, c.Mark, 1) // refused of late: no floor at half the blind pace
+				o.Refused(now, c.Mark, 1, 0) // refused of late: no floor at half the blind pace
 				c.Refused = 1
 			}
 			v = o.Count(now, c, scope100(spent))
@@ -239,7 +239,7 @@ func TestANeighbourIsLeftItsShareOfTheFirstWindow(t *testing.T) {
 			c.Mark, c.Sent, c.Local = spent, now.UnixNano(), true
 			if refused {
 				c.Refused = 1
-				o.Refused(now.Add(time.Millisecond), spent, 1)
+				o.Refused(now.Add(time.Millisecond), spent, 1, 0)
 			}
 			sc.Spent = spent
 			if v := o.Count(now.Add(time.Millisecond), c, sc); v.Paced {
@@ -438,7 +438,7 @@ func TestNoneLeftInABucketWhoseResetMovesDoesNotPause(t *testing.T) {
 			c.Mark, c.Sent, c.Local = int64(i+1), sent.UnixNano(), true
 			if refused {
 				c.Refused = 1
-				o.Refused(now, c.Mark, 1)
+				o.Refused(now, c.Mark, 1, 0)
 			}
 			sc.Spent = c.Mark
 			if v := o.Count(now, c, sc); v.None {
