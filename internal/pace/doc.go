@@ -71,7 +71,10 @@
 //     starts from that, for a scope alone on the key.
 //   - Reading a count net of the calls in flight, plus what flows back
 //     meanwhile, relies on the server counting a call on its way: over a
-//     round trip of 300 ms at 100 a second, 30 calls are in flight.
+//     round trip of 300 ms at 100 a second, 30 calls are in flight. A call
+//     held far beyond the route's jitter (RoundTrips) was counted when it
+//     got through: what flowed back since is read over the longest round
+//     trip the jitter makes, not over its own.
 //   - The margin a count keeps (Record.margin) is a whole call where the
 //     published limit is below the configured count a window. It relies on
 //     a count in whole calls: such a published figure is a bucket's level

@@ -295,9 +295,22 @@ func (o *Record) Supply() (perSecond float64, measured bool) { return o.supply, 
 // a window that gives back what it was given keeps what remains where it
 // is: taking off the calls in flight alone read that as scarcity, and
 // paced a sliding window at 0.73.
+//
+// A call held on its way far beyond the route's jitter (RoundTrips.held)
+// was counted when it got through, which its round trip cannot say: read
+// as the longest round trip the route's jitter makes. Read from its
+// admission, the answers of 64 calls a stalled route held for three
+// seconds and let go together each said that a sliding window of 40 a
+// second had given back 120 calls meanwhile, and the scope sent into the
+// window they had just filled; behind a fixed window, the turns its counts
+// were read against went astray for ten seconds.
 func (o *Record) flownBack(now time.Time, sent int64) float64 {
 	if !o.known || o.supply <= 0 || sent <= 0 || sent > now.UnixNano() {
 		return 0
 	}
-	return o.supply * float64(now.UnixNano()-sent) / 1e9
+	age := float64(now.UnixNano() - sent)
+	if o.rtt.held(now.UnixNano() - sent) {
+		age = float64(o.rtt.Floor) + o.rtt.most()
+	}
+	return o.supply * age / 1e9
 }

@@ -321,3 +321,27 @@ func TestAFirstBurstsCountsShowNoRefill(t *testing.T) {
 		}
 	}
 }
+
+// What a count's provider gave back since it was made is read over the
+// call's round trip — the route's longest jitter at most, for a call held
+// on its way: a call held three seconds on a 200–400 ms route was counted
+// when it got through, and a sliding window giving back 40 a second had not
+// given back 120 calls since.
+func TestWhatFlowedBackSinceAHeldCallsCount(t *testing.T) {
+	const ms = time.Millisecond
+	now := t0.Add(10 * time.Second)
+	for _, tc := range []struct {
+		name string
+		trip time.Duration
+		want float64
+	}{
+		{"an ordinary round trip", 300 * ms, 12},
+		{"the longest the route's jitter makes", 500 * ms, 20},
+		{"a call held three seconds", 3 * time.Second, 20},
+	} {
+		o := &Record{known: true, supply: 40, rtt: RoundTrips{Floor: int64(200 * ms), Spread: float64(100 * ms), seen: spreadTrips}}
+		if got := o.flownBack(now, now.Add(-tc.trip).UnixNano()); !near(got, tc.want) {
+			t.Errorf("%s: %v given back, want %v", tc.name, got, tc.want)
+		}
+	}
+}
