@@ -6,13 +6,11 @@ import (
 )
 
 // observeRoute has r observe count round trips of base plus up to jitter,
-// from the n-th of a fixed sequence of draws, and returns the draw after
-// the last.
+// from the n-th of route_test's draws (spread), and returns the draw
+// after the last.
 func observeRoute(r *RoundTrips, n, count int, base, jitter time.Duration) int {
 	for range count {
-		x := uint64(n+1) * 0x9E3779B97F4A7C15
-		x ^= x >> 29
-		r.Observe(int64(base + time.Duration(x%uint64(jitter+1))))
+		r.Observe(int64(base + spread(n, 0, jitter)))
 		n++
 	}
 	return n
